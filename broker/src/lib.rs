@@ -1,0 +1,1 @@
+//! The broker library: see main.rs

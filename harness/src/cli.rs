@@ -1,0 +1,25 @@
+//! The command line: one subcommand per job, each with its own argument struct
+//! living beside the code that does the job.
+
+use clap::{Parser, Subcommand};
+
+/// Jepsen-style chaos testing of a Kafka-style broker cluster over real OS processes.
+///
+/// watermark starts a broker cluster as separate processes, drives clients at it
+/// while it kills, pauses and partitions them, records every operation in a
+/// history, and checks that history for lost writes, log divergence and
+/// linearizability violations.
+///
+/// Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3 harness failure, 64 bad usage.
+#[derive(Debug, Parser)]
+#[command(name = "watermark", version, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a history file offline (ours, Jepsen EDN, Porcupine logs).
+    Check(crate::check::CheckArgs),
+}

@@ -1,0 +1,5 @@
+//! watermark: the harness. A thin binary (`main.rs`) over these modules.
+
+pub mod check;
+pub mod cli;
+pub mod exit;

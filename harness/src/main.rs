@@ -1,0 +1,20 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+use watermark::cli::{Cli, Command};
+use watermark::exit::Exit;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { Exit::Usage } else { Exit::Valid };
+            let _ = e.print();
+            return code.into();
+        }
+    };
+    let exit = match cli.command {
+        Command::Check(args) => watermark::check::run(args),
+    };
+    exit.into()
+}
