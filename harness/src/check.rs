@@ -11,6 +11,9 @@ pub struct CheckArgs {
 
 /// Run `watermark check`.
 pub fn run(args: CheckArgs) -> Exit {
-    eprintln!("watermark check: {} (checker not built yet)", args.history.display());
+    eprintln!(
+        "watermark check: {} (checker not built yet)",
+        args.history.display()
+    );
     Exit::Unknown
 }

@@ -8,7 +8,11 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { Exit::Usage } else { Exit::Valid };
+            let code = if e.use_stderr() {
+                Exit::Usage
+            } else {
+                Exit::Valid
+            };
             let _ = e.print();
             return code.into();
         }

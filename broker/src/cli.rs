@@ -1,0 +1,118 @@
+//! The broker's command line (SPEC §5.1).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// A Kafka-style replicated log (ISR, high watermark, leader epochs) and its
+/// controller, speaking JSON over HTTP.
+#[derive(Debug, Parser)]
+#[command(name = "broker", version, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub role: Role,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Role {
+    /// Run the controller: broker liveness, leader election, ISR changes.
+    Controller(ControllerArgs),
+    /// Run a broker node: partitions' replicas, produce and fetch.
+    Node(NodeArgs),
+}
+
+/// `broker controller`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ControllerArgs {
+    /// Address to listen on; port 0 takes a free port (printed as `listening on ADDR`).
+    #[arg(long)]
+    pub listen: SocketAddr,
+    /// Where the controller keeps its state (it survives restarts).
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    /// Every broker's id and the address to reach it at: `1=ADDR,2=ADDR,3=ADDR`.
+    #[arg(long, value_parser = parse_peers)]
+    pub brokers: Peers,
+    /// A broker silent for longer than this is dead.
+    #[arg(long, default_value_t = 3000)]
+    pub session_timeout_ms: u64,
+    /// Allow electing a replica outside the ISR when no ISR member is alive (may lose data).
+    #[arg(long)]
+    pub unclean_election: bool,
+}
+
+/// How a follower that becomes follower, or restarts, decides where to truncate its log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Truncation {
+    /// KIP-101 with the KIP-279 fix: ask the leader for the end offset of the largest epoch ≤ ours.
+    Epoch,
+    /// Pre-0.11 Kafka: truncate to the local high watermark (loses data, diverges logs).
+    Hw,
+}
+
+/// `broker node`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct NodeArgs {
+    /// This broker's id (a positive integer).
+    #[arg(long)]
+    pub id: i32,
+    /// Address to listen on; port 0 takes a free port (printed as `listening on ADDR`).
+    #[arg(long)]
+    pub listen: SocketAddr,
+    /// Where the broker keeps its logs and checkpoints.
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    /// The controller's address(es); a `NOT_CONTROLLER` answer names the active one.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub controller: Vec<String>,
+    /// The other brokers' ids and addresses: `2=ADDR,3=ADDR`.
+    #[arg(long, value_parser = parse_peers, default_value = "")]
+    pub peers: Peers,
+    #[arg(long, value_enum, default_value_t = Truncation::Epoch)]
+    pub truncation: Truncation,
+    /// fsync the log after this many messages (default: never, like Kafka).
+    #[arg(long)]
+    pub flush_messages: Option<u64>,
+    /// fsync the log at least this often, in milliseconds (default: never).
+    #[arg(long)]
+    pub flush_ms: Option<u64>,
+    /// Keep unflushed bytes in process memory, so SIGKILL loses them like a power cut.
+    #[arg(long)]
+    pub simulate_page_cache: bool,
+    /// A follower behind the leader for longer than this leaves the ISR.
+    #[arg(long, default_value_t = 10000)]
+    pub replica_lag_time_max_ms: u64,
+    /// How long an empty follower fetch waits in purgatory for data.
+    #[arg(long, default_value_t = 500)]
+    pub replica_fetch_wait_max_ms: u64,
+    /// Plant a known bug (see `watermark selftest`).
+    #[arg(long)]
+    pub bug: Option<String>,
+}
+
+/// Broker ids and their addresses, as given on the command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Peers(pub Vec<(i32, String)>);
+
+/// Parse `1=127.0.0.1:9001,2=127.0.0.1:9002`.
+pub fn parse_peers(s: &str) -> Result<Peers, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (id, addr) = part
+            .split_once('=')
+            .ok_or_else(|| format!("`{part}` is not ID=ADDR (e.g. 2=127.0.0.1:9002)"))?;
+        let id: i32 = id
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{id}` in `{part}` is not a broker id (a positive integer)"))?;
+        if id <= 0 {
+            return Err(format!("broker id {id} in `{part}` must be positive"));
+        }
+        if out.iter().any(|(other, _)| *other == id) {
+            return Err(format!("broker id {id} is given twice"));
+        }
+        out.push((id, addr.trim().to_string()));
+    }
+    Ok(Peers(out))
+}

@@ -1,0 +1,127 @@
+//! Errors that cross the wire: an HTTP status plus a JSON body with a stable code
+//! (docs/api.md lists them and what a client may conclude from each).
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+/// The stable error codes of docs/api.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    InvalidRequest,
+    UnknownTopicOrPartition,
+    TopicAlreadyExists,
+    PreconditionFailed,
+    PayloadTooLarge,
+    OffsetOutOfRange,
+    NotLeader,
+    NotController,
+    FencedLeaderEpoch,
+    NotEnoughReplicas,
+    NotEnoughReplicasAfterAppend,
+    RequestTimedOut,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::InvalidRequest => "INVALID_REQUEST",
+            Code::UnknownTopicOrPartition => "UNKNOWN_TOPIC_OR_PARTITION",
+            Code::TopicAlreadyExists => "TOPIC_ALREADY_EXISTS",
+            Code::PreconditionFailed => "PRECONDITION_FAILED",
+            Code::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            Code::OffsetOutOfRange => "OFFSET_OUT_OF_RANGE",
+            Code::NotLeader => "NOT_LEADER",
+            Code::NotController => "NOT_CONTROLLER",
+            Code::FencedLeaderEpoch => "FENCED_LEADER_EPOCH",
+            Code::NotEnoughReplicas => "NOT_ENOUGH_REPLICAS",
+            Code::NotEnoughReplicasAfterAppend => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+            Code::RequestTimedOut => "REQUEST_TIMED_OUT",
+        }
+    }
+
+    pub fn status(self) -> StatusCode {
+        match self {
+            Code::InvalidRequest => StatusCode::BAD_REQUEST,
+            Code::UnknownTopicOrPartition => StatusCode::NOT_FOUND,
+            Code::TopicAlreadyExists | Code::FencedLeaderEpoch => StatusCode::CONFLICT,
+            Code::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
+            Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Code::OffsetOutOfRange => StatusCode::RANGE_NOT_SATISFIABLE,
+            Code::NotLeader | Code::NotController => StatusCode::MISDIRECTED_REQUEST,
+            Code::NotEnoughReplicas | Code::NotEnoughReplicasAfterAppend => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            Code::RequestTimedOut => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Code> {
+        ALL.iter().copied().find(|c| c.as_str() == s)
+    }
+}
+
+const ALL: [Code; 12] = [
+    Code::InvalidRequest,
+    Code::UnknownTopicOrPartition,
+    Code::TopicAlreadyExists,
+    Code::PreconditionFailed,
+    Code::PayloadTooLarge,
+    Code::OffsetOutOfRange,
+    Code::NotLeader,
+    Code::NotController,
+    Code::FencedLeaderEpoch,
+    Code::NotEnoughReplicas,
+    Code::NotEnoughReplicasAfterAppend,
+    Code::RequestTimedOut,
+];
+
+/// An error answer: code, human message, and the code's extra fields.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub code: Code,
+    pub message: String,
+    pub extra: Map<String, Value>,
+}
+
+impl ApiError {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            message: message.into(),
+            extra: Map::new(),
+        }
+    }
+
+    /// Add an extra field (e.g. `leader` for `NOT_LEADER`).
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.extra.insert(key.to_string(), value.into());
+        self
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        ApiError::new(Code::InvalidRequest, message)
+    }
+
+    pub fn body(&self) -> Value {
+        let mut body = json!({"error": self.code.as_str(), "message": self.message});
+        if let Value::Object(map) = &mut body {
+            map.extend(self.extra.clone());
+        }
+        body
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.code.status(), axum::Json(self.body())).into_response()
+    }
+}

@@ -1,0 +1,178 @@
+//! The messages between the controller and the nodes (all under `/internal/`), and
+//! the metadata shapes both roles answer on `/v1/metadata` (docs/api.md).
+//!
+//! Controller ↔ node:
+//! - `POST /internal/heartbeat` (node → controller): [`Heartbeat`] → [`HeartbeatResponse`].
+//!   The first heartbeat registers the broker. A new `broker_epoch` (chosen fresh at
+//!   each process start) means the broker restarted: the controller handles it as a
+//!   failure followed by a startup, as Kafka does with broker epochs, since a restarted
+//!   broker may have lost unflushed records and must not stay in any ISR on trust.
+//!   The answer carries the controller's full view of this broker's partitions, so a
+//!   lost `leader-and-isr` push is repaired at the next heartbeat.
+//! - `POST /internal/leader-and-isr` (controller → node): [`LeaderAndIsr`], pushed
+//!   whenever a partition's leader or ISR changes. A node ignores requests with a
+//!   controller epoch below the highest it has seen (`FENCED_LEADER_EPOCH`), and per
+//!   partition any state whose leader epoch / partition epoch is not newer than its own.
+//! - `POST /internal/alter-partition` (leader → controller): [`AlterPartition`] proposes
+//!   a new ISR. The controller accepts it only from the current leader with the current
+//!   leader epoch and partition epoch, and answers the new [`PartitionState`]
+//!   (partition epoch bumped); a stale proposal gets `FENCED_LEADER_EPOCH`.
+//! - `POST /internal/confirm-leadership` (leader → controller): [`ConfirmLeadership`],
+//!   used by linearizable reads: 200 with the current [`PartitionState`] if the caller
+//!   still leads with that leader epoch, else `NOT_LEADER`.
+
+use serde::{Deserialize, Serialize};
+
+/// A broker id; `-1` stands for "no leader".
+pub type BrokerId = i32;
+/// A leader epoch: bumped by the controller at every leader election.
+pub type LeaderEpoch = i32;
+/// Bumped by the controller at every change of a partition's leader or ISR (Kafka's
+/// partition epoch), so stale AlterPartition proposals are rejected.
+pub type PartitionEpoch = i32;
+
+pub const NO_LEADER: BrokerId = -1;
+
+/// A topic partition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct TopicPartition {
+    pub topic: String,
+    pub partition: u32,
+}
+
+/// The controller's record of one partition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionState {
+    pub topic: String,
+    pub partition: u32,
+    pub leader: BrokerId,
+    pub leader_epoch: LeaderEpoch,
+    pub partition_epoch: PartitionEpoch,
+    pub isr: Vec<BrokerId>,
+    pub replicas: Vec<BrokerId>,
+    pub min_insync_replicas: u32,
+}
+
+/// `POST /v1/topics` on the controller.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTopic {
+    pub name: String,
+    pub partitions: u32,
+    pub replication_factor: u32,
+    pub min_insync_replicas: u32,
+}
+
+/// A broker as metadata shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerInfo {
+    pub id: BrokerId,
+    pub alive: bool,
+}
+
+/// One partition in `/v1/metadata`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionMetadata {
+    pub partition: u32,
+    pub leader: BrokerId,
+    pub leader_epoch: LeaderEpoch,
+    pub partition_epoch: PartitionEpoch,
+    pub isr: Vec<BrokerId>,
+    pub replicas: Vec<BrokerId>,
+}
+
+/// One topic in `/v1/metadata`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicMetadata {
+    pub name: String,
+    pub min_insync_replicas: u32,
+    pub partitions: Vec<PartitionMetadata>,
+}
+
+/// `GET /v1/metadata`, from the controller or a node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Metadata {
+    pub controller_epoch: i32,
+    pub brokers: Vec<BrokerInfo>,
+    pub topics: Vec<TopicMetadata>,
+}
+
+impl Metadata {
+    /// Group partition states into the metadata shape (topics sorted by name).
+    pub fn from_states<'a>(
+        controller_epoch: i32,
+        brokers: Vec<BrokerInfo>,
+        states: impl IntoIterator<Item = &'a PartitionState>,
+    ) -> Metadata {
+        let mut topics: std::collections::BTreeMap<&str, TopicMetadata> = Default::default();
+        for s in states {
+            let t = topics.entry(&s.topic).or_insert_with(|| TopicMetadata {
+                name: s.topic.clone(),
+                min_insync_replicas: s.min_insync_replicas,
+                partitions: Vec::new(),
+            });
+            t.partitions.push(PartitionMetadata {
+                partition: s.partition,
+                leader: s.leader,
+                leader_epoch: s.leader_epoch,
+                partition_epoch: s.partition_epoch,
+                isr: s.isr.clone(),
+                replicas: s.replicas.clone(),
+            });
+        }
+        let mut topics: Vec<TopicMetadata> = topics.into_values().collect();
+        for t in &mut topics {
+            t.partitions.sort_by_key(|p| p.partition);
+        }
+        Metadata {
+            controller_epoch,
+            brokers,
+            topics,
+        }
+    }
+}
+
+/// `POST /internal/heartbeat`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Heartbeat {
+    pub broker_id: BrokerId,
+    /// Chosen fresh at every process start (e.g. the start time in nanoseconds).
+    pub broker_epoch: u64,
+}
+
+/// The answer to a heartbeat: the controller's view of this broker's partitions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeartbeatResponse {
+    pub controller_epoch: i32,
+    pub brokers: Vec<BrokerInfo>,
+    pub partitions: Vec<PartitionState>,
+}
+
+/// `POST /internal/leader-and-isr`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaderAndIsr {
+    pub controller_epoch: i32,
+    pub brokers: Vec<BrokerInfo>,
+    pub partitions: Vec<PartitionState>,
+}
+
+/// `POST /internal/alter-partition`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlterPartition {
+    pub broker_id: BrokerId,
+    pub broker_epoch: u64,
+    pub topic: String,
+    pub partition: u32,
+    pub leader_epoch: LeaderEpoch,
+    pub partition_epoch: PartitionEpoch,
+    pub new_isr: Vec<BrokerId>,
+}
+
+/// `POST /internal/confirm-leadership`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfirmLeadership {
+    pub broker_id: BrokerId,
+    pub topic: String,
+    pub partition: u32,
+    pub leader_epoch: LeaderEpoch,
+}
