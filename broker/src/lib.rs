@@ -7,3 +7,4 @@ pub mod controller;
 pub mod error;
 pub mod log;
 pub mod protocol;
+pub mod server;

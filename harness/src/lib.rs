@@ -2,4 +2,6 @@
 
 pub mod check;
 pub mod cli;
+pub mod cluster;
+pub mod error;
 pub mod exit;

@@ -1,13 +1,32 @@
 //! Checkpoint files (high watermark per partition, leader-epoch cache), written
 //! atomically: temp file, fsync, rename, fsync the directory.
 
-use std::io;
+use std::fs::{self, File};
+use std::io::{self, Write};
 use std::path::Path;
 
 /// Replace `path` with `contents` atomically and durably.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let _ = (path, contents);
-    todo!()
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "checkpoint path has no file name",
+        )
+    })?;
+    let mut tmp_name = name.to_os_string();
+    tmp_name.push(".tmp");
+    let tmp = dir.join(tmp_name);
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, path)?;
+    File::open(dir)?.sync_all()
 }
 
 /// Write a leader-epoch checkpoint: `(leader_epoch, start_offset)` pairs, ascending.
