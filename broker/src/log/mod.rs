@@ -5,14 +5,23 @@
 //! The interface below is what the rest of the broker uses; this module owns how it
 //! is stored.
 
+use std::fs;
 use std::io;
-use std::path::Path;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub mod checkpoint;
+mod frame;
+mod recovery;
+mod segment;
+
+use segment::{Segment, context};
+
+/// Segment size when the configuration leaves it at 0.
+pub const DEFAULT_SEGMENT_BYTES: u64 = 1 << 20;
 
 /// One record of a partition's log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,31 +46,76 @@ pub struct LogConfig {
 }
 
 /// A partition's log in one directory.
+///
+/// Every record is also kept in memory (the files are the durability, memory serves
+/// reads), so a log must fit in memory: fine for test clusters.
 pub struct Log {
-    _private: (),
+    dir: PathBuf,
+    config: LogConfig,
+    /// At least one; the last is the active segment appends go to.
+    segments: Vec<Segment>,
+    /// `records[i].offset == start + i`.
+    records: Vec<Record>,
+    start: u64,
+    /// Every offset below this is fsynced.
+    flushed: u64,
+    /// When the oldest unflushed record was appended.
+    unflushed_since: Option<Instant>,
+    /// Segment files were created or deleted since the directory was last fsynced.
+    dir_dirty: bool,
 }
 
 impl Log {
     /// Open (or create) the log in `dir`, recovering from a crash: every segment is
     /// scanned, and the first torn or corrupt record cuts the log there.
     pub fn open(dir: &Path, config: LogConfig) -> io::Result<Log> {
-        let _ = (dir, config);
-        todo!()
+        fs::create_dir_all(dir).map_err(|e| context(e, "cannot create log directory", dir))?;
+        let recovered = recovery::recover(dir)?;
+        if let Some(cut) = &recovered.cut {
+            eprintln!("log {}: recovery: {cut}", dir.display());
+        }
+        let mut segments = recovered.segments;
+        let mut dir_dirty = false;
+        if segments.is_empty() {
+            segments.push(Segment::create(dir, 0)?);
+            dir_dirty = true;
+        }
+        let start = segments[0].base;
+        let mut log = Log {
+            dir: dir.to_path_buf(),
+            config,
+            segments,
+            records: recovered.records,
+            start,
+            flushed: 0,
+            unflushed_since: None,
+            dir_dirty,
+        };
+        // What survived the crash may sit only in the page cache: make it durable
+        // before reporting it flushed.
+        log.flush()?;
+        Ok(log)
+    }
+
+    /// The directory holding the segment files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The offset the next appended record gets (LEO).
     pub fn log_end_offset(&self) -> u64 {
-        todo!()
+        self.start + self.records.len() as u64
     }
 
     /// The first offset still in the log (0: no retention yet).
     pub fn log_start_offset(&self) -> u64 {
-        todo!()
+        self.start
     }
 
-    /// Every offset below this is fsynced (or, without page-cache simulation, at least written).
+    /// Every offset below this is fsynced (and so survives a power cut, or a SIGKILL
+    /// under page-cache simulation).
     pub fn flushed_offset(&self) -> u64 {
-        todo!()
+        self.flushed
     }
 
     /// Leader append: assign offsets from LEO; returns the base offset.
@@ -70,38 +124,189 @@ impl Log {
         leader_epoch: i32,
         entries: Vec<(Option<String>, Value)>,
     ) -> io::Result<u64> {
-        let _ = (leader_epoch, entries);
-        todo!()
+        let base = self.log_end_offset();
+        let records = entries
+            .into_iter()
+            .zip(base..)
+            .map(|((key, value), offset)| Record {
+                offset,
+                leader_epoch,
+                key,
+                value,
+            })
+            .collect();
+        self.append_records(records)?;
+        Ok(base)
     }
 
     /// Follower append of records fetched from the leader; the first offset must be LEO
     /// and offsets contiguous (else `InvalidInput`).
     pub fn append_replicated(&mut self, records: Vec<Record>) -> io::Result<()> {
-        let _ = records;
-        todo!()
+        let leo = self.log_end_offset();
+        for (record, expected) in records.iter().zip(leo..) {
+            if record.offset != expected {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "log {}: replicated record has offset {} where {expected} was expected",
+                        self.dir.display(),
+                        record.offset
+                    ),
+                ));
+            }
+        }
+        self.append_records(records)
     }
 
     /// Records from `offset`, at most `max_records`, stopping before `limit`
     /// (e.g. the high watermark). `offset` past LEO gives an empty list.
     pub fn read(&self, offset: u64, max_records: usize, limit: u64) -> io::Result<Vec<Record>> {
-        let _ = (offset, max_records, limit);
-        todo!()
+        let end = limit.min(self.log_end_offset());
+        let from = offset.max(self.start);
+        if from >= end {
+            return Ok(Vec::new());
+        }
+        let first = (from - self.start) as usize;
+        let count = ((end - from) as usize).min(max_records);
+        Ok(self.records[first..first + count].to_vec())
     }
 
     /// Remove every record at or above `offset` (no-op if `offset >= LEO`).
     pub fn truncate_to(&mut self, offset: u64) -> io::Result<()> {
-        let _ = offset;
-        todo!()
+        if offset >= self.log_end_offset() {
+            return Ok(());
+        }
+        let offset = offset.max(self.start);
+        while self.segments.len() > 1 && self.segments[self.segments.len() - 1].base >= offset {
+            let segment = self.segments.pop().expect("more than one segment");
+            self.dir_dirty = true;
+            segment.delete()?;
+        }
+        let active = self.segments.last_mut().expect("a log has a segment");
+        self.records.truncate((offset - self.start) as usize);
+        self.flushed = self.flushed.min(offset);
+        if self.flushed == offset {
+            self.unflushed_since = None;
+        }
+        active.truncate_to(offset)
     }
 
     /// fsync everything appended so far.
     pub fn flush(&mut self) -> io::Result<()> {
-        todo!()
+        for segment in &mut self.segments {
+            segment.sync()?;
+        }
+        if self.dir_dirty {
+            recovery::sync_dir(&self.dir)?;
+            self.dir_dirty = false;
+        }
+        self.flushed = self.log_end_offset();
+        self.unflushed_since = None;
+        Ok(())
     }
 
     /// Apply the time-based flush policy; call it from a timer.
     pub fn flush_if_due(&mut self, now: Instant) -> io::Result<()> {
-        let _ = now;
-        todo!()
+        if let (Some(ms), Some(since)) = (self.config.flush_ms, self.unflushed_since) {
+            if now.saturating_duration_since(since) >= Duration::from_millis(ms) {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Append records whose offsets run on from LEO, then apply the flush policy.
+    fn append_records(&mut self, records: Vec<Record>) -> io::Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let leo = self.log_end_offset();
+        if leo.checked_add(records.len() as u64).is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("log {}: offsets would overflow", self.dir.display()),
+            ));
+        }
+        let mut frames = Vec::new();
+        let mut ends = Vec::with_capacity(records.len());
+        for record in &records {
+            frame::encode(record, &mut frames).map_err(|why| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("log {}: {why}", self.dir.display()),
+                )
+            })?;
+            ends.push(frames.len());
+        }
+        if let Err(e) = self.write_frames(leo, &frames, &ends) {
+            // Leave memory and files as they were; report the original error.
+            if let Err(undo) = self.truncate_to(leo) {
+                eprintln!(
+                    "log {}: cannot undo a failed append: {undo}",
+                    self.dir.display()
+                );
+            }
+            return Err(e);
+        }
+        self.records.extend(records);
+        self.unflushed_since.get_or_insert_with(Instant::now);
+        if let Some(n) = self.config.flush_messages {
+            if self.log_end_offset() - self.flushed >= n.max(1) {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Put the frames of offsets `leo..` into segments, rolling past the segment size,
+    /// and write them to the files unless the page cache is simulated.
+    fn write_frames(&mut self, leo: u64, frames: &[u8], ends: &[usize]) -> io::Result<()> {
+        let limit = match self.config.segment_bytes {
+            0 => DEFAULT_SEGMENT_BYTES,
+            n => n,
+        };
+        let mut begin = 0;
+        for (offset, &end) in (leo..).zip(ends) {
+            let frame = &frames[begin..end];
+            begin = end;
+            let active = self.segments.last().expect("a log has a segment");
+            if !active.is_empty() && active.size() + frame.len() as u64 > limit {
+                self.segments.push(Segment::create(&self.dir, offset)?);
+                self.dir_dirty = true;
+            }
+            self.segments
+                .last_mut()
+                .expect("a log has a segment")
+                .push(frame);
+        }
+        if !self.config.simulate_page_cache {
+            for segment in &mut self.segments {
+                segment.write_pending()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forget unflushed bytes held in process memory and close: a power cut.
+    #[cfg(test)]
+    fn crash(mut self) {
+        for segment in &mut self.segments {
+            segment.discard_pending();
+        }
     }
 }
+
+impl Drop for Log {
+    /// Closing the log is not a power cut: what the page cache would hold reaches the
+    /// files (without fsync).
+    fn drop(&mut self) {
+        for segment in &mut self.segments {
+            if let Err(e) = segment.write_pending() {
+                eprintln!("log {}: on close: {e}", self.dir.display());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

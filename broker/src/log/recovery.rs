@@ -1,0 +1,125 @@
+//! Crash recovery: scan a log directory's segments in offset order and keep the
+//! longest valid prefix. The first torn, corrupt or out-of-sequence record cuts the
+//! log there: its file is cut short and every later segment is deleted, since
+//! nothing after a hole can be trusted to follow it.
+
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::Record;
+use super::frame;
+use super::segment::{self, Segment, context};
+
+/// What was found in a log directory.
+pub struct Recovered {
+    /// Valid segments in offset order (possibly none).
+    pub segments: Vec<Segment>,
+    /// Their records in offset order.
+    pub records: Vec<Record>,
+    /// What was cut, if anything: one line for the operator.
+    pub cut: Option<String>,
+}
+
+/// Scan `dir` (which must exist), cutting what follows the first invalid record.
+pub fn recover(dir: &Path) -> io::Result<Recovered> {
+    let files = segment_files(dir)?;
+    let mut segments = Vec::new();
+    let mut records = Vec::new();
+    let mut cut = None;
+    let mut expected: Option<u64> = None;
+    for (i, (base, path)) in files.iter().enumerate() {
+        if let Some(next) = expected.filter(|&next| next != *base) {
+            let later = delete_all(&files[i..])?;
+            cut = Some(format!(
+                "segment {} starts at offset {base} but the log ends at {next}; \
+                 deleted it and {} later segment(s)",
+                path.display(),
+                later - 1
+            ));
+            break;
+        }
+        let bytes = fs::read(path).map_err(|e| context(e, "cannot read segment", path))?;
+        let mut positions = Vec::new();
+        let mut pos = 0;
+        let mut next = *base;
+        let mut problem = None;
+        while pos < bytes.len() {
+            match frame::decode(&bytes[pos..]) {
+                Ok((record, n)) if record.offset == next && next < u64::MAX => {
+                    positions.push(pos as u64);
+                    records.push(record);
+                    pos += n;
+                    next += 1;
+                }
+                Ok((record, _)) => {
+                    problem = Some(format!(
+                        "record with offset {} where {next} was expected",
+                        record.offset
+                    ));
+                    break;
+                }
+                Err(invalid) => {
+                    problem = Some(invalid.to_string());
+                    break;
+                }
+            }
+        }
+        segments.push(Segment::open_recovered(
+            path.clone(),
+            *base,
+            positions,
+            pos as u64,
+        )?);
+        expected = Some(next);
+        if let Some(problem) = problem {
+            let later = delete_all(&files[i + 1..])?;
+            cut = Some(format!(
+                "{problem} at byte {pos} of {}: cut {} byte(s) there and deleted {later} \
+                 later segment(s); the log now ends at offset {next}",
+                path.display(),
+                bytes.len() - pos
+            ));
+            break;
+        }
+    }
+    if cut.is_some() {
+        sync_dir(dir)?;
+    }
+    Ok(Recovered {
+        segments,
+        records,
+        cut,
+    })
+}
+
+/// The segment files in `dir`, by base offset; other files are left alone.
+fn segment_files(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| context(e, "cannot list log directory", dir))? {
+        let entry = entry.map_err(|e| context(e, "cannot list log directory", dir))?;
+        if let Some(base) = entry
+            .file_name()
+            .to_str()
+            .and_then(segment::parse_file_name)
+        {
+            files.push((base, entry.path()));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn delete_all(files: &[(u64, PathBuf)]) -> io::Result<usize> {
+    for (_, path) in files {
+        fs::remove_file(path).map_err(|e| context(e, "cannot delete segment", path))?;
+    }
+    Ok(files.len())
+}
+
+/// fsync a directory so that file creations and deletions in it are durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| context(e, "cannot fsync log directory", dir))
+}
