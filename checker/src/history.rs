@@ -1,0 +1,373 @@
+//! The history: what clients asked for and what they were told (SPEC §4).
+//!
+//! A history is a sequence of [`Event`]s — one JSON object per line in
+//! `history.jsonl` — in the order they happened. Checkers do not reason about
+//! events but about [`Op`]s: an invocation paired with its completion on the same
+//! process. An `ok` completion means the operation happened, `fail` that it
+//! certainly did not, and `info` that nobody knows: it may have taken effect at any
+//! point after its invocation, or never. An invocation without a completion (the
+//! tail of a history whose writer crashed) is treated exactly like `info`.
+
+use std::fmt;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+/// Who performed an event: a client process, or the nemesis injecting faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Process {
+    /// A client, by number. A client whose operation ends in `info` never invokes
+    /// again; it continues under a new number.
+    Client(u64),
+    /// The fault injector (`"nemesis"` in JSON).
+    Nemesis,
+}
+
+impl fmt::Display for Process {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Process::Client(n) => write!(f, "{n}"),
+            Process::Nemesis => f.write_str("nemesis"),
+        }
+    }
+}
+
+impl Serialize for Process {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Process::Client(n) => s.serialize_u64(*n),
+            Process::Nemesis => s.serialize_str("nemesis"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Process {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ProcessVisitor;
+        impl Visitor<'_> for ProcessVisitor {
+            type Value = Process;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a non-negative client number or \"nemesis\"")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Process, E> {
+                Ok(Process::Client(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Process, E> {
+                u64::try_from(v)
+                    .map(Process::Client)
+                    .map_err(|_| E::invalid_value(de::Unexpected::Signed(v), &self))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Process, E> {
+                if v == "nemesis" {
+                    Ok(Process::Nemesis)
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Str(v), &self))
+                }
+            }
+        }
+        d.deserialize_any(ProcessVisitor)
+    }
+}
+
+/// What an event says about its operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventType {
+    /// The operation starts.
+    Invoke,
+    /// It happened.
+    Ok,
+    /// It certainly did not happen.
+    Fail,
+    /// Unknown: it may have happened at any point after its invocation, or never.
+    Info,
+}
+
+impl fmt::Display for EventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EventType::Invoke => "invoke",
+            EventType::Ok => "ok",
+            EventType::Fail => "fail",
+            EventType::Info => "info",
+        })
+    }
+}
+
+/// One line of `history.jsonl`.
+///
+/// Serialises as `{"index","time","process","type","f","value"}` plus `"error"`
+/// when there is one; parsing ignores unknown fields, so newer writers stay readable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the history, from 0.
+    pub index: u64,
+    /// Nanoseconds since the run started (monotonic).
+    pub time: u64,
+    pub process: Process,
+    #[serde(rename = "type")]
+    pub kind: EventType,
+    /// The operation (`send`, `poll`, `read`, ...) or, for the nemesis, the fault.
+    pub f: String,
+    #[serde(default)]
+    pub value: Value,
+    /// Why an operation failed or is indeterminate (e.g. `NOT_LEADER`, `timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Event {
+    /// The event as one JSON line, without the trailing newline.
+    pub fn to_json_line(&self) -> String {
+        // Serialising plain data with string keys cannot fail.
+        serde_json::to_string(self).expect("an event always serialises")
+    }
+
+    /// Parse one line of `history.jsonl`.
+    pub fn from_json_line(line: &str) -> Result<Event, String> {
+        serde_json::from_str(line).map_err(|e| {
+            format!(
+                "expected an event {{\"index\",\"time\",\"process\",\"type\",\"f\",\"value\"}}: {e}"
+            )
+        })
+    }
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Ok,
+    Fail,
+    /// Indeterminate, including an invocation that never completed.
+    Info,
+}
+
+/// An invocation paired with its completion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Op {
+    pub process: u64,
+    pub f: String,
+    /// The value the invocation carried.
+    pub invoke_value: Value,
+    /// The value the completion carried (`Null` when there was no completion).
+    pub value: Value,
+    pub outcome: Outcome,
+    /// History indices of the invocation and the completion (`None`: never completed).
+    pub invoke_index: u64,
+    pub complete_index: Option<u64>,
+    /// Positions in the event sequence, which orders the real-time "happened
+    /// before" relation: an op precedes another if it completed before the other
+    /// was invoked. `complete_pos` is `None` for info and never-completed ops.
+    pub invoke_pos: usize,
+    pub complete_pos: Option<usize>,
+    pub invoke_time: u64,
+    pub complete_time: Option<u64>,
+    pub error: Option<String>,
+}
+
+impl Op {
+    /// The history indices of this operation's events.
+    pub fn indices(&self) -> Vec<u64> {
+        let mut v = vec![self.invoke_index];
+        v.extend(self.complete_index);
+        v
+    }
+}
+
+/// A history that cannot be paired: which event, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairError {
+    /// Position of the offending event in the sequence given (0-based).
+    pub position: usize,
+    pub message: String,
+}
+
+impl fmt::Display for PairError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "event {}: {}", self.position, self.message)
+    }
+}
+
+impl std::error::Error for PairError {}
+
+/// Pair every client invocation with the next completion of the same process.
+///
+/// Nemesis events are skipped. Ops come out in invocation order. An invocation
+/// still open at the end becomes an `info` op, so the prefix a crashed writer left
+/// behind is still checkable. A completion without an open invocation, or a second
+/// invocation while one is open, is an error.
+pub fn pair(events: &[Event]) -> Result<Vec<Op>, PairError> {
+    use std::collections::HashMap;
+    let mut open: HashMap<u64, usize> = HashMap::new(); // process -> op slot
+    let mut ops: Vec<Op> = Vec::new();
+    for (pos, e) in events.iter().enumerate() {
+        let Process::Client(p) = e.process else {
+            continue;
+        };
+        match e.kind {
+            EventType::Invoke => {
+                if let Some(&slot) = open.get(&p) {
+                    return Err(PairError {
+                        position: pos,
+                        message: format!(
+                            "process {p} invokes {} while its {} (index {}) has not completed",
+                            e.f, ops[slot].f, ops[slot].invoke_index
+                        ),
+                    });
+                }
+                open.insert(p, ops.len());
+                ops.push(Op {
+                    process: p,
+                    f: e.f.clone(),
+                    invoke_value: e.value.clone(),
+                    value: Value::Null,
+                    outcome: Outcome::Info,
+                    invoke_index: e.index,
+                    complete_index: None,
+                    invoke_pos: pos,
+                    complete_pos: None,
+                    invoke_time: e.time,
+                    complete_time: None,
+                    error: None,
+                });
+            }
+            kind => {
+                let Some(slot) = open.remove(&p) else {
+                    return Err(PairError {
+                        position: pos,
+                        message: format!("{kind} {} of process {p} without an invocation", e.f),
+                    });
+                };
+                let op = &mut ops[slot];
+                if op.f != e.f {
+                    return Err(PairError {
+                        position: pos,
+                        message: format!(
+                            "process {p} completes {} but invoked {} (index {})",
+                            e.f, op.f, op.invoke_index
+                        ),
+                    });
+                }
+                op.outcome = match kind {
+                    EventType::Ok => Outcome::Ok,
+                    EventType::Fail => Outcome::Fail,
+                    _ => Outcome::Info,
+                };
+                op.value = e.value.clone();
+                op.complete_index = Some(e.index);
+                op.complete_time = Some(e.time);
+                op.error = e.error.clone();
+                if kind != EventType::Info {
+                    op.complete_pos = Some(pos);
+                }
+            }
+        }
+    }
+    Ok(ops)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(index: u64, process: Process, kind: EventType, f: &str, value: Value) -> Event {
+        Event {
+            index,
+            time: index * 10,
+            process,
+            kind,
+            f: f.into(),
+            value,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn event_round_trips_as_one_line() {
+        let mut e = ev(
+            12,
+            Process::Client(3),
+            EventType::Invoke,
+            "send",
+            json!({"partition": 0, "value": 7}),
+        );
+        let line = e.to_json_line();
+        assert_eq!(
+            line,
+            r#"{"index":12,"time":120,"process":3,"type":"invoke","f":"send","value":{"partition":0,"value":7}}"#
+        );
+        assert_eq!(Event::from_json_line(&line).unwrap(), e);
+        e.process = Process::Nemesis;
+        e.kind = EventType::Info;
+        e.error = Some("timeout".into());
+        let line = e.to_json_line();
+        assert!(line.contains(r#""process":"nemesis""#) && line.contains(r#""error":"timeout""#));
+        assert_eq!(Event::from_json_line(&line).unwrap(), e);
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_and_bad_lines_say_what_was_expected() {
+        let e = Event::from_json_line(
+            r#"{"index":1,"time":2,"process":0,"type":"ok","f":"read","value":null,"node":"n1"}"#,
+        )
+        .unwrap();
+        assert_eq!(e.kind, EventType::Ok);
+        let err =
+            Event::from_json_line(r#"{"index":1,"time":2,"process":"x","type":"ok","f":"read"}"#)
+                .unwrap_err();
+        assert!(err.contains("nemesis"), "{err}");
+        let err =
+            Event::from_json_line(r#"{"index":1,"time":2,"process":1,"type":"done","f":"r"}"#)
+                .unwrap_err();
+        assert!(err.contains("done"), "{err}");
+    }
+
+    #[test]
+    fn pairs_per_process_and_open_invocations_become_info() {
+        use EventType::*;
+        let c = Process::Client;
+        let events = vec![
+            ev(0, c(0), Invoke, "write", json!(1)),
+            ev(1, c(1), Invoke, "read", Value::Null),
+            ev(2, Process::Nemesis, Info, "kill", json!([1])),
+            ev(3, c(0), Ok, "write", json!(1)),
+            ev(4, c(1), Info, "read", Value::Null),
+            ev(5, c(2), Invoke, "write", json!(2)),
+        ];
+        let ops = pair(&events).unwrap();
+        assert_eq!(ops.len(), 3);
+        assert_eq!(
+            (ops[0].outcome, ops[0].complete_pos),
+            (Outcome::Ok, Some(3))
+        );
+        assert_eq!(
+            (ops[1].outcome, ops[1].complete_pos, ops[1].complete_index),
+            (Outcome::Info, None, Some(4))
+        );
+        assert_eq!(
+            (ops[2].outcome, ops[2].complete_index),
+            (Outcome::Info, None)
+        );
+        assert_eq!(ops[0].indices(), vec![0, 3]);
+    }
+
+    #[test]
+    fn unpaired_completions_are_errors() {
+        use EventType::*;
+        let events = vec![ev(0, Process::Client(0), Ok, "write", json!(1))];
+        assert_eq!(pair(&events).unwrap_err().position, 0);
+        let events = vec![
+            ev(0, Process::Client(0), Invoke, "write", json!(1)),
+            ev(1, Process::Client(0), Invoke, "write", json!(2)),
+        ];
+        assert!(
+            pair(&events)
+                .unwrap_err()
+                .message
+                .contains("has not completed")
+        );
+    }
+}

@@ -1,0 +1,395 @@
+//! Verdicts: what `results.json` holds and what the terminal shows.
+//!
+//! Every checker returns a [`CheckerResult`]; a run's [`Results`] gathers them under
+//! their names and folds their validity (any invalid → invalid, else any unknown →
+//! unknown). Each [`Anomaly`] is self-contained — kind, partition or key, offsets,
+//! values, and the operations involved with their history indices — so a report
+//! can explain it without re-running the checker. The JSON shape is documented in
+//! docs/checker.md.
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::history::Op;
+
+/// `true`, `false` or `"unknown"` in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Validity {
+    Valid,
+    Invalid,
+    /// The checker gave up within its budget, or could not decide.
+    Unknown,
+}
+
+impl Validity {
+    /// Fold two verdicts: invalid wins over unknown, unknown over valid.
+    pub fn and(self, other: Validity) -> Validity {
+        use Validity::*;
+        match (self, other) {
+            (Invalid, _) | (_, Invalid) => Invalid,
+            (Unknown, _) | (_, Unknown) => Unknown,
+            _ => Valid,
+        }
+    }
+}
+
+impl fmt::Display for Validity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Validity::Valid => "valid",
+            Validity::Invalid => "INVALID",
+            Validity::Unknown => "unknown",
+        })
+    }
+}
+
+impl Serialize for Validity {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Validity::Valid => s.serialize_bool(true),
+            Validity::Invalid => s.serialize_bool(false),
+            Validity::Unknown => s.serialize_str("unknown"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Validity {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::Bool(true) => Ok(Validity::Valid),
+            Value::Bool(false) => Ok(Validity::Invalid),
+            Value::String(s) if s == "unknown" => Ok(Validity::Unknown),
+            other => Err(serde::de::Error::custom(format!(
+                "expected true, false or \"unknown\", found {other}"
+            ))),
+        }
+    }
+}
+
+/// The anomaly names of SPEC §7 (Jepsen's Kafka checker's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnomalyKind {
+    LostWrite,
+    InconsistentOffsets,
+    Duplicate,
+    Unexpected,
+    AbortedRead,
+    PollSkip,
+    NonmonotonicPoll,
+    NonmonotonicSend,
+    ReplicaDivergence,
+    Nonlinearizable,
+}
+
+impl AnomalyKind {
+    /// The SPEC §7 name.
+    pub fn name(self) -> &'static str {
+        match self {
+            AnomalyKind::LostWrite => "lost-write",
+            AnomalyKind::InconsistentOffsets => "inconsistent-offsets",
+            AnomalyKind::Duplicate => "duplicate",
+            AnomalyKind::Unexpected => "unexpected",
+            AnomalyKind::AbortedRead => "aborted-read",
+            AnomalyKind::PollSkip => "poll-skip",
+            AnomalyKind::NonmonotonicPoll => "nonmonotonic-poll",
+            AnomalyKind::NonmonotonicSend => "nonmonotonic-send",
+            AnomalyKind::ReplicaDivergence => "replica-divergence",
+            AnomalyKind::Nonlinearizable => "nonlinearizable",
+        }
+    }
+}
+
+impl fmt::Display for AnomalyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An operation an anomaly involves, by its history indices.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpRef {
+    /// History index of the invocation.
+    pub invoke: u64,
+    /// History index of the completion (`null`: it never completed).
+    pub complete: Option<u64>,
+    pub process: u64,
+    pub f: String,
+    /// The operation in words, e.g. `send 17 to partition 0 → ok at offset 4`.
+    pub text: String,
+}
+
+impl OpRef {
+    pub fn new(op: &Op, text: impl Into<String>) -> OpRef {
+        OpRef {
+            invoke: op.invoke_index,
+            complete: op.complete_index,
+            process: op.process,
+            f: op.f.clone(),
+            text: text.into(),
+        }
+    }
+}
+
+impl fmt::Display for OpRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.complete {
+            Some(c) => write!(
+                f,
+                "[{}..{}] process {}: {}",
+                self.invoke, c, self.process, self.text
+            ),
+            None => write!(
+                f,
+                "[{}..] process {}: {}",
+                self.invoke, self.process, self.text
+            ),
+        }
+    }
+}
+
+/// Why a history is not linearizable: how far the search got, and what it could
+/// not place next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Explanation {
+    /// The operation that cannot be linearized after the longest prefix.
+    pub op: OpRef,
+    /// The longest linearizable prefix found, in linearization order.
+    pub prefix: Vec<OpRef>,
+    /// Model state(s) reached after such a prefix (several prefixes of that length
+    /// may end in different states; at most a few are kept).
+    pub states: Vec<String>,
+    /// Operations that were pending (could have been linearized next) at that point.
+    pub pending: Vec<OpRef>,
+}
+
+/// One problem a checker found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Anomaly {
+    pub kind: AnomalyKind,
+    /// The partition (queue anomalies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<i64>,
+    /// The key (register anomalies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<Value>,
+    /// Offsets involved, ascending.
+    #[serde(default)]
+    pub offsets: Vec<i64>,
+    /// Values involved.
+    #[serde(default)]
+    pub values: Vec<Value>,
+    /// The operations involved, with their history indices.
+    #[serde(default)]
+    pub ops: Vec<OpRef>,
+    /// One sentence for a human.
+    pub message: String,
+    /// For `nonlinearizable`: the search's account of why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
+}
+
+impl Anomaly {
+    pub fn new(kind: AnomalyKind, message: impl Into<String>) -> Anomaly {
+        Anomaly {
+            kind,
+            partition: None,
+            key: None,
+            offsets: Vec::new(),
+            values: Vec::new(),
+            ops: Vec::new(),
+            message: message.into(),
+            explanation: None,
+        }
+    }
+}
+
+/// What one checker concluded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckerResult {
+    pub valid: Validity,
+    /// Why the verdict is unknown (budget exhausted, history incomplete, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub anomalies: Vec<Anomaly>,
+    /// Counts worth showing (ops checked, keys, cache entries, ...).
+    #[serde(default)]
+    pub stats: BTreeMap<String, u64>,
+}
+
+impl CheckerResult {
+    /// A result whose validity follows from its anomalies: none → valid.
+    pub fn from_anomalies(anomalies: Vec<Anomaly>) -> CheckerResult {
+        CheckerResult {
+            valid: if anomalies.is_empty() {
+                Validity::Valid
+            } else {
+                Validity::Invalid
+            },
+            reason: None,
+            anomalies,
+            stats: BTreeMap::new(),
+        }
+    }
+
+    /// Anomaly counts by kind.
+    pub fn counts(&self) -> BTreeMap<AnomalyKind, usize> {
+        let mut m = BTreeMap::new();
+        for a in &self.anomalies {
+            *m.entry(a.kind).or_insert(0) += 1;
+        }
+        m
+    }
+}
+
+/// The whole verdict of a run: `results.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub valid: Validity,
+    /// By checker name (`linearizable`, `queue`, ...).
+    pub checkers: BTreeMap<String, CheckerResult>,
+}
+
+impl Results {
+    /// Gather checkers' results, folding their validity.
+    pub fn new(checkers: BTreeMap<String, CheckerResult>) -> Results {
+        let valid = checkers
+            .values()
+            .fold(Validity::Valid, |v, c| v.and(c.valid));
+        Results { valid, checkers }
+    }
+
+    /// The verdict for a terminal: one line per checker, then each anomaly with its
+    /// operations and, for non-linearizable histories, the search's explanation.
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "verdict: {}", self.valid);
+        for (name, c) in &self.checkers {
+            let _ = write!(out, "\n{name}: {}", c.valid);
+            if let Some(r) = &c.reason {
+                let _ = write!(out, " ({r})");
+            }
+            let counts = c.counts();
+            if !counts.is_empty() {
+                let list: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+                let _ = write!(out, " — {}", list.join(", "));
+            }
+            out.push('\n');
+            for a in &c.anomalies {
+                render_anomaly(&mut out, a);
+            }
+        }
+        out
+    }
+}
+
+const SHOWN_OPS: usize = 8;
+const SHOWN_PREFIX: usize = 10;
+
+fn render_anomaly(out: &mut String, a: &Anomaly) {
+    let _ = write!(out, "  {}", a.kind);
+    if let Some(p) = a.partition {
+        let _ = write!(out, " partition {p}");
+    }
+    if let Some(k) = &a.key {
+        let _ = write!(out, " key {k}");
+    }
+    let _ = writeln!(out, ": {}", a.message);
+    for op in a.ops.iter().take(SHOWN_OPS) {
+        let _ = writeln!(out, "      {op}");
+    }
+    if a.ops.len() > SHOWN_OPS {
+        let _ = writeln!(out, "      ... {} more operations", a.ops.len() - SHOWN_OPS);
+    }
+    if let Some(e) = &a.explanation {
+        let _ = writeln!(
+            out,
+            "    longest linearizable prefix: {} operations{}",
+            e.prefix.len(),
+            if e.prefix.len() > SHOWN_PREFIX {
+                ", the last ones:"
+            } else {
+                ":"
+            }
+        );
+        for op in &e.prefix[e.prefix.len().saturating_sub(SHOWN_PREFIX)..] {
+            let _ = writeln!(out, "      {op}");
+        }
+        for s in &e.states {
+            let _ = writeln!(out, "    model state after it: {s}");
+        }
+        let _ = writeln!(out, "    cannot be linearized next: {}", e.op);
+        if !e.pending.is_empty() {
+            let _ = writeln!(out, "    pending at that point (none fits the state):");
+            for op in e.pending.iter().take(SHOWN_OPS) {
+                let _ = writeln!(out, "      {op}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn validity_is_true_false_or_unknown() {
+        assert_eq!(serde_json::to_string(&Validity::Valid).unwrap(), "true");
+        assert_eq!(serde_json::to_string(&Validity::Invalid).unwrap(), "false");
+        assert_eq!(
+            serde_json::to_string(&Validity::Unknown).unwrap(),
+            "\"unknown\""
+        );
+        for v in [Validity::Valid, Validity::Invalid, Validity::Unknown] {
+            let s = serde_json::to_string(&v).unwrap();
+            assert_eq!(serde_json::from_str::<Validity>(&s).unwrap(), v);
+        }
+        assert!(serde_json::from_str::<Validity>("\"maybe\"").is_err());
+        assert_eq!(Validity::Valid.and(Validity::Unknown), Validity::Unknown);
+        assert_eq!(Validity::Unknown.and(Validity::Invalid), Validity::Invalid);
+    }
+
+    #[test]
+    fn results_fold_and_round_trip() {
+        let mut a = Anomaly::new(AnomalyKind::LostWrite, "acknowledged send of 7 is missing");
+        a.partition = Some(1);
+        a.offsets = vec![4];
+        a.values = vec![json!(7)];
+        a.ops = vec![OpRef {
+            invoke: 3,
+            complete: Some(5),
+            process: 2,
+            f: "send".into(),
+            text: "send 7 → ok at offset 4".into(),
+        }];
+        let mut checkers = BTreeMap::new();
+        checkers.insert("queue".to_string(), CheckerResult::from_anomalies(vec![a]));
+        checkers.insert(
+            "linearizable".to_string(),
+            CheckerResult::from_anomalies(vec![]),
+        );
+        let r = Results::new(checkers);
+        assert_eq!(r.valid, Validity::Invalid);
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["valid"], json!(false));
+        assert_eq!(
+            json["checkers"]["queue"]["anomalies"][0]["kind"],
+            json!("lost-write")
+        );
+        assert_eq!(
+            json["checkers"]["queue"]["anomalies"][0]["ops"][0]["invoke"],
+            json!(3)
+        );
+        let back: Results = serde_json::from_value(json).unwrap();
+        assert_eq!(back, r);
+        let text = r.render_text();
+        assert!(text.contains("verdict: INVALID"), "{text}");
+        assert!(text.contains("1 lost-write"), "{text}");
+        assert!(text.contains("[3..5] process 2: send 7"), "{text}");
+    }
+}
