@@ -7,4 +7,5 @@ pub mod controller;
 pub mod error;
 pub mod log;
 pub mod protocol;
+pub mod replica;
 pub mod server;

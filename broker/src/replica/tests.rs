@@ -1,0 +1,648 @@
+//! The replica's rules step by step, as a Kafka engineer draws them: every FETCH,
+//! every answer and every clock tick is an explicit line, no sockets, no sleeps.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::mem::MemLog;
+use super::*;
+
+const LAG: u64 = 1000;
+
+/// A log entry as the tests compare them: (offset, leader epoch, value).
+type Entry = (u64, i32, i64);
+
+fn state(
+    leader: BrokerId,
+    epoch: i32,
+    pepoch: i32,
+    isr: &[BrokerId],
+    replicas: &[BrokerId],
+) -> PartitionState {
+    PartitionState {
+        topic: "t".into(),
+        partition: 0,
+        leader,
+        leader_epoch: epoch,
+        partition_epoch: pepoch,
+        isr: isr.to_vec(),
+        replicas: replicas.to_vec(),
+        min_insync_replicas: 2,
+    }
+}
+
+/// A few replicas of one partition, and the moves that connect them.
+struct Brokers {
+    r: BTreeMap<BrokerId, Replica<MemLog>>,
+    mode: Truncation,
+}
+
+impl Brokers {
+    fn new(ids: &[BrokerId], mode: Truncation) -> Self {
+        let r = ids
+            .iter()
+            .map(|&id| {
+                (
+                    id,
+                    Replica::open(id, MemLog::default(), &[], 0, LAG).unwrap(),
+                )
+            })
+            .collect();
+        Brokers { r, mode }
+    }
+
+    fn get(&mut self, id: BrokerId) -> &mut Replica<MemLog> {
+        self.r.get_mut(&id).unwrap()
+    }
+
+    /// The controller tells every listed broker the same state.
+    fn tell(&mut self, to: &[BrokerId], s: PartitionState, now: u64) {
+        let mode = self.mode;
+        for id in to {
+            self.get(*id).apply_state(s.clone(), mode, now).unwrap();
+        }
+    }
+
+    fn produce(&mut self, leader: BrokerId, value: i64, now: u64) -> Appended {
+        self.get(leader)
+            .append_as_leader(vec![(None, json!(value))], true, now)
+            .unwrap()
+    }
+
+    /// One FETCH round trip follower → leader; returns the answer's HW.
+    fn fetch(&mut self, follower: BrokerId, leader: BrokerId, now: u64) -> u64 {
+        let req = self.fetch_request(follower);
+        let resp = self.get(leader).fetch_as_leader(&req, now).unwrap();
+        let hw = resp.high_watermark;
+        self.get(follower).apply_fetch_response(resp).unwrap();
+        hw
+    }
+
+    /// A FETCH whose answer never arrives (the follower dies first).
+    fn fetch_lost(&mut self, follower: BrokerId, leader: BrokerId, now: u64) {
+        let req = self.fetch_request(follower);
+        self.get(leader).fetch_as_leader(&req, now).unwrap();
+    }
+
+    fn fetch_request(&mut self, follower: BrokerId) -> FetchRequest {
+        let f = self.get(follower);
+        FetchRequest {
+            replica_id: follower,
+            fetch_offset: f.log_end_offset(),
+            leader_epoch: f.leader_epoch(),
+            max_records: 100,
+        }
+    }
+
+    /// Run the follower's truncation against the leader (OffsetsForLeaderEpoch rounds).
+    fn settle(&mut self, follower: BrokerId, leader: BrokerId) -> usize {
+        let mut rounds = 0;
+        while let Some(epoch) = self.get(follower).truncation_epoch().unwrap() {
+            let answer = self.get(leader).end_offset_for(epoch);
+            rounds += 1;
+            if self.get(follower).apply_epoch_end_offset(answer).unwrap() {
+                break;
+            }
+            assert!(rounds < 10, "truncation does not converge");
+        }
+        rounds
+    }
+
+    /// A broker restarts: its log survives up to `kept` records (the rest was not
+    /// flushed), with its checkpointed HW and epochs.
+    fn restart(&mut self, id: BrokerId, kept: usize) {
+        let old = self.r.remove(&id).unwrap();
+        let hw = old.high_watermark();
+        let epochs = old.epochs().entries().to_vec();
+        let mut log = old.log().clone();
+        log.records.truncate(kept);
+        self.r
+            .insert(id, Replica::open(id, log, &epochs, hw, LAG).unwrap());
+    }
+
+    fn values(&mut self, id: BrokerId) -> Vec<Entry> {
+        self.get(id)
+            .log()
+            .records
+            .iter()
+            .map(|r| (r.offset, r.leader_epoch, r.value.as_i64().unwrap()))
+            .collect()
+    }
+}
+
+// ---- the epoch cache ----
+
+#[test]
+fn epoch_cache_assign_keeps_epochs_and_offsets_monotonic() {
+    let mut c = EpochCache::new();
+    assert!(c.assign(1, 0));
+    assert!(!c.assign(1, 5), "same epoch at a later offset is a no-op");
+    assert!(c.assign(2, 5));
+    assert!(c.assign(4, 9));
+    assert_eq!(c.entries(), &[(1, 0), (2, 5), (4, 9)]);
+    // A higher epoch at a lower offset removes the entries it contradicts.
+    assert!(c.assign(5, 7));
+    assert_eq!(c.entries(), &[(1, 0), (2, 5), (5, 7)]);
+    // A lower epoch than the latest removes every entry with epoch ≥ it.
+    assert!(c.assign(3, 8));
+    assert_eq!(c.entries(), &[(1, 0), (2, 5), (3, 8)]);
+}
+
+#[test]
+fn epoch_cache_truncates_from_both_ends() {
+    let mut c = EpochCache::new();
+    c.assign(1, 0);
+    c.assign(2, 5);
+    c.assign(4, 9);
+    assert!(c.truncate_from_end(9));
+    assert_eq!(c.entries(), &[(1, 0), (2, 5)]);
+    assert!(!c.truncate_from_end(20));
+    assert!(c.truncate_from_start(6));
+    assert_eq!(c.entries(), &[(2, 6)]);
+    assert!(!c.truncate_from_start(6));
+}
+
+#[test]
+fn end_offset_for_answers_the_largest_epoch_at_or_below_the_request() {
+    let mut c = EpochCache::new();
+    c.assign(1, 0);
+    c.assign(3, 4);
+    c.assign(6, 10);
+    let leo = 15;
+    assert_eq!(
+        c.end_offset_for(6, leo),
+        Some((6, 15)),
+        "latest: ends at LEO"
+    );
+    assert_eq!(c.end_offset_for(3, leo), Some((3, 10)));
+    // KIP-279: epoch 4 is unknown here; the largest epoch ≤ 4 is 3, which ends at 10.
+    assert_eq!(c.end_offset_for(4, leo), Some((3, 10)));
+    assert_eq!(c.end_offset_for(2, leo), Some((1, 4)));
+    assert_eq!(
+        c.end_offset_for(0, leo),
+        Some((0, 0)),
+        "below all: first start"
+    );
+    assert_eq!(c.end_offset_for(7, leo), None, "above all: UNDEFINED");
+    assert_eq!(c.end_offset_for(-1, leo), None);
+}
+
+// ---- HW and LEO ----
+
+#[test]
+fn hw_advances_only_when_the_next_fetch_carries_the_new_offset() {
+    let mut b = Brokers::new(&[1, 2, 3], Truncation::Epoch);
+    b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2, 3], &[1, 2, 3]), 0);
+    // The new leader knows no follower's LEO yet: HW stays at 0.
+    assert_eq!(b.get(1).high_watermark(), 0);
+
+    let a = b.produce(1, 100, 10);
+    assert_eq!((a.base_offset, a.end_offset), (0, 1));
+    assert_eq!(b.get(1).log_end_offset(), 1);
+    assert_eq!(b.get(1).high_watermark(), 0, "no follower has it yet");
+    assert_eq!(
+        b.get(1).ack_status(a.end_offset, a.leader_epoch),
+        AckStatus::Pending
+    );
+
+    // Follower 2 fetches at 0: it gets the record, but its fetch offset says LEO 0.
+    assert_eq!(b.fetch(2, 1, 20), 0);
+    assert_eq!(
+        (b.get(2).log_end_offset(), b.get(2).high_watermark()),
+        (1, 0)
+    );
+    assert_eq!(b.get(1).high_watermark(), 0);
+    // Follower 3 the same.
+    assert_eq!(b.fetch(3, 1, 21), 0);
+    assert_eq!(
+        (b.get(3).log_end_offset(), b.get(3).high_watermark()),
+        (1, 0)
+    );
+    assert_eq!(b.get(1).high_watermark(), 0);
+
+    // Follower 2's next fetch carries offset 1: the leader knows 2 has it; 3 still at 0.
+    assert_eq!(b.fetch(2, 1, 30), 0);
+    assert_eq!(b.get(1).follower(2).unwrap().log_end_offset, Some(1));
+    assert_eq!(
+        b.get(1).high_watermark(),
+        0,
+        "min LEO over ISR is still 0 (broker 3)"
+    );
+    // Follower 3's next fetch carries offset 1: now every ISR member has it → HW 1,
+    // and 3 learns it in this very answer.
+    assert_eq!(b.fetch(3, 1, 31), 1);
+    assert_eq!(b.get(1).high_watermark(), 1);
+    assert_eq!(
+        b.get(1).ack_status(a.end_offset, a.leader_epoch),
+        AckStatus::Committed
+    );
+    assert_eq!(b.get(3).high_watermark(), 1);
+    // Follower 2 learns HW 1 only one FETCH later.
+    assert_eq!(b.get(2).high_watermark(), 0);
+    assert_eq!(b.fetch(2, 1, 40), 1);
+    assert_eq!(b.get(2).high_watermark(), 1);
+}
+
+#[test]
+fn follower_hw_is_min_of_its_leo_and_the_leaders_hw() {
+    let mut b = Brokers::new(&[1, 2], Truncation::Epoch);
+    b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+    for v in 0..5 {
+        b.produce(1, v, 1);
+    }
+    b.fetch(2, 1, 2);
+    b.fetch(2, 1, 3);
+    assert_eq!(b.get(1).high_watermark(), 5);
+    // The leader commits more, the follower fetches only two records of it.
+    for v in 5..10 {
+        b.produce(1, v, 4);
+    }
+    b.fetch(2, 1, 5); // five new records arrive (LEO 10); HW answer still 5
+    assert_eq!(b.get(2).high_watermark(), 5);
+    let req = FetchRequest {
+        replica_id: 2,
+        fetch_offset: 10,
+        leader_epoch: 1,
+        max_records: 2,
+    };
+    let resp = b.get(1).fetch_as_leader(&req, 6).unwrap();
+    assert_eq!(resp.high_watermark, 10);
+    b.get(2).apply_fetch_response(resp).unwrap();
+    assert_eq!(b.get(2).high_watermark(), 10);
+    // A follower short of the leader's HW caps it at its own LEO.
+    b.get(2).log_mut().records.truncate(7);
+    let resp = FetchResponse {
+        leader_epoch: 1,
+        high_watermark: 10,
+        log_end_offset: 10,
+        records: vec![],
+    };
+    b.get(2).apply_fetch_response(resp).unwrap();
+    assert_eq!(b.get(2).high_watermark(), 7);
+}
+
+#[test]
+fn leader_hw_never_moves_back() {
+    let mut b = Brokers::new(&[1, 2], Truncation::Epoch);
+    b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+    b.produce(1, 1, 0);
+    b.fetch(2, 1, 1);
+    b.fetch(2, 1, 2);
+    assert_eq!(b.get(1).high_watermark(), 1);
+    // A stale fetch at offset 0 (a delayed duplicate) does not move HW back.
+    let req = FetchRequest {
+        replica_id: 2,
+        fetch_offset: 0,
+        leader_epoch: 1,
+        max_records: 10,
+    };
+    b.get(1).fetch_as_leader(&req, 3).unwrap();
+    assert_eq!(b.get(1).high_watermark(), 1);
+}
+
+// ---- acks, min.insync, ISR ----
+
+#[test]
+fn acks_all_needs_min_insync_before_appending() {
+    let mut b = Brokers::new(&[1, 2, 3], Truncation::Epoch);
+    b.tell(&[1, 2, 3], state(1, 1, 1, &[1], &[1, 2, 3]), 0);
+    let err = b
+        .get(1)
+        .append_as_leader(vec![(None, json!(1))], true, 0)
+        .unwrap_err();
+    assert!(matches!(err, ReplicaError::NotEnoughReplicas { ref isr } if isr == &[1]));
+    assert_eq!(b.get(1).log_end_offset(), 0, "nothing appended");
+    // acks=1 does not check the ISR, and with ISR = {leader} HW follows LEO at once.
+    let a = b
+        .get(1)
+        .append_as_leader(vec![(None, json!(1))], false, 0)
+        .unwrap();
+    assert_eq!(b.get(1).high_watermark(), 1);
+    assert_eq!(
+        b.get(1).ack_status(a.end_offset, 1),
+        AckStatus::CommittedBelowMinIsr
+    );
+}
+
+#[test]
+fn lagging_follower_is_proposed_out_and_rejoins_once_caught_up() {
+    let mut b = Brokers::new(&[1, 2, 3], Truncation::Epoch);
+    b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2, 3], &[1, 2, 3]), 0);
+    b.fetch(2, 1, 0);
+    b.fetch(3, 1, 0);
+    // Broker 3 stops fetching (SIGSTOP) at t=0; broker 2 keeps up.
+    let a = b.produce(1, 7, 100);
+    b.fetch(2, 1, 200);
+    b.fetch(2, 1, 300);
+    assert_eq!(b.get(1).high_watermark(), 0, "broker 3 holds HW back");
+    assert_eq!(b.get(1).isr_proposal(900), None, "within the lag time");
+    b.fetch(2, 1, 1001);
+    assert_eq!(b.get(1).isr_proposal(1001), Some(vec![1, 2]));
+    b.fetch(2, 1, 1900);
+    b.get(1).set_pending_isr(vec![1, 2]);
+    assert_eq!(b.get(1).isr_proposal(1002), None, "one proposal in flight");
+    // Not applied until the controller accepts: HW still waits for broker 3.
+    assert!(!b.get(1).maybe_advance_hw(1002));
+    assert_eq!(b.get(1).ack_status(a.end_offset, 1), AckStatus::Pending);
+    // The controller accepts (partition epoch 2): HW moves, the write commits.
+    let t = b
+        .get(1)
+        .apply_state(state(1, 1, 2, &[1, 2], &[1, 2, 3]), Truncation::Epoch, 1003)
+        .unwrap();
+    assert_eq!(t, Transition::IsrUpdated);
+    assert_eq!(b.get(1).high_watermark(), 1);
+    assert_eq!(b.get(1).ack_status(a.end_offset, 1), AckStatus::Committed);
+
+    // Broker 3 resumes: its first fetch (offset 1... it has 0 records) is below HW.
+    b.fetch(3, 1, 2000);
+    assert_eq!(b.get(3).log_end_offset(), 1);
+    assert_eq!(b.get(1).isr_proposal(2000), None, "fetch offset 0 < HW 1");
+    b.fetch(3, 1, 2001);
+    assert_eq!(b.get(1).isr_proposal(2001), Some(vec![1, 2, 3]));
+}
+
+#[test]
+fn a_follower_that_keeps_fetching_but_never_reaches_leo_falls_out() {
+    let mut b = Brokers::new(&[1, 2], Truncation::Epoch);
+    b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+    // Every fetch reaches what the leader had at the previous fetch: still caught up.
+    let mut t = 0;
+    for v in 0..5 {
+        b.produce(1, v, t);
+        b.fetch(2, 1, t + 1);
+        t += 400;
+    }
+    assert_eq!(b.get(1).isr_proposal(t), None);
+    // Now the follower only gets one record per fetch while the leader writes three.
+    for v in 0..10 {
+        b.produce(1, v, t);
+        b.produce(1, v, t);
+        b.produce(1, v, t);
+        let req = b.fetch_request(2);
+        let req = FetchRequest {
+            max_records: 1,
+            ..req
+        };
+        let resp = b.get(1).fetch_as_leader(&req, t + 1).unwrap();
+        b.get(2).apply_fetch_response(resp).unwrap();
+        t += 400;
+    }
+    assert_eq!(b.get(1).isr_proposal(t), Some(vec![1]));
+}
+
+// ---- fencing ----
+
+#[test]
+fn stale_epochs_are_fenced_both_ways() {
+    let mut b = Brokers::new(&[1, 2], Truncation::Epoch);
+    b.tell(&[1, 2], state(1, 5, 1, &[1, 2], &[1, 2]), 0);
+    for epoch in [4, 6] {
+        let req = FetchRequest {
+            replica_id: 2,
+            fetch_offset: 0,
+            leader_epoch: epoch,
+            max_records: 1,
+        };
+        let err = b.get(1).fetch_as_leader(&req, 0).unwrap_err();
+        assert!(
+            matches!(err, ReplicaError::FencedLeaderEpoch { current: 5 }),
+            "{err:?}"
+        );
+    }
+    // A controller message older than what we know is ignored.
+    let t = b
+        .get(1)
+        .apply_state(state(2, 4, 9, &[2], &[1, 2]), Truncation::Epoch, 0)
+        .unwrap();
+    assert_eq!(t, Transition::Ignored);
+    assert_eq!(b.get(1).role(), Role::Leader);
+    let t = b
+        .get(1)
+        .apply_state(state(1, 5, 1, &[1], &[1, 2]), Truncation::Epoch, 0)
+        .unwrap();
+    assert_eq!(t, Transition::Ignored, "same partition epoch is not newer");
+    // A follower rejects an answer from a different leader epoch.
+    let resp = FetchResponse {
+        leader_epoch: 4,
+        high_watermark: 0,
+        log_end_offset: 0,
+        records: vec![],
+    };
+    assert!(b.get(2).apply_fetch_response(resp).is_err());
+}
+
+#[test]
+fn a_replaced_leader_cannot_ack() {
+    let mut b = Brokers::new(&[1, 2, 3], Truncation::Epoch);
+    b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2, 3], &[1, 2, 3]), 0);
+    b.fetch(2, 1, 0);
+    b.fetch(3, 1, 0);
+    // Broker 1 is cut off; the controller elects 2 (epoch 2); 1 hears nothing.
+    b.tell(&[2, 3], state(2, 2, 2, &[2, 3], &[1, 2, 3]), 10);
+    let a = b.produce(1, 42, 20);
+    // Followers now fetch from 2 with epoch 2; broker 1 fences them if they come.
+    let req = b.fetch_request(3);
+    assert!(matches!(
+        b.get(1).fetch_as_leader(&req, 30),
+        Err(ReplicaError::FencedLeaderEpoch { .. })
+    ));
+    // Its ISR can shrink only through the controller, which rejects epoch 1: HW stays.
+    assert_eq!(b.get(1).isr_proposal(5000), Some(vec![1]));
+    assert_eq!(
+        b.get(1).ack_status(a.end_offset, a.leader_epoch),
+        AckStatus::Pending
+    );
+    // Once it hears of epoch 2, the waiting write is no longer its to acknowledge.
+    b.tell(&[1], state(2, 2, 2, &[2, 3], &[1, 2, 3]), 5001);
+    assert_eq!(
+        b.get(1).ack_status(a.end_offset, a.leader_epoch),
+        AckStatus::LeadershipLost
+    );
+    let err = b
+        .get(1)
+        .append_as_leader(vec![(None, json!(1))], true, 5002)
+        .unwrap_err();
+    assert!(matches!(err, ReplicaError::NotLeader { leader: 2 }));
+}
+
+// ---- truncation: KIP-101 and KIP-279 ----
+
+/// KIP-101 scenario 1: the follower restarts and truncates to a stale HW, then the
+/// leader dies and the follower is elected: a committed record survives only under
+/// epoch truncation.
+fn kip101_data_loss(mode: Truncation) -> Vec<Entry> {
+    let (a, bb) = (1, 2);
+    let mut b = Brokers::new(&[a, bb], mode);
+    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    b.produce(a, 10, 0); // m0
+    b.fetch(bb, a, 1);
+    b.fetch(bb, a, 2); // HW 1 everywhere
+    let m1 = b.produce(a, 11, 3);
+    b.fetch(bb, a, 4); // B has m1, B's HW = 1
+    b.fetch_lost(bb, a, 5); // A's HW = 2: m1 is committed and acknowledged...
+    assert_eq!(b.get(a).ack_status(m1.end_offset, 1), AckStatus::Committed);
+    assert_eq!(b.get(bb).high_watermark(), 1, "...but B never heard");
+    // B restarts (nothing lost from its log) and becomes A's follower again.
+    b.restart(bb, 2);
+    b.tell(&[a, bb], state(a, 1, 2, &[a, bb], &[a, bb]), 6);
+    b.settle(bb, a);
+    // A dies before B fetches again; B is elected.
+    b.tell(&[bb], state(bb, 2, 3, &[bb], &[a, bb]), 7);
+    b.values(bb)
+}
+
+#[test]
+fn kip101_data_loss_under_hw_truncation() {
+    assert_eq!(
+        kip101_data_loss(Truncation::Hw),
+        vec![(0, 1, 10)],
+        "m1 is lost"
+    );
+}
+
+#[test]
+fn kip101_no_data_loss_under_epoch_truncation() {
+    assert_eq!(
+        kip101_data_loss(Truncation::Epoch),
+        vec![(0, 1, 10), (1, 1, 11)]
+    );
+}
+
+/// KIP-101 scenario 2: both crash, B loses its unflushed m1, comes back first as
+/// leader and writes m2 at offset 1; then A comes back as B's follower.
+fn kip101_divergence(mode: Truncation) -> (Vec<Entry>, Vec<Entry>) {
+    let (a, bb) = (1, 2);
+    let mut b = Brokers::new(&[a, bb], mode);
+    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    b.produce(a, 10, 0);
+    b.produce(a, 11, 0);
+    b.fetch(bb, a, 1);
+    b.fetch(bb, a, 2); // A: HW 2; B: both records, HW 2
+    assert_eq!(b.get(a).high_watermark(), 2);
+    // Power failure: A keeps both, B keeps only m0.
+    b.restart(a, 2);
+    b.restart(bb, 1);
+    // B is back first and leads epoch 2 alone; writes m2 at offset 1.
+    b.tell(&[bb], state(bb, 2, 2, &[bb], &[a, bb]), 10);
+    b.get(bb)
+        .append_as_leader(vec![(None, json!(12))], false, 11)
+        .unwrap();
+    // A comes back as B's follower, truncates by its rule, then catches up.
+    b.tell(&[a], state(bb, 2, 2, &[bb], &[a, bb]), 12);
+    b.settle(a, bb);
+    b.fetch(a, bb, 13);
+    b.fetch(a, bb, 14);
+    (b.values(a), b.values(bb))
+}
+
+#[test]
+fn kip101_divergence_under_hw_truncation() {
+    let (a, b) = kip101_divergence(Truncation::Hw);
+    assert_eq!(a, vec![(0, 1, 10), (1, 1, 11)]);
+    assert_eq!(
+        b,
+        vec![(0, 1, 10), (1, 2, 12)],
+        "offset 1 differs: diverged"
+    );
+}
+
+#[test]
+fn kip101_agreement_under_epoch_truncation() {
+    let (a, b) = kip101_divergence(Truncation::Epoch);
+    assert_eq!(a, b);
+    assert_eq!(b, vec![(0, 1, 10), (1, 2, 12)]);
+}
+
+/// KIP-279: leadership moves A → B → A before A truncates. B asks A for the end of
+/// epoch 2, which A never had; A must answer the largest epoch ≤ 2 it has (1) and where
+/// it ends, else B keeps its epoch-2 record at an offset where A has another.
+#[test]
+fn kip279_fast_failover_logs_agree() {
+    let (a, bb) = (1, 2);
+    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
+    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    b.produce(a, 10, 0);
+    b.fetch(bb, a, 1);
+    b.fetch(bb, a, 2);
+    b.produce(a, 11, 3); // m1 at offset 1, epoch 1: only on A
+    // A → B (epoch 2): B writes m2 at offset 1. A becomes follower but does not get to
+    // truncate before leadership moves back.
+    b.tell(&[a, bb], state(bb, 2, 2, &[a, bb], &[a, bb]), 4);
+    b.get(bb)
+        .append_as_leader(vec![(None, json!(12))], false, 5)
+        .unwrap();
+    // B → A (epoch 3).
+    b.tell(&[a, bb], state(a, 3, 3, &[a, bb], &[a, bb]), 6);
+    assert_eq!(b.get(a).epochs().entries(), &[(1, 0), (3, 2)]);
+    assert_eq!(b.get(bb).epochs().entries(), &[(1, 0), (2, 1)]);
+    assert_eq!(b.get(a).end_offset_for(2), Some((1, 2)), "KIP-279 answer");
+    let rounds = b.settle(bb, a);
+    assert_eq!(rounds, 1);
+    assert_eq!(b.get(bb).log_end_offset(), 1, "B drops m2");
+    b.fetch(bb, a, 7);
+    assert_eq!(b.values(a), b.values(bb));
+    assert_eq!(b.values(bb), vec![(0, 1, 10), (1, 1, 11)]);
+}
+
+/// A follower that has an epoch the leader never had truncates in two rounds.
+#[test]
+fn truncation_repeats_when_the_leader_answers_an_epoch_we_lack() {
+    let (a, bb) = (1, 2);
+    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
+    // A: epochs 1 (offsets 0-1), 2 (2-3). B: epochs 1 (0-1), 3 (2-4) — B led epoch 3
+    // alone, and A led epoch 2 without B.
+    let rec = |o: u64, e: i32| Record {
+        offset: o,
+        leader_epoch: e,
+        key: None,
+        value: json!(o as i64 * 10 + e as i64),
+    };
+    let la = MemLog {
+        records: vec![rec(0, 1), rec(1, 1), rec(2, 2), rec(3, 2)],
+    };
+    let lb = MemLog {
+        records: vec![rec(0, 1), rec(1, 1), rec(2, 3), rec(3, 3), rec(4, 3)],
+    };
+    b.r.insert(a, Replica::open(a, la, &[], 2, LAG).unwrap());
+    b.r.insert(bb, Replica::open(bb, lb, &[], 2, LAG).unwrap());
+    assert_eq!(
+        b.get(bb).epochs().entries(),
+        &[(1, 0), (3, 2)],
+        "rebuilt from the log"
+    );
+    b.tell(&[a, bb], state(a, 4, 1, &[a], &[a, bb]), 0);
+    // Round 1: B asks for 3; A answers (2, 4); B lacks 2 → cut to the end of its
+    // epoch 1 (offset 2). Round 2: B asks for 1; A answers (1, 2) → done at 2.
+    assert_eq!(b.settle(bb, a), 2);
+    assert_eq!(b.get(bb).log_end_offset(), 2);
+    b.fetch(bb, a, 1);
+    assert_eq!(b.values(a), b.values(bb));
+}
+
+#[test]
+fn open_rebuilds_epochs_from_the_log_and_keeps_an_empty_leader_epoch() {
+    let mut log = MemLog::default();
+    log.append(1, vec![(None, json!(1)), (None, json!(2))])
+        .unwrap();
+    log.append(3, vec![(None, json!(3))]).unwrap();
+    // Checkpoint: stale (misses epoch 3), plus epoch 5 started at LEO with no records
+    // yet, plus an entry past LEO that was lost with unflushed records.
+    let r = Replica::open(1, log.clone(), &[(1, 0), (5, 3)], 9, LAG).unwrap();
+    assert_eq!(r.epochs().entries(), &[(1, 0), (3, 2), (5, 3)]);
+    assert_eq!(r.high_watermark(), 3, "HW capped at LEO");
+    let r = Replica::open(1, log, &[(1, 0), (3, 2), (4, 7)], 1, LAG).unwrap();
+    assert_eq!(r.epochs().entries(), &[(1, 0), (3, 2)]);
+}
+
+#[test]
+fn offline_when_no_leader() {
+    let mut b = Brokers::new(&[1, 2], Truncation::Epoch);
+    b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+    let t = b
+        .get(2)
+        .apply_state(state(-1, 2, 2, &[1], &[1, 2]), Truncation::Epoch, 1)
+        .unwrap();
+    assert_eq!(t, Transition::BecameOffline);
+    assert_eq!(b.get(2).role(), Role::Offline);
+}
