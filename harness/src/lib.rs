@@ -5,3 +5,5 @@ pub mod cli;
 pub mod cluster;
 pub mod error;
 pub mod exit;
+pub mod net;
+pub mod supervisor;

@@ -1,0 +1,280 @@
+//! A TCP proxy on one directed link (process A → process B), so the harness can cut
+//! the network between processes without root.
+//!
+//! Every process is handed the proxy's address instead of its peer's, so all of A's
+//! connections to B pass through this proxy. A cut link behaves like an iptables DROP
+//! on both directions of those connections, new or already open (pooled):
+//! - the proxy stops *reading* from both sockets, so bytes wait in the kernel's buffers
+//!   and nothing is forwarded, closed or reset; the peers' own timeouts fire, exactly
+//!   as they would when packets vanish;
+//! - a connection accepted while the link is cut is held the same way (the kernel
+//!   completes the handshake, but no byte reaches B until the heal);
+//! - bytes already read when the cut came are held, not dropped.
+//!
+//! On heal the held bytes flow again, as TCP's retransmissions would deliver them after
+//! a DROP rule is removed. Reading and discarding instead would corrupt the byte stream
+//! (an HTTP request cut in half), which no real network does to a TCP connection.
+//!
+//! The target (B's real address) is settable: a restarted broker takes a fresh port
+//! (`--listen 127.0.0.1:0`), and the harness points the proxy at it, while A keeps the
+//! proxy's address. While B is down the target is `None` and new connections are
+//! closed at once, like a refused connection; connections to the old process end when
+//! it dies.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+/// One directed link's proxy. Dropping it stops the proxy and closes its connections.
+#[derive(Debug)]
+pub struct Link {
+    name: String,
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept_task: JoinHandle<()>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    target: watch::Sender<Option<SocketAddr>>,
+    cut: watch::Sender<bool>,
+}
+
+impl Link {
+    /// Listen on a free loopback port and forward to `target`.
+    pub async fn start(
+        name: impl Into<String>,
+        target: Option<SocketAddr>,
+    ) -> std::io::Result<Link> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            target: watch::Sender::new(target),
+            cut: watch::Sender::new(false),
+        });
+        let accept_task = tokio::spawn(accept_loop(listener, shared.clone()));
+        Ok(Link {
+            name: name.into(),
+            addr,
+            shared,
+            accept_task,
+        })
+    }
+
+    /// What the link is called in messages, e.g. `1->2`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The address to give the process on the link's sending side.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn target(&self) -> Option<SocketAddr> {
+        *self.shared.target.borrow()
+    }
+
+    /// Forward new connections to `target` (None: the target is down; refuse them).
+    pub fn set_target(&self, target: Option<SocketAddr>) {
+        self.shared.target.send_replace(target);
+    }
+
+    /// Blackhole the link, open connections included.
+    pub fn cut(&self) {
+        self.shared.cut.send_replace(true);
+    }
+
+    /// Let bytes flow again.
+    pub fn heal(&self) {
+        self.shared.cut.send_replace(false);
+    }
+
+    pub fn is_cut(&self) -> bool {
+        *self.shared.cut.borrow()
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        // The accept task owns the connection tasks (a JoinSet): aborting it ends them all.
+        self.accept_task.abort();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((client, _)) => {
+                    conns.spawn(serve(client, shared.clone()));
+                }
+                // E.g. EMFILE: back off instead of spinning.
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+}
+
+/// One connection from A: hold it while the link is cut, then connect to B and pump.
+async fn serve(client: TcpStream, shared: Arc<Shared>) {
+    let mut cut = shared.cut.subscribe();
+    wait_healed(&mut cut).await;
+    let Some(target) = *shared.target.borrow() else {
+        return; // B is down: close, like a refused connection.
+    };
+    let Ok(server) = TcpStream::connect(target).await else {
+        return;
+    };
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let (client_read, client_write) = client.into_split();
+    let (server_read, server_write) = server.into_split();
+    let up = pump(client_read, server_write, shared.cut.subscribe());
+    let down = pump(server_read, client_write, shared.cut.subscribe());
+    // Either side failing ends the connection; dropping both halves closes both sockets.
+    let _ = tokio::try_join!(up, down);
+}
+
+/// Copy one direction, reading only while the link is healed.
+async fn pump(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    mut cut: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        wait_healed(&mut cut).await;
+        let n = tokio::select! {
+            read = from.read(&mut buf) => read?,
+            // Cut while waiting for bytes: stop reading (read is cancel-safe).
+            _ = cut.wait_for(|c| *c) => continue,
+        };
+        if n == 0 {
+            to.shutdown().await?;
+            return Ok(());
+        }
+        // Cut after the read: hold these bytes until the heal.
+        wait_healed(&mut cut).await;
+        to.write_all(&buf[..n]).await?;
+    }
+}
+
+async fn wait_healed(cut: &mut watch::Receiver<bool>) {
+    // The sender lives in `Shared`, which outlives every connection task.
+    let _ = cut.wait_for(|c| !*c).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    async fn echo_server() -> (SocketAddr, JoinHandle<()>) {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            loop {
+                let (mut s, _) = listener.accept().await.unwrap();
+                tokio::spawn(async move {
+                    let (mut r, mut w) = s.split();
+                    let _ = tokio::io::copy(&mut r, &mut w).await;
+                });
+            }
+        });
+        (addr, task)
+    }
+
+    async fn roundtrip(s: &mut TcpStream, msg: &[u8], within: Duration) -> Option<Vec<u8>> {
+        s.write_all(msg).await.ok()?;
+        let mut got = vec![0u8; msg.len()];
+        match tokio::time::timeout(within, s.read_exact(&mut got)).await {
+            Ok(Ok(_)) => Some(got),
+            _ => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn forwards_then_blackholes_open_and_new_connections_then_heals() {
+        let (echo, _server) = echo_server().await;
+        let link = Link::start("a->b", Some(echo)).await.unwrap();
+        let mut open = TcpStream::connect(link.addr()).await.unwrap();
+        let long = Duration::from_secs(20);
+        assert_eq!(
+            roundtrip(&mut open, b"ping", long).await.as_deref(),
+            Some(&b"ping"[..])
+        );
+
+        link.cut();
+        assert!(link.is_cut());
+        // Already open connection: nothing comes back, and the connection stays open.
+        let short = Duration::from_millis(300);
+        assert_eq!(roundtrip(&mut open, b"held", short).await, None);
+        // New connection: accepted by the kernel, but nothing flows.
+        let mut fresh = TcpStream::connect(link.addr()).await.unwrap();
+        assert_eq!(roundtrip(&mut fresh, b"new!", short).await, None);
+
+        link.heal();
+        // The held bytes arrive after the heal, in order, like TCP retransmissions.
+        let mut got = [0u8; 4];
+        tokio::time::timeout(long, open.read_exact(&mut got))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&got, b"held");
+        tokio::time::timeout(long, fresh.read_exact(&mut got))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&got, b"new!");
+        assert_eq!(
+            roundtrip(&mut open, b"more", long).await.as_deref(),
+            Some(&b"more"[..])
+        );
+    }
+
+    #[tokio::test]
+    async fn a_down_target_refuses_and_a_new_target_is_used() {
+        let link = Link::start("a->b", None).await.unwrap();
+        let mut s = TcpStream::connect(link.addr()).await.unwrap();
+        let mut buf = [0u8; 1];
+        let n = tokio::time::timeout(Duration::from_secs(20), s.read(&mut buf))
+            .await
+            .expect("a connection to a down target is closed")
+            .unwrap_or(0);
+        assert_eq!(n, 0);
+
+        let (echo, _server) = echo_server().await;
+        link.set_target(Some(echo));
+        assert_eq!(link.target(), Some(echo));
+        let mut s = TcpStream::connect(link.addr()).await.unwrap();
+        let got = roundtrip(&mut s, b"hi", Duration::from_secs(20)).await;
+        assert_eq!(got.as_deref(), Some(&b"hi"[..]));
+    }
+
+    #[tokio::test]
+    async fn dropping_the_link_closes_its_connections() {
+        let (echo, _server) = echo_server().await;
+        let link = Link::start("a->b", Some(echo)).await.unwrap();
+        let mut s = TcpStream::connect(link.addr()).await.unwrap();
+        assert!(
+            roundtrip(&mut s, b"x", Duration::from_secs(20))
+                .await
+                .is_some()
+        );
+        drop(link);
+        let mut buf = [0u8; 1];
+        let n = tokio::time::timeout(Duration::from_secs(20), s.read(&mut buf))
+            .await
+            .expect("the connection is closed when the link is dropped")
+            .unwrap_or(0);
+        assert_eq!(n, 0);
+    }
+}
