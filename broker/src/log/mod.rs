@@ -309,4 +309,6 @@ impl Drop for Log {
 }
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;

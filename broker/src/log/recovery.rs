@@ -27,9 +27,12 @@ pub fn recover(dir: &Path) -> io::Result<Recovered> {
     let mut segments = Vec::new();
     let mut records = Vec::new();
     let mut cut = None;
-    let mut expected: Option<u64> = None;
+    // No retention yet: a log starts at offset 0, so a missing first segment is a
+    // hole like any other.
+    let mut expected = 0;
     for (i, (base, path)) in files.iter().enumerate() {
-        if let Some(next) = expected.filter(|&next| next != *base) {
+        if *base != expected {
+            let next = expected;
             let later = delete_all(&files[i..])?;
             cut = Some(format!(
                 "segment {} starts at offset {base} but the log ends at {next}; \
@@ -71,7 +74,7 @@ pub fn recover(dir: &Path) -> io::Result<Recovered> {
             positions,
             pos as u64,
         )?);
-        expected = Some(next);
+        expected = next;
         if let Some(problem) = problem {
             let later = delete_all(&files[i + 1..])?;
             cut = Some(format!(
