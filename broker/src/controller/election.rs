@@ -1,0 +1,86 @@
+//! Leader election rules, as Kafka's controller applies them: pure functions over a
+//! partition's replicas, ISR and the set of live brokers.
+//!
+//! Clean election picks the first replica, in replica order, that is alive and in the
+//! ISR: every ISR member holds every committed record, so nothing acknowledged with
+//! `acks=all` is lost. Unclean election (`--unclean-election`) falls back to the first
+//! live replica even outside the ISR: the partition becomes available again, at the
+//! price of losing whatever the ISR had committed beyond that replica's log.
+
+use crate::protocol::BrokerId;
+
+/// The outcome of an election.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Election {
+    /// A live ISR member leads; the ISR is unchanged.
+    Clean(BrokerId),
+    /// No ISR member is alive; this live out-of-sync replica leads with ISR = [it].
+    Unclean(BrokerId),
+    /// Nobody eligible is alive: the partition is offline (leader -1).
+    Offline,
+}
+
+/// Elect a leader among `replicas` (in replica order).
+pub fn elect(
+    replicas: &[BrokerId],
+    isr: &[BrokerId],
+    alive: impl Fn(BrokerId) -> bool,
+    unclean: bool,
+) -> Election {
+    if let Some(&b) = replicas.iter().find(|&&b| isr.contains(&b) && alive(b)) {
+        return Election::Clean(b);
+    }
+    match replicas.iter().find(|&&b| alive(b)) {
+        Some(&b) if unclean => Election::Unclean(b),
+        _ => Election::Offline,
+    }
+}
+
+/// Round-robin replica assignment (Kafka's, without its random start): partition `p`
+/// takes `replication_factor` brokers starting at index `p` of the sorted broker ids,
+/// so the first replica (the preferred leader) rotates over the brokers.
+pub fn assign_replicas(
+    brokers: &[BrokerId],
+    partition: u32,
+    replication_factor: u32,
+) -> Vec<BrokerId> {
+    let n = brokers.len();
+    (0..replication_factor as usize)
+        .map(|i| brokers[(partition as usize + i) % n])
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_election_takes_first_live_isr_member_in_replica_order() {
+        let alive = |b| b != 1;
+        assert_eq!(
+            elect(&[1, 2, 3], &[3, 2, 1], alive, false),
+            Election::Clean(2)
+        );
+        assert_eq!(elect(&[1, 2, 3], &[1, 3], alive, true), Election::Clean(3));
+    }
+
+    #[test]
+    fn no_live_isr_member_is_offline_unless_unclean() {
+        let alive = |b| b == 3;
+        assert_eq!(elect(&[1, 2, 3], &[1, 2], alive, false), Election::Offline);
+        assert_eq!(
+            elect(&[1, 2, 3], &[1, 2], alive, true),
+            Election::Unclean(3)
+        );
+        assert_eq!(elect(&[1, 2, 3], &[1], |_| false, true), Election::Offline);
+    }
+
+    #[test]
+    fn round_robin_rotates_the_preferred_leader() {
+        let ids = [1, 2, 3];
+        assert_eq!(assign_replicas(&ids, 0, 3), vec![1, 2, 3]);
+        assert_eq!(assign_replicas(&ids, 1, 3), vec![2, 3, 1]);
+        assert_eq!(assign_replicas(&ids, 2, 2), vec![3, 1]);
+        assert_eq!(assign_replicas(&ids, 4, 1), vec![2]);
+    }
+}

@@ -1,0 +1,89 @@
+//! Pushing LeaderAndIsr to brokers: one short-timeout request per affected broker,
+//! all concurrent, fire and forget. A push that fails is not retried: the broker's
+//! next heartbeat answer carries the controller's full view of its partitions, which
+//! repairs anything it missed without a retry storm against a dead or cut-off broker.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::protocol::{BrokerId, BrokerInfo, LeaderAndIsr, PartitionState};
+
+/// How long one push may take.
+const PUSH_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Sends LeaderAndIsr requests to the brokers' addresses from `--brokers`.
+#[derive(Debug, Clone)]
+pub struct Pusher {
+    client: reqwest::Client,
+    urls: BTreeMap<BrokerId, String>,
+}
+
+impl Pusher {
+    pub fn new(brokers: &[(BrokerId, String)]) -> Result<Pusher, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .timeout(PUSH_TIMEOUT)
+            .connect_timeout(PUSH_TIMEOUT)
+            .build()?;
+        let urls = brokers
+            .iter()
+            .map(|(id, addr)| (*id, format!("{}/internal/leader-and-isr", base_url(addr))))
+            .collect();
+        Ok(Pusher { client, urls })
+    }
+
+    /// Send each broker its changed partitions, concurrently, without waiting.
+    /// Must be called inside a tokio runtime.
+    pub fn push(
+        &self,
+        controller_epoch: i32,
+        brokers: &[BrokerInfo],
+        pushes: BTreeMap<BrokerId, Vec<PartitionState>>,
+    ) {
+        for (id, partitions) in pushes {
+            let Some(url) = self.urls.get(&id).cloned() else {
+                continue;
+            };
+            let body = LeaderAndIsr {
+                controller_epoch,
+                brokers: brokers.to_vec(),
+                partitions,
+            };
+            let client = self.client.clone();
+            tokio::spawn(async move {
+                let outcome = match client.post(&url).json(&body).send().await {
+                    Ok(resp) if resp.status().is_success() => return,
+                    Ok(resp) => {
+                        let status = resp.status();
+                        let text = resp.text().await.unwrap_or_default();
+                        format!("{status} {}", text.trim())
+                    }
+                    Err(e) => error_chain(&e),
+                };
+                eprintln!(
+                    "push to broker {id} failed ({outcome}); its next heartbeat answer repairs it"
+                );
+            });
+        }
+    }
+}
+
+/// `127.0.0.1:9001` or `http://127.0.0.1:9001/` → `http://127.0.0.1:9001`.
+pub fn base_url(addr: &str) -> String {
+    let addr = addr.trim_end_matches('/');
+    if addr.starts_with("http://") || addr.starts_with("https://") {
+        addr.to_string()
+    } else {
+        format!("http://{addr}")
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}

@@ -1,0 +1,510 @@
+//! The controller's rules, step by step, on the pure state machine.
+
+use super::*;
+
+const TIMEOUT: Millis = 1000;
+
+fn config(unclean: bool) -> Config {
+    Config {
+        session_timeout_ms: TIMEOUT,
+        unclean_election: unclean,
+    }
+}
+
+fn epoch_of(id: BrokerId) -> u64 {
+    100 + id as u64
+}
+
+/// A fresh controller with brokers 1..=n, every one registered at time 0.
+fn cluster(n: i32, unclean: bool) -> ControllerState {
+    let ids: Vec<BrokerId> = (1..=n).collect();
+    let (mut s, effects) = ControllerState::start(config(unclean), &ids, Durable::default(), 0)
+        .expect("a fresh start");
+    assert_eq!(s.controller_epoch(), 1);
+    assert!(effects.dirty);
+    for id in ids {
+        beat(&mut s, id, epoch_of(id), 0);
+    }
+    s
+}
+
+fn beat(s: &mut ControllerState, id: BrokerId, broker_epoch: u64, now: Millis) -> Effects {
+    let (resp, effects) = s
+        .heartbeat(
+            &Heartbeat {
+                broker_id: id,
+                broker_epoch,
+            },
+            now,
+        )
+        .expect("heartbeat accepted");
+    assert!(resp.partitions.iter().all(|p| p.replicas.contains(&id)));
+    effects
+}
+
+fn create(s: &mut ControllerState, name: &str, partitions: u32, rf: u32, min_isr: u32) -> Effects {
+    let req = CreateTopic {
+        name: name.into(),
+        partitions,
+        replication_factor: rf,
+        min_insync_replicas: min_isr,
+    };
+    s.create_topic(&req).expect("topic created").1
+}
+
+fn part(s: &ControllerState, topic: &str, p: u32) -> PartitionState {
+    s.partition(topic, p).expect("partition exists").clone()
+}
+
+/// Everyone but `silent` heartbeats at `now`; then the clock ticks at `now`.
+fn all_beat_but(s: &mut ControllerState, silent: &[BrokerId], now: Millis) -> Effects {
+    let ids: Vec<BrokerId> = s.brokers.keys().copied().collect();
+    for id in ids {
+        if !silent.contains(&id) {
+            beat(s, id, epoch_of(id), now);
+        }
+    }
+    s.tick(now)
+}
+
+/// Broker `id` heartbeats a last time at `from` and then falls silent (brokers in
+/// `down` stay silent throughout); returns the effects of its death.
+fn kill(s: &mut ControllerState, id: BrokerId, down: &[BrokerId], from: Millis) -> Effects {
+    let mut silent = down.to_vec();
+    all_beat_but(s, &silent, from);
+    silent.push(id);
+    assert!(all_beat_but(s, &silent, from + TIMEOUT).events.is_empty());
+    let effects = all_beat_but(s, &silent, from + TIMEOUT + 1);
+    assert_eq!(s.broker(id).unwrap().liveness, Liveness::Dead);
+    effects
+}
+
+fn alter(
+    s: &mut ControllerState,
+    leader: BrokerId,
+    p: &PartitionState,
+    new_isr: &[BrokerId],
+) -> Result<(PartitionState, Effects), ApiError> {
+    s.alter_partition(&AlterPartition {
+        broker_id: leader,
+        broker_epoch: epoch_of(leader),
+        topic: p.topic.clone(),
+        partition: p.partition,
+        leader_epoch: p.leader_epoch,
+        partition_epoch: p.partition_epoch,
+        new_isr: new_isr.to_vec(),
+    })
+}
+
+fn state(
+    leader: BrokerId,
+    le: i32,
+    pe: i32,
+    isr: &[BrokerId],
+) -> (BrokerId, i32, i32, Vec<BrokerId>) {
+    (leader, le, pe, isr.to_vec())
+}
+
+fn view(p: &PartitionState) -> (BrokerId, i32, i32, Vec<BrokerId>) {
+    (p.leader, p.leader_epoch, p.partition_epoch, p.isr.clone())
+}
+
+#[test]
+fn create_topic_assigns_round_robin_and_elects_the_first_live_replica() {
+    let mut s = cluster(3, false);
+    let effects = create(&mut s, "queue", 3, 3, 2);
+    assert_eq!(part(&s, "queue", 0).replicas, vec![1, 2, 3]);
+    assert_eq!(part(&s, "queue", 1).replicas, vec![2, 3, 1]);
+    assert_eq!(part(&s, "queue", 2).replicas, vec![3, 1, 2]);
+    assert_eq!(view(&part(&s, "queue", 0)), state(1, 0, 0, &[1, 2, 3]));
+    assert_eq!(view(&part(&s, "queue", 1)), state(2, 0, 0, &[2, 3, 1]));
+    assert_eq!(part(&s, "queue", 1).min_insync_replicas, 2);
+    assert!(effects.dirty);
+    for b in 1..=3 {
+        assert_eq!(
+            effects.pushes[&b].len(),
+            3,
+            "broker {b} hears of every partition"
+        );
+    }
+    let meta = s.topic_metadata("queue").unwrap();
+    assert_eq!(meta.partitions.len(), 3);
+    assert_eq!(meta.min_insync_replicas, 2);
+}
+
+#[test]
+fn create_topic_skips_dead_brokers_for_leader_and_isr() {
+    let mut s = cluster(3, false);
+    kill(&mut s, 1, &[], 0);
+    create(&mut s, "q", 1, 3, 1);
+    let p = part(&s, "q", 0);
+    assert_eq!(p.replicas, vec![1, 2, 3]);
+    assert_eq!(view(&p), state(2, 0, 0, &[2, 3]));
+}
+
+#[test]
+fn create_topic_validates_its_request() {
+    let mut s = cluster(3, false);
+    let cases = [
+        ("", 1, 1, 1),
+        ("a/b", 1, 1, 1),
+        ("..", 1, 1, 1),
+        ("q", 0, 1, 1),
+        ("q", 1, 0, 1),
+        ("q", 1, 4, 1),
+        ("q", 1, 2, 0),
+        ("q", 1, 2, 3),
+    ];
+    for (name, partitions, rf, min_isr) in cases {
+        let req = CreateTopic {
+            name: name.into(),
+            partitions,
+            replication_factor: rf,
+            min_insync_replicas: min_isr,
+        };
+        let err = s.create_topic(&req).unwrap_err();
+        assert_eq!(err.code, Code::InvalidRequest, "{req:?}: {err}");
+    }
+    assert!(s.metadata().topics.is_empty());
+    create(&mut s, "q.ok_1-2", 1, 3, 3);
+    let req = CreateTopic {
+        name: "q.ok_1-2".into(),
+        partitions: 5,
+        replication_factor: 1,
+        min_insync_replicas: 1,
+    };
+    assert_eq!(
+        s.create_topic(&req).unwrap_err().code,
+        Code::TopicAlreadyExists
+    );
+    assert_eq!(s.metadata().topics[0].partitions.len(), 1);
+}
+
+#[test]
+fn a_leader_silent_past_the_session_timeout_is_replaced_by_the_next_isr_member() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 2);
+    // The ISR is [1,3]: broker 2 comes first in replica order but is not eligible.
+    let p = part(&s, "q", 0);
+    alter(&mut s, 1, &p, &[1, 3]).unwrap();
+    assert_eq!(view(&part(&s, "q", 0)), state(1, 0, 1, &[1, 3]));
+
+    // Silent for exactly the session timeout: still alive.
+    all_beat_but(&mut s, &[1], 500);
+    assert!(all_beat_but(&mut s, &[1], TIMEOUT).events.is_empty());
+    assert_eq!(s.broker(1).unwrap().liveness, Liveness::Alive);
+    // One millisecond more: dead, and broker 3 leads with bumped epochs.
+    let effects = all_beat_but(&mut s, &[1], TIMEOUT + 1);
+    assert_eq!(view(&part(&s, "q", 0)), state(3, 1, 2, &[3]));
+    assert!(effects.dirty);
+    assert_eq!(
+        effects.pushes.keys().copied().collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert_eq!(effects.pushes[&3], vec![part(&s, "q", 0)]);
+    assert!(
+        effects.events.iter().any(|e| e.contains("leader 1 -> 3")),
+        "{:?}",
+        effects.events
+    );
+    assert!(!s.metadata().brokers[0].alive);
+}
+
+#[test]
+fn a_dead_follower_leaves_the_isr_with_the_partition_epoch_bumped() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 2);
+    kill(&mut s, 3, &[], 0);
+    assert_eq!(view(&part(&s, "q", 0)), state(1, 0, 1, &[1, 2]));
+    // Its death is handled once.
+    assert!(all_beat_but(&mut s, &[3], 5000).events.is_empty());
+    assert_eq!(part(&s, "q", 0).partition_epoch, 1);
+}
+
+#[test]
+fn the_last_isr_member_dying_takes_the_partition_offline_until_it_returns() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 1);
+    kill(&mut s, 3, &[], 0);
+    kill(&mut s, 2, &[3], 2000);
+    assert_eq!(view(&part(&s, "q", 0)), state(1, 0, 2, &[1]));
+    kill(&mut s, 1, &[3, 2], 4000);
+    // Leader -1, the ISR keeps its last member (Kafka), leader epoch bumped.
+    assert_eq!(view(&part(&s, "q", 0)), state(NO_LEADER, 1, 3, &[1]));
+    assert_eq!(s.metadata().topics[0].partitions[0].leader, -1);
+
+    // Broker 2 returns: not in the ISR, so a clean election cannot pick it.
+    let effects = beat(&mut s, 2, epoch_of(2), 6000);
+    assert!(!effects.dirty);
+    assert_eq!(part(&s, "q", 0).leader, NO_LEADER);
+    // Broker 1 returns (same process, e.g. it was paused): it leads again.
+    let effects = beat(&mut s, 1, epoch_of(1), 6100);
+    assert_eq!(view(&part(&s, "q", 0)), state(1, 2, 4, &[1]));
+    assert_eq!(effects.pushes[&2], vec![part(&s, "q", 0)]);
+}
+
+#[test]
+fn unclean_election_picks_a_live_out_of_sync_replica() {
+    let mut s = cluster(3, true);
+    create(&mut s, "q", 1, 3, 1);
+    let p = part(&s, "q", 0);
+    alter(&mut s, 1, &p, &[1]).unwrap();
+    // The only ISR member dies while 2 and 3 are alive: 2 leads at once, alone.
+    let effects = kill(&mut s, 1, &[], 0);
+    assert_eq!(view(&part(&s, "q", 0)), state(2, 1, 2, &[2]));
+    assert!(
+        effects.events.iter().any(|e| e.contains("UNCLEAN")),
+        "{:?}",
+        effects.events
+    );
+}
+
+#[test]
+fn unclean_election_brings_an_offline_partition_back_with_any_replica() {
+    let mut s = cluster(3, true);
+    create(&mut s, "q", 1, 3, 1);
+    kill(&mut s, 3, &[], 0);
+    kill(&mut s, 2, &[3], 2000);
+    kill(&mut s, 1, &[3, 2], 4000);
+    assert_eq!(view(&part(&s, "q", 0)), state(NO_LEADER, 1, 3, &[1]));
+    beat(&mut s, 3, epoch_of(3), 6000);
+    assert_eq!(view(&part(&s, "q", 0)), state(3, 2, 4, &[3]));
+}
+
+#[test]
+fn without_unclean_election_an_out_of_sync_replica_never_leads() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 1);
+    let p = part(&s, "q", 0);
+    alter(&mut s, 1, &p, &[1]).unwrap();
+    kill(&mut s, 1, &[], 0);
+    assert_eq!(view(&part(&s, "q", 0)), state(NO_LEADER, 1, 2, &[1]));
+}
+
+#[test]
+fn alter_partition_is_fenced_unless_from_the_current_leader_with_current_epochs() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 2);
+    let p0 = part(&s, "q", 0);
+    let (p1, effects) = alter(&mut s, 1, &p0, &[1, 2]).unwrap();
+    assert_eq!(view(&p1), state(1, 0, 1, &[1, 2]));
+    assert_eq!(effects.pushes.len(), 3);
+
+    // The same proposal again carries a stale partition epoch.
+    let err = alter(&mut s, 1, &p0, &[1]).unwrap_err();
+    assert_eq!(err.code, Code::FencedLeaderEpoch);
+    assert_eq!(err.extra["partition_epoch"], 1);
+    assert_eq!(err.extra["leader_epoch"], 0);
+    assert_eq!(err.extra["leader"], 1);
+    // A follower cannot propose.
+    assert_eq!(
+        alter(&mut s, 2, &p1, &[2]).unwrap_err().code,
+        Code::FencedLeaderEpoch
+    );
+    // A stale leader epoch is fenced.
+    let mut stale = p1.clone();
+    stale.leader_epoch = -1;
+    assert_eq!(
+        alter(&mut s, 1, &stale, &[1]).unwrap_err().code,
+        Code::FencedLeaderEpoch
+    );
+    // A previous incarnation of the leader (other broker epoch) is fenced.
+    let mut req = AlterPartition {
+        broker_id: 1,
+        broker_epoch: 1,
+        topic: "q".into(),
+        partition: 0,
+        leader_epoch: 0,
+        partition_epoch: 1,
+        new_isr: vec![1],
+    };
+    assert_eq!(
+        s.alter_partition(&req).unwrap_err().code,
+        Code::FencedLeaderEpoch
+    );
+    req.partition = 9;
+    assert_eq!(
+        s.alter_partition(&req).unwrap_err().code,
+        Code::UnknownTopicOrPartition
+    );
+    assert_eq!(view(&part(&s, "q", 0)), state(1, 0, 1, &[1, 2]));
+}
+
+#[test]
+fn alter_partition_checks_the_proposed_isr() {
+    let mut s = cluster(4, false);
+    create(&mut s, "q", 1, 3, 1);
+    let p = part(&s, "q", 0);
+    assert_eq!(p.replicas, vec![1, 2, 3]);
+    for bad in [&[2, 3][..], &[1, 4], &[1, 1, 2], &[]] {
+        let err = alter(&mut s, 1, &p, bad).unwrap_err();
+        assert_eq!(err.code, Code::InvalidRequest, "{bad:?}");
+    }
+    // Shrink, then let broker 3 die: adding it back is refused (KIP-841), adding the
+    // live broker 2 back is accepted, in replica order.
+    alter(&mut s, 1, &p, &[1]).unwrap();
+    kill(&mut s, 3, &[], 0);
+    let p = part(&s, "q", 0);
+    assert_eq!(p.partition_epoch, 1, "3 was not in the ISR any more");
+    let err = alter(&mut s, 1, &p, &[1, 3]).unwrap_err();
+    assert_eq!(err.code, Code::InvalidRequest);
+    assert!(err.message.contains("not alive"), "{err}");
+    let (p, _) = alter(&mut s, 1, &p, &[2, 1]).unwrap();
+    assert_eq!(view(&p), state(1, 0, 2, &[1, 2]));
+    // An unchanged ISR is accepted without a new epoch.
+    let (same, effects) = alter(&mut s, 1, &p, &[1, 2]).unwrap();
+    assert_eq!(same, p);
+    assert!(!effects.dirty && effects.pushes.is_empty());
+}
+
+#[test]
+fn a_new_broker_epoch_is_a_restart_handled_as_failure_then_startup() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 2, 3, 2);
+    // Broker 1 leads q-0 and follows q-1; it restarts and heartbeats at once,
+    // before any session timeout.
+    let effects = beat(&mut s, 1, 999, 10);
+    assert_eq!(view(&part(&s, "q", 0)), state(2, 1, 1, &[2, 3]));
+    assert_eq!(view(&part(&s, "q", 1)), state(2, 0, 1, &[2, 3]));
+    assert!(effects.dirty);
+    assert!(
+        effects.events[0].contains("restarted"),
+        "{:?}",
+        effects.events
+    );
+    assert_eq!(s.broker(1).unwrap().broker_epoch, Some(999));
+    assert_eq!(s.broker(1).unwrap().liveness, Liveness::Alive);
+    // The same epoch again is just a heartbeat.
+    assert_eq!(beat(&mut s, 1, 999, 20), Effects::default());
+}
+
+#[test]
+fn a_restarted_sole_isr_leader_leads_again_under_a_new_leader_epoch() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 1);
+    let p = part(&s, "q", 0);
+    alter(&mut s, 1, &p, &[1]).unwrap();
+    // Failure (offline, ISR kept as [1]) then startup (1 is eligible again): two new
+    // leader epochs, so the restarted process cannot be confused with the old one.
+    beat(&mut s, 1, 999, 10);
+    assert_eq!(view(&part(&s, "q", 0)), state(1, 2, 3, &[1]));
+}
+
+#[test]
+fn confirm_leadership_answers_only_the_live_current_leader() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 2);
+    let confirm = |s: &ControllerState, broker_id, leader_epoch| {
+        s.confirm_leadership(&ConfirmLeadership {
+            broker_id,
+            topic: "q".into(),
+            partition: 0,
+            leader_epoch,
+        })
+    };
+    assert_eq!(confirm(&s, 1, 0).unwrap(), part(&s, "q", 0));
+    let err = confirm(&s, 2, 0).unwrap_err();
+    assert_eq!(
+        (err.code, err.extra["leader"].clone()),
+        (Code::NotLeader, 1.into())
+    );
+    kill(&mut s, 1, &[], 0);
+    let err = confirm(&s, 1, 0).unwrap_err();
+    assert_eq!(err.code, Code::NotLeader);
+    assert_eq!(err.extra["leader"], 2);
+    assert_eq!(err.extra["leader_epoch"], 1);
+    assert!(confirm(&s, 2, 0).is_err(), "the old leader epoch is stale");
+    assert!(confirm(&s, 2, 1).is_ok());
+}
+
+#[test]
+fn heartbeats_from_unknown_brokers_are_refused_and_answers_hold_own_partitions() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 3, 1, 1);
+    let err = s
+        .heartbeat(
+            &Heartbeat {
+                broker_id: 7,
+                broker_epoch: 1,
+            },
+            5,
+        )
+        .unwrap_err();
+    assert_eq!(err.code, Code::InvalidRequest);
+    let (resp, _) = s
+        .heartbeat(
+            &Heartbeat {
+                broker_id: 2,
+                broker_epoch: epoch_of(2),
+            },
+            5,
+        )
+        .unwrap();
+    assert_eq!(resp.controller_epoch, 1);
+    assert_eq!(resp.brokers.len(), 3);
+    assert_eq!(resp.partitions, vec![part(&s, "q", 1)]);
+}
+
+#[test]
+fn topics_created_before_any_broker_registers_start_with_every_replica_in_sync() {
+    let (mut s, _) =
+        ControllerState::start(config(false), &[1, 2, 3], Durable::default(), 0).unwrap();
+    create(&mut s, "early", 1, 3, 2);
+    assert_eq!(view(&part(&s, "early", 0)), state(1, 0, 0, &[1, 2, 3]));
+    // Brokers 1 and 2 register in the grace period; 3 never does and is dropped.
+    beat(&mut s, 1, 11, 100);
+    beat(&mut s, 2, 12, 200);
+    assert!(s.tick(TIMEOUT - 1).events.is_empty());
+    s.tick(TIMEOUT);
+    assert_eq!(s.broker(3).unwrap().liveness, Liveness::Dead);
+    assert_eq!(view(&part(&s, "early", 0)), state(1, 0, 1, &[1, 2]));
+}
+
+#[test]
+fn a_topic_whose_replicas_are_all_dead_starts_offline_and_comes_up_with_them() {
+    let (mut s, _) = ControllerState::start(config(false), &[1, 2], Durable::default(), 0).unwrap();
+    s.tick(TIMEOUT);
+    create(&mut s, "q", 1, 2, 1);
+    assert_eq!(view(&part(&s, "q", 0)), state(NO_LEADER, 0, 0, &[1, 2]));
+    beat(&mut s, 2, 12, TIMEOUT + 5);
+    assert_eq!(view(&part(&s, "q", 0)), state(2, 1, 1, &[2]));
+}
+
+#[test]
+fn a_restarted_controller_bumps_its_epoch_and_gives_brokers_a_grace_period() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 3, 3, 2);
+    let durable = s.durable();
+    assert_eq!(durable.broker_epochs.len(), 3);
+
+    let (mut s, effects) = ControllerState::start(config(false), &[1, 2, 3], durable, 0).unwrap();
+    assert!(effects.dirty);
+    assert_eq!(s.controller_epoch(), 2);
+    assert_eq!(s.metadata().topics[0].partitions.len(), 3);
+    assert!(
+        s.metadata().brokers.iter().all(|b| !b.alive),
+        "alive only once heard from"
+    );
+    // Nobody is declared dead within the grace period.
+    assert!(s.tick(TIMEOUT - 1).events.is_empty());
+    // Broker 1 comes back with the same process: nothing moves.
+    assert!(!beat(&mut s, 1, epoch_of(1), 100).dirty);
+    // Broker 2 restarted while the controller was down: it leaves the ISRs and
+    // gives up q-1, which it led.
+    // Broker 3 has not been heard from yet, so the live broker 1 is elected.
+    beat(&mut s, 2, 555, 200);
+    assert_eq!(view(&part(&s, "q", 1)), state(1, 1, 1, &[3, 1]));
+    // Broker 3 never comes back: dead at the end of the grace period.
+    s.tick(TIMEOUT);
+    assert_eq!(view(&part(&s, "q", 0)), state(1, 0, 2, &[1]));
+    assert_eq!(view(&part(&s, "q", 1)), state(1, 1, 2, &[1]));
+    assert_eq!(view(&part(&s, "q", 2)), state(1, 1, 2, &[1]));
+}
+
+#[test]
+fn persisted_state_naming_unknown_brokers_is_refused() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 2);
+    let err = ControllerState::start(config(false), &[1, 2], s.durable(), 0).unwrap_err();
+    assert!(err.contains("broker 3"), "{err}");
+}
