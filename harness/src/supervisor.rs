@@ -119,6 +119,15 @@ impl Supervised {
         }
     }
 
+    /// Send SIGCONT and SIGKILL to the process group without reaping it (see
+    /// [`Self::kill`]): lets a caller kill several processes at the same instant.
+    pub fn signal_kill(&self) {
+        if let Some(r) = &self.running {
+            signal_group(r.pid, Signal::SIGCONT);
+            signal_group(r.pid, Signal::SIGKILL);
+        }
+    }
+
     /// SIGKILL the process group and reap the process; a no-op if it is not running.
     /// A paused process is continued first.
     pub async fn kill(&mut self) -> Result<()> {
