@@ -427,4 +427,15 @@ async fn the_state_survives_a_controller_restart_under_a_new_controller_epoch() 
         (status, body["error"].as_str()),
         (409, Some("TOPIC_ALREADY_EXISTS"))
     );
+
+    // Broker epochs were kept too: broker 1 restarted while the controller was down,
+    // so it gives up kept-0 (replicas [1,2]) to broker 2 and leaves its ISR.
+    let hb_url = format!("{}/internal/heartbeat", c.url);
+    let (status, _) = post_json(&hb_url, &json!({"broker_id": 2, "broker_epoch": 7})).await;
+    assert_eq!(status, 200);
+    let (status, answer) = post_json(&hb_url, &json!({"broker_id": 1, "broker_epoch": 8})).await;
+    assert_eq!(status, 200);
+    assert_eq!(answer["controller_epoch"], after.controller_epoch);
+    let p0 = metadata(&c).await.topics[0].partitions[0].clone();
+    assert_eq!((p0.leader, p0.leader_epoch, p0.isr), (2, 1, vec![2]));
 }

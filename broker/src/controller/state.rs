@@ -375,7 +375,7 @@ impl ControllerState {
         b.last_heartbeat = Some(now);
         b.liveness = Liveness::Alive;
         if started {
-            self.broker_started(id, &mut effects);
+            self.elect_offline(&format!("broker {id} came back"), &mut effects);
         }
         let response = HeartbeatResponse {
             controller_epoch: self.controller_epoch,
@@ -396,6 +396,7 @@ impl ControllerState {
         let mut effects = Effects::default();
         let timeout = self.config.session_timeout_ms;
         let ids: Vec<BrokerId> = self.brokers.keys().copied().collect();
+        let mut died = false;
         for id in ids {
             let b = &self.brokers[&id];
             let why = match (b.liveness, b.last_heartbeat) {
@@ -411,6 +412,12 @@ impl ControllerState {
             effects.events.push(format!("broker {id}: dead ({why})"));
             self.set_liveness(id, Liveness::Dead);
             self.broker_failed(id, "died", &mut effects);
+            died = true;
+        }
+        if died && self.config.unclean_election {
+            // A broker that was still pending is dead now: an unclean election that
+            // waited for it may go ahead.
+            self.elect_offline("no ISR member can come back any more", &mut effects);
         }
         effects
     }
@@ -555,12 +562,8 @@ impl ControllerState {
             if p.leader == id {
                 next.leader_epoch += 1;
                 next.partition_epoch += 1;
-                match elect(
-                    &p.replicas,
-                    &isr,
-                    |b| self.is_alive(b),
-                    self.config.unclean_election,
-                ) {
+                let unclean = self.unclean_allowed(&isr);
+                match elect(&p.replicas, &isr, |b| self.is_alive(b), unclean) {
                     Election::Clean(b) => {
                         next.leader = b;
                         next.isr = isr;
@@ -586,24 +589,30 @@ impl ControllerState {
         }
     }
 
-    /// Broker `id` came alive: offline partitions it replicates elect a leader again.
-    fn broker_started(&mut self, id: BrokerId, effects: &mut Effects) {
+    /// Unclean election is a last resort: not while an ISR member may still come back
+    /// within the grace period of a restarted controller, since it loses data.
+    fn unclean_allowed(&self, isr: &[BrokerId]) -> bool {
+        self.config.unclean_election
+            && !isr
+                .iter()
+                .any(|b| self.brokers.get(b).map(|b| b.liveness) == Some(Liveness::Pending))
+    }
+
+    /// Offline partitions elect a leader again if an eligible replica is alive: after
+    /// a broker came alive, or (unclean election) once the grace period is over.
+    fn elect_offline(&mut self, why: &str, effects: &mut Effects) {
         let offline: Vec<TopicPartition> = self
             .partitions
             .iter()
-            .filter(|(_, p)| p.leader == NO_LEADER && p.replicas.contains(&id))
+            .filter(|(_, p)| p.leader == NO_LEADER)
             .map(|(tp, _)| tp.clone())
             .collect();
         for tp in offline {
             let p = &self.partitions[&tp];
             let mut next = p.clone();
-            let mut why = format!("broker {id} came back");
-            match elect(
-                &p.replicas,
-                &p.isr,
-                |b| self.is_alive(b),
-                self.config.unclean_election,
-            ) {
+            let mut why = why.to_string();
+            let unclean = self.unclean_allowed(&p.isr);
+            match elect(&p.replicas, &p.isr, |b| self.is_alive(b), unclean) {
                 Election::Clean(b) => {
                     // Drop members known dead (possible only for a partition created
                     // while all its replicas were down); the new leader stays.

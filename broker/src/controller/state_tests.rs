@@ -502,6 +502,40 @@ fn a_restarted_controller_bumps_its_epoch_and_gives_brokers_a_grace_period() {
 }
 
 #[test]
+fn unclean_election_waits_for_isr_members_a_restarted_controller_has_not_heard_from() {
+    let mut s = cluster(3, true);
+    create(&mut s, "q", 1, 3, 1);
+    let p = part(&s, "q", 0);
+    alter(&mut s, 1, &p, &[1, 3]).unwrap();
+    let durable = s.durable();
+
+    let restart = |durable: Durable| {
+        let (mut s, _) = ControllerState::start(config(true), &[1, 2, 3], durable, 0).unwrap();
+        beat(&mut s, 2, epoch_of(2), 10);
+        // The leader restarted while the controller was down: 3, the other ISR
+        // member, may still come back, so 2 is not elected uncleanly yet.
+        beat(&mut s, 1, 999, 20);
+        assert_eq!(view(&part(&s, "q", 0)), state(NO_LEADER, 1, 2, &[3]));
+        s
+    };
+    // 3 comes back in time: a clean election.
+    let mut s1 = restart(durable.clone());
+    beat(&mut s1, 3, epoch_of(3), 30);
+    assert_eq!(view(&part(&s1, "q", 0)), state(3, 2, 3, &[3]));
+    // 3 never comes back: at the end of the grace period, 1 (first live replica) leads.
+    let mut s2 = restart(durable);
+    beat(&mut s2, 1, 999, TIMEOUT - 10);
+    beat(&mut s2, 2, epoch_of(2), TIMEOUT - 10);
+    let effects = s2.tick(TIMEOUT);
+    assert_eq!(view(&part(&s2, "q", 0)), state(1, 2, 3, &[1]));
+    assert!(
+        effects.events.iter().any(|e| e.contains("UNCLEAN")),
+        "{:?}",
+        effects.events
+    );
+}
+
+#[test]
 fn persisted_state_naming_unknown_brokers_is_refused() {
     let mut s = cluster(3, false);
     create(&mut s, "q", 1, 3, 2);
