@@ -735,3 +735,7 @@ fn ids_str(ids: &[BrokerId]) -> String {
 #[cfg(test)]
 #[path = "state_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "state_props.rs"]
+mod props;
