@@ -87,8 +87,23 @@ pub struct NodeArgs {
     #[arg(long, default_value_t = 500)]
     pub replica_fetch_wait_max_ms: u64,
     /// Plant a known bug (see `watermark selftest`).
-    #[arg(long)]
-    pub bug: Option<String>,
+    #[arg(long, value_enum)]
+    pub bug: Option<Bug>,
+}
+
+/// The known bugs `--bug` can plant (SPEC §7), so the harness can show it catches them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Bug {
+    /// Truncate to the local high watermark, as `--truncation hw`.
+    HwTruncation,
+    /// Answer acks=all right after the leader's append.
+    AckBeforeReplicate,
+    /// Shrink the ISR without asking the controller.
+    IsrUnchecked,
+    /// Serve reads without the leadership check.
+    StaleRead,
+    /// Accept stale leader epochs.
+    NoEpochFence,
 }
 
 /// Broker ids and their addresses, as given on the command line.

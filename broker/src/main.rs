@@ -14,10 +14,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.role {
         Role::Controller(args) => broker::controller::run(args),
-        Role::Node(args) => {
-            eprintln!("node {}: not built yet", args.id);
-            Ok(())
-        }
+        Role::Node(args) => broker::node::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -176,3 +176,68 @@ pub struct ConfirmLeadership {
     pub partition: u32,
     pub leader_epoch: LeaderEpoch,
 }
+
+// Node ↔ node (replication), under `/internal/` on the leader:
+// - `POST /internal/fetch`: [`Fetch`] → [`crate::replica::FetchResponse`]. An empty answer
+//   waits in the leader's purgatory up to `replica.fetch.wait.max.ms`. Errors:
+//   `NOT_LEADER`, `FENCED_LEADER_EPOCH` (the request's epoch is not the leader's, either
+//   way), `OFFSET_OUT_OF_RANGE` (with `log_end_offset`, the leader's LEO).
+// - `POST /internal/offsets-for-leader-epoch`: [`OffsetsForLeaderEpoch`] →
+//   [`EpochEndOffset`] (KIP-101 / KIP-279), fenced by `current_leader_epoch`.
+
+/// `POST /internal/fetch`: a follower's FETCH.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fetch {
+    pub topic: String,
+    pub partition: u32,
+    pub replica_id: BrokerId,
+    pub fetch_offset: u64,
+    /// The follower's current leader epoch (fences both ways).
+    pub leader_epoch: LeaderEpoch,
+    pub max_records: usize,
+}
+
+/// `POST /internal/offsets-for-leader-epoch`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OffsetsForLeaderEpoch {
+    pub topic: String,
+    pub partition: u32,
+    pub replica_id: BrokerId,
+    /// The requester's view of the current leader epoch (fencing).
+    pub current_leader_epoch: LeaderEpoch,
+    /// The epoch whose end offset is asked for (the follower's latest).
+    pub leader_epoch: LeaderEpoch,
+}
+
+/// The answer: the largest epoch ≤ the requested one that the leader knows, and where
+/// it ends; both `-1` (Kafka's UNDEFINED) when the leader knows no such epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpochEndOffset {
+    pub leader_epoch: LeaderEpoch,
+    pub end_offset: i64,
+}
+
+impl EpochEndOffset {
+    pub fn from_answer(answer: Option<(LeaderEpoch, u64)>) -> Self {
+        match answer {
+            Some((e, o)) => EpochEndOffset {
+                leader_epoch: e,
+                end_offset: i64::try_from(o).unwrap_or(i64::MAX),
+            },
+            None => EpochEndOffset {
+                leader_epoch: -1,
+                end_offset: -1,
+            },
+        }
+    }
+
+    pub fn to_answer(self) -> Option<(LeaderEpoch, u64)> {
+        if self.leader_epoch < 0 || self.end_offset < 0 {
+            None
+        } else {
+            Some((self.leader_epoch, self.end_offset as u64))
+        }
+    }
+}

@@ -116,9 +116,10 @@ impl EpochCache {
     /// break monotonicity (epoch ≥ or start ≥ the new one's) are removed first; assigning
     /// the latest epoch again at a later offset is a no-op. Returns whether it changed.
     pub fn assign(&mut self, epoch: LeaderEpoch, start_offset: u64) -> bool {
-        if let Some(&(last_epoch, last_start)) = self.entries.last()
-            && epoch == last_epoch
-            && start_offset >= last_start
+        if self
+            .entries
+            .last()
+            .is_some_and(|&(e, s)| e == epoch && start_offset >= s)
         {
             return false;
         }

@@ -1,0 +1,326 @@
+//! The node process (`broker node`): wires the replicas to the world. It serves the
+//! public and internal routes ([`crate::api`]), heartbeats to the controller (following
+//! `NOT_CONTROLLER` across the `--controller` list), proposes ISR changes through
+//! AlterPartition, runs the follower fetch tasks ([`crate::fetcher`]), and the timers:
+//! log flush policy and high-watermark checkpoints.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::cli::{NodeArgs, Truncation};
+use crate::error::Code;
+use crate::log::LogConfig;
+use crate::protocol::{
+    AlterPartition, BrokerId, ConfirmLeadership, Heartbeat, HeartbeatResponse, Metadata,
+    PartitionState,
+};
+use crate::replica::ReplicaLog;
+use crate::replica_manager::{self, ReplicaManager};
+use crate::rpc::{self, CallError};
+use crate::{api, server};
+
+/// How often a node heartbeats (the controller's session timeout is a few of these).
+const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(200);
+/// How often leaders look for ISR changes to propose.
+const ISR_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+/// How often the high watermark is checkpointed (Kafka: 5 s).
+const HW_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
+/// Timeout of a call to the controller.
+pub const CONTROLLER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Everything a node's tasks and handlers share.
+pub struct Node {
+    pub id: BrokerId,
+    /// Fresh at every process start: tells the controller we restarted.
+    pub broker_epoch: u64,
+    pub args: NodeArgs,
+    pub client: reqwest::Client,
+    pub manager: ReplicaManager,
+    start: Instant,
+    peers: HashMap<BrokerId, String>,
+    /// The controller address that answered last.
+    active_controller: Mutex<String>,
+    /// Partition counts of topics, learnt from the controller's metadata.
+    topic_sizes: Mutex<HashMap<String, u32>>,
+}
+
+impl Node {
+    pub fn new(mut args: NodeArgs) -> Node {
+        if args.bug == Some(crate::cli::Bug::HwTruncation) {
+            args.truncation = Truncation::Hw;
+        }
+        let broker_epoch = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        Node {
+            id: args.id,
+            broker_epoch,
+            peers: args.peers.0.iter().cloned().collect(),
+            active_controller: Mutex::new(args.controller[0].clone()),
+            args,
+            client: rpc::client(),
+            manager: ReplicaManager::default(),
+            start: Instant::now(),
+            topic_sizes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Milliseconds since this process started (the replicas' clock).
+    pub fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    /// How to reach broker `id` (from `--peers`).
+    pub fn peer_addr(&self, id: BrokerId) -> Option<String> {
+        self.peers.get(&id).cloned()
+    }
+
+    pub fn log_config(&self) -> LogConfig {
+        LogConfig {
+            flush_messages: self.args.flush_messages,
+            flush_ms: self.args.flush_ms,
+            simulate_page_cache: self.args.simulate_page_cache,
+            segment_bytes: 0,
+        }
+    }
+
+    /// POST to the active controller, following `NOT_CONTROLLER` hints and trying the
+    /// other `--controller` addresses when one does not answer.
+    pub async fn controller_post<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Req,
+    ) -> Result<Resp, CallError> {
+        let list = &self.args.controller;
+        let mut addr = self
+            .active_controller
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut last = None;
+        for _ in 0..list.len() + 2 {
+            match rpc::post(&self.client, &addr, path, body, CONTROLLER_TIMEOUT).await {
+                Ok(resp) => {
+                    *self
+                        .active_controller
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()) = addr;
+                    return Ok(resp);
+                }
+                Err(CallError::Api(e)) if e.code == Code::NotController => {
+                    let hint = e.extra.get("controller").and_then(|c| c.as_str());
+                    addr = match hint {
+                        Some(h) if h != addr => h.to_string(),
+                        _ => next_in(list, &addr),
+                    };
+                    last = Some(CallError::Api(e));
+                }
+                Err(CallError::Transport(e)) => {
+                    addr = next_in(list, &addr);
+                    last = Some(CallError::Transport(e));
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Err(last.unwrap_or_else(|| CallError::Transport("no controller address".into())))
+    }
+
+    /// The number of partitions of `topic`, asking the controller once if unknown.
+    pub async fn topic_size(&self, topic: &str) -> Option<u32> {
+        if let Some(n) = self
+            .topic_sizes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(topic)
+        {
+            return Some(*n);
+        }
+        let addr = self
+            .active_controller
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let md: Metadata = rpc::get(&self.client, &addr, "/v1/metadata", CONTROLLER_TIMEOUT)
+            .await
+            .ok()?;
+        let mut sizes = self.topic_sizes.lock().unwrap_or_else(|p| p.into_inner());
+        for t in &md.topics {
+            sizes.insert(t.name.clone(), t.partitions.len() as u32);
+        }
+        sizes.get(topic).copied()
+    }
+
+    /// Ask the controller whether we still lead `topic-partition` in `leader_epoch`.
+    pub async fn confirm_leadership(
+        &self,
+        topic: &str,
+        partition: u32,
+        leader_epoch: i32,
+    ) -> Result<PartitionState, CallError> {
+        let req = ConfirmLeadership {
+            broker_id: self.id,
+            topic: topic.to_string(),
+            partition,
+            leader_epoch,
+        };
+        self.controller_post("/internal/confirm-leadership", &req)
+            .await
+    }
+}
+
+fn next_in(list: &[String], addr: &str) -> String {
+    match list.iter().position(|a| a == addr) {
+        Some(i) => list[(i + 1) % list.len()].clone(),
+        None => list[0].clone(),
+    }
+}
+
+/// Run the node process until it is killed.
+pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
+    if args.id <= 0 {
+        return Err(format!("--id {} must be a positive integer", args.id).into());
+    }
+    if args.peers.0.iter().any(|(id, _)| *id == args.id) {
+        return Err(format!("--peers must not list this broker's own id {}", args.id).into());
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = server::bind_and_announce(args.listen, &args.data_dir)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+        let node = Arc::new(Node::new(args));
+        eprintln!(
+            "node {}: broker epoch {}, truncation {:?}, controller {:?}",
+            node.id, node.broker_epoch, node.args.truncation, node.args.controller
+        );
+        tokio::spawn(heartbeat_loop(node.clone()));
+        tokio::spawn(isr_loop(node.clone()));
+        tokio::spawn(housekeeping_loop(node.clone()));
+        axum::serve(listener, api::router(node)).await?;
+        Ok(())
+    })
+}
+
+async fn heartbeat_loop(node: Arc<Node>) {
+    let hb = Heartbeat {
+        broker_id: node.id,
+        broker_epoch: node.broker_epoch,
+    };
+    let mut failures = 0u32;
+    loop {
+        match node
+            .controller_post::<_, HeartbeatResponse>("/internal/heartbeat", &hb)
+            .await
+        {
+            Ok(resp) => {
+                failures = 0;
+                if let Err(e) = replica_manager::apply(
+                    &node,
+                    resp.controller_epoch,
+                    resp.brokers,
+                    resp.partitions,
+                ) {
+                    eprintln!("node {}: heartbeat answer ignored: {e}", node.id);
+                }
+            }
+            Err(e) => {
+                if failures % 25 == 0 {
+                    eprintln!("node {}: heartbeat: {e}", node.id);
+                }
+                failures += 1;
+            }
+        }
+        tokio::time::sleep(HEARTBEAT_INTERVAL).await;
+    }
+}
+
+/// Leaders propose ISR shrinks (lagging followers) and expansions (caught-up ones) to
+/// the controller; nothing changes locally until the controller accepts.
+async fn isr_loop(node: Arc<Node>) {
+    loop {
+        tokio::time::sleep(ISR_CHECK_INTERVAL).await;
+        for part in node.manager.all() {
+            let proposal = {
+                let mut r = part.lock();
+                let now = node.now_ms();
+                match (r.isr_proposal(now), r.state()) {
+                    (Some(new_isr), Some(state)) => {
+                        let req = AlterPartition {
+                            broker_id: node.id,
+                            broker_epoch: node.broker_epoch,
+                            topic: state.topic.clone(),
+                            partition: state.partition,
+                            leader_epoch: state.leader_epoch,
+                            partition_epoch: state.partition_epoch,
+                            new_isr: new_isr.clone(),
+                        };
+                        r.set_pending_isr(new_isr);
+                        Some(req)
+                    }
+                    _ => None,
+                }
+            };
+            let Some(req) = proposal else { continue };
+            let node = node.clone();
+            tokio::spawn(async move {
+                let name = format!("node {}: {}-{}", node.id, req.topic, req.partition);
+                let old_isr = part.lock().isr().to_vec();
+                let answer: Result<PartitionState, _> = node
+                    .controller_post("/internal/alter-partition", &req)
+                    .await;
+                match answer {
+                    Ok(state) => {
+                        eprintln!(
+                            "{name}: ISR {old_isr:?} -> {:?} accepted (partition epoch {})",
+                            state.isr, state.partition_epoch
+                        );
+                        replica_manager::apply_partition_state(&node, state);
+                    }
+                    Err(e) => {
+                        eprintln!("{name}: ISR {old_isr:?} -> {:?} refused: {e}", req.new_isr)
+                    }
+                }
+                part.lock().clear_pending_isr();
+                part.purgatory.wake();
+            });
+        }
+    }
+}
+
+/// The log flush policy's timer and the high-watermark checkpoints.
+async fn housekeeping_loop(node: Arc<Node>) {
+    let tick = Duration::from_millis(node.args.flush_ms.unwrap_or(100).clamp(5, 100));
+    let mut last_hw = Instant::now();
+    loop {
+        tokio::time::sleep(tick).await;
+        let checkpoint = last_hw.elapsed() >= HW_CHECKPOINT_INTERVAL;
+        if checkpoint {
+            last_hw = Instant::now();
+        }
+        for part in node.manager.all() {
+            if node.args.flush_ms.is_some() {
+                let mut r = part.lock();
+                if let Err(e) = r.log_mut().flush_if_due(Instant::now()) {
+                    eprintln!(
+                        "node {}: {}-{}: flush: {e}",
+                        node.id, part.tp.topic, part.tp.partition
+                    );
+                }
+            }
+            if checkpoint {
+                if let Err(e) = part.checkpoint_hw() {
+                    eprintln!(
+                        "node {}: {}-{}: HW checkpoint: {e}",
+                        node.id, part.tp.topic, part.tp.partition
+                    );
+                }
+            }
+        }
+    }
+}

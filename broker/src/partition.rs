@@ -1,0 +1,111 @@
+//! A partition hosted on this node: its replica state machine over the on-disk log,
+//! the purgatory its delayed requests wait in, its follower fetch task, and its
+//! checkpoint files (high watermark, leader-epoch cache) next to the log.
+//!
+//! Layout: `DATA_DIR/<topic>-<partition>/log/` (segments), `…/high-watermark`,
+//! `…/leader-epoch-checkpoint`.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use tokio::task::JoinHandle;
+
+use crate::kv::KeyedLog;
+use crate::log::{Log, LogConfig, checkpoint};
+use crate::protocol::{BrokerId, TopicPartition};
+use crate::purgatory::Purgatory;
+use crate::replica::Replica;
+
+/// The replica type a node runs: the real log, with the register view on top.
+pub type NodeReplica = Replica<KeyedLog<Log>>;
+
+/// One partition on this node.
+pub struct Partition {
+    pub tp: TopicPartition,
+    dir: PathBuf,
+    replica: Mutex<NodeReplica>,
+    pub purgatory: Purgatory,
+    fetcher: Mutex<Option<JoinHandle<()>>>,
+    checkpointed_hw: AtomicU64,
+}
+
+/// Whether `topic` is a name we accept (it becomes a directory name).
+pub fn valid_topic_name(topic: &str) -> bool {
+    !topic.is_empty()
+        && topic.len() <= 200
+        && topic != "."
+        && topic != ".."
+        && topic
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+impl Partition {
+    /// Open (recovering) the partition's log and checkpoints under `data_dir`.
+    pub fn open(
+        data_dir: &Path,
+        tp: TopicPartition,
+        id: BrokerId,
+        config: LogConfig,
+        lag_time_max_ms: u64,
+    ) -> io::Result<Partition> {
+        if !valid_topic_name(&tp.topic) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("topic name `{}` is not [A-Za-z0-9._-]{{1,200}}", tp.topic),
+            ));
+        }
+        let dir = data_dir.join(format!("{}-{}", tp.topic, tp.partition));
+        let log = Log::open(&dir.join("log"), config)?;
+        let epochs = checkpoint::read_epochs(&dir.join("leader-epoch-checkpoint"))?;
+        let hw = checkpoint::read_high_watermark(&dir.join("high-watermark"))?;
+        let replica = Replica::open(id, KeyedLog::open(log)?, &epochs, hw, lag_time_max_ms)?;
+        let part = Partition {
+            tp,
+            dir,
+            checkpointed_hw: AtomicU64::new(hw),
+            replica: Mutex::new(replica),
+            purgatory: Purgatory::new(),
+            fetcher: Mutex::new(None),
+        };
+        {
+            let mut r = part.lock();
+            part.checkpoint_epochs(&mut r)?;
+        }
+        Ok(part)
+    }
+
+    /// The replica, locked. Never held across an `.await`.
+    pub fn lock(&self) -> MutexGuard<'_, NodeReplica> {
+        self.replica.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Write the epoch cache if it changed (call with the lock held, right after the
+    /// change, as Kafka flushes its leader-epoch file on every assignment).
+    pub fn checkpoint_epochs(&self, r: &mut NodeReplica) -> io::Result<()> {
+        if let Some(epochs) = r.take_dirty_epochs() {
+            checkpoint::write_epochs(&self.dir.join("leader-epoch-checkpoint"), &epochs)?;
+        }
+        Ok(())
+    }
+
+    /// Write the high watermark if it moved since the last checkpoint.
+    pub fn checkpoint_hw(&self) -> io::Result<()> {
+        let hw = self.lock().high_watermark();
+        if self.checkpointed_hw.swap(hw, Ordering::SeqCst) != hw {
+            checkpoint::write_high_watermark(&self.dir.join("high-watermark"), hw)?;
+        }
+        Ok(())
+    }
+
+    /// Replace the follower fetch task (None: stop fetching).
+    pub fn set_fetcher(&self, task: Option<JoinHandle<()>>) {
+        let mut f = self.fetcher.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(old) = f.take() {
+            old.abort();
+        }
+        *f = task;
+    }
+}
