@@ -1,0 +1,423 @@
+//! The queue workload (as in Jepsen's Kafka test): producers send unique integers to
+//! the topic's partitions; consumers poll each partition sequentially from their own
+//! position and now and then seek back; at the end every partition is drained from
+//! offset 0 (`final-poll`). The `queue` checker judges the history.
+//!
+//! Each of `concurrency` workers draws its operations from its own seeded stream, so
+//! a worker's sequence of choices is reproducible from the seed. A worker whose
+//! operation ended `info` continues under a new process number (process +
+//! concurrency), as in Jepsen: the old process may still be "in flight" forever.
+
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::client::{Acks, Client, ClientConfig, Outcome};
+use crate::recorder::{Kind, Recorder};
+
+/// The topic the queue workload writes.
+pub const TOPIC: &str = "queue";
+
+/// The checker that judges this workload's histories.
+pub const CHECKER: &str = "queue";
+
+/// Records asked for per poll.
+const POLL_MAX_RECORDS: u32 = 100;
+/// Records asked for per final-poll.
+const DRAIN_MAX_RECORDS: u32 = 1000;
+/// How often a poll first seeks back to an earlier offset.
+const SEEK_BACK_PROBABILITY: f64 = 0.05;
+/// Share of operations that are sends (the rest are polls).
+const SEND_PROBABILITY: f64 = 0.5;
+
+/// How to run the queue workload.
+#[derive(Debug, Clone)]
+pub struct QueueConfig {
+    pub partitions: u32,
+    pub acks: Acks,
+    /// Number of concurrent workers.
+    pub concurrency: u32,
+    /// Target operations per second over all workers.
+    pub rate: f64,
+    pub seed: u64,
+    pub client: ClientConfig,
+}
+
+/// One operation of the workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Send { partition: u32, value: u64 },
+    Poll { partition: u32, offset: u64 },
+}
+
+/// A worker's seeded source of operations and pauses.
+#[derive(Debug, Clone)]
+pub struct Generator {
+    rng: ChaCha8Rng,
+    worker: u32,
+    concurrency: u32,
+    partitions: u32,
+    sends: u64,
+    /// Mean pause between this worker's operations.
+    mean_delay: Duration,
+}
+
+impl Generator {
+    pub fn new(seed: u64, worker: u32, concurrency: u32, partitions: u32, rate: f64) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(u64::from(worker) + 1);
+        let per_worker = (rate / f64::from(concurrency.max(1))).max(1e-3);
+        Generator {
+            rng,
+            worker,
+            concurrency: concurrency.max(1),
+            partitions: partitions.max(1),
+            sends: 0,
+            mean_delay: Duration::from_secs_f64(1.0 / per_worker),
+        }
+    }
+
+    /// The next operation; `offsets` is the worker's position in each partition.
+    pub fn next_op(&mut self, offsets: &mut [u64]) -> Op {
+        let partition = self.rng.random_range(0..self.partitions);
+        if self.rng.random_bool(SEND_PROBABILITY) {
+            // Unique across the run: worker w sends w, w + c, w + 2c, ...
+            let value = u64::from(self.worker) + u64::from(self.concurrency) * self.sends;
+            self.sends += 1;
+            Op::Send { partition, value }
+        } else {
+            let pos = &mut offsets[partition as usize];
+            if *pos > 0 && self.rng.random_bool(SEEK_BACK_PROBABILITY) {
+                *pos = self.rng.random_range(0..=*pos);
+            }
+            Op::Poll {
+                partition,
+                offset: *pos,
+            }
+        }
+    }
+
+    /// A pause drawn uniformly from [0, 2 × mean] (Jepsen's stagger).
+    pub fn delay(&mut self) -> Duration {
+        self.mean_delay.mul_f64(self.rng.random_range(0.0..2.0))
+    }
+}
+
+/// What the workers did, for the final drain and the summary.
+#[derive(Debug, Clone, Default)]
+pub struct QueueStats {
+    /// The highest process number any worker used.
+    pub max_process: u64,
+}
+
+/// Run the workers until `stop` turns true. An operation in flight when it does is
+/// allowed to complete (bounded by the request timeout), so no invocation is left
+/// open.
+pub async fn run(
+    config: &QueueConfig,
+    recorder: std::sync::Arc<dyn Recorder>,
+    stop: watch::Receiver<bool>,
+) -> QueueStats {
+    let mut tasks = tokio::task::JoinSet::new();
+    for w in 0..config.concurrency {
+        let config = config.clone();
+        let recorder = recorder.clone();
+        let stop = stop.clone();
+        tasks.spawn(async move { worker(config, w, recorder, stop).await });
+    }
+    let mut stats = QueueStats::default();
+    while let Some(r) = tasks.join_next().await {
+        if let Ok(last) = r {
+            stats.max_process = stats.max_process.max(last);
+        }
+    }
+    stats
+}
+
+/// One worker; returns the last process number it used.
+async fn worker(
+    config: QueueConfig,
+    w: u32,
+    recorder: std::sync::Arc<dyn Recorder>,
+    mut stop: watch::Receiver<bool>,
+) -> u64 {
+    let mut generator = Generator::new(
+        config.seed,
+        w,
+        config.concurrency,
+        config.partitions,
+        config.rate,
+    );
+    let client_seed = config.seed ^ (u64::from(w) << 32);
+    let mut process = u64::from(w);
+    let mut client = match Client::new(config.client.clone(), client_seed ^ process) {
+        Ok(c) => c,
+        Err(_) => return process,
+    };
+    let mut offsets = vec![0u64; config.partitions as usize];
+    let mut next_at = Instant::now() + generator.delay();
+    loop {
+        let now = Instant::now();
+        if next_at > now {
+            let pause = tokio::time::sleep(next_at - now);
+            tokio::select! {
+                _ = pause => {}
+                _ = stop.wait_for(|s| *s) => {}
+            }
+        }
+        if *stop.borrow() {
+            return process;
+        }
+        let op = generator.next_op(&mut offsets);
+        let crashed = match op {
+            Op::Send { partition, value } => {
+                send(
+                    &mut client,
+                    &*recorder,
+                    process,
+                    config.acks,
+                    partition,
+                    value,
+                )
+                .await
+            }
+            Op::Poll { partition, offset } => {
+                poll(
+                    &mut client,
+                    &*recorder,
+                    process,
+                    partition,
+                    offset,
+                    &mut offsets,
+                )
+                .await
+            }
+        };
+        if crashed {
+            // Jepsen: the old process is forever in doubt; carry on as a new one
+            // with a fresh client (no connections or leader cache carried over).
+            process += u64::from(config.concurrency);
+            match Client::new(config.client.clone(), client_seed ^ process) {
+                Ok(c) => client = c,
+                Err(_) => return process,
+            }
+        }
+        next_at = (next_at + generator.delay()).max(Instant::now());
+    }
+}
+
+/// Send one value; true when the outcome is unknown (the process crashed).
+async fn send(
+    client: &mut Client,
+    recorder: &dyn Recorder,
+    process: u64,
+    acks: Acks,
+    partition: u32,
+    value: u64,
+) -> bool {
+    let invoke = json!({"partition": partition, "value": value});
+    recorder.record(process, Kind::Invoke, "send", invoke.clone(), None);
+    match client.produce(TOPIC, partition, json!(value), acks).await {
+        Outcome::Ok(offset) => {
+            let mut v = json!({"partition": partition, "value": value});
+            if let Some(o) = offset {
+                v["offset"] = json!(o);
+            }
+            recorder.record(process, Kind::Ok, "send", v, None);
+            false
+        }
+        Outcome::Fail(f) => {
+            recorder.record(process, Kind::Fail, "send", invoke, Some(f.message));
+            false
+        }
+        Outcome::Info(f) => {
+            recorder.record(process, Kind::Info, "send", invoke, Some(f.message));
+            true
+        }
+    }
+}
+
+/// Poll one partition from `offset`, advancing the worker's position.
+async fn poll(
+    client: &mut Client,
+    recorder: &dyn Recorder,
+    process: u64,
+    partition: u32,
+    offset: u64,
+    offsets: &mut [u64],
+) -> bool {
+    let invoke = json!({"partition": partition, "offset": offset});
+    recorder.record(process, Kind::Invoke, "poll", invoke.clone(), None);
+    match client
+        .fetch(TOPIC, partition, offset, POLL_MAX_RECORDS)
+        .await
+    {
+        Outcome::Ok(fetched) => {
+            if let Some(last) = fetched.records.last() {
+                offsets[partition as usize] = last.offset + 1;
+            }
+            recorder.record(
+                process,
+                Kind::Ok,
+                "poll",
+                records_value(partition, &fetched),
+                        None,
+            );
+            false
+        }
+        Outcome::Fail(f) => {
+            if let Some(hw) = f.high_watermark {
+                // Our position is past the end (the log was truncated, or a new
+                // leader is behind): start again from its high watermark.
+                offsets[partition as usize] = hw;
+            }
+            recorder.record(process, Kind::Fail, "poll", invoke, Some(f.message));
+            false
+        }
+        Outcome::Info(f) => {
+            recorder.record(process, Kind::Info, "poll", invoke, Some(f.message));
+            true
+        }
+    }
+}
+
+/// The value of an ok poll: `{"partition":p,"records":[[offset,value],...]}`.
+fn records_value(partition: u32, fetched: &crate::api::Fetched) -> Value {
+    let records: Vec<Value> = fetched
+        .records
+        .iter()
+        .map(|r| json!([r.offset, r.value]))
+        .collect();
+    json!({"partition": partition, "records": records})
+}
+
+/// The final drain: read every partition from offset 0 up to its high watermark as
+/// `final-poll` operations, retrying until `deadline`. `process` is the first
+/// process number to use (one nobody used); it moves on after an `info`.
+/// Returns the process numbers used, or what could not be drained.
+pub async fn final_drain(
+    config: &QueueConfig,
+    recorder: &dyn Recorder,
+    mut process: u64,
+    deadline: Instant,
+) -> Result<u64, String> {
+    let mut client = Client::new(config.client.clone(), config.seed ^ process)?;
+    for partition in 0..config.partitions {
+        let mut offset = 0u64;
+        loop {
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "the final drain of {TOPIC}-{partition} did not finish in time (read up to offset {offset})"
+                ));
+            }
+            let invoke = json!({"partition": partition, "offset": offset});
+            recorder.record(process, Kind::Invoke, "final-poll", invoke.clone(), None);
+            match client
+                .fetch(TOPIC, partition, offset, DRAIN_MAX_RECORDS)
+                .await
+            {
+                Outcome::Ok(fetched) => {
+                    recorder.record(
+                        process,
+                        Kind::Ok,
+                        "final-poll",
+                        records_value(partition, &fetched),
+                        None,
+                    );
+                    match fetched.records.last() {
+                        Some(last) => offset = last.offset + 1,
+                        None => break,
+                    }
+                    if offset >= fetched.high_watermark {
+                        break;
+                    }
+                }
+                Outcome::Fail(f) => {
+                    recorder.record(process, Kind::Fail, "final-poll", invoke, Some(f.message));
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Outcome::Info(f) => {
+                    recorder.record(process, Kind::Info, "final-poll", invoke, Some(f.message));
+                    process += 1;
+                    client = Client::new(config.client.clone(), config.seed ^ process)?;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    }
+    Ok(process)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ops(seed: u64, worker: u32, n: usize) -> Vec<Op> {
+        let mut g = Generator::new(seed, worker, 4, 3, 200.0);
+        let mut offsets = vec![0u64; 3];
+        (0..n)
+            .map(|_| {
+                let op = g.next_op(&mut offsets);
+                // Pretend every poll read ten records.
+                if let Op::Poll { partition, offset } = op {
+                    offsets[partition as usize] = offset + 10;
+                }
+                op
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_seed_fixes_each_workers_operations() {
+        assert_eq!(ops(7, 1, 200), ops(7, 1, 200));
+        assert_ne!(ops(7, 1, 200), ops(8, 1, 200));
+        assert_ne!(ops(7, 1, 200), ops(7, 2, 200));
+    }
+
+    #[test]
+    fn sent_values_are_unique_across_workers() {
+        let mut seen = std::collections::HashSet::new();
+        for w in 0..4 {
+            for op in ops(3, w, 500) {
+                if let Op::Send { value, .. } = op {
+                    assert!(seen.insert(value), "value {value} sent twice");
+                }
+            }
+        }
+        assert!(seen.len() > 500);
+    }
+
+    #[test]
+    fn consumers_sometimes_seek_back() {
+        let mut g = Generator::new(11, 0, 1, 1, 100.0);
+        let mut offsets = vec![0u64];
+        let (mut polls, mut seeks) = (0, 0);
+        for _ in 0..2000 {
+            let before = offsets[0];
+            if let Op::Poll { offset, .. } = g.next_op(&mut offsets) {
+                polls += 1;
+                if offset < before {
+                    seeks += 1;
+                }
+                offsets[0] = offset + 10;
+            }
+        }
+        // About 5% of polls seek back; the bounds leave room for the seed's luck.
+        assert!(
+            seeks > polls / 50 && seeks < polls / 10,
+            "{seeks} of {polls}"
+        );
+    }
+
+    #[test]
+    fn delays_average_to_the_rate() {
+        let mut g = Generator::new(1, 0, 4, 2, 200.0);
+        let total: Duration = (0..4000).map(|_| g.delay()).sum();
+        let mean = total.as_secs_f64() / 4000.0;
+        // 200 ops/s over 4 workers: 50 ops/s each, 20 ms apart.
+        assert!((mean - 0.020).abs() < 0.002, "mean delay {mean}");
+    }
+}
