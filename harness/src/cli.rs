@@ -10,7 +10,8 @@ use clap::{Parser, Subcommand};
 /// history, and checks that history for lost writes, log divergence and
 /// linearizability violations.
 ///
-/// Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3 harness failure, 64 bad usage.
+/// Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3 harness failure, 64 bad usage,
+/// 130 interrupted (Ctrl-C).
 #[derive(Debug, Parser)]
 #[command(name = "watermark", version, max_term_width = 100)]
 pub struct Cli {
@@ -20,6 +21,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run one campaign against a fresh cluster, check it, and write a run folder.
+    Run(Box<crate::run::RunArgs>),
     /// Check a history file offline (ours, Jepsen EDN, Porcupine logs).
     Check(crate::check::CheckArgs),
+    /// Run again with the configuration and seed stored in a run folder's run.json.
+    Replay(crate::replay::ReplayArgs),
 }

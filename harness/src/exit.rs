@@ -15,6 +15,8 @@ pub enum Exit {
     HarnessFailed = 3,
     /// Bad command-line usage.
     Usage = 64,
+    /// Stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+    Interrupted = 130,
 }
 
 impl From<Exit> for ExitCode {

@@ -1,6 +1,7 @@
 //! watermark: the harness. A thin binary (`main.rs`) over these modules.
 
 pub mod broker_api;
+pub mod broker_bin;
 pub mod check;
 pub mod cli;
 pub mod cluster;
@@ -9,4 +10,9 @@ pub mod error;
 pub mod exit;
 pub mod nemesis;
 pub mod net;
+pub mod options;
+pub mod progress;
+pub mod replay;
+pub mod run;
+pub mod store;
 pub mod supervisor;

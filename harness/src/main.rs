@@ -18,7 +18,9 @@ fn main() -> ExitCode {
         }
     };
     let exit = match cli.command {
+        Command::Run(args) => watermark::run::run(*args),
         Command::Check(args) => watermark::check::run(args),
+        Command::Replay(args) => watermark::replay::run(args),
     };
     exit.into()
 }

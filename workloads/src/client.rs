@@ -182,39 +182,34 @@ impl Client {
     /// Learn every partition's leader: from the controller, or, when it does not
     /// answer, from the nodes (the highest leader epoch wins per partition).
     pub async fn refresh_metadata(&mut self) -> Result<Metadata, String> {
-        let controller = self.config.controller;
-        match self.get_metadata(controller).await {
-            Ok(m) => {
-                self.learn(&m);
-                return Ok(m);
-            }
-            Err(e) => {
-                let mut merged: Option<Metadata> = None;
-                let mut ids: Vec<i32> = self.config.nodes.keys().copied().collect();
-                let start = if ids.is_empty() {
-                    0
-                } else {
-                    self.rng.random_range(0..ids.len())
-                };
-                ids.rotate_left(start);
-                for id in ids {
-                    let addr = self.config.nodes[&id];
-                    if let Ok(m) = self.get_metadata(addr).await {
-                        merged = Some(match merged {
-                            None => m,
-                            Some(prev) => merge(prev, m),
-                        });
-                    }
-                }
-                match merged {
-                    Some(m) => {
-                        self.learn(&m);
-                        Ok(m)
-                    }
-                    None => Err(format!("no metadata from the controller ({e}) or any node")),
-                }
+        let metadata = match self.get_metadata(self.config.controller).await {
+            Ok(m) => m,
+            Err(e) => self
+                .nodes_metadata()
+                .await
+                .ok_or_else(|| format!("no metadata from the controller ({e}) or any node"))?,
+        };
+        self.learn(&metadata);
+        Ok(metadata)
+    }
+
+    /// Every reachable node's view, merged; `None` if no node answered.
+    async fn nodes_metadata(&mut self) -> Option<Metadata> {
+        let mut ids: Vec<i32> = self.config.nodes.keys().copied().collect();
+        if !ids.is_empty() {
+            let start = self.rng.random_range(0..ids.len());
+            ids.rotate_left(start);
+        }
+        let mut merged: Option<Metadata> = None;
+        for id in ids {
+            if let Ok(m) = self.get_metadata(self.config.nodes[&id]).await {
+                merged = Some(match merged {
+                    None => m,
+                    Some(prev) => merge(prev, m),
+                });
             }
         }
+        merged
     }
 
     async fn get_metadata(&self, addr: SocketAddr) -> Result<Metadata, String> {

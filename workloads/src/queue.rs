@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::client::{Acks, Client, ClientConfig, Outcome};
-use crate::recorder::{Kind, Recorder};
+use checker::history::EventType;
+
+use crate::recorder::Recorder;
 
 /// The topic the queue workload writes.
 pub const TOPIC: &str = "queue";
@@ -219,22 +221,22 @@ async fn send(
     value: u64,
 ) -> bool {
     let invoke = json!({"partition": partition, "value": value});
-    recorder.record(process, Kind::Invoke, "send", invoke.clone(), None);
+    recorder.record(process, EventType::Invoke, "send", invoke.clone(), None);
     match client.produce(TOPIC, partition, json!(value), acks).await {
         Outcome::Ok(offset) => {
             let mut v = json!({"partition": partition, "value": value});
             if let Some(o) = offset {
                 v["offset"] = json!(o);
             }
-            recorder.record(process, Kind::Ok, "send", v, None);
+            recorder.record(process, EventType::Ok, "send", v, None);
             false
         }
         Outcome::Fail(f) => {
-            recorder.record(process, Kind::Fail, "send", invoke, Some(f.message));
+            recorder.record(process, EventType::Fail, "send", invoke, Some(f.message));
             false
         }
         Outcome::Info(f) => {
-            recorder.record(process, Kind::Info, "send", invoke, Some(f.message));
+            recorder.record(process, EventType::Info, "send", invoke, Some(f.message));
             true
         }
     }
@@ -250,7 +252,7 @@ async fn poll(
     offsets: &mut [u64],
 ) -> bool {
     let invoke = json!({"partition": partition, "offset": offset});
-    recorder.record(process, Kind::Invoke, "poll", invoke.clone(), None);
+    recorder.record(process, EventType::Invoke, "poll", invoke.clone(), None);
     match client
         .fetch(TOPIC, partition, offset, POLL_MAX_RECORDS)
         .await
@@ -261,10 +263,10 @@ async fn poll(
             }
             recorder.record(
                 process,
-                Kind::Ok,
+                EventType::Ok,
                 "poll",
                 records_value(partition, &fetched),
-                        None,
+                None,
             );
             false
         }
@@ -274,11 +276,11 @@ async fn poll(
                 // leader is behind): start again from its high watermark.
                 offsets[partition as usize] = hw;
             }
-            recorder.record(process, Kind::Fail, "poll", invoke, Some(f.message));
+            recorder.record(process, EventType::Fail, "poll", invoke, Some(f.message));
             false
         }
         Outcome::Info(f) => {
-            recorder.record(process, Kind::Info, "poll", invoke, Some(f.message));
+            recorder.record(process, EventType::Info, "poll", invoke, Some(f.message));
             true
         }
     }
@@ -314,7 +316,13 @@ pub async fn final_drain(
                 ));
             }
             let invoke = json!({"partition": partition, "offset": offset});
-            recorder.record(process, Kind::Invoke, "final-poll", invoke.clone(), None);
+            recorder.record(
+                process,
+                EventType::Invoke,
+                "final-poll",
+                invoke.clone(),
+                None,
+            );
             match client
                 .fetch(TOPIC, partition, offset, DRAIN_MAX_RECORDS)
                 .await
@@ -322,7 +330,7 @@ pub async fn final_drain(
                 Outcome::Ok(fetched) => {
                     recorder.record(
                         process,
-                        Kind::Ok,
+                        EventType::Ok,
                         "final-poll",
                         records_value(partition, &fetched),
                         None,
@@ -336,11 +344,23 @@ pub async fn final_drain(
                     }
                 }
                 Outcome::Fail(f) => {
-                    recorder.record(process, Kind::Fail, "final-poll", invoke, Some(f.message));
+                    recorder.record(
+                        process,
+                        EventType::Fail,
+                        "final-poll",
+                        invoke,
+                        Some(f.message),
+                    );
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
                 Outcome::Info(f) => {
-                    recorder.record(process, Kind::Info, "final-poll", invoke, Some(f.message));
+                    recorder.record(
+                        process,
+                        EventType::Info,
+                        "final-poll",
+                        invoke,
+                        Some(f.message),
+                    );
                     process += 1;
                     client = Client::new(config.client.clone(), config.seed ^ process)?;
                     tokio::time::sleep(Duration::from_millis(200)).await;

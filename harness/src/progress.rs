@@ -1,0 +1,280 @@
+//! What a person watching a campaign sees: a progress bar on a terminal (elapsed /
+//! limit, operations ok / fail / info, the faults in force), a line every ten
+//! seconds when stderr is not a terminal (CI logs), and the closing summary
+//! (verdict, anomalies by kind with one example each, the run folder).
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use checker::history::EventType;
+use checker::verdict::{Results, Validity};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Counts of completed operations and the faults currently in force, updated as
+/// events are recorded.
+#[derive(Debug, Default)]
+pub struct Tally {
+    ok: AtomicU64,
+    fail: AtomicU64,
+    info: AtomicU64,
+    /// Active faults by a label, with how many of each.
+    faults: Mutex<BTreeMap<String, usize>>,
+}
+
+impl Tally {
+    /// Count one client event (invocations are not counted).
+    pub fn count(&self, kind: EventType) {
+        let counter = match kind {
+            EventType::Invoke => return,
+            EventType::Ok => &self.ok,
+            EventType::Fail => &self.fail,
+            EventType::Info => &self.info,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A fault started.
+    pub fn fault_started(&self, label: &str) {
+        let mut f = self.faults.lock().unwrap_or_else(|e| e.into_inner());
+        *f.entry(label.to_string()).or_insert(0) += 1;
+    }
+
+    /// A fault ended.
+    pub fn fault_ended(&self, label: &str) {
+        let mut f = self.faults.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = f.get_mut(label) {
+            *n -= 1;
+            if *n == 0 {
+                f.remove(label);
+            }
+        }
+    }
+
+    /// (ok, fail, info).
+    pub fn counts(&self) -> (u64, u64, u64) {
+        (
+            self.ok.load(Ordering::Relaxed),
+            self.fail.load(Ordering::Relaxed),
+            self.info.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The faults in force, e.g. `kill n2, partition isolate-leader`.
+    pub fn faults(&self) -> String {
+        let f = self.faults.lock().unwrap_or_else(|e| e.into_inner());
+        if f.is_empty() {
+            return "none".to_string();
+        }
+        f.iter()
+            .map(|(k, n)| {
+                if *n > 1 {
+                    format!("{k} ×{n}")
+                } else {
+                    k.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Interval between plain progress lines when stderr is not a terminal.
+const LINE_EVERY: Duration = Duration::from_secs(10);
+
+/// The progress display of one campaign.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    limit: Duration,
+    started: Instant,
+    last_line: Instant,
+    phase: String,
+}
+
+impl Progress {
+    /// A bar on a terminal; plain lines otherwise.
+    pub fn start(limit: Duration) -> Progress {
+        let now = Instant::now();
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::with_draw_target(
+                Some(limit.as_secs().max(1)),
+                ProgressDrawTarget::stderr(),
+            );
+            let style = ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30.cyan/blue} {pos}/{len}s {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+            bar.set_style(style);
+            bar
+        });
+        Progress {
+            bar,
+            limit,
+            started: now,
+            last_line: now,
+            phase: "running".to_string(),
+        }
+    }
+
+    /// Name what the campaign does now (running, healing, draining, checking).
+    pub fn phase(&mut self, phase: &str) {
+        self.phase = phase.to_string();
+        match &self.bar {
+            Some(bar) => bar.set_message(phase.to_string()),
+            None => eprintln!("[{:>5.1}s] {phase}", self.started.elapsed().as_secs_f64()),
+        }
+    }
+
+    /// Refresh from the tally; call a few times a second.
+    pub fn tick(&mut self, tally: &Tally) {
+        let elapsed = self.started.elapsed();
+        let (ok, fail, info) = tally.counts();
+        let msg = format!(
+            "ok {ok} fail {fail} info {info} | faults: {}",
+            tally.faults()
+        );
+        match &self.bar {
+            Some(bar) => {
+                bar.set_position(elapsed.as_secs().min(self.limit.as_secs()));
+                bar.set_message(msg);
+            }
+            None => {
+                if self.last_line.elapsed() >= LINE_EVERY {
+                    self.last_line = Instant::now();
+                    eprintln!(
+                        "[{:>5.1}s/{}s] {} | {msg}",
+                        elapsed.as_secs_f64(),
+                        self.limit.as_secs(),
+                        self.phase
+                    );
+                }
+            }
+        }
+    }
+
+    /// Remove the bar (before the summary is printed).
+    pub fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// The closing summary: the verdict, anomalies by kind with one example each, notes
+/// (e.g. a cluster that did not converge), and where the run folder is.
+pub fn summary(
+    results: &Results,
+    notes: &[String],
+    counts: (u64, u64, u64),
+    run_dir: &Path,
+) -> String {
+    let mut out = String::new();
+    let verdict = match results.valid {
+        Validity::Valid => "valid: no anomalies found",
+        Validity::Invalid => "INVALID: anomalies found",
+        Validity::Unknown => "unknown: the history could not be fully judged",
+    };
+    out.push_str(&format!("verdict: {verdict}\n"));
+    out.push_str(&format!(
+        "operations: {} ok, {} fail, {} info\n",
+        counts.0, counts.1, counts.2
+    ));
+    for (name, c) in &results.checkers {
+        out.push_str(&format!("checker {name}: {}", c.valid));
+        if let Some(r) = &c.reason {
+            out.push_str(&format!(" ({r})"));
+        }
+        out.push('\n');
+        for (kind, n) in c.counts() {
+            let example = c.anomalies.iter().find(|a| a.kind == kind);
+            out.push_str(&format!("  {kind}: {n}\n"));
+            if let Some(a) = example {
+                let mut line = format!("    e.g. {}", a.message);
+                if let Some(p) = a.partition {
+                    line.push_str(&format!(" (partition {p}"));
+                    if !a.offsets.is_empty() {
+                        let offsets: Vec<String> =
+                            a.offsets.iter().take(4).map(|o| o.to_string()).collect();
+                        line.push_str(&format!(", offsets {}", offsets.join(", ")));
+                    }
+                    line.push(')');
+                }
+                out.push_str(&line);
+                out.push('\n');
+                for op in a.ops.iter().take(3) {
+                    out.push_str(&format!("      {op}\n"));
+                }
+            }
+        }
+    }
+    for note in notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    out.push_str(&format!("run folder: {}\n", run_dir.display()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use checker::verdict::{Anomaly, AnomalyKind, CheckerResult};
+
+    #[test]
+    fn tally_counts_completions_and_active_faults() {
+        let t = Tally::default();
+        for k in [
+            EventType::Invoke,
+            EventType::Ok,
+            EventType::Ok,
+            EventType::Info,
+        ] {
+            t.count(k);
+        }
+        assert_eq!(t.counts(), (2, 0, 1));
+        t.fault_started("kill n1");
+        t.fault_started("pause n2");
+        t.fault_started("pause n2");
+        assert_eq!(t.faults(), "kill n1, pause n2 ×2");
+        t.fault_ended("kill n1");
+        t.fault_ended("pause n2");
+        t.fault_ended("pause n2");
+        assert_eq!(t.faults(), "none");
+    }
+
+    #[test]
+    fn summary_names_each_kind_once_with_an_example() {
+        let mut a = Anomaly::new(AnomalyKind::LostWrite, "acknowledged send of 7 is missing");
+        a.partition = Some(1);
+        a.offsets = vec![4];
+        let mut b = a.clone();
+        b.message = "acknowledged send of 9 is missing".into();
+        let mut checkers = BTreeMap::new();
+        checkers.insert(
+            "queue".to_string(),
+            CheckerResult::from_anomalies(vec![a, b]),
+        );
+        let r = Results::new(checkers);
+        let s = summary(
+            &r,
+            &["cluster did not converge".into()],
+            (10, 2, 1),
+            Path::new("results/x"),
+        );
+        assert!(s.starts_with("verdict: INVALID"), "{s}");
+        assert!(s.contains("lost-write: 2"), "{s}");
+        assert!(s.contains("send of 7"), "{s}");
+        assert!(!s.contains("send of 9"), "{s}");
+        assert!(s.contains("note: cluster did not converge"), "{s}");
+        assert!(s.contains("run folder: results/x"), "{s}");
+    }
+}

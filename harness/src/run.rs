@@ -1,0 +1,372 @@
+//! `watermark run`: one campaign from start to verdict.
+//!
+//! make the run folder → run.json → start the cluster → create the topic → workload
+//! and nemesis until the time limit → end every fault → heal, resume and restart
+//! everything → wait (bounded) until the cluster converged → final drain → dump
+//! every replica's log → check → results.json → summary → exit code.
+//!
+//! Whatever happens, no broker process outlives the campaign: the cluster kills its
+//! processes when dropped, and Ctrl-C / SIGTERM stop the campaign, kill every child
+//! and exit 130, leaving the history streamed so far readable by `watermark check`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use checker::queue::{self, ReplicaLog};
+use checker::verdict::{CheckerResult, Results, Validity};
+use tokio::sync::{Mutex, watch};
+use workloads::client::{Client, ClientConfig};
+use workloads::queue::{QueueConfig, TOPIC};
+
+use crate::cluster::{Cluster, ClusterConfig};
+use crate::error::{HarnessError, Result};
+use crate::exit::Exit;
+use crate::progress::{self, Progress, Tally};
+use crate::store::{self, History, HistoryFile, RunFolder, RunRecord};
+
+pub use crate::options::RunArgs;
+
+/// How long the cluster may take to start and elect leaders.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the healed cluster may take to converge (full ISR, HW = LEO).
+const CONVERGE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the final drain may take.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long in-flight operations may take to finish after the time limit.
+const WORKLOAD_STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Run `watermark run` from the command line.
+pub fn run(args: RunArgs) -> Exit {
+    let args = match args.resolve() {
+        Ok(a) => a,
+        Err(msg) => {
+            eprintln!("watermark run: {msg}");
+            return Exit::Usage;
+        }
+    };
+    execute(args, std::env::args().collect(), None)
+}
+
+/// Run a campaign with resolved options (`RunArgs::resolve`); `replay_of` names the
+/// run folder a replay repeats.
+pub fn execute(mut args: RunArgs, command_line: Vec<String>, replay_of: Option<PathBuf>) -> Exit {
+    let seed = args.seed.unwrap_or_default();
+    eprintln!("watermark: seed {seed} (repeat this run with --seed {seed})");
+    match crate::broker_bin::locate(args.broker_bin.as_deref()) {
+        Ok(bin) => args.broker_bin = Some(bin),
+        Err(e) => {
+            eprintln!("watermark run: {e}");
+            return Exit::HarnessFailed;
+        }
+    }
+    let started = SystemTime::now();
+    let folder = match RunFolder::create(&args.results, args.workload.as_str(), seed, started) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("watermark run: {e}");
+            return Exit::HarnessFailed;
+        }
+    };
+    eprintln!("watermark: run folder {}", folder.path.display());
+    let mut record = RunRecord::new(&args, command_line, started, replay_of);
+    if let Err(e) = folder.write_json(&folder.run_json(), &record) {
+        eprintln!("watermark run: {e}");
+        return Exit::HarnessFailed;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("watermark run: cannot start the async runtime: {e}");
+            return Exit::HarnessFailed;
+        }
+    };
+    let exit = runtime.block_on(async {
+        tokio::select! {
+            exit = campaign(&args, &folder) => exit,
+            signal = interrupted() => {
+                eprintln!(
+                    "\nwatermark: {signal}: stopping; every broker process is killed; \
+                     the history so far is in {}",
+                    folder.history().display()
+                );
+                Exit::Interrupted
+            }
+        }
+    });
+    // Dropping the runtime drops every task, and with them the cluster, which kills
+    // its processes.
+    runtime.shutdown_timeout(Duration::from_secs(10));
+    crate::supervisor::kill_all();
+    record.finish(SystemTime::now(), exit);
+    if let Err(e) = folder.write_json(&folder.run_json(), &record) {
+        eprintln!("watermark run: {e}");
+    }
+    exit
+}
+
+/// Wait for Ctrl-C or SIGTERM; says which.
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        // Without signal handlers, the default action (terminate) still applies and
+        // the children die with us (PR_SET_PDEATHSIG).
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => "interrupted (Ctrl-C)",
+        _ = term.recv() => "terminated (SIGTERM)",
+    }
+}
+
+/// The campaign; a harness failure is reported and becomes exit 3.
+async fn campaign(args: &RunArgs, folder: &RunFolder) -> Exit {
+    match campaign_inner(args, folder).await {
+        Ok(exit) => exit,
+        Err(e) => {
+            eprintln!("watermark run: {e}");
+            eprintln!(
+                "watermark run: the run folder {} holds the brokers' logs (nodes/*/broker.log)",
+                folder.path.display()
+            );
+            Exit::HarnessFailed
+        }
+    }
+}
+
+async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
+    let origin = Instant::now();
+    let tally = Arc::new(Tally::default());
+    let history = Arc::new(History::new(
+        HistoryFile::create(&folder.history(), origin)?,
+        tally.clone(),
+    ));
+    let limit = Duration::from_secs_f64(args.time_limit);
+    let mut progress = Progress::start(limit);
+    progress.phase("starting the cluster");
+
+    let cluster = Cluster::start(ClusterConfig {
+        broker_bin: args.broker_bin.clone().unwrap_or_default(),
+        nodes: args.nodes,
+        root: folder.nodes(),
+        node_args: args.node_args(),
+        controller_args: args.controller_args(),
+        start_timeout: START_TIMEOUT,
+    })
+    .await
+    .map_err(|e| HarnessError::new(format!("the cluster did not start: {e}")))?;
+    let client_config = ClientConfig::new(cluster.client_addrs(), cluster.controller_addr());
+    let cluster = Arc::new(Mutex::new(cluster));
+
+    progress.phase("creating the topic");
+    create_topic(args, &client_config).await?;
+
+    let queue_config = QueueConfig {
+        partitions: args.partitions,
+        acks: args.acks.to_client(),
+        concurrency: args.concurrency.unwrap_or(2 * args.nodes),
+        rate: args.rate,
+        seed: args.seed.unwrap_or_default(),
+        client: client_config.clone(),
+    };
+
+    // The campaign proper: clients and faults until the time limit.
+    progress.phase("running");
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let workload = {
+        let config = queue_config.clone();
+        let recorder: Arc<dyn workloads::recorder::Recorder> = history.clone();
+        let stop = stop_rx.clone();
+        tokio::spawn(async move { workloads::queue::run(&config, recorder, stop).await })
+    };
+    // NEMESIS-INTEGRATION
+    let nemesis = tokio::spawn(async { Ok::<(), HarnessError>(()) });
+    let started_running = Instant::now();
+    while started_running.elapsed() < limit {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        progress.tick(&tally);
+    }
+    let _ = stop_tx.send(true);
+    progress.phase("ending faults and waiting for in-flight operations");
+    let nemesis_result = nemesis
+        .await
+        .unwrap_or_else(|e| Err(HarnessError::new(e.to_string())));
+    let stats = match tokio::time::timeout(WORKLOAD_STOP_TIMEOUT, workload).await {
+        Ok(Ok(stats)) => stats,
+        Ok(Err(e)) => return Err(HarnessError::new(format!("the workload task failed: {e}"))),
+        Err(_) => {
+            return Err(HarnessError::new(format!(
+                "client operations still running {}s after the time limit",
+                WORKLOAD_STOP_TIMEOUT.as_secs()
+            )));
+        }
+    };
+    let mut notes = Vec::new();
+    if let Err(e) = nemesis_result {
+        notes.push(format!("the nemesis failed: {e}"));
+    }
+
+    // The end of the run: heal, converge, drain, dump.
+    progress.phase("healing the cluster");
+    let mut cluster = Arc::try_unwrap(cluster)
+        .map_err(|_| HarnessError::new("the nemesis still holds the cluster after it stopped"))?
+        .into_inner();
+    cluster.heal_all().await?;
+    progress.phase("waiting for the cluster to converge");
+    let mut complete = true;
+    if let Err(e) = cluster.wait_converged(CONVERGE_TIMEOUT).await {
+        complete = false;
+        notes.push(format!(
+            "the healed cluster did not converge within {}s: {e}",
+            CONVERGE_TIMEOUT.as_secs()
+        ));
+    }
+    progress.phase("draining every partition (final-poll)");
+    let drain_deadline = Instant::now() + DRAIN_TIMEOUT;
+    if let Err(e) = workloads::queue::final_drain(
+        &queue_config,
+        &*history,
+        stats.max_process + 1,
+        drain_deadline,
+    )
+    .await
+    {
+        complete = false;
+        notes.push(e);
+    }
+    progress.phase("dumping every replica's log");
+    if let Err(e) = cluster.dump_logs().await {
+        complete = false;
+        notes.push(format!(
+            "the replicas' final logs could not all be dumped: {e}"
+        ));
+    }
+    if let Err(e) = cluster.shutdown().await {
+        notes.push(format!("stopping the cluster: {e}"));
+    }
+    if let Some(e) = history.write_failure() {
+        notes.push(e);
+    }
+
+    progress.phase("checking");
+    let result = check(&history.events(), &folder.nodes(), complete, &mut notes);
+    let mut checkers = BTreeMap::new();
+    checkers.insert(workloads::queue::CHECKER.to_string(), result);
+    let results = Results::new(checkers);
+    store::write_json_atomic(&folder.results_json(), &results)?;
+    progress.finish();
+    print!(
+        "{}",
+        progress::summary(&results, &notes, tally.counts(), &folder.path)
+    );
+    Ok(match results.valid {
+        Validity::Valid => Exit::Valid,
+        Validity::Invalid => Exit::Invalid,
+        Validity::Unknown => Exit::Unknown,
+    })
+}
+
+/// Create the workload's topic and wait until each partition has a leader.
+async fn create_topic(args: &RunArgs, config: &ClientConfig) -> Result<()> {
+    let mut client =
+        Client::new(config.clone(), args.seed.unwrap_or_default()).map_err(HarnessError::new)?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    let rf = args.replication_factor.unwrap_or(args.nodes);
+    let mut last;
+    loop {
+        match client
+            .create_topic(TOPIC, args.partitions, rf, args.min_insync)
+            .await
+        {
+            Ok(()) => break,
+            Err(e) => last = e,
+        }
+        if Instant::now() >= deadline {
+            return Err(HarnessError::new(format!(
+                "could not create topic `{TOPIC}`: {last}"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    loop {
+        last = match client.refresh_metadata().await {
+            Ok(m) => {
+                let leaderless: Vec<u32> = (0..args.partitions)
+                    .filter(|p| m.partition(TOPIC, *p).is_none_or(|p| p.leader <= 0))
+                    .collect();
+                if leaderless.is_empty() {
+                    return Ok(());
+                }
+                format!("no leader yet for partitions {leaderless:?}")
+            }
+            Err(e) => e,
+        };
+        if Instant::now() >= deadline {
+            return Err(HarnessError::new(format!(
+                "topic `{TOPIC}` has no leaders after {}s: {last}",
+                START_TIMEOUT.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Judge the history against the replicas' final logs. An incomplete end of run
+/// (no convergence, no full drain, missing logs) caps a clean verdict at unknown.
+fn check(
+    events: &[checker::history::Event],
+    nodes: &Path,
+    complete: bool,
+    notes: &mut Vec<String>,
+) -> CheckerResult {
+    let mut replicas: Vec<ReplicaLog> = Vec::new();
+    let mut logs_ok = true;
+    if let Ok(dir) = std::fs::read_dir(nodes) {
+        let mut entries: Vec<_> = dir.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let node = entry.file_name().to_string_lossy().to_string();
+            let path = entry.path().join("final-log.jsonl");
+            if node == "controller" || !entry.path().is_dir() {
+                continue;
+            }
+            match std::fs::read_to_string(&path) {
+                Ok(text) => match queue::parse_final_log(&node, &text) {
+                    Ok(logs) => replicas.extend(logs),
+                    Err(e) => {
+                        logs_ok = false;
+                        notes.push(e.to_string());
+                    }
+                },
+                Err(e) => {
+                    logs_ok = false;
+                    notes.push(format!("cannot read {}: {e}", path.display()));
+                }
+            }
+        }
+    }
+    let mut result = match queue::check(events, &replicas) {
+        Ok(r) => r,
+        Err(e) => CheckerResult {
+            valid: Validity::Unknown,
+            reason: Some(format!("the history cannot be analysed: {e}")),
+            anomalies: Vec::new(),
+            stats: BTreeMap::new(),
+        },
+    };
+    if result.valid == Validity::Valid && !(complete && logs_ok) {
+        result.valid = Validity::Unknown;
+        result.reason = Some(
+            "the end of the run was incomplete (see the notes), so lost writes cannot be ruled out"
+                .to_string(),
+        );
+    }
+    result
+}
