@@ -6,17 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-/// Faults the nemesis may choose from (SPEC §6).
-pub const FAULTS: &[&str] = &[
-    "kill",
-    "pause",
-    "partition",
-    "crash-all",
-    "isolate-leader",
-    "isolate-controller",
-    "lose-unflushed",
-    "none",
-];
+use crate::nemesis::FaultKind;
 
 /// Bugs a broker can plant (SPEC §7).
 pub const BUGS: &[&str] = &[
@@ -187,14 +177,8 @@ impl Workload {
 
 fn parse_fault(s: &str) -> Result<String, String> {
     let s = s.trim();
-    if FAULTS.contains(&s) {
-        Ok(s.to_string())
-    } else {
-        Err(format!(
-            "unknown fault `{s}`; choose from {}",
-            FAULTS.join(", ")
-        ))
-    }
+    crate::nemesis::parse_nemesis(s)?;
+    Ok(s.to_string())
 }
 
 fn parse_bug(s: &str) -> Result<String, String> {
@@ -253,10 +237,12 @@ impl RunArgs {
                 self.min_insync
             ));
         }
-        if self.nemesis.iter().any(|f| f == "none") && self.nemesis.len() > 1 {
-            return Err("--nemesis none cannot be combined with other faults".to_string());
-        }
-        self.nemesis.dedup();
+        let faults = self.faults()?;
+        self.nemesis = if faults.is_empty() {
+            vec!["none".to_string()]
+        } else {
+            faults.iter().map(|k| k.name().to_string()).collect()
+        };
         self.replication_factor = Some(rf);
         self.concurrency = Some(self.concurrency.unwrap_or(2 * self.nodes));
         self.seed = Some(
@@ -267,12 +253,9 @@ impl RunArgs {
     }
 
     /// The faults to schedule (empty for `none`).
-    pub fn faults(&self) -> Vec<String> {
-        self.nemesis
-            .iter()
-            .filter(|f| f.as_str() != "none")
-            .cloned()
-            .collect()
+    pub fn faults(&self) -> Result<Vec<FaultKind>, String> {
+        crate::nemesis::parse_nemesis(&self.nemesis.join(","))
+            .map_err(|e| format!("--nemesis: {e}"))
     }
 
     /// Extra arguments of every `broker node`.
@@ -284,9 +267,9 @@ impl RunArgs {
         if let Some(bug) = &self.bug {
             args.extend(["--bug".to_string(), bug.clone()]);
         }
-        if self.nemesis.iter().any(|f| f == "lose-unflushed") {
-            args.push("--simulate-page-cache".to_string());
-        }
+        args.extend(crate::nemesis::node_args(
+            &self.faults().unwrap_or_default(),
+        ));
         args
     }
 

@@ -3,7 +3,6 @@
 //! seconds when stderr is not a terminal (CI logs), and the closing summary
 //! (verdict, anomalies by kind with one example each, the run folder).
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Mutex;
@@ -13,6 +12,7 @@ use std::time::{Duration, Instant};
 use checker::history::EventType;
 use checker::verdict::{Results, Validity};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::Value;
 
 /// Counts of completed operations and the faults currently in force, updated as
 /// events are recorded.
@@ -21,8 +21,8 @@ pub struct Tally {
     ok: AtomicU64,
     fail: AtomicU64,
     info: AtomicU64,
-    /// Active faults by a label, with how many of each.
-    faults: Mutex<BTreeMap<String, usize>>,
+    /// Labels of the faults in force, oldest first (e.g. `kill 2`).
+    faults: Mutex<Vec<String>>,
 }
 
 impl Tally {
@@ -37,19 +37,40 @@ impl Tally {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A fault started.
-    pub fn fault_started(&self, label: &str) {
-        let mut f = self.faults.lock().unwrap_or_else(|e| e.into_inner());
-        *f.entry(label.to_string()).or_insert(0) += 1;
-    }
-
-    /// A fault ended.
-    pub fn fault_ended(&self, label: &str) {
-        let mut f = self.faults.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = f.get_mut(label) {
-            *n -= 1;
-            if *n == 0 {
-                f.remove(label);
+    /// Follow a nemesis event (SPEC §6 names: `kill`, `pause`, `partition`,
+    /// `crash-all`, `lose-unflushed` start a fault; `restart`, `resume`, `heal` end one).
+    pub fn nemesis(&self, f: &str, value: &Value) {
+        let mut active = self.faults.lock().unwrap_or_else(|e| e.into_inner());
+        match f {
+            "restart" | "resume" | "heal" => {
+                let targets = targets(value);
+                let mut sorted = targets.clone();
+                sorted.sort();
+                let ends = |label: &String| match f {
+                    "heal" => label.starts_with("partition"),
+                    "resume" => *label == format!("pause {}", targets.join(",")),
+                    _ => {
+                        *label == format!("kill {}", targets.join(","))
+                            || *label == format!("lose-unflushed {}", targets.join(","))
+                            || *label == format!("crash-all {}", sorted.join(","))
+                    }
+                };
+                if let Some(i) = active.iter().position(ends) {
+                    active.remove(i);
+                }
+            }
+            _ => {
+                let what = match value.get("topology").and_then(Value::as_str) {
+                    Some(topology) => topology.to_string(),
+                    None => {
+                        let mut t = targets(value);
+                        if f == "crash-all" {
+                            t.sort();
+                        }
+                        t.join(",")
+                    }
+                };
+                active.push(format!("{f} {what}"));
             }
         }
     }
@@ -63,22 +84,29 @@ impl Tally {
         )
     }
 
-    /// The faults in force, e.g. `kill n2, partition isolate-leader`.
+    /// The faults in force, e.g. `kill 2, partition isolate-leader`.
     pub fn faults(&self) -> String {
         let f = self.faults.lock().unwrap_or_else(|e| e.into_inner());
         if f.is_empty() {
-            return "none".to_string();
+            "none".to_string()
+        } else {
+            f.join(", ")
         }
-        f.iter()
-            .map(|(k, n)| {
-                if *n > 1 {
-                    format!("{k} ×{n}")
-                } else {
-                    k.clone()
-                }
+    }
+}
+
+/// A nemesis event's targets as text: node ids and `controller`.
+fn targets(value: &Value) -> Vec<String> {
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
             })
-            .collect::<Vec<_>>()
-            .join(", ")
+            .collect(),
+        Value::Null => Vec::new(),
+        other => vec![other.to_string()],
     }
 }
 
@@ -228,6 +256,7 @@ pub fn summary(
 mod tests {
     use super::*;
     use checker::verdict::{Anomaly, AnomalyKind, CheckerResult};
+    use serde_json::json;
 
     #[test]
     fn tally_counts_completions_and_active_faults() {
@@ -241,13 +270,22 @@ mod tests {
             t.count(k);
         }
         assert_eq!(t.counts(), (2, 0, 1));
-        t.fault_started("kill n1");
-        t.fault_started("pause n2");
-        t.fault_started("pause n2");
-        assert_eq!(t.faults(), "kill n1, pause n2 ×2");
-        t.fault_ended("kill n1");
-        t.fault_ended("pause n2");
-        t.fault_ended("pause n2");
+        t.nemesis("kill", &json!([2]));
+        t.nemesis("pause", &json!(["controller"]));
+        t.nemesis("crash-all", &json!([3, 1, 2]));
+        t.nemesis(
+            "partition",
+            &json!({"topology": "isolate-leader", "grudge": {}}),
+        );
+        assert_eq!(
+            t.faults(),
+            "kill 2, pause controller, crash-all 1,2,3, partition isolate-leader"
+        );
+        t.nemesis("resume", &json!(["controller"]));
+        t.nemesis("restart", &json!([2]));
+        t.nemesis("restart", &json!([2, 3, 1]));
+        assert_eq!(t.faults(), "partition isolate-leader");
+        t.nemesis("heal", &json!({"topology": "isolate-leader", "grudge": {}}));
         assert_eq!(t.faults(), "none");
     }
 
@@ -258,7 +296,7 @@ mod tests {
         a.offsets = vec![4];
         let mut b = a.clone();
         b.message = "acknowledged send of 9 is missing".into();
-        let mut checkers = BTreeMap::new();
+        let mut checkers = std::collections::BTreeMap::new();
         checkers.insert(
             "queue".to_string(),
             CheckerResult::from_anomalies(vec![a, b]),

@@ -14,15 +14,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use checker::history::EventType;
 use checker::queue::{self, ReplicaLog};
 use checker::verdict::{CheckerResult, Results, Validity};
-use tokio::sync::{Mutex, watch};
-use workloads::client::{Client, ClientConfig};
+use tokio::sync::watch;
+use workloads::client::ClientConfig;
 use workloads::queue::{QueueConfig, TOPIC};
 
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
+use crate::nemesis::{Nemesis, NemesisEvent, Planner};
 use crate::progress::{self, Progress, Tally};
 use crate::store::{self, History, HistoryFile, RunFolder, RunRecord};
 
@@ -162,42 +164,73 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
     })
     .await
     .map_err(|e| HarnessError::new(format!("the cluster did not start: {e}")))?;
+    let mut cluster = cluster;
     let client_config = ClientConfig::new(cluster.client_addrs(), cluster.controller_addr());
-    let cluster = Arc::new(Mutex::new(cluster));
 
     progress.phase("creating the topic");
-    create_topic(args, &client_config).await?;
+    let rf = args.replication_factor.unwrap_or(args.nodes);
+    cluster
+        .create_topic(TOPIC, args.partitions, rf, args.min_insync)
+        .await?;
 
+    let seed = args.seed.unwrap_or_default();
     let queue_config = QueueConfig {
         partitions: args.partitions,
         acks: args.acks.to_client(),
         concurrency: args.concurrency.unwrap_or(2 * args.nodes),
         rate: args.rate,
-        seed: args.seed.unwrap_or_default(),
-        client: client_config.clone(),
+        seed,
+        client: client_config,
     };
 
-    // The campaign proper: clients and faults until the time limit.
+    // The campaign proper: clients and faults until the time limit. The nemesis
+    // ends its faults at the limit; the clients stop then too, letting operations
+    // in flight complete.
     progress.phase("running");
     let (stop_tx, stop_rx) = watch::channel(false);
     let workload = {
         let config = queue_config.clone();
         let recorder: Arc<dyn workloads::recorder::Recorder> = history.clone();
-        let stop = stop_rx.clone();
-        tokio::spawn(async move { workloads::queue::run(&config, recorder, stop).await })
+        tokio::spawn(async move { workloads::queue::run(&config, recorder, stop_rx).await })
     };
-    // NEMESIS-INTEGRATION
-    let nemesis = tokio::spawn(async { Ok::<(), HarnessError>(()) });
-    let started_running = Instant::now();
-    while started_running.elapsed() < limit {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        progress.tick(&tally);
+    let faults = args.faults().map_err(HarnessError::new)?;
+    let planner = Planner::new(
+        seed,
+        &faults,
+        &cluster.node_ids(),
+        args.partitions,
+        Duration::from_secs_f64(args.nemesis_interval),
+    );
+    let mut nemesis = Nemesis::new(planner, TOPIC);
+    let mut notes = Vec::new();
+    {
+        let (history, fault_tally) = (history.clone(), tally.clone());
+        let mut on_event = move |e: NemesisEvent| {
+            fault_tally.nemesis(&e.f, &e.value);
+            history.nemesis(EventType::Info, &e.f, e.value);
+        };
+        let started = Instant::now();
+        let run = nemesis.run(&mut cluster, limit, &mut on_event);
+        tokio::pin!(run);
+        let mut ticker = tokio::time::interval(Duration::from_millis(250));
+        let result = loop {
+            tokio::select! {
+                r = &mut run => break r,
+                _ = ticker.tick() => {
+                    progress.tick(&tally);
+                    if started.elapsed() >= limit && !*stop_tx.borrow() {
+                        let _ = stop_tx.send(true);
+                        progress.phase("ending faults");
+                    }
+                }
+            }
+        };
+        if let Err(e) = result {
+            notes.push(format!("the nemesis failed: {e}"));
+        }
     }
     let _ = stop_tx.send(true);
-    progress.phase("ending faults and waiting for in-flight operations");
-    let nemesis_result = nemesis
-        .await
-        .unwrap_or_else(|e| Err(HarnessError::new(e.to_string())));
+    progress.phase("waiting for operations in flight");
     let stats = match tokio::time::timeout(WORKLOAD_STOP_TIMEOUT, workload).await {
         Ok(Ok(stats)) => stats,
         Ok(Err(e)) => return Err(HarnessError::new(format!("the workload task failed: {e}"))),
@@ -208,16 +241,9 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
             )));
         }
     };
-    let mut notes = Vec::new();
-    if let Err(e) = nemesis_result {
-        notes.push(format!("the nemesis failed: {e}"));
-    }
 
     // The end of the run: heal, converge, drain, dump.
     progress.phase("healing the cluster");
-    let mut cluster = Arc::try_unwrap(cluster)
-        .map_err(|_| HarnessError::new("the nemesis still holds the cluster after it stopped"))?
-        .into_inner();
     cluster.heal_all().await?;
     progress.phase("waiting for the cluster to converge");
     let mut complete = true;
@@ -271,51 +297,6 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
         Validity::Invalid => Exit::Invalid,
         Validity::Unknown => Exit::Unknown,
     })
-}
-
-/// Create the workload's topic and wait until each partition has a leader.
-async fn create_topic(args: &RunArgs, config: &ClientConfig) -> Result<()> {
-    let mut client =
-        Client::new(config.clone(), args.seed.unwrap_or_default()).map_err(HarnessError::new)?;
-    let deadline = Instant::now() + START_TIMEOUT;
-    let rf = args.replication_factor.unwrap_or(args.nodes);
-    let mut last;
-    loop {
-        match client
-            .create_topic(TOPIC, args.partitions, rf, args.min_insync)
-            .await
-        {
-            Ok(()) => break,
-            Err(e) => last = e,
-        }
-        if Instant::now() >= deadline {
-            return Err(HarnessError::new(format!(
-                "could not create topic `{TOPIC}`: {last}"
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    loop {
-        last = match client.refresh_metadata().await {
-            Ok(m) => {
-                let leaderless: Vec<u32> = (0..args.partitions)
-                    .filter(|p| m.partition(TOPIC, *p).is_none_or(|p| p.leader <= 0))
-                    .collect();
-                if leaderless.is_empty() {
-                    return Ok(());
-                }
-                format!("no leader yet for partitions {leaderless:?}")
-            }
-            Err(e) => e,
-        };
-        if Instant::now() >= deadline {
-            return Err(HarnessError::new(format!(
-                "topic `{TOPIC}` has no leaders after {}s: {last}",
-                START_TIMEOUT.as_secs()
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 /// Judge the history against the replicas' final logs. An incomplete end of run
