@@ -252,3 +252,310 @@ fn children_die_with_a_sigkilled_harness() {
         );
     }
 }
+
+// ---- the cluster of real brokers ----
+
+mod real {
+    use std::path::{Path, PathBuf};
+    use std::sync::OnceLock;
+    use std::time::{Duration, Instant};
+
+    use serde_json::{Value, json};
+    use watermark::cluster::{Cluster, ClusterConfig, Grudge, Proc};
+
+    /// The broker binary beside this test binary, built (once per test binary) so the
+    /// tests never run a stale broker.
+    pub fn broker_bin() -> PathBuf {
+        static BIN: OnceLock<PathBuf> = OnceLock::new();
+        BIN.get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let profile_dir = exe.parent().unwrap().parent().unwrap();
+            let target_dir = profile_dir.parent().unwrap();
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .args(["build", "-p", "broker", "--bin", "broker", "--target-dir"])
+                .arg(target_dir)
+                .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+                .status()
+                .expect("run cargo build -p broker");
+            assert!(status.success(), "cargo build -p broker failed");
+            profile_dir.join("broker")
+        })
+        .clone()
+    }
+
+    pub fn config(root: &Path, nodes: u32) -> ClusterConfig {
+        ClusterConfig {
+            broker_bin: broker_bin(),
+            nodes,
+            root: root.to_path_buf(),
+            node_args: vec![],
+            controller_args: vec![],
+            start_timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// Processes whose command line names `dir` (the cluster's root).
+    pub fn processes_under(dir: &Path) -> Vec<String> {
+        let out = std::process::Command::new("pgrep")
+            .args(["-a", "-f"])
+            .arg(dir)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    pub fn assert_nothing_left(dir: &Path) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !processes_under(dir).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(
+            processes_under(dir),
+            Vec::<String>::new(),
+            "processes left behind"
+        );
+    }
+
+    pub fn client(timeout: Duration) -> reqwest::Client {
+        reqwest::Client::builder()
+            .no_proxy()
+            .timeout(timeout)
+            .build()
+            .unwrap()
+    }
+
+    /// Send values to a partition's leader through the client proxies (acks=all).
+    pub async fn produce(cluster: &Cluster, topic: &str, partition: u32, values: &[i64]) {
+        let http = client(Duration::from_secs(10));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        for &v in values {
+            loop {
+                assert!(Instant::now() < deadline, "could not produce {v}");
+                let Ok(Some(leader)) = cluster.leader_of(topic, partition).await else {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
+                let addr = cluster.client_addrs()[&leader];
+                let url = format!(
+                    "http://{addr}/v1/topics/{topic}/partitions/{partition}/records?acks=all"
+                );
+                let resp = http
+                    .post(url)
+                    .json(&json!({"records": [{"value": v}]}))
+                    .send()
+                    .await;
+                if resp.is_ok_and(|r| r.status().is_success()) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+
+    async fn wait_alive(cluster: &Cluster, id: i32, alive: bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(meta) = cluster.metadata().await
+                && meta.brokers.iter().any(|b| b.id == id && b.alive == alive)
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {id} never became alive={alive}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cluster_starts_survives_kill_restart_and_pause_converges_and_dumps_logs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cluster = Cluster::start(config(dir.path(), 3)).await.unwrap();
+        assert_eq!(cluster.node_ids(), vec![1, 2, 3]);
+        assert_eq!(cluster.client_addrs().len(), 3);
+        cluster.create_topic("queue", 2, 3, 2).await.unwrap();
+        produce(&cluster, "queue", 0, &[1, 2, 3]).await;
+        produce(&cluster, "queue", 1, &[4, 5]).await;
+
+        cluster.kill(Proc::Node(2)).await.unwrap();
+        assert!(!cluster.is_running(Proc::Node(2)));
+        wait_alive(&cluster, 2, false).await;
+        cluster.restart(Proc::Node(2)).await.unwrap();
+        assert!(cluster.is_running(Proc::Node(2)));
+        wait_alive(&cluster, 2, true).await;
+
+        cluster.pause(Proc::Node(3)).await.unwrap();
+        assert!(cluster.is_paused(Proc::Node(3)));
+        wait_alive(&cluster, 3, false).await;
+        cluster.kill(Proc::Controller).await.unwrap();
+        cluster.heal_all().await.unwrap(); // resumes node 3, restarts the controller
+        assert!(!cluster.is_paused(Proc::Node(3)) && cluster.is_running(Proc::Controller));
+        produce(&cluster, "queue", 0, &[6]).await;
+        cluster
+            .wait_converged(Duration::from_secs(90))
+            .await
+            .unwrap();
+
+        cluster.dump_logs().await.unwrap();
+        for id in 1..=3 {
+            let text =
+                std::fs::read_to_string(dir.path().join(id.to_string()).join("final-log.jsonl"))
+                    .unwrap();
+            let logs: Vec<Value> = text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            assert_eq!(logs.len(), 2, "node {id}: one line per partition: {text}");
+            let values = |p: u64| -> Vec<i64> {
+                let log = logs.iter().find(|l| l["partition"] == p).unwrap();
+                assert_eq!(log["topic"], "queue");
+                log["records"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r["value"].as_i64().unwrap())
+                    .collect()
+            };
+            assert_eq!(values(0), vec![1, 2, 3, 6], "node {id}");
+            assert_eq!(values(1), vec![4, 5], "node {id}");
+            assert!(dir.path().join(id.to_string()).join("broker.log").is_file());
+        }
+        assert!(dir.path().join("controller/broker.log").is_file());
+        cluster.shutdown().await.unwrap();
+        assert_nothing_left(dir.path());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cut_link_blackholes_open_and_new_connections_and_heal_restores_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cluster = Cluster::start(config(dir.path(), 3)).await.unwrap();
+        cluster.create_topic("queue", 1, 3, 2).await.unwrap();
+        // Talk to node 2 through the proxy node 1 uses to reach it.
+        let through = cluster.link(Proc::Node(1), Proc::Node(2)).unwrap().addr();
+        let url = format!("http://{through}/debug/partitions");
+        let pooled = client(Duration::from_secs(2));
+        assert!(pooled.get(&url).send().await.unwrap().status().is_success());
+
+        let all = cluster.procs();
+        cluster.partition(&Grudge::isolate(Proc::Node(2), &all));
+        assert_eq!(cluster.cut_links().len(), 6);
+        let err = pooled.get(&url).send().await.unwrap_err();
+        assert!(
+            err.is_timeout(),
+            "the pooled connection is blackholed: {err}"
+        );
+        let err = client(Duration::from_secs(2))
+            .get(&url)
+            .send()
+            .await
+            .unwrap_err();
+        assert!(err.is_timeout(), "a new connection is blackholed: {err}");
+        // Clients still reach node 2, and the controller loses it.
+        let direct = format!("http://{}/debug/partitions", cluster.client_addrs()[&2]);
+        assert!(
+            client(Duration::from_secs(10))
+                .get(&direct)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .is_success()
+        );
+        wait_alive(&cluster, 2, false).await;
+
+        cluster.heal();
+        assert!(cluster.cut_links().is_empty());
+        let ok = client(Duration::from_secs(10))
+            .get(&url)
+            .send()
+            .await
+            .unwrap();
+        assert!(ok.status().is_success());
+        wait_alive(&cluster, 2, true).await;
+        cluster
+            .wait_converged(Duration::from_secs(90))
+            .await
+            .unwrap();
+        drop(cluster); // dropping, not shutting down, also leaves nothing behind
+        assert_nothing_left(dir.path());
+    }
+
+    #[tokio::test]
+    async fn the_controller_answers_the_harness_calls() {
+        use watermark::broker_api::{Admin, CreateTopic};
+        use watermark::supervisor::{ProcessSpec, Supervised};
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let spec = ProcessSpec {
+            name: "controller".into(),
+            program: broker_bin(),
+            args: [
+                "controller",
+                "--listen",
+                "127.0.0.1:0",
+                "--brokers",
+                "1=127.0.0.1:9,2=127.0.0.1:9",
+            ]
+            .map(Into::into)
+            .into_iter()
+            .chain(["--data-dir".into(), data.clone().into_os_string()])
+            .collect(),
+            log_path: dir.path().join("broker.log"),
+            start_timeout: Duration::from_secs(60),
+        };
+        let controller = Supervised::start(spec).await.unwrap();
+        let addr = controller.addr().unwrap();
+        let written = std::fs::read_to_string(data.join("address")).unwrap();
+        assert_eq!(
+            written.trim(),
+            addr.to_string(),
+            "the announced address is the one in DATA_DIR/address"
+        );
+
+        let admin = Admin::new(Duration::from_secs(10)).unwrap();
+        let meta = admin.metadata(addr).await.unwrap();
+        assert_eq!(
+            meta.brokers.iter().map(|b| b.id).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+        let topic = CreateTopic {
+            name: "queue",
+            partitions: 2,
+            replication_factor: 2,
+            min_insync_replicas: 1,
+        };
+        admin.create_topic(addr, &topic).await.unwrap();
+        let meta = admin.metadata(addr).await.unwrap();
+        let p1 = meta.partition("queue", 1).unwrap();
+        assert_eq!(p1.replicas.len(), 2);
+        assert_eq!(meta.partitions().count(), 2);
+        let err = admin
+            .create_topic(addr, &topic)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("409") && err.contains("TOPIC_ALREADY_EXISTS"),
+            "{err}"
+        );
+        drop(controller);
+        assert_nothing_left(dir.path());
+    }
+
+    #[tokio::test]
+    async fn a_missing_broker_binary_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(dir.path(), 3);
+        config.broker_bin = dir.path().join("no-broker");
+        let err = Cluster::start(config).await.err().unwrap().to_string();
+        assert!(
+            err.contains("no-broker") && err.contains("cargo build -p broker"),
+            "{err}"
+        );
+    }
+}
