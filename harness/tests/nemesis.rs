@@ -64,6 +64,11 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
         })
         .await
         .unwrap();
+    // Shown when the test fails (or with --nocapture).
+    println!(
+        "nemesis events: {}",
+        serde_json::to_string(&events).unwrap()
+    );
     assert!(
         nemesis.planner().active().is_empty(),
         "run ends every fault it started"
