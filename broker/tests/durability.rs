@@ -1,0 +1,58 @@
+//! Storage through the process: with `--simulate-page-cache`, records not yet flushed
+//! die with a SIGKILL like with a power cut, and flushed ones survive.
+
+mod support;
+
+use serde_json::json;
+use support::{Cluster, Opts, ids};
+
+/// Produce five records to a single-replica partition, SIGKILL its broker, restart
+/// it: (LEO and flushed offset before the kill, LEO after the restart).
+async fn kill_and_restart(node_args: &[&str]) -> ((u64, u64), u64) {
+    let mut c = Cluster::start(Opts {
+        node_args: node_args.iter().map(|s| s.to_string()).collect(),
+        ..Opts::default()
+    });
+    c.create_topic("solo", 3, 1, 1).await;
+    let s = c.controller_partition("solo", 0).await.unwrap();
+    let host = ids(&s["replicas"])[0];
+    let epoch = s["leader_epoch"].as_i64().unwrap();
+    for v in 0..5 {
+        let (status, body) = c.produce(host, "solo", 0, "1", json!(v)).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let d = c.debug_partition(host, "solo", 0).await.unwrap();
+    let before = (
+        d["log_end_offset"].as_u64().unwrap(),
+        d["flushed_offset"].as_u64().unwrap(),
+    );
+    c.node(host).kill();
+    c.node(host).restart();
+    let leo = c
+        .wait_for(
+            "the restarted broker to lead its partition again",
+            || async {
+                let d = c.debug_partition(host, "solo", 0).await?;
+                (d["role"] == "leader" && d["leader_epoch"].as_i64()? > epoch)
+                    .then(|| d["log_end_offset"].as_u64())
+                    .flatten()
+            },
+        )
+        .await;
+    (before, leo)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unflushed_records_are_lost_on_sigkill_with_simulated_page_cache() {
+    let (before, after) = kill_and_restart(&["--simulate-page-cache"]).await;
+    assert_eq!(before, (5, 0), "five records appended, none flushed");
+    assert_eq!(after, 0, "the unflushed records died with the process");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flushed_records_survive_sigkill() {
+    let (before, after) =
+        kill_and_restart(&["--simulate-page-cache", "--flush-messages", "1"]).await;
+    assert_eq!(before, (5, 5));
+    assert_eq!(after, 5);
+}
