@@ -46,6 +46,16 @@ async fn raw(c: &Cluster, method: &str, addr: &str, path: &str, body: Vec<u8>) -
     )
 }
 
+/// (what, method, path, body, expected status, expected code).
+type Case = (
+    &'static str,
+    &'static str,
+    String,
+    Vec<u8>,
+    u16,
+    &'static str,
+);
+
 fn assert_error(what: &str, (status, body): &(u16, Value), want_status: u16, want_code: &str) {
     assert_eq!(*status, want_status, "{what}: {body}");
     assert_eq!(body["error"], want_code, "{what}: {body}");
@@ -66,7 +76,7 @@ async fn bad_requests_get_4xx_json_errors_and_nothing_breaks() {
     assert_eq!(status, 200, "{body}");
 
     let records = "/v1/topics/t/partitions/0/records";
-    let cases: Vec<(&str, &str, String, Vec<u8>, u16, &str)> = vec![
+    let cases: Vec<Case> = vec![
         ("not JSON", "POST", records.into(), b"{not json".to_vec(), 400, "INVALID_REQUEST"),
         ("empty body", "POST", records.into(), vec![], 400, "INVALID_REQUEST"),
         ("records not an array", "POST", records.into(), br#"{"records":"x"}"#.to_vec(), 400, "INVALID_REQUEST"),
