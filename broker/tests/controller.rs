@@ -439,3 +439,51 @@ async fn the_state_survives_a_controller_restart_under_a_new_controller_epoch() 
     let p0 = metadata(&c).await.topics[0].partitions[0].clone();
     assert_eq!((p0.leader, p0.leader_epoch, p0.isr), (2, 1, vec![2]));
 }
+
+#[tokio::test]
+async fn a_paused_controller_does_not_declare_everyone_dead_when_it_resumes() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+
+    let dir = tempfile::tempdir().unwrap();
+    let c = ControllerProc::start(dir.path(), "1=127.0.0.1:1,2=127.0.0.1:2,3=127.0.0.1:3");
+    let beating = Arc::new(Mutex::new(BTreeSet::from([1, 2, 3])));
+    let beats = heartbeat_loop(c.url.clone(), beating);
+    eventually(&c, "three live brokers", || async {
+        metadata(&c)
+            .await
+            .brokers
+            .iter()
+            .all(|b| b.alive)
+            .then_some(())
+    })
+    .await;
+    let (status, _) = post_json(&format!("{}/v1/topics", c.url), &topic_body("q", 3, 3, 2)).await;
+    assert_eq!(status, 201);
+
+    let pid = Pid::from_raw(c.child.id() as i32);
+    kill(pid, Signal::SIGSTOP).unwrap();
+    tokio::time::sleep(Duration::from_millis(SESSION_TIMEOUT_MS + 2000)).await;
+    kill(pid, Signal::SIGCONT).unwrap();
+    eventually(&c, "the controller to notice its pause", || async {
+        c.log().contains("did not run").then_some(())
+    })
+    .await;
+    // A few heartbeat rounds later, still nobody has been declared dead.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let meta = metadata(&c).await;
+    assert!(
+        meta.brokers.iter().all(|b| b.alive),
+        "{meta:?}\n{}",
+        c.log()
+    );
+    assert!(
+        meta.topics[0]
+            .partitions
+            .iter()
+            .all(|p| p.leader_epoch == 0 && p.isr.len() == 3),
+        "{meta:?}"
+    );
+    assert!(!c.log().contains("dead"), "{}", c.log());
+    beats.abort();
+}

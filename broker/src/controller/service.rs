@@ -15,6 +15,10 @@ use crate::error::{ApiError, Code};
 /// How often the liveness ticker looks for silent brokers.
 pub const TICK_INTERVAL: Duration = Duration::from_millis(100);
 
+/// Ticks this far apart mean the controller itself did not run in between (SIGSTOP,
+/// or a starved machine), not that the brokers were silent.
+const STALL_THRESHOLD_MS: Millis = 1000;
+
 /// The running controller, shared by the HTTP handlers and the liveness ticker.
 pub struct Controller {
     state: Mutex<ControllerState>,
@@ -87,10 +91,25 @@ impl Controller {
     pub async fn run_ticker(self: Arc<Self>) {
         let mut interval = tokio::time::interval(TICK_INTERVAL);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_tick: Option<Millis> = None;
         loop {
             interval.tick().await;
-            // A failed persist was logged and rolled back; the next tick retries.
-            let _ = self.apply(|state, now| Ok(((), state.tick(now))));
+            // `now` is read under the lock, so a pause cannot fall between the stall
+            // check and the tick. A failed persist was logged and rolled back; the
+            // next tick retries.
+            let ticked = self.apply(|state, now| {
+                let mut effects = Effects::default();
+                if let Some(from) =
+                    last_tick.filter(|&t| now.saturating_sub(t) > STALL_THRESHOLD_MS)
+                {
+                    effects = state.stalled(from, now);
+                }
+                effects.merge(state.tick(now));
+                Ok((now, effects))
+            });
+            if let Ok(now) = ticked {
+                last_tick = Some(now);
+            }
         }
     }
 }

@@ -98,6 +98,17 @@ pub struct Effects {
 }
 
 impl Effects {
+    /// Both effects, in order (`later` wins for a partition pushed by both).
+    pub fn merge(&mut self, later: Effects) {
+        self.events.extend(later.events);
+        self.dirty |= later.dirty;
+        for states in later.pushes.into_values() {
+            for s in &states {
+                self.push(s);
+            }
+        }
+    }
+
     fn push(&mut self, state: &PartitionState) {
         for &r in &state.replicas {
             let list = self.pushes.entry(r).or_default();
@@ -390,15 +401,34 @@ impl ControllerState {
         Ok((response, effects))
     }
 
+    /// The controller itself did not run from `from` to `now` (it was paused or starved
+    /// of CPU): that time does not count against any broker's silence, since their
+    /// heartbeats were waiting in the controller's own sockets. Without this, a paused
+    /// controller would declare every broker dead the moment it resumes and churn
+    /// every partition through needless elections.
+    pub fn stalled(&mut self, from: Millis, now: Millis) -> Effects {
+        let gap = now.saturating_sub(from);
+        for b in self.brokers.values_mut() {
+            if let Some(last) = b.last_heartbeat.as_mut() {
+                *last = last.saturating_add(gap).min(now);
+            }
+        }
+        self.grace_until = self.grace_until.max(from).saturating_add(gap);
+        Effects {
+            events: vec![format!(
+                "controller: did not run for {gap} ms (paused?); brokers' silence meanwhile does not count"
+            )],
+            ..Effects::default()
+        }
+    }
+
     /// The clock moved: declare dead every broker silent past the session timeout, and
     /// every broker not heard from since start once the grace period is over.
     pub fn tick(&mut self, now: Millis) -> Effects {
         let mut effects = Effects::default();
         let timeout = self.config.session_timeout_ms;
-        let ids: Vec<BrokerId> = self.brokers.keys().copied().collect();
-        let mut died = false;
-        for id in ids {
-            let b = &self.brokers[&id];
+        let mut dead = Vec::new();
+        for (&id, b) in &self.brokers {
             let why = match (b.liveness, b.last_heartbeat) {
                 (Liveness::Alive, Some(last)) if now.saturating_sub(last) > timeout => format!(
                     "no heartbeat for {} ms, session timeout {timeout} ms",
@@ -410,11 +440,17 @@ impl ControllerState {
                 _ => continue,
             };
             effects.events.push(format!("broker {id}: dead ({why})"));
-            self.set_liveness(id, Liveness::Dead);
-            self.broker_failed(id, "died", &mut effects);
-            died = true;
+            dead.push(id);
         }
-        if died && self.config.unclean_election {
+        // All of them are dead before any election, so none is elected only to be
+        // replaced a moment later (as Kafka handles a batch of dead brokers).
+        for &id in &dead {
+            self.set_liveness(id, Liveness::Dead);
+        }
+        for &id in &dead {
+            self.broker_failed(id, "died", &mut effects);
+        }
+        if !dead.is_empty() && self.config.unclean_election {
             // A broker that was still pending is dead now: an unclean election that
             // waited for it may go ahead.
             self.elect_offline("no ISR member can come back any more", &mut effects);

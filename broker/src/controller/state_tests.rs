@@ -536,6 +536,44 @@ fn unclean_election_waits_for_isr_members_a_restarted_controller_has_not_heard_f
 }
 
 #[test]
+fn time_the_controller_did_not_run_does_not_count_against_brokers() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 2);
+    all_beat_but(&mut s, &[], 100);
+    beat(&mut s, 1, epoch_of(1), 400);
+    // Paused from 500 to 10_000; broker 2's heartbeat, queued meanwhile, comes first.
+    beat(&mut s, 2, epoch_of(2), 10_000);
+    assert!(s.stalled(500, 10_000).events[0].contains("did not run"));
+    // Each broker keeps the time it had left: 3 (heard at 100) until 10_600, 1 until 10_900.
+    assert!(s.tick(10_600).events.is_empty());
+    let effects = s.tick(10_601);
+    assert_eq!(
+        effects.events[0],
+        "broker 3: dead (no heartbeat for 1001 ms, session timeout 1000 ms)"
+    );
+    assert_eq!(s.broker(1).unwrap().liveness, Liveness::Alive);
+    s.tick(10_901);
+    assert_eq!(s.broker(1).unwrap().liveness, Liveness::Dead);
+    assert_eq!(s.broker(2).unwrap().liveness, Liveness::Alive);
+    assert_eq!(view(&part(&s, "q", 0)), state(2, 1, 2, &[2]));
+}
+
+#[test]
+fn brokers_dying_in_the_same_tick_are_all_dead_before_any_election() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 2);
+    let effects = s.tick(TIMEOUT + 1);
+    // Broker 1's partition is not handed to 2 and then 3 on their way out.
+    assert_eq!(view(&part(&s, "q", 0)), state(NO_LEADER, 1, 2, &[3]));
+    assert_eq!(effects.pushes[&1], vec![part(&s, "q", 0)]);
+    assert!(
+        effects.events.iter().all(|e| !e.contains("-> 2")),
+        "{:?}",
+        effects.events
+    );
+}
+
+#[test]
 fn persisted_state_naming_unknown_brokers_is_refused() {
     let mut s = cluster(3, false);
     create(&mut s, "q", 1, 3, 2);
