@@ -34,6 +34,18 @@ fn processes_under(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+fn assert_nothing_left(dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !processes_under(dir).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        processes_under(dir),
+        Vec::<String>::new(),
+        "processes left behind"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
     let dir = tempfile::tempdir().unwrap();
@@ -104,9 +116,117 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
         .unwrap();
     cluster.dump_logs().await.unwrap();
     cluster.shutdown().await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !processes_under(dir.path()).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
+    assert_nothing_left(dir.path());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
+    use rand::SeedableRng;
+    use watermark::cluster::{Grudge, Proc};
+    use watermark::nemesis::{Fault, Step};
+    use watermark::net::topology::Topology;
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = ClusterConfig {
+        broker_bin: broker_bin(),
+        nodes: 3,
+        root: dir.path().to_path_buf(),
+        node_args: node_args(&[FaultKind::LoseUnflushed]),
+        controller_args: vec![],
+        start_timeout: Duration::from_secs(60),
+    };
+    let mut cluster = Cluster::start(config).await.unwrap();
+    cluster.create_topic("queue", 2, 3, 2).await.unwrap();
+    let all = cluster.procs();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+    let partition = |topology, grudge| Fault::Partition {
+        topology,
+        grudge,
+        partition: 0,
+    };
+    let faults = vec![
+        Fault::Kill(Proc::Node(1)),
+        Fault::Kill(Proc::Controller),
+        Fault::Pause(Proc::Node(2)),
+        Fault::Pause(Proc::Controller),
+        Fault::LoseUnflushed(3),
+        Fault::CrashAll(vec![2, 3, 1]),
+        partition(Topology::Halves, Grudge::halves(&all, &mut rng)),
+        partition(Topology::Bridge, Grudge::bridge(&all, &mut rng)),
+        partition(
+            Topology::IsolateController,
+            Grudge::isolate(Proc::Controller, &all),
+        ),
+        // Resolved by the nemesis from the controller's metadata.
+        partition(Topology::IsolateLeader, Grudge::none()),
+    ];
+    let planner = Planner::new(1, &[], &cluster.node_ids(), 2, Duration::from_secs(1));
+    let mut nemesis = Nemesis::new(planner, "queue");
+    for fault in faults {
+        let mut events = Vec::new();
+        let mut record = |e: NemesisEvent| events.push(e);
+        nemesis
+            .apply(Step::Start(fault.clone()), &mut cluster, &mut record)
+            .await
+            .unwrap();
+        match &fault {
+            Fault::Kill(p) => assert!(!cluster.is_running(*p)),
+            Fault::Pause(p) => assert!(cluster.is_paused(*p)),
+            Fault::LoseUnflushed(id) => assert!(!cluster.is_running(Proc::Node(*id))),
+            Fault::CrashAll(ids) => {
+                assert!(ids.iter().all(|&id| !cluster.is_running(Proc::Node(id))))
+            }
+            Fault::Partition {
+                topology: Topology::IsolateLeader,
+                ..
+            } => {
+                let leader = cluster.leader_of("queue", 0).await.unwrap().unwrap();
+                let cut = cluster.cut_links();
+                assert_eq!(cut.len(), 6, "{cut:?}");
+                assert!(
+                    cut.iter()
+                        .all(|(a, b)| *a == Proc::Node(leader) || *b == Proc::Node(leader))
+                );
+            }
+            Fault::Partition { grudge, .. } => {
+                let mut cut = cluster.cut_links();
+                let mut want = grudge.cut.clone();
+                cut.sort();
+                want.sort();
+                assert_eq!(cut, want);
+            }
+        }
+        // The end of the fault as the planner hands it back (isolate-leader resolved).
+        let end = match fault {
+            Fault::Partition { topology, .. } => {
+                let grudge = Grudge {
+                    cut: cluster.cut_links(),
+                };
+                Fault::Partition {
+                    topology,
+                    grudge,
+                    partition: 0,
+                }
+            }
+            other => other,
+        };
+        nemesis
+            .apply(Step::End(end.clone()), &mut cluster, &mut record)
+            .await
+            .unwrap();
+        assert!(cluster.cut_links().is_empty());
+        for p in cluster.procs() {
+            assert!(
+                cluster.is_running(p) && !cluster.is_paused(p),
+                "{p} after {end:?}"
+            );
+        }
+        assert_eq!(events, vec![end.start_event(), end.end_event()]);
+        cluster
+            .wait_converged(Duration::from_secs(120))
+            .await
+            .unwrap();
     }
-    assert_eq!(processes_under(dir.path()), Vec::<String>::new());
+    cluster.shutdown().await.unwrap();
+    assert_nothing_left(dir.path());
 }
