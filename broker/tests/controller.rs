@@ -258,6 +258,48 @@ async fn topics_are_created_once_and_bad_requests_get_json_errors() {
     assert_eq!(resp.status().as_u16(), 404);
     let answer: Value = resp.json().await.unwrap();
     assert!(answer["error"].is_string(), "{answer}");
+    // The internal calls answer the same way.
+    let internal = [
+        (
+            "heartbeat",
+            json!({"broker_id": "one", "broker_epoch": 1}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "heartbeat",
+            json!({"broker_id": 9, "broker_epoch": 1}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "alter-partition",
+            json!({"broker_id": 1}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            "alter-partition",
+            json!({"broker_id": 1, "broker_epoch": 1, "topic": "nope", "partition": 0,
+                   "leader_epoch": 0, "partition_epoch": 0, "new_isr": [1]}),
+            404,
+            "UNKNOWN_TOPIC_OR_PARTITION",
+        ),
+        (
+            "confirm-leadership",
+            json!({"broker_id": 2, "topic": "queue", "partition": 0, "leader_epoch": 0}),
+            421,
+            "NOT_LEADER",
+        ),
+    ];
+    for (route, body, want_status, want_code) in internal {
+        let (status, answer) = post_json(&format!("{}/internal/{route}", c.url), &body).await;
+        assert_eq!(
+            (status, answer["error"].as_str()),
+            (want_status, Some(want_code)),
+            "{route} {body}: {answer}"
+        );
+    }
     // None of the bad requests created anything.
     assert_eq!(metadata(&c).await.topics.len(), 1);
 }

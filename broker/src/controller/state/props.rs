@@ -7,6 +7,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::protocol::{AlterPartition, CreateTopic, Heartbeat};
 
 const TIMEOUT: Millis = 1000;
 const BROKERS: [BrokerId; 3] = [1, 2, 3];

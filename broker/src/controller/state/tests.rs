@@ -1,6 +1,7 @@
 //! The controller's rules, step by step, on the pure state machine.
 
 use super::*;
+use crate::protocol::{AlterPartition, ConfirmLeadership, CreateTopic, Heartbeat};
 
 const TIMEOUT: Millis = 1000;
 

@@ -1,0 +1,124 @@
+//! ISR changes proposed by leaders (AlterPartition) and leadership confirmation for
+//! linearizable reads, both fenced by the epochs.
+
+use std::collections::BTreeSet;
+
+use super::{ControllerState, Effects, unknown_partition};
+use crate::error::{ApiError, Code};
+use crate::protocol::{
+    AlterPartition, BrokerId, ConfirmLeadership, PartitionState, TopicPartition,
+};
+
+impl ControllerState {
+    /// `POST /internal/alter-partition`: a leader proposes a new ISR.
+    pub fn alter_partition(
+        &mut self,
+        req: &AlterPartition,
+    ) -> Result<(PartitionState, Effects), ApiError> {
+        let tp = TopicPartition {
+            topic: req.topic.clone(),
+            partition: req.partition,
+        };
+        let Some(p) = self.partitions.get(&tp) else {
+            return Err(unknown_partition(&req.topic, req.partition));
+        };
+        let name = format!("{}-{}", p.topic, p.partition);
+        let fenced = |why: String| {
+            ApiError::new(
+                Code::FencedLeaderEpoch,
+                format!("AlterPartition for {name}: {why}"),
+            )
+            .with("leader", p.leader)
+            .with("leader_epoch", p.leader_epoch)
+            .with("partition_epoch", p.partition_epoch)
+        };
+        let known_epoch = self
+            .brokers
+            .get(&req.broker_id)
+            .and_then(|b| b.broker_epoch);
+        if known_epoch != Some(req.broker_epoch) {
+            return Err(fenced(format!(
+                "broker {} sent broker epoch {}, the controller knows {:?}",
+                req.broker_id, req.broker_epoch, known_epoch
+            )));
+        }
+        if req.broker_id != p.leader || req.leader_epoch != p.leader_epoch {
+            return Err(fenced(format!(
+                "broker {} with leader epoch {} is not the leader (leader {}, leader epoch {})",
+                req.broker_id, req.leader_epoch, p.leader, p.leader_epoch
+            )));
+        }
+        if req.partition_epoch != p.partition_epoch {
+            return Err(fenced(format!(
+                "partition epoch {} is stale (current {})",
+                req.partition_epoch, p.partition_epoch
+            )));
+        }
+        let mut seen = BTreeSet::new();
+        for &b in &req.new_isr {
+            if !p.replicas.contains(&b) {
+                return Err(ApiError::invalid(format!(
+                    "new_isr {:?} of {name}: broker {b} is not a replica {:?}",
+                    req.new_isr, p.replicas
+                )));
+            }
+            if !seen.insert(b) {
+                return Err(ApiError::invalid(format!(
+                    "new_isr {:?} of {name} names broker {b} twice",
+                    req.new_isr
+                )));
+            }
+            if !p.isr.contains(&b) && !self.is_alive(b) {
+                return Err(ApiError::invalid(format!(
+                    "new_isr {:?} of {name} adds broker {b}, which is not alive",
+                    req.new_isr
+                )));
+            }
+        }
+        if !seen.contains(&p.leader) {
+            return Err(ApiError::invalid(format!(
+                "new_isr {:?} of {name} does not contain the leader {}",
+                req.new_isr, p.leader
+            )));
+        }
+        // Keep the ISR in replica order, so equal sets compare equal.
+        let new_isr: Vec<BrokerId> = p
+            .replicas
+            .iter()
+            .copied()
+            .filter(|b| seen.contains(b))
+            .collect();
+        if new_isr == p.isr {
+            return Ok((p.clone(), Effects::default()));
+        }
+        let mut next = p.clone();
+        next.isr = new_isr;
+        next.partition_epoch += 1;
+        let mut effects = Effects::default();
+        let why = format!("proposed by leader {}", req.broker_id);
+        self.update(tp, next.clone(), &why, &mut effects);
+        Ok((next, effects))
+    }
+
+    /// `POST /internal/confirm-leadership`: does the caller still lead with this epoch?
+    pub fn confirm_leadership(&self, req: &ConfirmLeadership) -> Result<PartitionState, ApiError> {
+        let Some(p) = self.partition(&req.topic, req.partition) else {
+            return Err(unknown_partition(&req.topic, req.partition));
+        };
+        if p.leader == req.broker_id
+            && p.leader_epoch == req.leader_epoch
+            && self.is_alive(req.broker_id)
+        {
+            return Ok(p.clone());
+        }
+        Err(ApiError::new(
+            Code::NotLeader,
+            format!(
+                "broker {} with leader epoch {} does not lead {}-{} (leader {}, leader epoch {})",
+                req.broker_id, req.leader_epoch, p.topic, p.partition, p.leader, p.leader_epoch
+            ),
+        )
+        .with("leader", p.leader)
+        .with("leader_epoch", p.leader_epoch))
+    }
+}
