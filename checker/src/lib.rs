@@ -1,11 +1,17 @@
 //! Pure history checkers for watermark: history in, verdict out.
 //!
 //! - [`history`]: events (SPEC §4) and their pairing into operations;
+//! - [`format`]: reading history.jsonl, Jepsen EDN and logs, Porcupine kv logs;
+//! - [`linear`]: linearizability — the Wing–Gong–Lowe search over small models;
+//! - [`queue`]: Kafka queue analysis (lost writes, inconsistent offsets, ...);
 //! - [`verdict`]: results.json — validity, per-checker results, anomalies;
-//! - [`queue`]: Kafka queue analysis (lost writes, inconsistent offsets, ...).
+//! - [`check`]: choosing the checker for a history and running it.
 //!
 //! No network, no processes, no file I/O: callers pass text in.
 
+pub mod check;
+pub mod format;
 pub mod history;
+pub mod linear;
 pub mod queue;
 pub mod verdict;

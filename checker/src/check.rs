@@ -1,0 +1,118 @@
+//! Which checker judges a history, and running it: the one call `watermark run`
+//! and `watermark check` make.
+
+use std::collections::BTreeMap;
+
+use crate::format::Format;
+use crate::history::{Event, Process};
+use crate::linear::{self, ModelKind, Options};
+use crate::queue::{self, ReplicaLog};
+use crate::verdict::Results;
+
+/// What a history is checked as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Model {
+    Register,
+    CasRegister,
+    Kv,
+    Queue,
+}
+
+impl Model {
+    /// Parse a `--model` name.
+    pub fn from_name(name: &str) -> Option<Model> {
+        Some(match name {
+            "register" => Model::Register,
+            "cas-register" => Model::CasRegister,
+            "kv" => Model::Kv,
+            "queue" => Model::Queue,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Register => "register",
+            Model::CasRegister => "cas-register",
+            Model::Kv => "kv",
+            Model::Queue => "queue",
+        }
+    }
+
+    /// The model a file format implies, or the operations' names suggest.
+    pub fn infer(format: Format, events: &[Event]) -> Option<Model> {
+        match format {
+            Format::JepsenLog => return Some(Model::CasRegister),
+            Format::PorcupineKv => return Some(Model::Kv),
+            Format::Jsonl | Format::Edn => {}
+        }
+        let client = events.iter().filter(|e| e.process != Process::Nemesis);
+        for e in client {
+            match e.f.as_str() {
+                "send" | "poll" | "final-poll" => return Some(Model::Queue),
+                "read" | "write" | "cas" => return Some(Model::CasRegister),
+                "get" | "put" | "append" => return Some(Model::Kv),
+                _ => {}
+            }
+        }
+        None
+    }
+}
+
+/// A history the chosen checker cannot read: the history index and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckError {
+    /// History index of the offending event, when one is to blame.
+    pub index: Option<u64>,
+    pub message: String,
+}
+
+impl std::fmt::Display for CheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CheckError {}
+
+/// Check a history: the queue analysis for queues (with the replicas' final logs,
+/// if any), linearizability for registers and key-value stores. Jepsen log
+/// histories read a failed cas as an observation, as Porcupine does.
+pub fn check(
+    format: Format,
+    events: &[Event],
+    model: Model,
+    replicas: &[ReplicaLog],
+    options: &Options,
+) -> Result<Results, CheckError> {
+    let mut checkers = BTreeMap::new();
+    if model == Model::Queue {
+        let r = queue::check(events, replicas).map_err(|e| CheckError {
+            index: match &e {
+                queue::QueueError::Pair(p) => events.get(p.position).map(|e| e.index),
+                queue::QueueError::Shape { index, .. } => Some(*index),
+            },
+            message: e.to_string(),
+        })?;
+        checkers.insert("queue".to_string(), r);
+    } else {
+        let kind = match model {
+            Model::Register => ModelKind::Register,
+            Model::CasRegister => ModelKind::CasRegister,
+            _ => ModelKind::Kv,
+        };
+        let options = Options {
+            failed_cas_observes: format == Format::JepsenLog,
+            ..options.clone()
+        };
+        let r = linear::check(events, kind, &options).map_err(|e| CheckError {
+            index: match &e {
+                linear::LinError::Pair(p) => events.get(p.position).map(|e| e.index),
+                linear::LinError::Shape { index, .. } => Some(*index),
+            },
+            message: e.to_string(),
+        })?;
+        checkers.insert("linearizable".to_string(), r);
+    }
+    Ok(Results::new(checkers))
+}

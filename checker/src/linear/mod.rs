@@ -1,0 +1,462 @@
+//! Linearizability: is there a total order of the operations, consistent with real
+//! time, that a sequential model accepts?
+//!
+//! This module turns paired operations into model operations (per model), splits
+//! them by key — linearizability is compositional (Herlihy & Wing's locality), so
+//! each key is checked on its own — runs the [`search`] on every key with a bounded
+//! number of threads, and turns failures into explained anomalies.
+
+pub mod model;
+pub mod search;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::history::{Event, Op, Outcome, PairError, pair};
+use crate::verdict::{Anomaly, AnomalyKind, CheckerResult, Explanation, OpRef, Validity};
+use model::{CasOutcome, CasRegister, Kv, KvOp, KvStore, Model, NIL, RegisterOp, Text, Val};
+use search::{GaveUp, Limits, LinOp, Outcome as SearchOutcome, Search};
+
+/// Which sequential object a history is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelKind {
+    /// Read/write register, nil initially (split by key when ops carry one).
+    Register,
+    /// Register with compare-and-set (split by key when ops carry one).
+    CasRegister,
+    /// String key-value store with get/put/append, split by key.
+    Kv,
+    /// The same store checked as one state over all keys (no split).
+    KvUnsplit,
+}
+
+/// How to check.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Past this, the verdict is unknown.
+    pub time_limit: Option<Duration>,
+    /// Cap on the bytes of memo over all keys (each entry costs a bitset of the
+    /// key's operations, a hash and a state); past it, the verdict is unknown.
+    pub max_memory: usize,
+    /// Threads checking keys in parallel.
+    pub threads: usize,
+    /// A failed compare-and-set is an observation ("the value was not the expected
+    /// one"), as in Porcupine's etcd model, instead of an operation that did not
+    /// happen (Knossos, and our broker).
+    pub failed_cas_observes: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            time_limit: None,
+            max_memory: 1 << 30,
+            threads: std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .min(8),
+            failed_cas_observes: false,
+        }
+    }
+}
+
+/// A history whose operations a model cannot read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinError {
+    Pair(PairError),
+    /// The operation at this history index does not fit the model.
+    Shape {
+        index: u64,
+        message: String,
+    },
+}
+
+impl std::fmt::Display for LinError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LinError::Pair(e) => e.fmt(f),
+            LinError::Shape { index, message } => write!(f, "event index {index}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for LinError {}
+
+/// One key's operations, with the history operation each came from.
+struct Part<'a, O> {
+    key: Option<Value>,
+    ops: Vec<LinOp<O>>,
+    origin: Vec<&'a Op>,
+}
+
+/// Check a history's events for linearizability against a model.
+pub fn check(
+    events: &[Event],
+    kind: ModelKind,
+    options: &Options,
+) -> Result<CheckerResult, LinError> {
+    let ops = pair(events).map_err(LinError::Pair)?;
+    let limits = Limits::new(
+        options.time_limit.map(|d| Instant::now() + d),
+        options.max_memory,
+    );
+    match kind {
+        ModelKind::Register | ModelKind::CasRegister => {
+            let (model, parts) = register_parts(&ops, options.failed_cas_observes)?;
+            Ok(run(&model, parts, &limits, options))
+        }
+        ModelKind::Kv => {
+            let (_, parts) = kv_parts(&ops, true)?;
+            Ok(run(&Kv, parts, &limits, options))
+        }
+        ModelKind::KvUnsplit => {
+            let (keys, parts) = kv_parts(&ops, false)?;
+            Ok(run(&KvStore { keys }, parts, &limits, options))
+        }
+    }
+}
+
+fn shape(op: &Op, message: String) -> LinError {
+    LinError::Shape {
+        index: op.invoke_index,
+        message,
+    }
+}
+
+/// The key and the payload of an operation's value: `{"key":k,"value":v}`, or a
+/// bare value for single-register histories.
+fn keyed(v: &Value) -> (Option<&Value>, &Value) {
+    match v {
+        Value::Object(m) if m.contains_key("key") => {
+            (m.get("key"), m.get("value").unwrap_or(&Value::Null))
+        }
+        _ => (None, v),
+    }
+}
+
+fn part_for<'a, 'o, O>(
+    parts: &'a mut Vec<Part<'o, O>>,
+    index: &mut HashMap<String, usize>,
+    key: Option<&Value>,
+) -> &'a mut Part<'o, O> {
+    let name = key.map_or(String::new(), Value::to_string);
+    let i = *index.entry(name).or_insert_with(|| {
+        parts.push(Part {
+            key: key.cloned(),
+            ops: Vec::new(),
+            origin: Vec::new(),
+        });
+        parts.len() - 1
+    });
+    &mut parts[i]
+}
+
+fn register_parts(
+    ops: &[Op],
+    failed_cas_observes: bool,
+) -> Result<(CasRegister, Vec<Part<'_, RegisterOp>>), LinError> {
+    let mut names: Vec<String> = vec!["nil".to_string()];
+    let mut ids: HashMap<String, Val> = HashMap::new();
+    let mut intern = |v: &Value| -> Val {
+        if v.is_null() {
+            return NIL;
+        }
+        let s = v.to_string();
+        *ids.entry(s.clone()).or_insert_with(|| {
+            names.push(s);
+            (names.len() - 1) as Val
+        })
+    };
+    let mut parts = Vec::new();
+    let mut index = HashMap::new();
+    for op in ops {
+        let (key, arg) = keyed(&op.invoke_value);
+        let failed = op.outcome == Outcome::Fail;
+        let complete = if op.outcome == Outcome::Info {
+            None
+        } else {
+            op.complete_pos
+        };
+        let rop = match op.f.as_str() {
+            "read" => match op.outcome {
+                Outcome::Ok => RegisterOp::Read(Some(intern(keyed(&op.value).1))),
+                Outcome::Fail if !failed_cas_observes => continue,
+                _ => RegisterOp::Read(None),
+            },
+            "write" if failed => continue,
+            "write" => RegisterOp::Write(intern(arg)),
+            "cas" => {
+                let Some([from, to]) = arg.as_array().map(Vec::as_slice) else {
+                    return Err(shape(op, format!("cas expects [expected, new], got {arg}")));
+                };
+                let outcome = match op.outcome {
+                    Outcome::Ok => CasOutcome::Ok,
+                    Outcome::Fail if failed_cas_observes => CasOutcome::Failed,
+                    Outcome::Fail => continue,
+                    Outcome::Info => CasOutcome::Unknown,
+                };
+                RegisterOp::Cas {
+                    from: intern(from),
+                    to: intern(to),
+                    outcome,
+                }
+            }
+            f => {
+                return Err(shape(
+                    op,
+                    format!("a register knows read, write and cas, not {f:?}"),
+                ));
+            }
+        };
+        let part = part_for(&mut parts, &mut index, key);
+        part.ops.push(LinOp {
+            op: rop,
+            invoke: op.invoke_pos,
+            complete,
+        });
+        part.origin.push(op);
+    }
+    Ok((CasRegister { names }, parts))
+}
+
+fn kv_parts(ops: &[Op], split: bool) -> Result<(Vec<String>, Vec<Part<'_, KvOp>>), LinError> {
+    let mut keys: Vec<String> = Vec::new();
+    let mut key_ids: HashMap<String, usize> = HashMap::new();
+    let mut parts = Vec::new();
+    let mut index = HashMap::new();
+    for op in ops {
+        let (Some(key), arg) = keyed(&op.invoke_value) else {
+            return Err(shape(
+                op,
+                format!(
+                    "kv expects {{\"key\":k,\"value\":v}}, got {}",
+                    op.invoke_value
+                ),
+            ));
+        };
+        if op.outcome == Outcome::Fail {
+            continue;
+        }
+        let name = key.as_str().map_or_else(|| key.to_string(), str::to_string);
+        let k = *key_ids.entry(name.clone()).or_insert_with(|| {
+            keys.push(name);
+            keys.len() - 1
+        });
+        let text = |v: &Value| -> Result<Text, LinError> {
+            match v {
+                Value::String(s) => Ok(Text::new(s)),
+                Value::Null => Ok(Text::new("")),
+                other => Err(shape(op, format!("kv values are strings, got {other}"))),
+            }
+        };
+        let kop = match op.f.as_str() {
+            "get" if op.outcome == Outcome::Ok => KvOp::Get {
+                key: k,
+                value: Some(text(keyed(&op.value).1)?),
+            },
+            "get" => KvOp::Get {
+                key: k,
+                value: None,
+            },
+            "put" => KvOp::Put {
+                key: k,
+                value: text(arg)?,
+            },
+            "append" => KvOp::Append {
+                key: k,
+                value: text(arg)?,
+            },
+            f => {
+                return Err(shape(
+                    op,
+                    format!("kv knows get, put and append, not {f:?}"),
+                ));
+            }
+        };
+        let complete = if op.outcome == Outcome::Info {
+            None
+        } else {
+            op.complete_pos
+        };
+        let part = part_for(&mut parts, &mut index, split.then_some(key));
+        part.ops.push(LinOp {
+            op: kop,
+            invoke: op.invoke_pos,
+            complete,
+        });
+        part.origin.push(op);
+    }
+    Ok((keys, parts))
+}
+
+/// A key's verdict, with states already described.
+enum KeyVerdict {
+    Ok,
+    Illegal {
+        prefix: Vec<usize>,
+        states: Vec<String>,
+        blocked: usize,
+        pending: Vec<usize>,
+    },
+    GaveUp(GaveUp),
+}
+
+/// The first round's memo budget per key; each round multiplies it by four.
+const FIRST_ROUND: usize = 1 << 12;
+
+/// A key being checked: its search (once started) and its verdict (once known).
+struct Slot<M: Model> {
+    search: Option<Search<M>>,
+    verdict: Option<KeyVerdict>,
+    entries: usize,
+}
+
+/// Check every key, on a bounded number of threads, in rounds of growing memo
+/// budgets. A round ends when every open key has finished or reached the budget;
+/// after a round that proved some key non-linearizable, the open keys are left
+/// unjudged (the history is invalid either way, as in Porcupine, which stops at
+/// the first violation). Because each search is deterministic and budgets count
+/// memo entries, not time, the keys reported do not depend on thread timing.
+fn run<M: Model>(
+    model: &M,
+    parts: Vec<Part<'_, M::Op>>,
+    limits: &Limits,
+    options: &Options,
+) -> CheckerResult {
+    let mut slots: Vec<Slot<M>> = parts
+        .iter()
+        .map(|_| Slot {
+            search: None,
+            verdict: None,
+            entries: 0,
+        })
+        .collect();
+    let threads = options.threads.clamp(1, parts.len().max(1));
+    let mut budget = FIRST_ROUND;
+    loop {
+        let open: Vec<(usize, &mut Slot<M>)> = slots
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, s)| s.verdict.is_none())
+            .collect();
+        if open.is_empty() {
+            break;
+        }
+        let queue = Mutex::new(open);
+        let work = || {
+            loop {
+                let Some((p, slot)) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop() else {
+                    break;
+                };
+                let ops = &parts[p].ops;
+                let search = slot.search.get_or_insert_with(|| Search::new(model, ops));
+                slot.verdict =
+                    search
+                        .run(model, ops, limits, budget)
+                        .map(|outcome| match outcome {
+                            SearchOutcome::Linearizable => KeyVerdict::Ok,
+                            SearchOutcome::GaveUp(why) => KeyVerdict::GaveUp(why),
+                            SearchOutcome::Illegal(f) => KeyVerdict::Illegal {
+                                states: f.states.iter().map(|s| model.describe_state(s)).collect(),
+                                prefix: f.prefix,
+                                blocked: f.blocked,
+                                pending: f.pending,
+                            },
+                        });
+                slot.entries = search.cache_entries();
+                if slot.verdict.is_some() {
+                    slot.search = None; // free the memo
+                }
+            }
+        };
+        if threads == 1 {
+            work();
+        } else {
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(work);
+                }
+            });
+        }
+        let done =
+            |f: fn(&KeyVerdict) -> bool| slots.iter().any(|s| s.verdict.as_ref().is_some_and(f));
+        if done(|v| matches!(v, KeyVerdict::Illegal { .. } | KeyVerdict::GaveUp(_))) {
+            break;
+        }
+        budget = budget.saturating_mul(4);
+    }
+    let verdicts: Vec<Option<(KeyVerdict, usize)>> = slots
+        .into_iter()
+        .map(|s| s.verdict.map(|v| (v, s.entries)))
+        .collect();
+
+    let mut anomalies = Vec::new();
+    let mut gave_up: Option<GaveUp> = None;
+    let mut entries = 0u64;
+    let mut unjudged = 0u64;
+    for (part, v) in parts.iter().zip(verdicts) {
+        let Some((verdict, used)) = v else {
+            unjudged += 1;
+            continue;
+        };
+        entries += used as u64;
+        match verdict {
+            KeyVerdict::Ok => {}
+            KeyVerdict::GaveUp(why) => {
+                if gave_up.is_none() || why != GaveUp::Stopped {
+                    gave_up = Some(why);
+                }
+            }
+            KeyVerdict::Illegal {
+                prefix,
+                states,
+                blocked,
+                pending,
+            } => {
+                let r = |i: usize| OpRef::new(part.origin[i], model.describe_op(&part.ops[i].op));
+                let op = r(blocked);
+                let mut a = Anomaly::new(
+                    AnomalyKind::Nonlinearizable,
+                    format!(
+                        "{} cannot be linearized after the longest linearizable prefix ({} of {} operations)",
+                        op.text,
+                        prefix.len(),
+                        part.ops.len()
+                    ),
+                );
+                a.key = part.key.clone();
+                a.ops = vec![op.clone()];
+                a.explanation = Some(Explanation {
+                    op,
+                    prefix: prefix.into_iter().map(r).collect(),
+                    states,
+                    pending: pending.into_iter().map(r).collect(),
+                });
+                anomalies.push(a);
+            }
+        }
+    }
+    let mut result = CheckerResult::from_anomalies(anomalies);
+    if let Some(why) = gave_up.filter(|_| result.valid == Validity::Valid) {
+        result.valid = Validity::Unknown;
+        result.reason = Some(match why {
+            GaveUp::Time => format!(
+                "time limit of {:.1}s reached",
+                options.time_limit.unwrap_or_default().as_secs_f64()
+            ),
+            GaveUp::Memory | GaveUp::Stopped => {
+                format!("memory budget of {} MiB reached", options.max_memory >> 20)
+            }
+        });
+    }
+    let total_ops: usize = parts.iter().map(|p| p.ops.len()).sum();
+    result.stats = BTreeMap::from([
+        ("ops".to_string(), total_ops as u64),
+        ("keys".to_string(), parts.len() as u64),
+        ("memo-entries".to_string(), entries),
+        ("keys-unjudged".to_string(), unjudged),
+    ]);
+    result
+}
