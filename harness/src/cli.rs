@@ -27,4 +27,8 @@ pub enum Command {
     Check(crate::check::CheckArgs),
     /// Run again with the configuration and seed stored in a run folder's run.json.
     Replay(crate::replay::ReplayArgs),
+    /// (Re)render report.html and junit.xml from a run folder.
+    Report(crate::report::ReportArgs),
+    /// Browse the results directory in a web browser.
+    Serve(crate::serve::ServeArgs),
 }

@@ -15,4 +15,6 @@ pub mod progress;
 pub mod replay;
 pub mod run;
 pub mod store;
+pub mod report;
+pub mod serve;
 pub mod supervisor;

@@ -21,6 +21,8 @@ fn main() -> ExitCode {
         Command::Run(args) => watermark::run::run(*args),
         Command::Check(args) => watermark::check::run(args),
         Command::Replay(args) => watermark::replay::run(args),
+        Command::Report(args) => watermark::report::run(args),
+        Command::Serve(args) => watermark::serve::run(args),
     };
     exit.into()
 }

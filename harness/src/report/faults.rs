@@ -1,0 +1,260 @@
+//! Fault periods: the nemesis events of a history folded into intervals, so every
+//! plot can shade the time a fault was in force.
+//!
+//! The nemesis records a fault as an event with `process: "nemesis"`, `f` naming
+//! the fault and `value` its targets. Both common conventions are understood:
+//! an `invoke` followed by its completion (the fault starts at the invocation), or
+//! a lone `info` event (Jepsen's style). A fault ends at the event that undoes it:
+//! `heal` (or `stop-partition`) ends partitions, `resume` ends pauses, `restart`
+//! ends kills and crashes; one naming the same targets is preferred, else every
+//! open fault of that family ends. Faults still open at the end of the history run
+//! to its end. Events that neither start nor end a fault become instant marks.
+
+use checker::history::{Event, EventType, Process};
+use serde_json::Value;
+
+/// What kind of fault: decides the shading colour and which event ends it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Kill,
+    Pause,
+    Partition,
+    Other,
+}
+
+impl Family {
+    pub fn class(self) -> &'static str {
+        match self {
+            Family::Kill => "f-kill",
+            Family::Pause => "f-pause",
+            Family::Partition => "f-part",
+            Family::Other => "f-other",
+        }
+    }
+}
+
+/// A fault in force from `start` to `end` (nanoseconds since the run started).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultPeriod {
+    pub family: Family,
+    /// e.g. `kill [1]`.
+    pub label: String,
+    pub start: u64,
+    pub end: u64,
+    /// History index of the event that started it.
+    pub index: u64,
+    /// Still in force when the history ends.
+    pub open: bool,
+    f: String,
+    targets: Value,
+    /// Started by an invocation whose completion has not been seen yet.
+    awaiting: bool,
+}
+
+/// A nemesis event that neither starts nor ends a fault.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultMark {
+    pub time: u64,
+    pub label: String,
+    pub index: u64,
+}
+
+enum Role {
+    Start(Family),
+    End(Option<Family>),
+    Mark,
+}
+
+fn role(f: &str) -> Role {
+    let f = f.to_ascii_lowercase();
+    let base = f.strip_prefix("start-").unwrap_or(&f);
+    match f.as_str() {
+        "heal" | "stop-partition" | "heal-partition" => return Role::End(Some(Family::Partition)),
+        "resume" | "cont" | "stop-pause" => return Role::End(Some(Family::Pause)),
+        "restart" | "start" | "stop-kill" | "recover" | "restart-all" => {
+            return Role::End(Some(Family::Kill));
+        }
+        "heal-all" | "stop" | "stop-all" | "end" | "heal-everything" => return Role::End(None),
+        _ => {}
+    }
+    if base.starts_with("kill") || base == "crash-all" || base.starts_with("lose-") {
+        Role::Start(Family::Kill)
+    } else if base.starts_with("pause") {
+        Role::Start(Family::Pause)
+    } else if base.starts_with("partition")
+        || base.starts_with("isolate")
+        || base == "halves"
+        || base == "bridge"
+    {
+        Role::Start(Family::Partition)
+    } else {
+        Role::Mark
+    }
+}
+
+/// A short label: the fault and its targets.
+pub fn label(f: &str, value: &Value) -> String {
+    let targets = match value {
+        Value::Null => String::new(),
+        Value::String(s) => format!(" {s}"),
+        v => format!(" {v}"),
+    };
+    let mut l = format!("{f}{targets}");
+    if l.chars().count() > 48 {
+        l = l.chars().take(47).collect::<String>() + "…";
+    }
+    l
+}
+
+/// Fold the nemesis events into fault periods and marks.
+pub fn periods(events: &[Event], end_time: u64) -> (Vec<FaultPeriod>, Vec<FaultMark>) {
+    let mut periods: Vec<FaultPeriod> = Vec::new();
+    let mut marks = Vec::new();
+    // Ends that were invoked and not yet completed: (f, targets, invoke time).
+    let mut pending_ends: Vec<(String, Value, u64)> = Vec::new();
+    for e in events.iter().filter(|e| e.process == Process::Nemesis) {
+        match role(&e.f) {
+            Role::Start(family) => {
+                if e.kind != EventType::Invoke {
+                    // The completion of a start we already opened?
+                    if let Some(p) = periods
+                        .iter_mut()
+                        .rev()
+                        .find(|p| p.open && p.awaiting && p.f == e.f)
+                    {
+                        p.awaiting = false;
+                        if !e.value.is_null() && e.value != p.targets {
+                            p.label = label(&e.f, &e.value);
+                            p.targets = e.value.clone();
+                        }
+                        if e.kind == EventType::Fail {
+                            p.label.push_str(" (failed)");
+                        }
+                        continue;
+                    }
+                }
+                periods.push(FaultPeriod {
+                    family,
+                    label: label(&e.f, &e.value),
+                    start: e.time,
+                    end: end_time,
+                    index: e.index,
+                    open: true,
+                    f: e.f.clone(),
+                    targets: e.value.clone(),
+                    awaiting: e.kind == EventType::Invoke,
+                });
+            }
+            Role::End(family) => {
+                if e.kind == EventType::Invoke {
+                    pending_ends.push((e.f.clone(), e.value.clone(), e.time));
+                    continue;
+                }
+                pending_ends.retain(|(f, _, _)| f != &e.f);
+                close(&mut periods, family, &e.value, e.time);
+            }
+            Role::Mark => {
+                if e.kind == EventType::Invoke
+                    || !marks
+                        .iter()
+                        .any(|m: &FaultMark| m.label == label(&e.f, &e.value))
+                {
+                    marks.push(FaultMark {
+                        time: e.time,
+                        label: label(&e.f, &e.value),
+                        index: e.index,
+                    });
+                }
+            }
+        }
+    }
+    // An end invoked but never completed still ended its fault, as far as we know.
+    for (f, targets, time) in pending_ends {
+        if let Role::End(family) = role(&f) {
+            close(&mut periods, family, &targets, time);
+        }
+    }
+    (periods, marks)
+}
+
+fn close(periods: &mut [FaultPeriod], family: Option<Family>, targets: &Value, time: u64) {
+    let in_family = |p: &FaultPeriod| p.open && family.is_none_or(|f| f == p.family);
+    let same_targets = !targets.is_null()
+        && periods
+            .iter()
+            .any(|p| in_family(p) && &p.targets == targets);
+    for p in periods.iter_mut() {
+        if in_family(p) && (!same_targets || &p.targets == targets) {
+            p.open = false;
+            p.awaiting = false;
+            p.end = time.max(p.start);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn nem(index: u64, time: u64, kind: EventType, f: &str, value: Value) -> Event {
+        Event {
+            index,
+            time,
+            process: Process::Nemesis,
+            kind,
+            f: f.into(),
+            value,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn invoke_completion_pairs_make_one_period_ended_by_its_undo() {
+        use EventType::*;
+        let events = vec![
+            nem(0, 10, Invoke, "kill", json!([1])),
+            nem(1, 12, Ok, "kill", json!([1])),
+            nem(2, 20, Invoke, "kill", json!([2])),
+            nem(3, 21, Ok, "kill", json!([2])),
+            nem(4, 30, Invoke, "restart", json!([1])),
+            nem(5, 35, Ok, "restart", json!([1])),
+            nem(6, 40, Info, "partition", json!({"isolate": [3]})),
+            nem(7, 50, Info, "heal", Value::Null),
+            nem(8, 60, Info, "pause", json!([2])),
+            nem(9, 61, Info, "check-convergence", Value::Null),
+        ];
+        let (p, m) = periods(&events, 100);
+        let spans: Vec<(&str, u64, u64, bool)> = p
+            .iter()
+            .map(|p| (p.label.as_str(), p.start, p.end, p.open))
+            .collect();
+        assert_eq!(
+            spans,
+            vec![
+                ("kill [1]", 10, 35, false),
+                ("kill [2]", 20, 100, true),
+                ("partition {\"isolate\":[3]}", 40, 50, false),
+                ("pause [2]", 60, 100, true),
+            ]
+        );
+        assert_eq!(p[0].family, Family::Kill);
+        assert_eq!(p[2].family, Family::Partition);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].label, "check-convergence");
+    }
+
+    #[test]
+    fn jepsen_start_stop_names_are_understood() {
+        use EventType::*;
+        let events = vec![
+            nem(0, 5, Invoke, "start-partition", json!("majority")),
+            nem(1, 6, Info, "start-partition", json!("majority")),
+            nem(2, 9, Invoke, "stop-partition", Value::Null),
+        ];
+        let (p, _) = periods(&events, 20);
+        assert_eq!(p.len(), 1);
+        assert_eq!((p[0].start, p[0].end, p[0].open), (5, 9, false));
+        assert_eq!(p[0].family, Family::Partition);
+    }
+}

@@ -1,0 +1,120 @@
+//! Reports: what people look at when a campaign fails (SPEC §3).
+//!
+//! Everything is rebuilt from the run folder's files — `run.json`,
+//! `history.jsonl`, `results.json`, `nodes/<id>/final-log.jsonl` — so
+//! `watermark report RUN_DIR` can re-render a folder at any time, and `watermark
+//! run` calls [`write_reports`] once its verdict is written.
+//!
+//! - [`folder`]: reading the run folder back, with errors naming file and line;
+//! - [`faults`]: nemesis events folded into shaded fault periods;
+//! - [`svg`]: timeline, latency and throughput pictures, downsampled for big runs;
+//! - [`html`]: the self-contained `report.html`;
+//! - [`junit`]: `junit.xml` for CI.
+
+pub mod faults;
+pub mod folder;
+pub mod html;
+pub mod junit;
+pub mod svg;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::exit::Exit;
+
+/// Why a report could not be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReportError {
+    /// The run folder is missing, incomplete or malformed (exit 64).
+    Input(String),
+    /// A report file could not be written (exit 3).
+    Write(String),
+}
+
+impl ReportError {
+    pub fn input(message: impl Into<String>) -> ReportError {
+        ReportError::Input(message.into())
+    }
+
+    /// The exit code this failure ends `watermark report` with.
+    pub fn exit(&self) -> Exit {
+        match self {
+            ReportError::Input(_) => Exit::Usage,
+            ReportError::Write(_) => Exit::HarnessFailed,
+        }
+    }
+}
+
+impl fmt::Display for ReportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReportError::Input(m) | ReportError::Write(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ReportError {}
+
+/// The files [`write_reports`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub html: PathBuf,
+    pub junit: PathBuf,
+}
+
+/// Render `report.html` and `junit.xml` into `run_dir` from its files.
+///
+/// This is what `watermark run` calls at the end of a run, after `results.json`
+/// is written, and what `watermark report` does.
+pub fn write_reports(run_dir: &Path) -> Result<Written, ReportError> {
+    let data = folder::load(run_dir)?;
+    let page = html::render(&data);
+    let xml = junit::render(&data)
+        .map_err(|e| ReportError::Write(format!("cannot render junit.xml: {e}")))?;
+    let written = Written {
+        html: run_dir.join("report.html"),
+        junit: run_dir.join("junit.xml"),
+    };
+    write_atomically(&written.html, page.as_bytes())?;
+    write_atomically(&written.junit, xml.as_bytes())?;
+    Ok(written)
+}
+
+/// Write through a temporary file and a rename, so a reader (or `watermark serve`)
+/// never sees half a report.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    let tmp = path.with_extension("tmp");
+    let fail = |e: std::io::Error| {
+        ReportError::Write(format!(
+            "cannot write {}: {e} (is the run folder writable?)",
+            path.display()
+        ))
+    };
+    std::fs::write(&tmp, bytes).map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail(e)
+    })
+}
+
+/// Options of `watermark report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The run folder (e.g. results/latest).
+    pub run_dir: PathBuf,
+}
+
+/// Run `watermark report`.
+pub fn run(args: ReportArgs) -> Exit {
+    match write_reports(&args.run_dir) {
+        Ok(w) => {
+            println!("{}", w.html.display());
+            println!("{}", w.junit.display());
+            Exit::Valid
+        }
+        Err(e) => {
+            eprintln!("watermark report: {e}");
+            e.exit()
+        }
+    }
+}
