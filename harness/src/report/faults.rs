@@ -46,7 +46,8 @@ pub struct FaultPeriod {
     /// Still in force when the history ends.
     pub open: bool,
     f: String,
-    targets: Value,
+    /// The start event's value: whom the fault hit.
+    pub targets: Value,
     /// Started by an invocation whose completion has not been seen yet.
     awaiting: bool,
 }
@@ -92,10 +93,13 @@ fn role(f: &str) -> Role {
     }
 }
 
-/// A short label: the fault and its targets.
+/// A short label: the fault and its targets (a partition by its topology's name).
 pub fn label(f: &str, value: &Value) -> String {
     let targets = match value {
         Value::Null => String::new(),
+        Value::Object(m) if m.get("topology").is_some_and(Value::is_string) => {
+            format!(" {}", m["topology"].as_str().unwrap_or_default())
+        }
         Value::String(s) => format!(" {s}"),
         v => format!(" {v}"),
     };
@@ -223,6 +227,20 @@ mod tests {
             nem(7, 50, Info, "heal", Value::Null),
             nem(8, 60, Info, "pause", json!([2])),
             nem(9, 61, Info, "check-convergence", Value::Null),
+            nem(
+                10,
+                70,
+                Info,
+                "partition",
+                json!({"topology": "halves", "grudge": {}}),
+            ),
+            nem(
+                11,
+                80,
+                Info,
+                "heal",
+                json!({"topology": "halves", "grudge": {}}),
+            ),
         ];
         let (p, m) = periods(&events, 100);
         let spans: Vec<(&str, u64, u64, bool)> = p
@@ -236,6 +254,7 @@ mod tests {
                 ("kill [2]", 20, 100, true),
                 ("partition {\"isolate\":[3]}", 40, 50, false),
                 ("pause [2]", 60, 100, true),
+                ("partition halves", 70, 80, false),
             ]
         );
         assert_eq!(p[0].family, Family::Kill);

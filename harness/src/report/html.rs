@@ -676,11 +676,11 @@ fn fault_table(out: &mut String, periods: &[FaultPeriod], marks: &[faults::Fault
         out.push_str("<p>The nemesis injected no faults.</p>");
         return;
     }
-    out.push_str("<table><tr><th>fault</th><th>from</th><th>to</th></tr>");
+    out.push_str("<table><tr><th>fault</th><th>from</th><th>to</th><th>targets</th></tr>");
     for p in periods {
         let _ = write!(
             out,
-            r#"<tr class="fault-row"><td><i class="sw {}"></i>{}</td><td>{:.3} s</td><td>{}</td></tr>"#,
+            r#"<tr class="fault-row"><td><i class="sw {}"></i>{}</td><td>{:.3} s</td><td>{}</td><td class="mono">{}</td></tr>"#,
             p.family.class(),
             escape(&p.label),
             p.start as f64 / 1e9,
@@ -688,13 +688,14 @@ fn fault_table(out: &mut String, periods: &[FaultPeriod], marks: &[faults::Fault
                 "the end".to_string()
             } else {
                 format!("{:.3} s", p.end as f64 / 1e9)
-            }
+            },
+            escape(&short(&p.targets, 200))
         );
     }
     for m in marks {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{:.3} s</td><td></td></tr>",
+            "<tr><td>{}</td><td>{:.3} s</td><td></td><td></td></tr>",
             escape(&m.label),
             m.time as f64 / 1e9
         );
