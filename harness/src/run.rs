@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use checker::history::EventType;
+use checker::history::{EventType, Process};
 use checker::queue::{self, ReplicaLog};
 use checker::verdict::{CheckerResult, Results, Validity};
 use tokio::sync::watch;
@@ -54,6 +54,7 @@ pub fn run(args: RunArgs) -> Exit {
 /// Run a campaign with resolved options (`RunArgs::resolve`); `replay_of` names the
 /// run folder a replay repeats.
 pub fn execute(mut args: RunArgs, command_line: Vec<String>, replay_of: Option<PathBuf>) -> Exit {
+    crate::supervisor::install_panic_hook();
     let seed = args.seed.unwrap_or_default();
     eprintln!("watermark: seed {seed} (repeat this run with --seed {seed})");
     match crate::broker_bin::locate(args.broker_bin.as_deref()) {
@@ -231,8 +232,8 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
     }
     let _ = stop_tx.send(true);
     progress.phase("waiting for operations in flight");
-    let stats = match tokio::time::timeout(WORKLOAD_STOP_TIMEOUT, workload).await {
-        Ok(Ok(stats)) => stats,
+    match tokio::time::timeout(WORKLOAD_STOP_TIMEOUT, workload).await {
+        Ok(Ok(_)) => {}
         Ok(Err(e)) => return Err(HarnessError::new(format!("the workload task failed: {e}"))),
         Err(_) => {
             return Err(HarnessError::new(format!(
@@ -256,13 +257,18 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
     }
     progress.phase("draining every partition (final-poll)");
     let drain_deadline = Instant::now() + DRAIN_TIMEOUT;
-    if let Err(e) = workloads::queue::final_drain(
-        &queue_config,
-        &*history,
-        stats.max_process + 1,
-        drain_deadline,
-    )
-    .await
+    // The drain runs as a process number no client ever used.
+    let first_free = history
+        .events()
+        .iter()
+        .filter_map(|e| match e.process {
+            Process::Client(p) => Some(p + 1),
+            Process::Nemesis => None,
+        })
+        .max()
+        .unwrap_or(0);
+    if let Err(e) =
+        workloads::queue::final_drain(&queue_config, &*history, first_free, drain_deadline).await
     {
         complete = false;
         notes.push(e);

@@ -5,7 +5,7 @@
 //! crashes still leaves a readable prefix — and finally writes `results.json`.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -216,10 +216,11 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 }
 
 /// Appends events to `history.jsonl` as they happen, one JSON object per line,
-/// flushed after every line: whatever the harness managed to record is on disk if
-/// it dies. Indices count from 0; times are nanoseconds since `origin`.
+/// each line handed to the kernel in one write: whatever the harness managed to
+/// record is on disk if it dies (at worst the last line is cut short). Indices count
+/// from 0; times are nanoseconds since `origin`.
 pub struct HistoryFile {
-    out: BufWriter<File>,
+    out: File,
     origin: Instant,
     next_index: u64,
     path: PathBuf,
@@ -235,7 +236,7 @@ impl HistoryFile {
             .open(path)
             .map_err(|e| HarnessError::new(format!("cannot create {}: {e}", path.display())))?;
         Ok(HistoryFile {
-            out: BufWriter::new(file),
+            out: file,
             origin,
             next_index: 0,
             path: path.to_path_buf(),
@@ -251,16 +252,15 @@ impl HistoryFile {
         (index, time)
     }
 
-    /// Write one line and flush it.
+    /// Write one line.
     pub fn append(&mut self, line: &str) {
         if self.failed.is_some() {
             return;
         }
-        let r = self
-            .out
-            .write_all(line.as_bytes())
-            .and_then(|()| self.out.write_all(b"\n"))
-            .and_then(|()| self.out.flush());
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+        let r = self.out.write_all(&buf);
         if let Err(e) = r {
             let msg = format!("cannot write {}: {e}", self.path.display());
             eprintln!("watermark: {msg}; the history on disk is incomplete");

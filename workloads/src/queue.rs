@@ -15,7 +15,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::client::{Acks, Client, ClientConfig, Outcome};
+use crate::client::{Acks, Client, ClientConfig, Failure, Outcome};
 use checker::history::EventType;
 
 use crate::recorder::Recorder;
@@ -34,6 +34,9 @@ const DRAIN_MAX_RECORDS: u32 = 1000;
 const SEEK_BACK_PROBABILITY: f64 = 0.05;
 /// Share of operations that are sends (the rest are polls).
 const SEND_PROBABILITY: f64 = 0.5;
+/// First pause after the cluster could not be reached; doubles while it stays so.
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(50);
+const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// How to run the queue workload.
 #[derive(Debug, Clone)]
@@ -59,6 +62,7 @@ pub enum Op {
 #[derive(Debug, Clone)]
 pub struct Generator {
     rng: ChaCha8Rng,
+    backoff_rng: ChaCha8Rng,
     worker: u32,
     concurrency: u32,
     partitions: u32,
@@ -71,9 +75,12 @@ impl Generator {
     pub fn new(seed: u64, worker: u32, concurrency: u32, partitions: u32, rate: f64) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(u64::from(worker) + 1);
+        let mut backoff_rng = ChaCha8Rng::seed_from_u64(seed);
+        backoff_rng.set_stream((1 << 32) + u64::from(worker));
         let per_worker = (rate / f64::from(concurrency.max(1))).max(1e-3);
         Generator {
             rng,
+            backoff_rng,
             worker,
             concurrency: concurrency.max(1),
             partitions: partitions.max(1),
@@ -102,17 +109,16 @@ impl Generator {
         }
     }
 
+    /// A factor in [0.5, 1.5) to spread backoffs (from its own stream, so failures
+    /// do not shift the sequence of operations).
+    pub fn jitter(&mut self) -> f64 {
+        self.backoff_rng.random_range(0.5..1.5)
+    }
+
     /// A pause drawn uniformly from [0, 2 × mean] (Jepsen's stagger).
     pub fn delay(&mut self) -> Duration {
         self.mean_delay.mul_f64(self.rng.random_range(0.0..2.0))
     }
-}
-
-/// What the workers did, for the final drain and the summary.
-#[derive(Debug, Clone, Default)]
-pub struct QueueStats {
-    /// The highest process number any worker used.
-    pub max_process: u64,
 }
 
 /// Run the workers until `stop` turns true. An operation in flight when it does is
@@ -122,7 +128,7 @@ pub async fn run(
     config: &QueueConfig,
     recorder: std::sync::Arc<dyn Recorder>,
     stop: watch::Receiver<bool>,
-) -> QueueStats {
+) {
     let mut tasks = tokio::task::JoinSet::new();
     for w in 0..config.concurrency {
         let config = config.clone();
@@ -130,13 +136,7 @@ pub async fn run(
         let stop = stop.clone();
         tasks.spawn(async move { worker(config, w, recorder, stop).await });
     }
-    let mut stats = QueueStats::default();
-    while let Some(r) = tasks.join_next().await {
-        if let Ok(last) = r {
-            stats.max_process = stats.max_process.max(last);
-        }
-    }
-    stats
+    while tasks.join_next().await.is_some() {}
 }
 
 /// One worker; returns the last process number it used.
@@ -161,6 +161,7 @@ async fn worker(
     };
     let mut offsets = vec![0u64; config.partitions as usize];
     let mut next_at = Instant::now() + generator.delay();
+    let mut unreachable_streak = 0u32;
     loop {
         let now = Instant::now();
         if next_at > now {
@@ -174,7 +175,7 @@ async fn worker(
             return process;
         }
         let op = generator.next_op(&mut offsets);
-        let crashed = match op {
+        let ended = match op {
             Op::Send { partition, value } => {
                 send(
                     &mut client,
@@ -198,7 +199,20 @@ async fn worker(
                 .await
             }
         };
-        if crashed {
+        // Like Kafka's client (reconnect.backoff.ms 50 → reconnect.backoff.max.ms
+        // 1000), back off exponentially while the cluster cannot be reached, instead
+        // of hammering a dead node at the full rate.
+        let pause = if ended.unreachable {
+            let backoff = RECONNECT_BACKOFF.saturating_mul(1 << unreachable_streak.min(5));
+            unreachable_streak += 1;
+            backoff
+                .min(RECONNECT_BACKOFF_MAX)
+                .mul_f64(generator.jitter())
+        } else {
+            unreachable_streak = 0;
+            Duration::ZERO
+        };
+        if ended.crashed {
             // Jepsen: the old process is forever in doubt; carry on as a new one
             // with a fresh client (no connections or leader cache carried over).
             process += u64::from(config.concurrency);
@@ -207,11 +221,41 @@ async fn worker(
                 Err(_) => return process,
             }
         }
-        next_at = (next_at + generator.delay()).max(Instant::now());
+        next_at = (next_at + generator.delay()).max(Instant::now() + pause);
     }
 }
 
-/// Send one value; true when the outcome is unknown (the process crashed).
+/// How an operation ended, as far as the worker cares.
+struct Ended {
+    /// Unknown outcome: the process is done for.
+    crashed: bool,
+    /// The client could not get an answer from the cluster (connection lost, timed
+    /// out, no leader known), rather than a broker's error answer.
+    unreachable: bool,
+}
+
+impl Ended {
+    const OK: Ended = Ended {
+        crashed: false,
+        unreachable: false,
+    };
+
+    fn fail(f: &Failure) -> Ended {
+        Ended {
+            crashed: false,
+            unreachable: f.code.is_none(),
+        }
+    }
+
+    fn info(f: &Failure) -> Ended {
+        Ended {
+            crashed: true,
+            unreachable: f.code.is_none(),
+        }
+    }
+}
+
+/// Send one value.
 async fn send(
     client: &mut Client,
     recorder: &dyn Recorder,
@@ -219,7 +263,7 @@ async fn send(
     acks: Acks,
     partition: u32,
     value: u64,
-) -> bool {
+) -> Ended {
     let invoke = json!({"partition": partition, "value": value});
     recorder.record(process, EventType::Invoke, "send", invoke.clone(), None);
     match client.produce(TOPIC, partition, json!(value), acks).await {
@@ -229,15 +273,17 @@ async fn send(
                 v["offset"] = json!(o);
             }
             recorder.record(process, EventType::Ok, "send", v, None);
-            false
+            Ended::OK
         }
         Outcome::Fail(f) => {
+            let ended = Ended::fail(&f);
             recorder.record(process, EventType::Fail, "send", invoke, Some(f.message));
-            false
+            ended
         }
         Outcome::Info(f) => {
+            let ended = Ended::info(&f);
             recorder.record(process, EventType::Info, "send", invoke, Some(f.message));
-            true
+            ended
         }
     }
 }
@@ -250,7 +296,7 @@ async fn poll(
     partition: u32,
     offset: u64,
     offsets: &mut [u64],
-) -> bool {
+) -> Ended {
     let invoke = json!({"partition": partition, "offset": offset});
     recorder.record(process, EventType::Invoke, "poll", invoke.clone(), None);
     match client
@@ -268,20 +314,22 @@ async fn poll(
                 records_value(partition, &fetched),
                 None,
             );
-            false
+            Ended::OK
         }
         Outcome::Fail(f) => {
+            let ended = Ended::fail(&f);
             if let Some(hw) = f.high_watermark {
                 // Our position is past the end (the log was truncated, or a new
                 // leader is behind): start again from its high watermark.
                 offsets[partition as usize] = hw;
             }
             recorder.record(process, EventType::Fail, "poll", invoke, Some(f.message));
-            false
+            ended
         }
         Outcome::Info(f) => {
+            let ended = Ended::info(&f);
             recorder.record(process, EventType::Info, "poll", invoke, Some(f.message));
-            true
+            ended
         }
     }
 }
