@@ -319,8 +319,16 @@ fn render_anomaly(out: &mut String, a: &Anomaly) {
         for op in &e.prefix[e.prefix.len().saturating_sub(SHOWN_PREFIX)..] {
             let _ = writeln!(out, "      {op}");
         }
-        for s in &e.states {
-            let _ = writeln!(out, "    model state after it: {s}");
+        if let Some((first, others)) = e.states.split_first() {
+            let _ = write!(out, "    model state after it: {first}");
+            if !others.is_empty() {
+                let _ = write!(
+                    out,
+                    " (other prefixes of that length end in: {})",
+                    others.join(", ")
+                );
+            }
+            out.push('\n');
         }
         let _ = writeln!(out, "    cannot be linearized next: {}", e.op);
         if !e.pending.is_empty() {

@@ -1,19 +1,223 @@
-//! `watermark check`: judge a history file offline.
+//! `watermark check`: judge a history file offline — ours (`history.jsonl`, alone
+//! or inside a run folder), a Jepsen `history.edn`, or a Porcupine test log.
+//!
+//! This is the file-reading shell around the pure `checker` crate: it reads the
+//! history (and, inside a run folder, `run.json` for the workload and every
+//! `nodes/<id>/final-log.jsonl` for replica divergence), picks the format and the
+//! model, runs the checker and prints the verdict. Unreadable or malformed input is
+//! bad usage (exit 64) with the file, the line and what was expected.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use checker::check::{Model, check};
+use checker::format::{self, Format};
+use checker::history::{EventType, Process};
+use checker::linear::Options;
+use checker::queue::{self, ReplicaLog};
+use checker::verdict::Validity;
 
 use crate::exit::Exit;
+
+/// A history file's format (`auto`: detected from the content).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    Auto,
+    Jsonl,
+    Edn,
+    JepsenLog,
+    PorcupineKv,
+}
+
+/// The model to check against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModelArg {
+    Register,
+    CasRegister,
+    Kv,
+    Queue,
+}
 
 /// Options of `watermark check`.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
-    /// The history file.
-    pub history: std::path::PathBuf,
+    /// The history file (history.jsonl, history.edn, a Jepsen or Porcupine log), or
+    /// a run folder (its history.jsonl is checked).
+    pub history: PathBuf,
+    /// The file's format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    pub format: FormatArg,
+    /// The model [default: the run folder's workload from run.json, else what the
+    /// format and the operations imply].
+    #[arg(long, value_enum)]
+    pub model: Option<ModelArg>,
+    /// The checker's budget in seconds; past it the verdict is unknown (exit 2).
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    pub time_limit: f64,
+    /// Print results.json to stdout instead of the text verdict.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Bad input: what was wrong, where, and what to do. Exit 64.
+fn usage(message: String) -> Exit {
+    eprintln!("watermark check: {message}");
+    Exit::Usage
 }
 
 /// Run `watermark check`.
 pub fn run(args: CheckArgs) -> Exit {
-    eprintln!(
-        "watermark check: {} (checker not built yet)",
-        args.history.display()
-    );
-    Exit::Unknown
+    match check_file(&args) {
+        Ok(exit) => exit,
+        Err(message) => usage(message),
+    }
+}
+
+fn check_file(args: &CheckArgs) -> Result<Exit, String> {
+    if !(args.time_limit.is_finite() && args.time_limit > 0.0) {
+        return Err(format!(
+            "--time-limit must be a positive number of seconds, not {}",
+            args.time_limit
+        ));
+    }
+    let path = if args.history.is_dir() {
+        args.history.join("history.jsonl")
+    } else {
+        args.history.clone()
+    };
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {shown}: {e} (give a history file or a run folder)"))?;
+    let fmt = match args.format {
+        FormatArg::Auto => format::detect(&text).map_err(|e| at(&shown, &e))?,
+        FormatArg::Jsonl => Format::Jsonl,
+        FormatArg::Edn => Format::Edn,
+        FormatArg::JepsenLog => Format::JepsenLog,
+        FormatArg::PorcupineKv => Format::PorcupineKv,
+    };
+    let parsed = format::parse(&text, fmt).map_err(|e| at(&shown, &e))?;
+
+    // A history.jsonl inside a run folder: the workload and the replicas' logs.
+    let folder = path
+        .parent()
+        .filter(|d| fmt == Format::Jsonl && d.join("run.json").is_file());
+    let workload = folder.and_then(run_json_workload);
+    let replicas = match folder {
+        Some(d) => final_logs(d)?,
+        None => Vec::new(),
+    };
+
+    let model = match args.model {
+        Some(ModelArg::Register) => Model::Register,
+        Some(ModelArg::CasRegister) => Model::CasRegister,
+        Some(ModelArg::Kv) => Model::Kv,
+        Some(ModelArg::Queue) => Model::Queue,
+        None => match workload.as_deref() {
+            Some("queue") => Model::Queue,
+            Some("register") => Model::CasRegister,
+            _ => Model::infer(fmt, &parsed.events).ok_or_else(|| {
+                format!("{shown}: cannot tell which model to check against; name it with --model register|cas-register|kv|queue")
+            })?,
+        },
+    };
+
+    let options = Options {
+        time_limit: Some(Duration::from_secs_f64(args.time_limit)),
+        ..Options::default()
+    };
+    let results = check(fmt, &parsed.events, model, &replicas, &options).map_err(|e| {
+        match e.index.and_then(|i| parsed.line_of_index(i)) {
+            Some(line) => format!(
+                "{shown}:{line}: {} (checking as {})",
+                e.message,
+                model.name()
+            ),
+            None => format!("{shown}: {} (checking as {})", e.message, model.name()),
+        }
+    })?;
+
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&results).unwrap_or_default()
+        );
+    } else {
+        let clients = parsed
+            .events
+            .iter()
+            .filter(|e| e.process != Process::Nemesis);
+        let (invokes, completions) = clients.fold((0usize, 0usize), |(i, c), e| {
+            if e.kind == EventType::Invoke {
+                (i + 1, c)
+            } else {
+                (i, c + 1)
+            }
+        });
+        println!(
+            "{shown}: {} events ({}), checked as {}{}",
+            parsed.events.len(),
+            fmt.name(),
+            model.name(),
+            if replicas.is_empty() {
+                String::new()
+            } else {
+                format!(", {} replica logs", replicas.len())
+            }
+        );
+        if invokes > completions {
+            println!(
+                "note: {} invocations never completed; they count as indeterminate (may or may not have happened)",
+                invokes - completions
+            );
+        }
+        print!("{}", results.render_text());
+    }
+    Ok(match results.valid {
+        Validity::Valid => Exit::Valid,
+        Validity::Invalid => Exit::Invalid,
+        Validity::Unknown => Exit::Unknown,
+    })
+}
+
+fn at(file: &str, e: &format::ParseError) -> String {
+    if e.line == 0 {
+        format!("{file}: {}", e.message)
+    } else {
+        format!("{file}:{}: {}", e.line, e.message)
+    }
+}
+
+/// `run.json`'s `workload`, if the file says.
+fn run_json_workload(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("run.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("workload")
+        .and_then(|w| w.as_str())
+        .map(str::to_string)
+}
+
+/// Every `nodes/<id>/final-log.jsonl` of a run folder, by node id.
+fn final_logs(dir: &Path) -> Result<Vec<ReplicaLog>, String> {
+    let Ok(entries) = std::fs::read_dir(dir.join("nodes")) else {
+        return Ok(Vec::new());
+    };
+    let mut nodes: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    nodes.sort();
+    let mut logs = Vec::new();
+    for node in nodes {
+        let file = node.join("final-log.jsonl");
+        if !file.is_file() {
+            continue;
+        }
+        let name = node
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let parsed = queue::parse_final_log(&name, &text)
+            .map_err(|e| format!("{}:{}: {}", file.display(), e.line, e.message))?;
+        logs.extend(parsed);
+    }
+    Ok(logs)
 }

@@ -1,0 +1,275 @@
+//! `watermark check` as a user runs it: the real binary on history files, checked
+//! by exit code and output.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn data(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../checker/tests/data/porcupine")
+        .join(path)
+}
+
+fn watermark(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_watermark"))
+        .arg("check")
+        .args(args)
+        .output()
+        .expect("watermark runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited, not killed")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
+}
+
+#[test]
+fn jepsen_logs_valid_and_invalid() {
+    let o = watermark(&[path(&data("jepsen/etcd_002.log"))]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("verdict: valid"), "{}", stdout(&o));
+
+    let o = watermark(&[path(&data("jepsen/etcd_000.log"))]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("verdict: INVALID"), "{out}");
+    assert!(out.contains("nonlinearizable"), "{out}");
+    assert!(out.contains("longest linearizable prefix"), "{out}");
+    assert!(out.contains("model state after it"), "{out}");
+    assert!(out.contains("cannot be linearized next"), "{out}");
+}
+
+#[test]
+fn json_output_is_results_json() {
+    let o = watermark(&[path(&data("kv/c10-bad.txt")), "--json"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON on stdout");
+    assert_eq!(v["valid"], serde_json::json!(false));
+    let a = &v["checkers"]["linearizable"]["anomalies"][0];
+    assert_eq!(a["kind"], "nonlinearizable");
+    assert!(a["key"].is_string(), "{a}");
+    assert!(a["explanation"]["prefix"].is_array(), "{a}");
+
+    let o = watermark(&[
+        path(&data("kv/c10-ok.txt")),
+        "--json",
+        "--format",
+        "porcupine-kv",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+#[test]
+fn bad_usage_and_malformed_input_exit_64_saying_where() {
+    let o = watermark(&["/nonexistent/history.jsonl"]);
+    assert_eq!(code(&o), 64);
+    assert!(
+        stderr(&o).contains("cannot read /nonexistent/history.jsonl"),
+        "{}",
+        stderr(&o)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("history.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"index\":0,\"time\":0,\"process\":0,\"type\":\"invoke\",\"f\":\"read\",\"value\":null}\n\
+         {\"index\":1,\"time\":1,\"process\":0,\"type\":\"done\",\"f\":\"read\",\"value\":null}\n",
+    )
+    .unwrap();
+    let o = watermark(&[path(&bad)]);
+    assert_eq!(code(&o), 64);
+    assert!(stderr(&o).contains("history.jsonl:2:"), "{}", stderr(&o));
+
+    let o = watermark(&[path(&data("jepsen/etcd_000.log")), "--format", "jsonl"]);
+    assert_eq!(code(&o), 64, "{}", stderr(&o));
+    assert!(stderr(&o).contains(":1:"), "{}", stderr(&o));
+
+    let o = watermark(&[path(&data("jepsen/etcd_000.log")), "--model", "bogus"]);
+    assert_eq!(code(&o), 64);
+    let o = watermark(&[path(&data("jepsen/etcd_000.log")), "--model", "kv"]);
+    assert_eq!(code(&o), 64, "a register history is not a kv history");
+    assert!(stderr(&o).contains("kv"), "{}", stderr(&o));
+}
+
+fn line(index: u64, process: u64, kind: &str, f: &str, value: serde_json::Value) -> String {
+    serde_json::json!({"index": index, "time": index * 1000, "process": process, "type": kind, "f": f, "value": value})
+        .to_string()
+}
+
+#[test]
+fn run_folder_queue_with_replica_logs() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("run.json"),
+        json!({"workload": "queue", "seed": 7}).to_string(),
+    )
+    .unwrap();
+    let history = [
+        line(0, 0, "invoke", "send", json!({"partition": 0, "value": 1})),
+        line(
+            1,
+            0,
+            "ok",
+            "send",
+            json!({"partition": 0, "value": 1, "offset": 0}),
+        ),
+        line(2, 1, "invoke", "send", json!({"partition": 0, "value": 2})),
+        line(3, 1, "info", "send", json!({"partition": 0, "value": 2})),
+        line(
+            4,
+            2,
+            "invoke",
+            "final-poll",
+            json!({"partition": 0, "offset": 0}),
+        ),
+        line(
+            5,
+            2,
+            "ok",
+            "final-poll",
+            json!({"partition": 0, "records": [[0, 1]]}),
+        ),
+    ]
+    .join("\n");
+    std::fs::write(d.join("history.jsonl"), history + "\n").unwrap();
+    let log = |v: i64| {
+        json!({"topic": "queue", "partition": 0, "log_end_offset": 1, "high_watermark": 1,
+               "records": [{"offset": 0, "leader_epoch": 1, "key": null, "value": v}]})
+        .to_string()
+    };
+    for (node, v) in [("1", 1), ("2", 1)] {
+        std::fs::create_dir_all(d.join("nodes").join(node)).unwrap();
+        std::fs::write(
+            d.join("nodes").join(node).join("final-log.jsonl"),
+            log(v) + "\n",
+        )
+        .unwrap();
+    }
+    let o = watermark(&[path(d)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("checked as queue, 2 replica logs"),
+        "{}",
+        stdout(&o)
+    );
+
+    // A diverging replica is found through the run folder.
+    std::fs::create_dir_all(d.join("nodes/3")).unwrap();
+    std::fs::write(d.join("nodes/3/final-log.jsonl"), log(9) + "\n").unwrap();
+    let o = watermark(&[path(&d.join("history.jsonl"))]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("replica-divergence"), "{}", stdout(&o));
+
+    // A malformed replica log is bad input naming the file and line.
+    std::fs::write(d.join("nodes/3/final-log.jsonl"), "{\"topic\":1}\n").unwrap();
+    let o = watermark(&[path(d)]);
+    assert_eq!(code(&o), 64);
+    assert!(stderr(&o).contains("final-log.jsonl:1:"), "{}", stderr(&o));
+}
+
+#[test]
+fn incomplete_register_history_is_still_checked() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("history.jsonl");
+    // A crashed harness's prefix: the last write never completed, and the file
+    // ends in a torn line.
+    let history = [
+        line(0, 0, "invoke", "write", json!({"key": 1, "value": 5})),
+        line(1, 0, "ok", "write", json!({"key": 1, "value": 5})),
+        line(2, 1, "invoke", "write", json!({"key": 1, "value": 6})),
+        line(3, 2, "invoke", "read", json!({"key": 1, "value": null})),
+        line(4, 2, "ok", "read", json!({"key": 1, "value": 6})),
+    ]
+    .join("\n");
+    std::fs::write(&f, history + "\n{\"index\":5,\"ti").unwrap();
+    let o = watermark(&[path(&f)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("1 invocations never completed"),
+        "{}",
+        stdout(&o)
+    );
+
+    // A read of a value nobody wrote cannot be linearized.
+    let history = [
+        line(0, 0, "invoke", "write", json!({"key": 1, "value": 5})),
+        line(1, 0, "ok", "write", json!({"key": 1, "value": 5})),
+        line(2, 2, "invoke", "read", json!({"key": 1, "value": null})),
+        line(3, 2, "ok", "read", json!({"key": 1, "value": 7})),
+    ]
+    .join("\n");
+    std::fs::write(&f, history).unwrap();
+    let o = watermark(&[path(&f), "--model", "register"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("read → 7"), "{}", stdout(&o));
+}
+
+#[test]
+fn tiny_time_limit_gives_unknown() {
+    // etcd_002 needs far more search steps than fit in a microsecond.
+    let o = watermark(&[
+        path(&data("jepsen/etcd_002.log")),
+        "--time-limit",
+        "0.000001",
+    ]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("time limit"), "{}", stdout(&o));
+    let o = watermark(&[path(&data("jepsen/etcd_002.log")), "--time-limit", "-1"]);
+    assert_eq!(code(&o), 64);
+}
+
+#[test]
+fn jepsen_edn_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("history.edn");
+    // A failed cas did not happen (Knossos' reading); the read of 2 then needs
+    // the indeterminate write of 2 to have happened.
+    let edn = "{:type :invoke, :f :write, :value 1, :process 0, :time 0, :index 0}\n\
+               {:type :ok, :f :write, :value 1, :process 0, :time 1, :index 1}\n\
+               {:type :invoke, :f :cas, :value [3 4], :process 1, :time 2, :index 2}\n\
+               {:type :fail, :f :cas, :value [3 4], :process 1, :time 3, :index 3}\n\
+               {:type :invoke, :f :write, :value 2, :process 2, :time 4, :index 4}\n\
+               {:type :info, :f :write, :value 2, :process 2, :time 5, :index 5, :error :timeout}\n\
+               {:type :invoke, :f :read, :value nil, :process 3, :time 6, :index 6}\n\
+               {:type :ok, :f :read, :value 2, :process 3, :time 7, :index 7}\n";
+    std::fs::write(&f, edn).unwrap();
+    let o = watermark(&[path(&f)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("(edn), checked as cas-register"),
+        "{}",
+        stdout(&o)
+    );
+
+    std::fs::write(
+        &f,
+        edn.replace(":value 2, :process 3", ":value 4, :process 3"),
+    )
+    .unwrap();
+    let o = watermark(&[path(&f)]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+
+    std::fs::write(
+        &f,
+        "{:type :invoke, :f :write, :value 1, :process 0}\n{:type :ok :f}\n",
+    )
+    .unwrap();
+    let o = watermark(&[path(&f)]);
+    assert_eq!(code(&o), 64);
+    assert!(stderr(&o).contains("history.edn:2:"), "{}", stderr(&o));
+}
