@@ -92,6 +92,7 @@ pub struct NodeArgs {
 }
 
 /// The known bugs `--bug` can plant (SPEC §7), so the harness can show it catches them.
+/// The names are accepted now; planting them comes with the self-test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Bug {
     /// Truncate to the local high watermark, as `--truncation hw`.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::cli::{NodeArgs, Truncation};
+use crate::cli::NodeArgs;
 use crate::error::Code;
 use crate::log::LogConfig;
 use crate::protocol::{
@@ -49,10 +49,7 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn new(mut args: NodeArgs) -> Node {
-        if args.bug == Some(crate::cli::Bug::HwTruncation) {
-            args.truncation = Truncation::Hw;
-        }
+    pub fn new(args: NodeArgs) -> Node {
         let broker_epoch = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64);

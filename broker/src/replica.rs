@@ -197,6 +197,10 @@ pub struct FollowerState {
     pub log_end_offset: Option<u64>,
     /// The last time the follower was caught up to the leader's LEO.
     pub last_caught_up_ms: u64,
+    /// Whether the HW waits for it even outside the ISR (it is catching up to join).
+    /// False from the moment the controller drops it from the ISR (it died or
+    /// restarted) until it is caught up again, as Kafka skips fenced brokers.
+    isr_eligible: bool,
     last_fetch_ms: u64,
     last_fetch_leader_leo: u64,
 }
@@ -430,6 +434,11 @@ impl<L: ReplicaLog> Replica<L> {
                 return Ok(Transition::Ignored);
             }
             if state.leader_epoch == cur.leader_epoch && state.leader == cur.leader {
+                for r in cur.isr.iter().filter(|r| !state.isr.contains(r)) {
+                    if let Some(f) = self.followers.get_mut(r) {
+                        f.isr_eligible = false;
+                    }
+                }
                 self.state = Some(state);
                 if self.role == Role::Leader {
                     self.pending_isr = None;
@@ -479,6 +488,7 @@ impl<L: ReplicaLog> Replica<L> {
                     FollowerState {
                         log_end_offset: None,
                         last_caught_up_ms: if in_isr { now_ms } else { 0 },
+                        isr_eligible: in_isr,
                         last_fetch_ms: 0,
                         last_fetch_leader_leo: 0,
                     },
@@ -541,7 +551,8 @@ impl<L: ReplicaLog> Replica<L> {
         let isr = self.maximal_isr();
         let mut min = self.log.log_end_offset();
         for (&r, f) in &self.followers {
-            let caught_up = f.log_end_offset.is_some()
+            let caught_up = f.isr_eligible
+                && f.log_end_offset.is_some()
                 && now_ms.saturating_sub(f.last_caught_up_ms) <= self.lag_time_max_ms;
             if isr.contains(&r) || caught_up {
                 match f.log_end_offset {
@@ -632,6 +643,7 @@ impl<L: ReplicaLog> Replica<L> {
         // now, or everything we had at its previous fetch.
         if req.fetch_offset >= leo {
             f.last_caught_up_ms = f.last_caught_up_ms.max(now_ms);
+            f.isr_eligible = true;
         } else if req.fetch_offset >= f.last_fetch_leader_leo {
             f.last_caught_up_ms = f.last_caught_up_ms.max(f.last_fetch_ms);
         }

@@ -391,6 +391,37 @@ fn a_follower_that_keeps_fetching_but_never_reaches_leo_falls_out() {
     assert_eq!(b.get(1).isr_proposal(t), Some(vec![1]));
 }
 
+#[test]
+fn a_follower_the_controller_drops_no_longer_holds_hw_back() {
+    let mut b = Brokers::new(&[1, 2, 3], Truncation::Epoch);
+    b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2, 3], &[1, 2, 3]), 0);
+    b.fetch(2, 1, 0);
+    b.fetch(3, 1, 0);
+    // Broker 3 dies right after a fetch: it was caught up at t=0.
+    let a = b.produce(1, 5, 10);
+    b.fetch(2, 1, 20);
+    b.fetch(2, 1, 30);
+    assert_eq!(b.get(1).high_watermark(), 0);
+    // The controller declares it dead and drops it from the ISR well within the lag
+    // time: HW must not keep waiting for it as a replica "caught up" to rejoin.
+    b.tell(&[1], state(1, 1, 2, &[1, 2], &[1, 2, 3]), 100);
+    assert_eq!(b.get(1).high_watermark(), 1);
+    assert_eq!(b.get(1).ack_status(a.end_offset, 1), AckStatus::Committed);
+    // Once it is back and caught up, HW waits for it again (it is about to rejoin).
+    b.fetch(3, 1, 200);
+    b.fetch(3, 1, 210);
+    b.produce(1, 6, 220);
+    b.fetch(2, 1, 230);
+    b.fetch(2, 1, 240);
+    assert_eq!(
+        b.get(1).high_watermark(),
+        1,
+        "waits for broker 3, caught up at 210"
+    );
+    // Its fetch offset (1) has reached HW (1): the leader proposes it back.
+    assert_eq!(b.get(1).isr_proposal(240), Some(vec![1, 2, 3]));
+}
+
 // ---- fencing ----
 
 #[test]
