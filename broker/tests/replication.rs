@@ -464,3 +464,117 @@ async fn stale_epochs_are_fenced_and_a_replaced_leader_cannot_ack() {
     let log = local_log(&c, new, "t", 0).await.unwrap();
     assert!(!log.iter().any(|(_, v)| v == "stale"), "{log:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn register_view_compare_and_set_and_linearizable_reads() {
+    let c = Cluster::start(Opts::default());
+    c.create_topic("reg", 1, 3, 2).await;
+    let (old, old_epoch, _) = controller_view(&c, "reg", 0).await;
+    let write = |id: i32, v: Value, if_value: Option<Value>| {
+        let mut body = json!({"records": [{"key": "x", "value": v}]});
+        if let Some(iv) = if_value {
+            body["if_value"] = iv;
+        }
+        let c = &c;
+        async move {
+            c.post(
+                &c.addr(id),
+                "/v1/topics/reg/partitions/0/records?acks=all",
+                &body,
+            )
+            .await
+        }
+    };
+    let (status, body) = c.get(&c.addr(old), "/v1/topics/reg/keys/x").await;
+    assert_eq!(
+        (status, &body["value"], &body["offset"]),
+        (200, &Value::Null, &Value::Null)
+    );
+    assert_eq!(write(old, json!(1), Some(Value::Null)).await.0, 200);
+    let (status, body) = write(old, json!(2), Some(json!(7))).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (412, Some("PRECONDITION_FAILED"))
+    );
+    assert_eq!(body["current"], 1);
+    assert_eq!(write(old, json!(2), Some(json!(1))).await.0, 200);
+    let (status, body) = c
+        .get(&c.addr(old), "/v1/topics/reg/keys/x?linearizable=true")
+        .await;
+    assert_eq!((status, &body["value"]), (200, &json!(2)), "{body}");
+    let follower = (1..=3).find(|id| *id != old).unwrap();
+    let (status, body) = c.get(&c.addr(follower), "/v1/topics/reg/keys/x").await;
+    assert_eq!((status, body["error"].as_str()), (421, Some("NOT_LEADER")));
+
+    // The leader is replaced while paused; the new leader has the acknowledged value.
+    c.nodes[&old].signal(libc::SIGSTOP);
+    let (new, _) = wait_new_leader(&c, "reg", 0, old, old_epoch).await;
+    let (status, body) = c
+        .wait_for("a linearizable read on the new leader", || async {
+            let r = c
+                .get(&c.addr(new), "/v1/topics/reg/keys/x?linearizable=true")
+                .await;
+            (r.0 == 200).then_some(r)
+        })
+        .await;
+    assert_eq!((status, &body["value"]), (200, &json!(2)), "{body}");
+    // The old leader, resumed, must not answer a linearizable read.
+    c.nodes[&old].signal(libc::SIGCONT);
+    let (status, body) = c
+        .get(&c.addr(old), "/v1/topics/reg/keys/x?linearizable=true")
+        .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (421, Some("NOT_LEADER")),
+        "{body}"
+    );
+}
+
+/// Nodes given a dead address and a stand-in that is not the controller find the
+/// real one: connection failures move on down the `--controller` list, and a
+/// `NOT_CONTROLLER` answer's hint is followed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_follow_not_controller_to_the_active_controller() {
+    use std::sync::{Arc, Mutex};
+
+    let real: Arc<Mutex<Option<String>>> = Arc::default();
+    let hint = real.clone();
+    let stand_in = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let stand_in_addr = stand_in.local_addr().unwrap().to_string();
+    let app = axum::Router::new().fallback(move || {
+        let hint = hint.lock().unwrap().clone();
+        async move {
+            (
+                axum::http::StatusCode::MISDIRECTED_REQUEST,
+                axum::Json(json!({"error": "NOT_CONTROLLER",
+                                  "message": "not the active controller",
+                                  "controller": hint})),
+            )
+        }
+    });
+    tokio::spawn(async move { axum::serve(stand_in, app).await });
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let c = Cluster::start(Opts {
+        controller_list: Some(vec![dead, stand_in_addr]),
+        ..Opts::default()
+    });
+    *real.lock().unwrap() = Some(c.controller.addr.clone());
+    // Alive means registered by heartbeats, which only reach the controller through
+    // the hint.
+    c.wait_for(
+        "every broker to heartbeat to the real controller",
+        || async {
+            let (_, md) = c.get(&c.controller.addr, "/v1/metadata").await;
+            let brokers = md["brokers"].as_array()?;
+            (brokers.len() == 3 && brokers.iter().all(|b| b["alive"] == true)).then_some(())
+        },
+    )
+    .await;
+    c.create_topic("t", 1, 3, 2).await;
+    let (leader, _, _) = controller_view(&c, "t", 0).await;
+    let (status, body) = c.produce(leader, "t", 0, "all", json!(1)).await;
+    assert_eq!(status, 200, "{body}");
+}

@@ -138,6 +138,8 @@ pub struct Opts {
     pub fetch_wait_ms: u64,
     /// Extra arguments for every node.
     pub node_args: Vec<String>,
+    /// The nodes' `--controller` list, instead of the real controller's address.
+    pub controller_list: Option<Vec<String>>,
 }
 
 impl Default for Opts {
@@ -148,6 +150,7 @@ impl Default for Opts {
             lag_ms: 1500,
             fetch_wait_ms: 500,
             node_args: Vec::new(),
+            controller_list: None,
         }
     }
 }
@@ -206,7 +209,9 @@ impl Cluster {
                 "--data-dir".into(),
                 path(&dir.path().join(format!("node{id}"))),
                 "--controller".into(),
-                controller.addr.clone(),
+                opts.controller_list
+                    .clone()
+                    .map_or(controller.addr.clone(), |l| l.join(",")),
                 "--peers".into(),
                 list(Some(id)),
                 "--replica-lag-time-max-ms".into(),
