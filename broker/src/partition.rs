@@ -100,7 +100,8 @@ impl Partition {
         Ok(())
     }
 
-    /// Replace the follower fetch task (None: stop fetching).
+    /// Replace the follower fetch task (None: stop fetching). Called with the replica
+    /// lock held (lock order: replica, then fetcher).
     pub fn set_fetcher(&self, task: Option<JoinHandle<()>>) {
         let mut f = self.fetcher.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(old) = f.take() {

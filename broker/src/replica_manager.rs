@@ -151,6 +151,8 @@ pub fn apply_partition_state(node: &Arc<Node>, state: PartitionState) {
             return;
         }
     };
+    // The fetch task is swapped under the replica lock, so two controller messages
+    // applied concurrently cannot leave the older one's task running.
     let (transition, epoch) = {
         let mut r = part.lock();
         let t = match r.apply_state(state, node.args.truncation, node.now_ms()) {
@@ -169,21 +171,22 @@ pub fn apply_partition_state(node: &Arc<Node>, state: PartitionState) {
                 node.id, tp.topic, tp.partition
             );
         }
-        (t, r.leader_epoch())
-    };
-    match transition {
-        Transition::Ignored => return,
-        Transition::IsrUpdated => {}
-        Transition::BecameLeader | Transition::BecameOffline => part.set_fetcher(None),
-        Transition::BecameFollower { leader } => {
-            part.set_fetcher(Some(fetcher::spawn(
-                node.clone(),
-                part.clone(),
-                leader,
-                epoch,
-            )));
+        let epoch = r.leader_epoch();
+        match t {
+            Transition::Ignored => return,
+            Transition::IsrUpdated => {}
+            Transition::BecameLeader | Transition::BecameOffline => part.set_fetcher(None),
+            Transition::BecameFollower { leader } => {
+                part.set_fetcher(Some(fetcher::spawn(
+                    node.clone(),
+                    part.clone(),
+                    leader,
+                    epoch,
+                )));
+            }
         }
-    }
+        (t, epoch)
+    };
     if transition != Transition::IsrUpdated {
         eprintln!(
             "node {}: {}-{}: {transition:?} at leader epoch {epoch}",
