@@ -32,9 +32,11 @@ pub struct RunData {
 }
 
 impl RunData {
-    /// The folder's name, e.g. `queue-20261129T233012Z-s42`.
+    /// The folder's name, e.g. `queue-20261129T233012Z-s42` (also when reached
+    /// through the `latest` link).
     pub fn name(&self) -> String {
-        folder_name(&self.dir)
+        let real = fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone());
+        folder_name(&real)
     }
 
     /// A string field of run.json, if present.

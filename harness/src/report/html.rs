@@ -159,7 +159,7 @@ svg .axis{stroke:#888;stroke-width:1}svg .grid{stroke:#e6e6e6;stroke-width:1}
 svg .lane{fill:#f5f6f8}
 .ok,.sw.ok{fill:#5aa469;background:#5aa469}.fail,.sw.fail{fill:#e05252;background:#e05252}.info,.sw.info{fill:#f0a030;background:#f0a030}
 svg .hl{stroke:#111;stroke-width:1.5}
-svg .fault{opacity:.16}svg .fault-label{font-size:10.5px;font-weight:600}svg .fault-tick{stroke-width:1;opacity:.7}
+svg .fault{opacity:.16}svg .fault-strip{opacity:.8}svg .fault-label{font-size:10.5px;font-weight:600}svg .fault-tick{stroke-width:1;opacity:.7}
 .f-kill{fill:#d32f2f;stroke:#d32f2f;background:rgba(211,47,47,.25)}.f-pause{fill:#1e63c8;stroke:#1e63c8;background:rgba(30,99,200,.25)}
 .f-part{fill:#7b3fb3;stroke:#7b3fb3;background:rgba(123,63,179,.25)}.f-other{fill:#666;stroke:#666;background:rgba(100,100,100,.25)}
 svg text.fault-label{stroke:none}svg text.f-kill{fill:#a11}svg text.f-pause{fill:#124a99}svg text.f-part{fill:#5b2a88}
@@ -641,7 +641,7 @@ fn whole_run(out: &mut String, data: &RunData, ctx: &Ctx, faults: &Faults, end: 
         out,
         "<p>Each row is a client process (with many processes, those whose lifetimes do not overlap share a row), each bar an operation from invocation to completion; {} Operations an anomaly involves are outlined in black.</p>",
         if bucketed {
-            "with this many operations, each mark covers a pixel column and shows its worst outcome (info over fail over ok)."
+            "with this many operations, each mark covers a pixel column and shows its most common outcome; thin red and orange ticks flag columns holding any fail or info."
         } else {
             "hover for details."
         }

@@ -22,6 +22,8 @@ const RIGHT: f64 = 14.0;
 const LABEL_ROW: f64 = 13.0;
 const MAX_LABEL_ROWS: usize = 4;
 const AXIS: f64 = 22.0;
+/// Height of the fault strip above the timeline's lanes.
+const STRIP: f64 = 7.0;
 /// Up to this many processes, each gets its own row.
 const ONE_LANE_EACH: usize = 16;
 /// Beyond this many operations in view, the timeline and latency plot bucket.
@@ -99,6 +101,29 @@ pub fn op_text(op: &Op) -> String {
         s = s.chars().take(159).collect::<String>() + "…";
     }
     s
+}
+
+/// What a bucketed timeline cell draws in a layer: layer 0 the most common
+/// outcome, layer 1 a fail tick, layer 2 an info tick (ticks only where that
+/// outcome is present but not the most common). Indices are outcome slots.
+fn cell_class(layer: usize, c: &[u32; 3]) -> Option<usize> {
+    let base = if c.iter().all(|&n| n == 0) {
+        None
+    } else {
+        (0..3).max_by_key(|&k| (c[k], std::cmp::Reverse(k)))
+    };
+    match layer {
+        0 => base,
+        k => (c[k] > 0 && base != Some(k)).then_some(k),
+    }
+}
+
+fn outcome_slot(o: Outcome) -> usize {
+    match o {
+        Outcome::Ok => 0,
+        Outcome::Fail => 1,
+        Outcome::Info => 2,
+    }
 }
 
 fn op_end(op: &Op, axis: &TimeAxis) -> u64 {
@@ -286,8 +311,8 @@ fn lanes(ops: &[&Op], axis: &TimeAxis) -> (BTreeMap<u64, usize>, Vec<Vec<u64>>) 
 }
 
 fn lane_label(procs: &[u64]) -> String {
-    let shown: Vec<String> = procs.iter().take(4).map(|p| p.to_string()).collect();
-    let more = if procs.len() > 4 { ", …" } else { "" };
+    let shown: Vec<String> = procs.iter().take(3).map(|p| p.to_string()).collect();
+    let more = if procs.len() > 3 { ", …" } else { "" };
     let noun = if procs.len() == 1 { "process" } else { "procs" };
     format!("{noun} {}{more}", shown.join(", "))
 }
@@ -317,12 +342,29 @@ pub fn timeline(
     };
     let bar_h = (lane_h - 3.0).max(2.0);
     let band = label_band(&axis, faults);
-    let top = band;
+    // A solid strip per fault between the labels and the lanes, so faults stay
+    // visible where operations cover the lanes.
+    let top = band + STRIP;
     let height = nlanes as f64 * lane_h;
     let total = top + height + AXIS + 4.0;
     let mut out = String::new();
     svg_open(&mut out, id, total, "timeline of operations per process");
-    fault_labels(&mut out, &axis, faults, top);
+    fault_labels(&mut out, &axis, faults, band);
+    for p in faults
+        .periods
+        .iter()
+        .filter(|p| axis.contains(p.start, p.end))
+    {
+        let x0 = axis.x(p.start);
+        let x1 = axis.x(p.end).max(x0 + 2.0);
+        let _ = write!(
+            out,
+            r#"<rect class="fault-strip {}" x="{x0:.1}" y="{band:.1}" width="{:.1}" height="{:.1}"/>"#,
+            p.family.class(),
+            x1 - x0,
+            STRIP - 1.0
+        );
+    }
     for (l, procs) in members.iter().enumerate() {
         let y = top + l as f64 * lane_h;
         if l % 2 == 1 {
@@ -360,9 +402,10 @@ pub fn timeline(
             );
         }
     } else {
-        // One mark per lane per 2-pixel column, coloured by the worst outcome.
+        // One mark per lane per 2-pixel column, coloured by its most common
+        // outcome; thin ticks flag columns with any fail (below) or info (above).
         let columns = (TimeAxis::width() / 2.0) as usize;
-        let mut grid = vec![0u8; nlanes * columns];
+        let mut grid = vec![[0u32; 3]; nlanes * columns];
         for op in &visible {
             let lane = lane_of[&op.process];
             let a = axis.bucket(op.invoke_time, columns);
@@ -370,45 +413,36 @@ pub fn timeline(
                 Some(t) => axis.bucket(t, columns),
                 None => a,
             };
-            let bit = match op.outcome {
-                Outcome::Ok => 1,
-                Outcome::Fail => 2,
-                Outcome::Info => 4,
-            };
-            for c in a..=b {
-                grid[lane * columns + c] |= bit;
+            for cell in &mut grid[lane * columns + a..=lane * columns + b] {
+                cell[outcome_slot(op.outcome)] += 1;
             }
         }
-        let class_of = |bits: u8| {
-            if bits & 4 != 0 {
-                "info"
-            } else if bits & 2 != 0 {
-                "fail"
-            } else {
-                "ok"
-            }
-        };
         let colw = TimeAxis::width() / columns as f64;
         for lane in 0..nlanes {
             let row = &grid[lane * columns..(lane + 1) * columns];
             let y = top + lane as f64 * lane_h + (lane_h - bar_h) / 2.0;
-            let mut c = 0;
-            while c < columns {
-                if row[c] == 0 {
-                    c += 1;
-                    continue;
+            let tick = (bar_h / 4.0).clamp(1.0, 3.0);
+            let layers = [(0, y, bar_h), (1, y + bar_h - tick, tick), (2, y, tick)];
+            for (layer, ly, lh) in layers {
+                let class_of = |c: &[u32; 3]| cell_class(layer, c);
+                let mut c = 0;
+                while c < columns {
+                    let Some(k) = class_of(&row[c]) else {
+                        c += 1;
+                        continue;
+                    };
+                    let start = c;
+                    while c < columns && class_of(&row[c]) == Some(k) {
+                        c += 1;
+                    }
+                    let _ = write!(
+                        out,
+                        r#"<rect class="{}" x="{:.1}" y="{ly:.1}" width="{:.1}" height="{lh:.1}"/>"#,
+                        ["ok", "fail", "info"][k],
+                        LEFT + start as f64 * colw,
+                        (c - start) as f64 * colw
+                    );
                 }
-                let cls = class_of(row[c]);
-                let start = c;
-                while c < columns && row[c] != 0 && class_of(row[c]) == cls {
-                    c += 1;
-                }
-                let _ = write!(
-                    out,
-                    r#"<rect class="{cls}" x="{:.1}" y="{y:.1}" width="{:.1}" height="{bar_h:.1}"/>"#,
-                    LEFT + start as f64 * colw,
-                    (c - start) as f64 * colw
-                );
             }
         }
     }
@@ -621,6 +655,22 @@ mod tests {
         assert_eq!(nice_step(40.0, 10.0), 5.0);
         assert_eq!(fmt_secs(2.5e9, 5e8), "2.5 s");
         assert_eq!(fmt_secs(20e9, 5e9), "20 s");
+    }
+
+    #[test]
+    fn bucketed_cells_show_the_majority_and_flag_fail_and_info() {
+        assert_eq!(cell_class(0, &[0, 0, 0]), None);
+        assert_eq!(cell_class(0, &[9, 1, 1]), Some(0));
+        assert_eq!(cell_class(1, &[9, 1, 0]), Some(1));
+        assert_eq!(cell_class(2, &[9, 1, 0]), None);
+        assert_eq!(cell_class(2, &[9, 0, 1]), Some(2));
+        assert_eq!(cell_class(0, &[1, 5, 0]), Some(1));
+        assert_eq!(
+            cell_class(1, &[1, 5, 0]),
+            None,
+            "no tick over its own colour"
+        );
+        assert_eq!(cell_class(0, &[2, 2, 0]), Some(0), "ties go to ok");
     }
 
     #[test]
