@@ -157,6 +157,17 @@ impl Progress {
         }
     }
 
+    /// The campaign proper starts now: elapsed time counts from here.
+    pub fn begin_running(&mut self) {
+        self.started = Instant::now();
+        self.last_line = self.started;
+        if let Some(bar) = &self.bar {
+            bar.reset_elapsed();
+            bar.set_position(0);
+        }
+        self.phase("running");
+    }
+
     /// Refresh from the tally; call a few times a second.
     pub fn tick(&mut self, tally: &Tally) {
         let elapsed = self.started.elapsed();

@@ -187,7 +187,7 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
     // The campaign proper: clients and faults until the time limit. The nemesis
     // ends its faults at the limit; the clients stop then too, letting operations
     // in flight complete.
-    progress.phase("running");
+    progress.begin_running();
     let (stop_tx, stop_rx) = watch::channel(false);
     let workload = {
         let config = queue_config.clone();

@@ -356,3 +356,49 @@ fn a_harness_killed_mid_run_leaves_no_process_and_a_checkable_history() {
         text(&out)
     );
 }
+
+#[test]
+fn replay_repeats_the_configuration_and_seed() {
+    let results = tempfile::tempdir().unwrap();
+    let dir = results.path().to_str().unwrap();
+    let out = watermark(
+        &[
+            "run",
+            "--nodes",
+            "1",
+            "--min-insync",
+            "1",
+            "--partitions",
+            "1",
+            "--nemesis",
+            "none",
+            "--time-limit",
+            "3",
+            "--rate",
+            "50",
+            "--seed",
+            "77",
+            "--results",
+            dir,
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let first = run_folder(results.path());
+
+    let out = watermark(
+        &["replay", first.to_str().unwrap()],
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let second = run_folder(results.path());
+    assert_ne!(first, second, "the replay has its own run folder");
+    let (a, b) = (
+        read_json(&first.join("run.json")),
+        read_json(&second.join("run.json")),
+    );
+    assert_eq!(a["options"], b["options"]);
+    assert_eq!(b["seed"], 77);
+    assert_eq!(b["replay_of"], first.to_str().unwrap());
+    assert_no_process_left(dir);
+}
