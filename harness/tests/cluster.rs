@@ -548,6 +548,23 @@ mod real {
     }
 
     #[tokio::test]
+    async fn a_node_that_cannot_start_fails_the_cluster_with_its_log_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(dir.path(), 3);
+        config.node_args = vec!["--no-such-option".into()];
+        let err = Cluster::start(config).await.err().unwrap().to_string();
+        assert!(
+            err.contains("node 1") && err.contains("exited before"),
+            "{err}"
+        );
+        assert!(
+            err.contains("--no-such-option"),
+            "the log's tail says why: {err}"
+        );
+        assert_nothing_left(dir.path());
+    }
+
+    #[tokio::test]
     async fn a_missing_broker_binary_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
         let mut config = config(dir.path(), 3);

@@ -161,9 +161,20 @@ async fn pump(
             to.shutdown().await?;
             return Ok(());
         }
-        // Cut after the read: hold these bytes until the heal.
-        wait_healed(&mut cut).await;
-        to.write_all(&buf[..n]).await?;
+        // Forward, holding whatever is left whenever the link is cut (after the read,
+        // or while the receiver's window is full).
+        let mut pending = &buf[..n];
+        while !pending.is_empty() {
+            wait_healed(&mut cut).await;
+            tokio::select! {
+                // write is cancel-safe: on cancellation nothing was written.
+                written = to.write(pending) => match written? {
+                    0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                    w => pending = &pending[w..],
+                },
+                _ = cut.wait_for(|c| *c) => {}
+            }
+        }
     }
 }
 
