@@ -3,7 +3,8 @@
 //! make the run folder → run.json → start the cluster → create the topic → workload
 //! and nemesis until the time limit → end every fault → heal, resume and restart
 //! everything → wait (bounded) until the cluster converged → final drain → dump
-//! every replica's log → check → results.json → summary → exit code.
+//! every replica's log → check → results.json → summary → report.html and junit.xml
+//! → exit code.
 //!
 //! Whatever happens, no broker process outlives the campaign: the cluster kills its
 //! processes when dropped, and Ctrl-C / SIGTERM stop the campaign, kill every child
@@ -108,6 +109,13 @@ pub fn execute(mut args: RunArgs, command_line: Vec<String>, replay_of: Option<P
     record.finish(SystemTime::now(), exit);
     if let Err(e) = folder.write_json(&folder.run_json(), &record) {
         eprintln!("watermark run: {e}");
+    }
+    if matches!(exit, Exit::Valid | Exit::Invalid | Exit::Unknown) {
+        // The verdict stands whatever happens to the report; a failure is only said.
+        match crate::report::write_reports(&folder.path) {
+            Ok(w) => println!("report: {}", w.html.display()),
+            Err(e) => eprintln!("watermark run: no report: {e}"),
+        }
     }
     exit
 }

@@ -173,6 +173,13 @@ fn a_default_run_is_valid_and_leaves_a_complete_run_folder() {
     assert!(run["ended_at"].is_string());
     assert!(Path::new(run["broker_bin"].as_str().unwrap()).is_file());
 
+    for file in ["report.html", "junit.xml"] {
+        assert!(
+            folder.join(file).is_file(),
+            "no {file} in {}",
+            folder.display()
+        );
+    }
     let results_json = read_json(&folder.join("results.json"));
     assert_eq!(results_json["valid"], true, "{results_json}");
 
