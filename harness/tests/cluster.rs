@@ -173,11 +173,14 @@ fn a_panicking_owner_leaves_no_process_behind() {
 }
 
 const CHILD_HARNESS_ENV: &str = "WATERMARK_TEST_CHILD_HARNESS";
+const CHILD_MODE_ENV: &str = "WATERMARK_TEST_CHILD_MODE";
 
-/// Run by `children_die_with_a_sigkilled_harness` in a child process (re-executing this
-/// test binary): start three supervised sleeps, print their pids, and wait to be killed.
+/// Run inside a child process (re-executing this test binary) by the tests below:
+/// start three supervised sleeps, print their pids, then either wait to be killed
+/// (`sigkill`) or leak the supervisors and panic with the panic hook installed
+/// (`panic-hook`), staying alive so only the hook can have killed the sleeps.
 #[tokio::test]
-#[ignore = "helper: runs only inside children_die_with_a_sigkilled_harness"]
+#[ignore = "helper: runs only inside the tests that start a child harness"]
 async fn child_harness_helper() {
     let Ok(dir) = std::env::var(CHILD_HARNESS_ENV) else {
         return;
@@ -189,13 +192,18 @@ async fn child_harness_helper() {
     }
     let pids: Vec<String> = procs.iter().map(|p| p.pid().unwrap().to_string()).collect();
     println!("PIDS {}", pids.join(" "));
+    if std::env::var(CHILD_MODE_ENV).as_deref() == Ok("panic-hook") {
+        watermark::supervisor::install_panic_hook();
+        std::mem::forget(procs); // no Drop may clean up: only the hook
+        let _ = std::thread::spawn(|| panic!("a harness thread panics")).join();
+        println!("PANICKED");
+    }
     // Bounded: if nobody kills us, the test that started us has failed anyway.
     tokio::time::sleep(Duration::from_secs(120)).await;
 }
 
-#[test]
-fn children_die_with_a_sigkilled_harness() {
-    let dir = tempfile::tempdir().unwrap();
+/// A child harness in `mode`, and the pids of its three children once it printed them.
+fn child_harness(dir: &Path, mode: &str) -> (std::process::Child, Vec<i32>) {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([
         "child_harness_helper",
@@ -205,7 +213,8 @@ fn children_die_with_a_sigkilled_harness() {
         "--test-threads",
         "1",
     ])
-    .env(CHILD_HARNESS_ENV, dir.path())
+    .env(CHILD_HARNESS_ENV, dir)
+    .env(CHILD_MODE_ENV, mode)
     .stdout(Stdio::piped())
     .stderr(Stdio::null());
     // SAFETY: prctl only. If this test dies, the child harness dies with it.
@@ -216,7 +225,6 @@ fn children_die_with_a_sigkilled_harness() {
         });
     }
     let mut harness = cmd.spawn().unwrap();
-    let harness_pid = harness.id() as i32;
     let stdout = harness.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -228,22 +236,23 @@ fn children_die_with_a_sigkilled_harness() {
             }
         }
     });
-    let pids = match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(pids) => pids,
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(pids) => (harness, pids),
         Err(e) => {
             let _ = harness.kill();
             let _ = harness.wait();
             panic!("the child harness did not report its children: {e}");
         }
-    };
+    }
+}
+
+#[test]
+fn children_die_with_a_sigkilled_harness() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut harness, pids) = child_harness(dir.path(), "sigkill");
     assert_eq!(pids.len(), 3);
     assert!(pids.iter().all(|&p| alive(p)));
-
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(harness_pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    harness.kill().unwrap(); // SIGKILL
     harness.wait().unwrap();
     for pid in pids {
         assert!(
@@ -251,6 +260,22 @@ fn children_die_with_a_sigkilled_harness() {
             "child {pid} outlived its SIGKILLed harness"
         );
     }
+}
+
+#[test]
+fn the_panic_hook_kills_every_child_of_a_living_harness() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut harness, pids) = child_harness(dir.path(), "panic-hook");
+    assert_eq!(pids.len(), 3);
+    let all_dead = pids.iter().all(|&pid| wait_dead(pid, LONG));
+    let harness_alive = harness.try_wait().unwrap().is_none();
+    harness.kill().unwrap();
+    harness.wait().unwrap();
+    assert!(
+        harness_alive,
+        "the harness itself must still live, or PDEATHSIG did the work"
+    );
+    assert!(all_dead, "children outlived the panic: {pids:?}");
 }
 
 // ---- the cluster of real brokers ----
