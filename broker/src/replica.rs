@@ -29,6 +29,9 @@ use crate::cli::Truncation;
 use crate::log::{Log, Record};
 use crate::protocol::{BrokerId, LeaderEpoch, NO_LEADER, PartitionState};
 
+mod epoch_cache;
+pub use epoch_cache::EpochCache;
+
 /// What the replica needs from a partition's log.
 pub trait ReplicaLog {
     /// The offset the next record gets (LEO).
@@ -83,100 +86,6 @@ impl ReplicaLog for Log {
     }
     fn flush_if_due(&mut self, now: Instant) -> io::Result<()> {
         Log::flush_if_due(self, now)
-    }
-}
-
-/// Kafka's `LeaderEpochFileCache`: for each leader epoch, the first offset written in it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EpochCache {
-    entries: Vec<(LeaderEpoch, u64)>,
-}
-
-impl EpochCache {
-    /// An empty cache.
-    pub fn new() -> Self {
-        EpochCache::default()
-    }
-
-    /// `(epoch, start_offset)` pairs, both ascending.
-    pub fn entries(&self) -> &[(LeaderEpoch, u64)] {
-        &self.entries
-    }
-
-    pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
-        self.entries.last().map(|e| e.0)
-    }
-
-    /// The start offset of `epoch`, if the cache has it.
-    pub fn start_offset(&self, epoch: LeaderEpoch) -> Option<u64> {
-        self.entries.iter().find(|e| e.0 == epoch).map(|e| e.1)
-    }
-
-    /// Record that `epoch` starts at `start_offset`. As in Kafka, entries that would
-    /// break monotonicity (epoch ≥ or start ≥ the new one's) are removed first; assigning
-    /// the latest epoch again at a later offset is a no-op. Returns whether it changed.
-    pub fn assign(&mut self, epoch: LeaderEpoch, start_offset: u64) -> bool {
-        if self
-            .entries
-            .last()
-            .is_some_and(|&(e, s)| e == epoch && start_offset >= s)
-        {
-            return false;
-        }
-        while let Some(&(e, s)) = self.entries.last() {
-            if e >= epoch || s >= start_offset {
-                self.entries.pop();
-            } else {
-                break;
-            }
-        }
-        self.entries.push((epoch, start_offset));
-        true
-    }
-
-    /// Drop every entry starting at or after `end_offset` (the log was truncated there).
-    pub fn truncate_from_end(&mut self, end_offset: u64) -> bool {
-        let before = self.entries.len();
-        self.entries.retain(|e| e.1 < end_offset);
-        self.entries.len() != before
-    }
-
-    /// The log now starts at `start_offset`: drop entries wholly before it and move the
-    /// start of the one that covers it.
-    pub fn truncate_from_start(&mut self, start_offset: u64) -> bool {
-        let covering = self.entries.iter().rposition(|e| e.1 <= start_offset);
-        match covering {
-            Some(i) => {
-                let changed = i > 0 || self.entries[i].1 != start_offset;
-                self.entries.drain(..i);
-                self.entries[0].1 = start_offset;
-                changed
-            }
-            None => false,
-        }
-    }
-
-    /// OffsetsForLeaderEpoch (KIP-101 with the KIP-279 semantics): for `requested`,
-    /// the largest epoch ≤ `requested` this log knows and the offset where it ends (the
-    /// start of the next higher epoch, or LEO for the latest epoch). `None` is Kafka's
-    /// UNDEFINED: `requested` is above every epoch known here.
-    pub fn end_offset_for(
-        &self,
-        requested: LeaderEpoch,
-        log_end_offset: u64,
-    ) -> Option<(LeaderEpoch, u64)> {
-        if requested < 0 {
-            return None;
-        }
-        if self.latest_epoch() == Some(requested) {
-            return Some((requested, log_end_offset));
-        }
-        let higher = self.entries.iter().find(|e| e.0 > requested)?;
-        match self.entries.iter().rev().find(|e| e.0 <= requested) {
-            // Smaller than any known epoch: it ends where the first known one starts.
-            None => Some((requested, higher.1)),
-            Some(floor) => Some((floor.0, higher.1)),
-        }
     }
 }
 
@@ -825,66 +734,7 @@ impl<L: ReplicaLog> Replica<L> {
 }
 
 #[cfg(test)]
-pub(crate) mod mem {
-    //! An in-memory log for the replica's unit tests.
-
-    use super::*;
-
-    #[derive(Debug, Default, Clone)]
-    pub struct MemLog {
-        pub records: Vec<Record>,
-    }
-
-    impl ReplicaLog for MemLog {
-        fn log_end_offset(&self) -> u64 {
-            self.records.len() as u64
-        }
-        fn log_start_offset(&self) -> u64 {
-            0
-        }
-        fn flushed_offset(&self) -> u64 {
-            self.records.len() as u64
-        }
-        fn append(
-            &mut self,
-            leader_epoch: i32,
-            entries: Vec<(Option<String>, Value)>,
-        ) -> io::Result<u64> {
-            let base = self.records.len() as u64;
-            for (i, (key, value)) in entries.into_iter().enumerate() {
-                self.records.push(Record {
-                    offset: base + i as u64,
-                    leader_epoch,
-                    key,
-                    value,
-                });
-            }
-            Ok(base)
-        }
-        fn append_replicated(&mut self, records: Vec<Record>) -> io::Result<()> {
-            for r in records {
-                if r.offset != self.records.len() as u64 {
-                    return Err(io::Error::new(io::ErrorKind::InvalidInput, "gap"));
-                }
-                self.records.push(r);
-            }
-            Ok(())
-        }
-        fn read(&self, offset: u64, max_records: usize, limit: u64) -> io::Result<Vec<Record>> {
-            Ok(self
-                .records
-                .iter()
-                .filter(|r| r.offset >= offset && r.offset < limit)
-                .take(max_records)
-                .cloned()
-                .collect())
-        }
-        fn truncate_to(&mut self, offset: u64) -> io::Result<()> {
-            self.records.truncate(offset as usize);
-            Ok(())
-        }
-    }
-}
+pub(crate) mod mem;
 
 #[cfg(test)]
 mod tests;

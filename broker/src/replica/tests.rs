@@ -131,63 +131,6 @@ impl Brokers {
     }
 }
 
-// ---- the epoch cache ----
-
-#[test]
-fn epoch_cache_assign_keeps_epochs_and_offsets_monotonic() {
-    let mut c = EpochCache::new();
-    assert!(c.assign(1, 0));
-    assert!(!c.assign(1, 5), "same epoch at a later offset is a no-op");
-    assert!(c.assign(2, 5));
-    assert!(c.assign(4, 9));
-    assert_eq!(c.entries(), &[(1, 0), (2, 5), (4, 9)]);
-    // A higher epoch at a lower offset removes the entries it contradicts.
-    assert!(c.assign(5, 7));
-    assert_eq!(c.entries(), &[(1, 0), (2, 5), (5, 7)]);
-    // A lower epoch than the latest removes every entry with epoch ≥ it.
-    assert!(c.assign(3, 8));
-    assert_eq!(c.entries(), &[(1, 0), (2, 5), (3, 8)]);
-}
-
-#[test]
-fn epoch_cache_truncates_from_both_ends() {
-    let mut c = EpochCache::new();
-    c.assign(1, 0);
-    c.assign(2, 5);
-    c.assign(4, 9);
-    assert!(c.truncate_from_end(9));
-    assert_eq!(c.entries(), &[(1, 0), (2, 5)]);
-    assert!(!c.truncate_from_end(20));
-    assert!(c.truncate_from_start(6));
-    assert_eq!(c.entries(), &[(2, 6)]);
-    assert!(!c.truncate_from_start(6));
-}
-
-#[test]
-fn end_offset_for_answers_the_largest_epoch_at_or_below_the_request() {
-    let mut c = EpochCache::new();
-    c.assign(1, 0);
-    c.assign(3, 4);
-    c.assign(6, 10);
-    let leo = 15;
-    assert_eq!(
-        c.end_offset_for(6, leo),
-        Some((6, 15)),
-        "latest: ends at LEO"
-    );
-    assert_eq!(c.end_offset_for(3, leo), Some((3, 10)));
-    // KIP-279: epoch 4 is unknown here; the largest epoch ≤ 4 is 3, which ends at 10.
-    assert_eq!(c.end_offset_for(4, leo), Some((3, 10)));
-    assert_eq!(c.end_offset_for(2, leo), Some((1, 4)));
-    assert_eq!(
-        c.end_offset_for(0, leo),
-        Some((0, 0)),
-        "below all: first start"
-    );
-    assert_eq!(c.end_offset_for(7, leo), None, "above all: UNDEFINED");
-    assert_eq!(c.end_offset_for(-1, leo), None);
-}
-
 // ---- HW and LEO ----
 
 #[test]

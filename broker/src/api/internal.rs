@@ -1,0 +1,97 @@
+//! Internal routes: LeaderAndIsr from the controller, and the leader's side of
+//! replication — FETCH (with its purgatory) and OffsetsForLeaderEpoch.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::response::IntoResponse;
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::{ApiResult, MAX_RECORDS, json_body, replica_error};
+use crate::node::Node;
+use crate::protocol::{EpochEndOffset, Fetch, LeaderAndIsr, OffsetsForLeaderEpoch};
+use crate::replica::{FetchRequest, ReplicaError, Role};
+use crate::replica_manager;
+
+pub(super) async fn leader_and_isr(
+    State(node): State<Arc<Node>>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let msg: LeaderAndIsr = json_body(body)?;
+    replica_manager::apply(&node, msg.controller_epoch, msg.brokers, msg.partitions)?;
+    Ok(Json(json!({})).into_response())
+}
+
+pub(super) async fn fetch(
+    State(node): State<Arc<Node>>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let req: Fetch = json_body(body)?;
+    let part = node.manager.require(&req.topic, req.partition)?;
+    let rreq = FetchRequest {
+        replica_id: req.replica_id,
+        fetch_offset: req.fetch_offset,
+        leader_epoch: req.leader_epoch,
+        max_records: req.max_records.clamp(1, MAX_RECORDS),
+    };
+    let (resp, hw_moved) = {
+        let mut r = part.lock();
+        let before = r.high_watermark();
+        let resp = r.fetch_as_leader(&rreq, node.now_ms());
+        (resp, r.high_watermark() != before)
+    };
+    if hw_moved {
+        part.purgatory.wake();
+    }
+    let resp = resp.map_err(|e| replica_error(&part, e))?;
+    if !resp.records.is_empty() {
+        return Ok(Json(resp).into_response());
+    }
+    // Nothing to send: wait in purgatory for an append (or a role change).
+    let deadline = Instant::now() + Duration::from_millis(node.args.replica_fetch_wait_max_ms);
+    let ready = |final_check: bool| {
+        let r = part.lock();
+        let changed = r.role() != Role::Leader || r.leader_epoch() != rreq.leader_epoch;
+        if final_check || changed || r.log_end_offset() > rreq.fetch_offset {
+            Some(r.read_for_follower(&rreq))
+        } else {
+            None
+        }
+    };
+    let resp = match part.purgatory.wait_until(deadline, || ready(false)).await {
+        Some(resp) => resp,
+        None => ready(true).expect("a final check always answers"),
+    };
+    let resp = resp.map_err(|e| replica_error(&part, e))?;
+    Ok(Json(resp).into_response())
+}
+
+pub(super) async fn offsets_for_leader_epoch(
+    State(node): State<Arc<Node>>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let req: OffsetsForLeaderEpoch = json_body(body)?;
+    let part = node.manager.require(&req.topic, req.partition)?;
+    let r = part.lock();
+    if r.role() != Role::Leader {
+        return Err(replica_error(
+            &part,
+            ReplicaError::NotLeader { leader: r.leader() },
+        ));
+    }
+    if req.current_leader_epoch != r.leader_epoch() {
+        return Err(replica_error(
+            &part,
+            ReplicaError::FencedLeaderEpoch {
+                current: r.leader_epoch(),
+            },
+        ));
+    }
+    let answer = EpochEndOffset::from_answer(r.end_offset_for(req.leader_epoch));
+    Ok(Json(answer).into_response())
+}
