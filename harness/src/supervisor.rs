@@ -10,8 +10,8 @@
 //!   process (a tokio blocking-pool thread would retire after 10 s idle and take its
 //!   children with it);
 //! - a process-wide registry of live child groups lets a Ctrl-C / SIGTERM handler or a
-//!   panic hook kill them all ([`kill_all`], [`install_panic_hook`],
-//!   [`kill_all_on_signal`]), and [`Supervised`] kills its process on drop.
+//!   panic hook kill them all ([`kill_all`], [`install_panic_hook`]), and
+//!   [`Supervised`] kills its process on drop.
 //!
 //! A paused (SIGSTOPped) process is always continued before it is killed for good, so
 //! no stopped process lingers. `PR_SET_PDEATHSIG` covers the direct child only (it is
@@ -354,24 +354,6 @@ pub fn install_panic_hook() {
         previous(info);
         kill_all();
     }));
-}
-
-/// Spawn a task that, on Ctrl-C (SIGINT) or SIGTERM, kills every child group and exits
-/// the process with 130 (the shell's code for SIGINT). Needs a tokio runtime.
-pub fn kill_all_on_signal() -> Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut term = signal(SignalKind::terminate())?;
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
-        }
-        kill_all();
-        eprintln!("watermark: interrupted; every broker process was killed");
-        std::process::exit(130);
-    });
-    Ok(())
 }
 
 struct SpawnRequest {
