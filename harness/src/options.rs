@@ -36,9 +36,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=9))]
     pub replication_factor: Option<u32>,
 
-    /// min.insync.replicas: acks=all writes need this many replicas in the ISR.
-    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=9))]
-    pub min_insync: u32,
+    /// min.insync.replicas: acks=all writes need this many replicas in the ISR
+    /// [default: 2, or the replication factor if that is smaller].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=9))]
+    pub min_insync: Option<u32>,
 
     /// When the leader answers a produce: 0 before appending, 1 after its own append,
     /// all once the high watermark covers the record.
@@ -231,12 +232,13 @@ impl RunArgs {
                 self.nodes
             ));
         }
-        if self.min_insync > rf {
+        let min_insync = self.min_insync.unwrap_or(rf.min(2));
+        if min_insync > rf {
             return Err(format!(
-                "--min-insync {} is more than the replication factor {rf}; no acks=all write could ever succeed",
-                self.min_insync
+                "--min-insync {min_insync} is more than the replication factor {rf}; no acks=all write could ever succeed"
             ));
         }
+        self.min_insync = Some(min_insync);
         let faults = self.faults()?;
         self.nemesis = if faults.is_empty() {
             vec!["none".to_string()]
@@ -307,7 +309,7 @@ mod tests {
         let a = parse(&["--seed", "5"]).unwrap();
         assert_eq!(
             (a.nodes, a.partitions, a.replication_factor, a.min_insync),
-            (3, 2, Some(3), 2)
+            (3, 2, Some(3), Some(2))
         );
         assert_eq!(
             (a.acks, a.truncation, a.workload),
@@ -321,6 +323,13 @@ mod tests {
         assert_eq!((a.concurrency, a.seed), (Some(6), Some(5)));
         assert_eq!(a.results, PathBuf::from("results"));
         assert_eq!(a.node_args(), ["--truncation", "epoch"]);
+    }
+
+    #[test]
+    fn a_single_node_needs_no_min_insync_option() {
+        let a = parse(&["--nodes", "1", "--seed", "1"]).unwrap();
+        assert_eq!((a.replication_factor, a.min_insync), (Some(1), Some(1)));
+        assert_eq!(a.concurrency, Some(2));
     }
 
     #[test]

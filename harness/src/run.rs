@@ -179,7 +179,12 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
     progress.phase("creating the topic");
     let rf = args.replication_factor.unwrap_or(args.nodes);
     cluster
-        .create_topic(TOPIC, args.partitions, rf, args.min_insync)
+        .create_topic(
+            TOPIC,
+            args.partitions,
+            rf,
+            args.min_insync.unwrap_or(rf.min(2)),
+        )
         .await?;
 
     let seed = args.seed.unwrap_or_default();
