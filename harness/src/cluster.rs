@@ -128,20 +128,16 @@ impl Cluster {
     /// reaches its peers through.
     fn spec(&self, p: Proc) -> ProcessSpec {
         let dir = self.config.root.join(p.key());
-        let peers = |to: fn(&Proc) -> bool| {
-            self.links
-                .iter()
-                .filter(|((from, t), _)| *from == p && to(t))
-                .map(|((_, t), link)| format!("{}={}", t.key(), link.addr()))
-                .collect::<Vec<_>>()
-                .join(",")
-        };
+        // `2=ADDR,3=ADDR`: the proxies from `p` to every node.
+        let node_peers = self
+            .links
+            .iter()
+            .filter(|((from, to), _)| *from == p && matches!(to, Proc::Node(_)))
+            .map(|((_, to), link)| format!("{}={}", to.key(), link.addr()))
+            .collect::<Vec<_>>()
+            .join(",");
         let mut args: Vec<String> = match p {
-            Proc::Controller => vec![
-                "controller".into(),
-                "--brokers".into(),
-                peers(|t| matches!(t, Proc::Node(_))),
-            ],
+            Proc::Controller => vec!["controller".into(), "--brokers".into(), node_peers],
             Proc::Node(id) => vec![
                 "node".into(),
                 "--id".into(),
@@ -149,23 +145,20 @@ impl Cluster {
                 "--controller".into(),
                 self.links[&(p, Proc::Controller)].addr().to_string(),
                 "--peers".into(),
-                peers(|t| matches!(t, Proc::Node(_))),
+                node_peers,
             ],
         };
-        args.extend([
-            "--listen".into(),
-            "127.0.0.1:0".into(),
-            "--data-dir".into(),
-            dir.join("data").display().to_string(),
-        ]);
+        args.extend(["--listen".into(), "127.0.0.1:0".into()]);
         args.extend(match p {
             Proc::Controller => self.config.controller_args.iter().cloned(),
             Proc::Node(_) => self.config.node_args.iter().cloned(),
         });
+        let mut args: Vec<OsString> = args.into_iter().map(OsString::from).collect();
+        args.extend(["--data-dir".into(), dir.join("data").into_os_string()]);
         ProcessSpec {
             name: p.to_string(),
             program: self.config.broker_bin.clone(),
-            args: args.into_iter().map(OsString::from).collect(),
+            args,
             log_path: dir.join("broker.log"),
             start_timeout: self.config.start_timeout,
         }
