@@ -270,7 +270,7 @@ fn acks_1_loses_acknowledged_writes_when_the_leader_is_isolated() {
             "--time-limit",
             "15",
         ],
-        &["1", "2"],
+        &["1", "2", "3"],
         &["lost-write", "inconsistent-offsets"],
     );
 }
