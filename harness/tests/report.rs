@@ -447,3 +447,32 @@ fn serve_lists_runs_newest_first_and_refuses_escapes() {
     let (status, _) = raw_get(&server.addr, "/runs/queue-20261129T200000Z-s4/nothing.txt");
     assert_eq!(status, 404);
 }
+
+#[test]
+fn unknown_verdict_is_an_error_in_junit_and_says_why_in_the_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("unknown");
+    queue_run(&dir, 4, 4, 100, Plant::Nothing);
+    let mut results: serde_json::Value =
+        serde_json::from_str(&read(&dir.join("results.json"))).unwrap();
+    results["valid"] = "unknown".into();
+    results["checkers"]["queue"]["valid"] = "unknown".into();
+    results["checkers"]["queue"]["reason"] = "no final drain to judge lost writes against".into();
+    std::fs::write(dir.join("results.json"), results.to_string()).unwrap();
+    write_reports(&dir).unwrap();
+    let html = read(&dir.join("report.html"));
+    assert!(html.contains(r#"data-verdict="unknown""#));
+    assert!(html.contains("no final drain to judge lost writes against"));
+    let cases = junit(&dir);
+    let checker = cases.iter().find(|(n, _)| n == "checker queue").unwrap();
+    match &checker.1 {
+        TestCaseStatus::NonSuccess {
+            kind: NonSuccessKind::Error,
+            message,
+            ..
+        } => assert!(message.as_ref().unwrap().contains("no final drain")),
+        other => panic!("unknown should be an error: {other:?}"),
+    }
+    let lost = cases.iter().find(|(n, _)| n == "queue lost-write").unwrap();
+    assert!(matches!(lost.1, TestCaseStatus::Skipped { .. }), "{lost:?}");
+}
