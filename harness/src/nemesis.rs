@@ -3,10 +3,12 @@
 //! Two layers, as elsewhere in watermark:
 //! - [`Planner`] is the schedule without I/O: from the seed it draws when the next
 //!   step comes (every `interval` ± 25 %), whether it starts a fault or ends the oldest
-//!   active one, which fault and which targets. It keeps to what the cluster can
-//!   survive: at most a minority of nodes killed or paused at once (plus perhaps the
-//!   controller), and a partition or a crash-all only alone — crash-all is the one
-//!   fault that takes the majority down, and only when asked for.
+//!   active one, which fault and which targets (a kill or pause hits a process drawn
+//!   uniformly among those up, the controller included). It keeps to what the cluster
+//!   can survive: at most a minority of nodes killed or paused at once (plus perhaps
+//!   the controller), and a partition or a crash-all only alone — crash-all is the one
+//!   fault that takes the majority down, and only when asked for. A draw that would
+//!   take down more ends the oldest fault instead.
 //! - [`Nemesis`] applies the planner's steps to a [`Cluster`] and reports each start
 //!   and end as a [`NemesisEvent`] (the run writes them into history.jsonl as
 //!   `"process":"nemesis"` events).
@@ -300,9 +302,13 @@ impl Planner {
             .collect();
         let coin = self.rng.random_bool(0.5);
         let start = !startable.is_empty() && (self.active.is_empty() || coin);
-        let step = if start {
+        let drawn = if start {
             let kind = *startable.choose(&mut self.rng).expect("not empty");
-            let fault = self.draw(kind);
+            self.draw(kind)
+        } else {
+            None
+        };
+        let step = if let Some(fault) = drawn {
             self.active.push(fault.clone());
             Step::Start(fault)
         } else if !self.active.is_empty() {
@@ -313,24 +319,27 @@ impl Planner {
         (delay, step)
     }
 
-    fn draw(&mut self, kind: FaultKind) -> Fault {
+    /// A kill or pause target: drawn uniformly among the processes that are up, so
+    /// the controller is no likelier than a node; None if taking it down would leave
+    /// less than a majority of nodes (the nemesis then ends a fault instead).
+    fn draw_target(&mut self, nodes_only: bool) -> Option<Proc> {
+        let (up, _) = self.room();
+        let up: Vec<Proc> = up
+            .into_iter()
+            .filter(|p| !nodes_only || matches!(p, Proc::Node(_)))
+            .collect();
+        let drawn = *up.choose(&mut self.rng)?;
+        self.targets(nodes_only).contains(&drawn).then_some(drawn)
+    }
+
+    fn draw(&mut self, kind: FaultKind) -> Option<Fault> {
         let all = self.all_procs();
-        match kind {
-            FaultKind::Kill => Fault::Kill(
-                *self
-                    .targets(false)
-                    .choose(&mut self.rng)
-                    .expect("startable"),
-            ),
-            FaultKind::Pause => Fault::Pause(
-                *self
-                    .targets(false)
-                    .choose(&mut self.rng)
-                    .expect("startable"),
-            ),
-            FaultKind::LoseUnflushed => match self.targets(true).choose(&mut self.rng) {
-                Some(Proc::Node(id)) => Fault::LoseUnflushed(*id),
-                other => unreachable!("lose-unflushed targets nodes only, drew {other:?}"),
+        let fault = match kind {
+            FaultKind::Kill => Fault::Kill(self.draw_target(false)?),
+            FaultKind::Pause => Fault::Pause(self.draw_target(false)?),
+            FaultKind::LoseUnflushed => match self.draw_target(true)? {
+                Proc::Node(id) => Fault::LoseUnflushed(id),
+                Proc::Controller => unreachable!("lose-unflushed draws nodes only"),
             },
             FaultKind::CrashAll => {
                 let mut order = self.nodes.clone();
@@ -353,7 +362,8 @@ impl Planner {
                     partition,
                 }
             }
-        }
+        };
+        Some(fault)
     }
 
     /// The last started fault, resolved at run time (isolate-leader's grudge).
@@ -671,5 +681,28 @@ mod tests {
         assert_eq!(e.value["topology"], "isolate-one");
         assert_eq!(e.value["grudge"]["1"], json!(["controller", 2]));
         assert_eq!(fault.end_event().f, "heal");
+    }
+
+    #[test]
+    fn kills_and_pauses_hit_the_controller_about_as_often_as_a_node() {
+        for nodes in [3, 5] {
+            let ids: Vec<i32> = (1..=nodes).collect();
+            let kinds = [FaultKind::Kill, FaultKind::Pause, FaultKind::Partition];
+            let mut p = Planner::new(3, &kinds, &ids, 2, Duration::from_secs(1));
+            let mut hits: std::collections::BTreeMap<Proc, usize> = Default::default();
+            for _ in 0..20_000 {
+                if let (_, Step::Start(Fault::Kill(t) | Fault::Pause(t))) = p.next_step() {
+                    *hits.entry(t).or_default() += 1;
+                }
+            }
+            let controller = hits[&Proc::Controller] as f64;
+            let per_node = hits
+                .iter()
+                .filter(|(p, _)| **p != Proc::Controller)
+                .map(|(_, n)| *n as f64)
+                .sum::<f64>()
+                / nodes as f64;
+            assert!(controller < per_node * 1.3, "{nodes} nodes: {hits:?}");
+        }
     }
 }
