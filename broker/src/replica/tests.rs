@@ -620,3 +620,28 @@ fn offline_when_no_leader() {
     assert_eq!(t, Transition::BecameOffline);
     assert_eq!(b.get(2).role(), Role::Offline);
 }
+
+#[test]
+fn undefined_epoch_answer_falls_back_to_the_high_watermark() {
+    let (a, bb) = (1, 2);
+    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
+    let rec = |o: u64, e: i32| Record {
+        offset: o,
+        leader_epoch: e,
+        key: None,
+        value: json!(o as i64),
+    };
+    let lb = MemLog {
+        records: vec![rec(0, 5), rec(1, 5), rec(2, 5)],
+    };
+    b.r.insert(bb, Replica::open(bb, lb, &[], 1, LAG).unwrap());
+    b.tell(&[a, bb], state(a, 6, 1, &[a], &[a, bb]), 0);
+    // The leader knows no epoch ≤ 5 (its cache holds only its own epoch 6, which
+    // starts at 0): it answers (5, 0), and the follower keeps nothing.
+    assert_eq!(b.get(a).end_offset_for(5), Some((5, 0)));
+    // Kafka's UNDEFINED (no answer possible) makes the follower fall back to its HW.
+    assert_eq!(b.get(bb).truncation_epoch().unwrap(), Some(5));
+    assert!(b.get(bb).apply_epoch_end_offset(None).unwrap());
+    assert_eq!(b.get(bb).log_end_offset(), 1);
+    assert!(!b.get(bb).is_truncating());
+}
