@@ -6,9 +6,10 @@ mod support;
 use serde_json::json;
 use support::{Cluster, Opts, ids};
 
-/// Produce five records to a single-replica partition, SIGKILL its broker, restart
-/// it: (LEO and flushed offset before the kill, LEO after the restart).
-async fn kill_and_restart(node_args: &[&str]) -> ((u64, u64), u64) {
+/// Produce five records to a single-replica partition, stop its broker (SIGKILL, or
+/// SIGTERM with `clean`), restart it: (LEO and flushed offset before the stop, LEO
+/// after the restart).
+async fn stop_and_restart(node_args: &[&str], clean: bool) -> ((u64, u64), u64) {
     let mut c = Cluster::start(Opts {
         node_args: node_args.iter().map(|s| s.to_string()).collect(),
         ..Opts::default()
@@ -26,7 +27,11 @@ async fn kill_and_restart(node_args: &[&str]) -> ((u64, u64), u64) {
         d["log_end_offset"].as_u64().unwrap(),
         d["flushed_offset"].as_u64().unwrap(),
     );
-    c.node(host).kill();
+    if clean {
+        assert!(c.node(host).terminate(), "a clean stop exits with success");
+    } else {
+        c.node(host).kill();
+    }
     c.node(host).restart();
     let leo = c
         .wait_for(
@@ -44,7 +49,7 @@ async fn kill_and_restart(node_args: &[&str]) -> ((u64, u64), u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unflushed_records_are_lost_on_sigkill_with_simulated_page_cache() {
-    let (before, after) = kill_and_restart(&["--simulate-page-cache"]).await;
+    let (before, after) = stop_and_restart(&["--simulate-page-cache"], false).await;
     assert_eq!(before, (5, 0), "five records appended, none flushed");
     assert_eq!(after, 0, "the unflushed records died with the process");
 }
@@ -52,7 +57,14 @@ async fn unflushed_records_are_lost_on_sigkill_with_simulated_page_cache() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flushed_records_survive_sigkill() {
     let (before, after) =
-        kill_and_restart(&["--simulate-page-cache", "--flush-messages", "1"]).await;
+        stop_and_restart(&["--simulate-page-cache", "--flush-messages", "1"], false).await;
     assert_eq!(before, (5, 5));
     assert_eq!(after, 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_stop_flushes_everything() {
+    let (before, after) = stop_and_restart(&["--simulate-page-cache"], true).await;
+    assert_eq!(before, (5, 0));
+    assert_eq!(after, 5, "SIGTERM flushes the log before exiting");
 }

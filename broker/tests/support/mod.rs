@@ -95,6 +95,27 @@ impl Proc {
         }
     }
 
+    /// SIGTERM, and wait (bounded) for a clean exit; true if it exited with success.
+    pub fn terminate(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return false;
+        };
+        // SAFETY: kill(2) on our own child's process group.
+        unsafe {
+            libc::kill(-(child.id() as i32), libc::SIGTERM);
+        }
+        let start = Instant::now();
+        while start.elapsed() < DEADLINE {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.child = Some(child);
+        self.kill();
+        false
+    }
+
     /// SIGKILL and reap.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
