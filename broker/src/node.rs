@@ -127,28 +127,28 @@ impl Node {
     }
 
     /// The number of partitions of `topic`, asking the controller once if unknown.
-    pub async fn topic_size(&self, topic: &str) -> Option<u32> {
+    /// `Ok(None)`: the controller does not know the topic; `Err`: it did not answer.
+    pub async fn topic_size(&self, topic: &str) -> Result<Option<u32>, CallError> {
         if let Some(n) = self
             .topic_sizes
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(topic)
         {
-            return Some(*n);
+            return Ok(Some(*n));
         }
         let addr = self
             .active_controller
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let md: Metadata = rpc::get(&self.client, &addr, "/v1/metadata", CONTROLLER_TIMEOUT)
-            .await
-            .ok()?;
+        let md: Metadata =
+            rpc::get(&self.client, &addr, "/v1/metadata", CONTROLLER_TIMEOUT).await?;
         let mut sizes = self.topic_sizes.lock().unwrap_or_else(|p| p.into_inner());
         for t in &md.topics {
             sizes.insert(t.name.clone(), t.partitions.len() as u32);
         }
-        sizes.get(topic).copied()
+        Ok(sizes.get(topic).copied())
     }
 
     /// Ask the controller whether we still lead `topic-partition` in `leader_epoch`.

@@ -72,12 +72,21 @@ pub(super) async fn read_key(
     let (topic, key) = path(p)?;
     let q = query(q)?;
     let linearizable = parse_bool(&q, "linearizable")?;
-    let partitions = node.topic_size(&topic).await.ok_or_else(|| {
-        ApiError::new(
-            Code::UnknownTopicOrPartition,
-            format!("topic `{topic}` is unknown (to this broker and the controller)"),
-        )
-    })?;
+    let partitions = match node.topic_size(&topic).await {
+        Ok(Some(n)) => n,
+        Ok(None) => {
+            return Err(ApiError::new(
+                Code::UnknownTopicOrPartition,
+                format!("topic `{topic}` is unknown (to this broker and the controller)"),
+            ));
+        }
+        Err(e) => {
+            return Err(ApiError::new(
+                Code::RequestTimedOut,
+                format!("cannot learn how many partitions `{topic}` has: {e}"),
+            ));
+        }
+    };
     let partition = partition_for_key(&key, partitions);
     let part = node.manager.require(&topic, partition).map_err(|_| {
         ApiError::new(
