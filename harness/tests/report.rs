@@ -476,3 +476,38 @@ fn unknown_verdict_is_an_error_in_junit_and_says_why_in_the_report() {
     let lost = cases.iter().find(|(n, _)| n == "queue lost-write").unwrap();
     assert!(matches!(lost.1, TestCaseStatus::Skipped { .. }), "{lost:?}");
 }
+
+#[test]
+fn a_flood_of_one_kind_does_not_hide_the_others() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("flood");
+    queue_run(&dir, 5, 6, 600, Plant::TruncatedTail);
+    let mut results: serde_json::Value =
+        serde_json::from_str(&read(&dir.join("results.json"))).unwrap();
+    let list = results["checkers"]["queue"]["anomalies"]
+        .as_array_mut()
+        .unwrap();
+    let lost = list
+        .iter()
+        .find(|a| a["kind"] == "lost-write")
+        .unwrap()
+        .clone();
+    let divergence = list
+        .iter()
+        .position(|a| a["kind"] == "replica-divergence")
+        .unwrap();
+    let divergence = list.remove(divergence);
+    for _ in 0..300 {
+        list.push(lost.clone());
+    }
+    list.push(divergence);
+    std::fs::write(dir.join("results.json"), results.to_string()).unwrap();
+    write_reports(&dir).unwrap();
+    let html = read(&dir.join("report.html"));
+    assert!(html.contains(r#"data-kind="replica-divergence""#));
+    assert!(html.contains(r##"href="#kind-replica-divergence""##));
+    assert!(html.contains("302 × lost-write"));
+    assert!(html.contains("The first 50 are explained below; all 302 are in"));
+    assert_eq!(html.matches(r#"data-kind="lost-write""#).count(), 50);
+    assert_anchors_resolve(&html);
+}

@@ -18,10 +18,16 @@ use super::faults::{self, FaultPeriod};
 use super::folder::RunData;
 use super::svg::{self, Faults, TimeAxis};
 
-/// Anomalies explained one by one; the rest are counted.
+/// Anomalies explained one by one (shared among the kinds); the rest are counted.
 const MAX_ANOMALIES: usize = 100;
-/// Anomalies that get a close-up timeline.
+/// Anomalies that get a close-up timeline, in all and per kind.
 const MAX_CLOSE_UPS: usize = 12;
+const CLOSE_UPS_PER_KIND: usize = 3;
+/// A close-up widens to take in more of an anomaly's operations only while it
+/// holds at most this many operations.
+const CLOSE_UP_OPS: usize = 400;
+/// Time shown either side of a close-up's operations, at least (nanoseconds).
+const CLOSE_UP_PAD: u64 = 100_000_000;
 /// Operations listed per anomaly.
 const MAX_OPS_LISTED: usize = 12;
 /// Operations highlighted on the whole-run timeline.
@@ -40,8 +46,9 @@ struct Ctx<'a> {
 /// up to a bound; only these get anchors, so every link has a target.
 fn highlighted(anomalies: &[(&str, &Anomaly)], by_index: &HashMap<u64, &Op>) -> BTreeSet<u64> {
     let mut set = BTreeSet::new();
-    for (_, a) in anomalies.iter().take(MAX_ANOMALIES) {
-        let mut refs: Vec<&OpRef> = a.ops.iter().collect();
+    let shown = groups(anomalies).into_iter().flat_map(|g| g.shown);
+    for (_, a) in shown.map(|i| anomalies[i]) {
+        let mut refs: Vec<&OpRef> = a.ops.iter().take(MAX_OPS_LISTED).collect();
         if let Some(e) = &a.explanation {
             refs.push(&e.op);
             refs.extend(&e.prefix[e.prefix.len().saturating_sub(MAX_PREFIX_SHOWN)..]);
@@ -57,6 +64,38 @@ fn highlighted(anomalies: &[(&str, &Anomaly)], by_index: &HashMap<u64, &Op>) -> 
         }
     }
     set
+}
+
+/// Anomalies of one kind: how many, and which (by position) are explained.
+struct Group {
+    kind: AnomalyKind,
+    total: usize,
+    shown: Vec<usize>,
+}
+
+/// Group anomalies by kind, in order of first appearance, and pick which to
+/// explain: every kind gets its share of [`MAX_ANOMALIES`] (at least a few), so
+/// a flood of one kind does not hide the others.
+fn groups(anomalies: &[(&str, &Anomaly)]) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    for (i, (_, a)) in anomalies.iter().enumerate() {
+        match groups.iter_mut().find(|g| g.kind == a.kind) {
+            Some(g) => {
+                g.total += 1;
+                g.shown.push(i);
+            }
+            None => groups.push(Group {
+                kind: a.kind,
+                total: 1,
+                shown: vec![i],
+            }),
+        }
+    }
+    let share = (MAX_ANOMALIES / groups.len().max(1)).max(5);
+    for g in &mut groups {
+        g.shown.truncate(share);
+    }
+    groups
 }
 
 /// Escape text for HTML content and attribute values.
@@ -251,23 +290,14 @@ fn header(out: &mut String, data: &RunData, anomalies: &[(&str, &Anomaly)]) {
                 .sum::<usize>()
     );
     if !anomalies.is_empty() {
-        let mut counts: Vec<(AnomalyKind, usize)> = Vec::new();
-        for (_, a) in anomalies {
-            match counts.iter_mut().find(|(k, _)| *k == a.kind) {
-                Some((_, n)) => *n += 1,
-                None => counts.push((a.kind, 1)),
-            }
-        }
         out.push_str(r#"<ul class="summary" id="anomaly-summary">"#);
-        for (kind, n) in counts {
-            let first = anomalies
-                .iter()
-                .position(|(_, a)| a.kind == kind)
-                .unwrap_or(0);
+        for g in groups(anomalies) {
             let _ = write!(
                 out,
-                r##"<li><a href="#anomaly-{first}"><b>{n} × {kind}</b></a> — {}</li>"##,
-                kind_meaning(kind)
+                r##"<li><a href="#kind-{kind}"><b>{} × {kind}</b></a> — {}</li>"##,
+                g.total,
+                kind_meaning(g.kind),
+                kind = g.kind
             );
         }
         out.push_str("</ul>");
@@ -378,68 +408,98 @@ fn anomaly_section(
         out.push_str("<p>None found.</p>");
         return;
     }
-    for (n, (checker, a)) in anomalies.iter().enumerate().take(MAX_ANOMALIES) {
-        let mut place = String::new();
-        if let Some(p) = a.partition {
-            let _ = write!(place, " · partition {p}");
-        }
-        if let Some(k) = &a.key {
-            let _ = write!(place, " · key {}", short(k, 40));
-        }
+    let mut close_ups = 0;
+    for g in groups(anomalies) {
         let _ = write!(
             out,
-            r#"<section class="anomaly" id="anomaly-{n}" data-kind="{kind}"><h3>{kind}{} <small>({})</small></h3><p>{}</p><p class="meaning">{}</p>"#,
-            escape(&place),
-            escape(checker),
-            escape(&a.message),
-            kind_meaning(a.kind),
-            kind = a.kind
+            r#"<h3 class="kind" id="kind-{kind}">{} × {kind}</h3><p class="meaning">{}</p>"#,
+            g.total,
+            kind_meaning(g.kind),
+            kind = g.kind
         );
-        if !a.offsets.is_empty() {
-            let shown: Vec<String> = a.offsets.iter().take(30).map(|o| o.to_string()).collect();
-            let more = if a.offsets.len() > 30 { " …" } else { "" };
+        if g.shown.len() < g.total {
             let _ = write!(
                 out,
-                "<p>offsets: <code>{}{more}</code></p>",
-                shown.join(", ")
+                r#"<p>The first {} are explained below; all {} are in <a href="results.json">results.json</a>.</p>"#,
+                g.shown.len(),
+                g.total
             );
         }
-        if !a.values.is_empty() {
-            let shown: Vec<String> = a.values.iter().take(30).map(|v| short(v, 40)).collect();
-            let more = if a.values.len() > 30 { " …" } else { "" };
-            let _ = write!(
-                out,
-                "<p>values: <code>{}{more}</code></p>",
-                escape(&shown.join(", "))
-            );
+        for (k, &n) in g.shown.iter().enumerate() {
+            let close_up = k < CLOSE_UPS_PER_KIND && close_ups < MAX_CLOSE_UPS;
+            close_ups += close_up as usize;
+            anomaly(out, n, anomalies[n], data, ctx, faults, end, close_up);
         }
-        if !a.ops.is_empty() {
-            out.push_str(r#"<p>operations involved (click to see them on the timeline):</p><ul class="ops">"#);
-            for op in a.ops.iter().take(MAX_OPS_LISTED) {
-                out.push_str("<li>");
-                op_link(out, op, &ctx.highlight);
-                out.push_str("</li>");
-            }
-            if a.ops.len() > MAX_OPS_LISTED {
-                let _ = write!(out, "<li>… {} more</li>", a.ops.len() - MAX_OPS_LISTED);
-            }
-            out.push_str("</ul>");
-        }
-        if n < MAX_CLOSE_UPS {
-            close_up(out, n, a, data, ctx, faults, end);
-        }
-        if let Some(e) = &a.explanation {
-            linearization(out, n, e, ctx);
-        }
-        out.push_str("</section>");
     }
-    if anomalies.len() > MAX_ANOMALIES {
+}
+
+/// One anomaly in words, with its operations (and a close-up timeline).
+#[allow(clippy::too_many_arguments)]
+fn anomaly(
+    out: &mut String,
+    n: usize,
+    (checker, a): (&str, &Anomaly),
+    data: &RunData,
+    ctx: &Ctx,
+    faults: &Faults,
+    end: u64,
+    with_close_up: bool,
+) {
+    let mut place = String::new();
+    if let Some(p) = a.partition {
+        let _ = write!(place, " · partition {p}");
+    }
+    if let Some(k) = &a.key {
+        let _ = write!(place, " · key {}", short(k, 40));
+    }
+    let _ = write!(
+        out,
+        r#"<section class="anomaly" id="anomaly-{n}" data-kind="{kind}"><h3>{kind}{} <small>({})</small></h3><p>{}</p><p class="meaning">{}</p>"#,
+        escape(&place),
+        escape(checker),
+        escape(&a.message),
+        kind_meaning(a.kind),
+        kind = a.kind
+    );
+    if !a.offsets.is_empty() {
+        let shown: Vec<String> = a.offsets.iter().take(30).map(|o| o.to_string()).collect();
+        let more = if a.offsets.len() > 30 { " …" } else { "" };
         let _ = write!(
             out,
-            "<p>… and {} more anomalies (all of them are in <a href=\"results.json\">results.json</a>).</p>",
-            anomalies.len() - MAX_ANOMALIES
+            "<p>offsets: <code>{}{more}</code></p>",
+            shown.join(", ")
         );
     }
+    if !a.values.is_empty() {
+        let shown: Vec<String> = a.values.iter().take(30).map(|v| short(v, 40)).collect();
+        let more = if a.values.len() > 30 { " …" } else { "" };
+        let _ = write!(
+            out,
+            "<p>values: <code>{}{more}</code></p>",
+            escape(&shown.join(", "))
+        );
+    }
+    if !a.ops.is_empty() {
+        out.push_str(
+            r#"<p>operations involved (click to see them on the timeline):</p><ul class="ops">"#,
+        );
+        for op in a.ops.iter().take(MAX_OPS_LISTED) {
+            out.push_str("<li>");
+            op_link(out, op, &ctx.highlight);
+            out.push_str("</li>");
+        }
+        if a.ops.len() > MAX_OPS_LISTED {
+            let _ = write!(out, "<li>… {} more</li>", a.ops.len() - MAX_OPS_LISTED);
+        }
+        out.push_str("</ul>");
+    }
+    if with_close_up {
+        close_up(out, n, a, data, ctx, faults, end);
+    }
+    if let Some(e) = &a.explanation {
+        linearization(out, n, e, ctx);
+    }
+    out.push_str("</section>");
 }
 
 /// A close-up timeline of every operation around an anomaly's own.
@@ -460,18 +520,37 @@ fn close_up(
     if involved.is_empty() {
         return;
     }
-    let t0 = involved.iter().map(|o| o.invoke_time).min().unwrap_or(0);
-    let t1 = involved
-        .iter()
-        .map(|o| o.complete_time.unwrap_or(o.invoke_time))
-        .max()
-        .unwrap_or(t0);
-    let pad = ((t1 - t0) / 5).max(100_000_000);
+    // Start from the first operation listed and take in the next ones while the
+    // window stays a close-up.
+    let ops_between = |a: u64, b: u64| {
+        data.ops.partition_point(|o| o.invoke_time <= b)
+            - data.ops.partition_point(|o| o.invoke_time < a)
+    };
+    let end_of = |o: &Op| o.complete_time.unwrap_or(o.invoke_time);
+    let pad_of = |t0: u64, t1: u64| ((t1 - t0) / 5).max(CLOSE_UP_PAD);
+    let (mut t0, mut t1) = (involved[0].invoke_time, end_of(involved[0]));
+    let mut taken = 1;
+    for op in &involved[1..] {
+        let (n0, n1) = (t0.min(op.invoke_time), t1.max(end_of(op)));
+        let pad = pad_of(n0, n1);
+        if ops_between(n0.saturating_sub(pad), n1 + pad) > CLOSE_UP_OPS {
+            break;
+        }
+        (t0, t1, taken) = (n0, n1, taken + 1);
+    }
+    let pad = pad_of(t0, t1);
     let axis = TimeAxis::new(t0.saturating_sub(pad), (t1 + pad).min(end.max(t1)));
     let highlight: BTreeSet<u64> = involved.iter().map(|o| o.invoke_index).collect();
+    let which = if taken == involved.len() {
+        "it".to_string()
+    } else if taken == 1 {
+        "the first of its operations".to_string()
+    } else {
+        format!("the first {taken} of its operations")
+    };
     let _ = write!(
         out,
-        "<p>Around it ({:.3} s – {:.3} s), every operation; the involved ones are outlined:</p>",
+        "<p>Around {which} ({:.3} s – {:.3} s), every operation; the involved ones are outlined:</p>",
         axis.t0 as f64 / 1e9,
         axis.t1 as f64 / 1e9
     );
