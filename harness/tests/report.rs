@@ -284,6 +284,15 @@ fn report_command_rerenders_and_names_bad_input() {
     assert!(err.contains("results.json:2:"), "{err}");
     std::fs::write(dir.join("results.json"), &results).unwrap();
 
+    std::fs::remove_file(dir.join("results.json")).unwrap();
+    let (code, _, err) = watermark(&["report", d]);
+    assert_eq!(code, 64);
+    assert!(
+        err.contains("results.json is missing") && err.contains("--json >"),
+        "{err}"
+    );
+    std::fs::write(dir.join("results.json"), &results).unwrap();
+
     std::fs::remove_file(dir.join("run.json")).unwrap();
     let (code, _, err) = watermark(&["report", d]);
     assert_eq!(code, 64);
@@ -510,4 +519,21 @@ fn a_flood_of_one_kind_does_not_hide_the_others() {
     assert!(html.contains("The first 50 are explained below; all 302 are in"));
     assert_eq!(html.matches(r#"data-kind="lost-write""#).count(), 50);
     assert_anchors_resolve(&html);
+}
+
+#[test]
+fn serve_names_a_missing_results_directory_and_a_bad_address() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nope");
+    let (code, _, err) = watermark(&["serve", missing.to_str().unwrap()]);
+    assert_eq!(code, 64);
+    assert!(err.contains("cannot open the results directory"), "{err}");
+    let (code, _, err) = watermark(&[
+        "serve",
+        tmp.path().to_str().unwrap(),
+        "--listen",
+        "localhost-ish",
+    ]);
+    assert_eq!(code, 64);
+    assert!(err.contains("--listen localhost-ish"), "{err}");
 }

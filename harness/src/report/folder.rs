@@ -98,6 +98,14 @@ pub fn load(dir: &Path) -> Result<RunData, ReportError> {
     })?;
 
     let results_json = dir.join("results.json");
+    if !results_json.exists() {
+        return Err(ReportError::input(format!(
+            "{} is missing: the run ended before its verdict was written; `watermark check {} --json > {}` writes it",
+            results_json.display(),
+            history.display(),
+            results_json.display()
+        )));
+    }
     let results: Results = parse_json(&results_json, &read(&results_json)?)?;
 
     let replicas = load_final_logs(&dir.join("nodes"))?;
@@ -115,7 +123,7 @@ pub fn load(dir: &Path) -> Result<RunData, ReportError> {
 fn read(path: &Path) -> Result<String, ReportError> {
     fs::read_to_string(path).map_err(|e| {
         let hint = if e.kind() == std::io::ErrorKind::NotFound {
-            " (is this a run folder? `watermark check` writes results.json for a history)"
+            " (is this a run folder? `watermark run` writes one under results/)"
         } else {
             ""
         };
