@@ -68,3 +68,38 @@ async fn a_clean_stop_flushes_everything() {
     assert_eq!(before, (5, 0));
     assert_eq!(after, 5, "SIGTERM flushes the log before exiting");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_flush_timer_makes_records_durable() {
+    let mut c = Cluster::start(Opts {
+        node_args: vec![
+            "--simulate-page-cache".into(),
+            "--flush-ms".into(),
+            "50".into(),
+        ],
+        ..Opts::default()
+    });
+    c.create_topic("solo", 3, 1, 1).await;
+    let s = c.controller_partition("solo", 0).await.unwrap();
+    let host = ids(&s["replicas"])[0];
+    for v in 0..5 {
+        // acks=0 answers before appending, without an offset.
+        let (status, body) = c.produce(host, "solo", 0, "0", json!(v)).await;
+        assert_eq!(
+            (status, &body["base_offset"]),
+            (200, &serde_json::Value::Null)
+        );
+    }
+    c.wait_for("the flush timer to flush all five records", || async {
+        let d = c.debug_partition(host, "solo", 0).await?;
+        (d["log_end_offset"] == 5 && d["flushed_offset"] == 5).then_some(())
+    })
+    .await;
+    c.node(host).kill();
+    c.node(host).restart();
+    c.wait_for("the five records after a SIGKILL", || async {
+        let d = c.debug_partition(host, "solo", 0).await?;
+        (d["role"] == "leader" && d["log_end_offset"] == 5).then_some(())
+    })
+    .await;
+}
