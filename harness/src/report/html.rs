@@ -678,9 +678,14 @@ fn linearization(out: &mut String, n: usize, e: &Explanation, ctx: &Ctx) {
     out.push_str("<p>cannot be linearized next: ");
     op_link(out, &e.op, &ctx.highlight);
     out.push_str("</p>");
-    if !e.pending.is_empty() {
-        out.push_str("<p>pending at that point (none fits the state):</p><ul class=\"ops\">");
-        for r in e.pending.iter().take(MAX_OPS_LISTED) {
+    let others: Vec<&OpRef> = e
+        .pending
+        .iter()
+        .filter(|r| r.invoke != e.op.invoke)
+        .collect();
+    if !others.is_empty() {
+        out.push_str("<p>also pending at that point (none fits the state):</p><ul class=\"ops\">");
+        for r in others.into_iter().take(MAX_OPS_LISTED) {
             out.push_str("<li>");
             op_link(out, r, &ctx.highlight);
             out.push_str("</li>");

@@ -526,13 +526,15 @@ pub fn latency(ops: &[Op], axis: TimeAxis, faults: &Faults) -> String {
         d += 1.0;
     }
     if points.len() <= DETAIL_LIMIT {
+        // Few points: bigger dots.
+        let dot = if points.len() <= 300 { 5.0 } else { 3.0 };
         for (t, ms, o) in &points {
             let _ = write!(
                 out,
-                r#"<rect class="{}" x="{:.1}" y="{:.1}" width="3" height="3"/>"#,
+                r#"<rect class="{}" x="{:.1}" y="{:.1}" width="{dot}" height="{dot}"/>"#,
                 outcome_class(*o),
-                axis.x(*t) - 1.5,
-                y(*ms) - 1.5
+                axis.x(*t) - dot / 2.0,
+                y(*ms) - dot / 2.0
             );
         }
     } else {
