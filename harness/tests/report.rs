@@ -284,6 +284,14 @@ fn report_command_rerenders_and_names_bad_input() {
     assert!(err.contains("results.json:2:"), "{err}");
     std::fs::write(dir.join("results.json"), &results).unwrap();
 
+    let final_log = dir.join("nodes/2/final-log.jsonl");
+    let good_log = read(&final_log);
+    std::fs::write(&final_log, "{\"topic\": \"queue\"}\n").unwrap();
+    let (code, _, err) = watermark(&["report", d]);
+    assert_eq!(code, 64);
+    assert!(err.contains("nodes/2/final-log.jsonl:1:"), "{err}");
+    std::fs::write(&final_log, good_log).unwrap();
+
     std::fs::remove_file(dir.join("results.json")).unwrap();
     let (code, _, err) = watermark(&["report", d]);
     assert_eq!(code, 64);
@@ -536,4 +544,25 @@ fn serve_names_a_missing_results_directory_and_a_bad_address() {
     ]);
     assert_eq!(code, 64);
     assert!(err.contains("--listen localhost-ish"), "{err}");
+}
+
+#[test]
+fn times_out_of_order_do_not_break_the_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("scrambled");
+    queue_run(&dir, 5, 6, 300, Plant::TruncatedTail);
+    let history: String = read(&dir.join("history.jsonl"))
+        .lines()
+        .map(|l| {
+            let mut e: serde_json::Value = serde_json::from_str(l).unwrap();
+            let i = e["index"].as_u64().unwrap();
+            e["time"] = ((i * 7919) % 1000 * 1_000_000).into();
+            e.to_string() + "\n"
+        })
+        .collect();
+    std::fs::write(dir.join("history.jsonl"), history).unwrap();
+    write_reports(&dir).unwrap();
+    let html = read(&dir.join("report.html"));
+    assert!(html.contains(r#"data-verdict="invalid""#));
+    assert_anchors_resolve(&html);
 }

@@ -282,12 +282,10 @@ fn header(out: &mut String, data: &RunData, anomalies: &[(&str, &Anomaly)]) {
         data.ops.len(),
         data.ops.len() - ok - fail,
         data.end_time() as f64 / 1e9,
-        data.events.len()
-            - data
-                .ops
-                .iter()
-                .map(|o| 1 + o.complete_index.is_some() as usize)
-                .sum::<usize>()
+        data.events
+            .iter()
+            .filter(|e| e.process == checker::history::Process::Nemesis)
+            .count()
     );
     if !anomalies.is_empty() {
         out.push_str(r#"<ul class="summary" id="anomaly-summary">"#);
@@ -523,11 +521,13 @@ fn close_up(
     // Start from the first operation listed and take in the next ones while the
     // window stays a close-up.
     let ops_between = |a: u64, b: u64| {
-        data.ops.partition_point(|o| o.invoke_time <= b)
-            - data.ops.partition_point(|o| o.invoke_time < a)
+        // Histories are in time order; a malformed one only makes this approximate.
+        data.ops
+            .partition_point(|o| o.invoke_time <= b)
+            .saturating_sub(data.ops.partition_point(|o| o.invoke_time < a))
     };
-    let end_of = |o: &Op| o.complete_time.unwrap_or(o.invoke_time);
-    let pad_of = |t0: u64, t1: u64| ((t1 - t0) / 5).max(CLOSE_UP_PAD);
+    let end_of = |o: &Op| o.complete_time.unwrap_or(o.invoke_time).max(o.invoke_time);
+    let pad_of = |t0: u64, t1: u64| (t1.saturating_sub(t0) / 5).max(CLOSE_UP_PAD);
     let (mut t0, mut t1) = (involved[0].invoke_time, end_of(involved[0]));
     let mut taken = 1;
     for op in &involved[1..] {
@@ -608,7 +608,7 @@ fn linearization(out: &mut String, n: usize, e: &Explanation, ctx: &Ctx) {
         let width = svg::WIDTH - left - 14.0;
         let span = (t1.saturating_sub(t0)).max(1) as f64;
         let pad = span * 0.04;
-        let x = |t: u64| left + ((t - t0) as f64 + pad) / (span + 2.0 * pad) * width;
+        let x = |t: u64| left + (t.saturating_sub(t0) as f64 + pad) / (span + 2.0 * pad) * width;
         let height = procs.len() as f64 * lane_h + 10.0;
         let _ = write!(
             out,
