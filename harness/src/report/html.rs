@@ -197,7 +197,7 @@ svg .tick{text-anchor:middle}svg .ytick,svg .lane-label{text-anchor:end}
 svg .axis{stroke:#888;stroke-width:1}svg .grid{stroke:#e6e6e6;stroke-width:1}
 svg .lane{fill:#f5f6f8}
 .ok,.sw.ok{fill:#5aa469;background:#5aa469}.fail,.sw.fail{fill:#e05252;background:#e05252}.info,.sw.info{fill:#f0a030;background:#f0a030}
-svg .hl{stroke:#111;stroke-width:1.5}
+svg .hl{stroke:#111;stroke-width:1.5}svg rect:target{stroke:#0b57d0;stroke-width:3}svg rect[id]{scroll-margin-top:160px}.anomaly:target,h3:target{outline:3px solid #0b57d0}
 svg .fault{opacity:.16}svg .fault-strip{opacity:.8}svg .fault-label{font-size:10.5px;font-weight:600}svg .fault-tick{stroke-width:1;opacity:.7}
 .f-kill{fill:#d32f2f;stroke:#d32f2f;background:rgba(211,47,47,.25)}.f-pause{fill:#1e63c8;stroke:#1e63c8;background:rgba(30,99,200,.25)}
 .f-part{fill:#7b3fb3;stroke:#7b3fb3;background:rgba(123,63,179,.25)}.f-other{fill:#666;stroke:#666;background:rgba(100,100,100,.25)}
