@@ -65,7 +65,7 @@ impl ReplicaManager {
         self.view.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Accept a message from a controller with `epoch`, unless an newer controller
+    /// Accept a message from a controller with `epoch`, unless a newer controller
     /// has spoken already.
     fn accept_controller(&self, epoch: i32, brokers: Vec<BrokerInfo>) -> bool {
         let mut v = self.view.lock().unwrap_or_else(|p| p.into_inner());
@@ -117,14 +117,12 @@ pub fn apply(
     states: Vec<PartitionState>,
 ) -> Result<(), ApiError> {
     if !node.manager.accept_controller(controller_epoch, brokers) {
+        let seen = node.manager.view().epoch;
         return Err(ApiError::new(
             Code::FencedLeaderEpoch,
-            format!(
-                "controller epoch {controller_epoch} is older than {} already seen",
-                node.manager.view().epoch
-            ),
+            format!("controller epoch {controller_epoch} is older than {seen}, already seen"),
         )
-        .with("leader_epoch", node.manager.view().epoch));
+        .with("controller_epoch", seen));
     }
     for state in states {
         apply_partition_state(node, state);

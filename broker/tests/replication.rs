@@ -414,6 +414,7 @@ async fn stale_epochs_are_fenced_and_a_replaced_leader_cannot_ack() {
         (409, Some("FENCED_LEADER_EPOCH")),
         "{body}"
     );
+    assert_eq!(body["controller_epoch"], md["controller_epoch"]);
 
     // Pause the leader until the controller replaces it and both followers know.
     c.nodes[&old].signal(libc::SIGSTOP);
