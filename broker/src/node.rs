@@ -5,6 +5,7 @@
 //! log flush policy and high-watermark checkpoints.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -27,6 +28,8 @@ use crate::{api, server};
 const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(200);
 /// How often leaders look for ISR changes to propose.
 const ISR_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+/// How long a leader waits before proposing again an ISR change that was refused.
+const ISR_RETRY_BACKOFF: Duration = Duration::from_millis(500);
 /// How often the high watermark is checkpointed (Kafka: 5 s).
 const HW_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
 /// Timeout of a call to the controller.
@@ -285,9 +288,12 @@ async fn isr_loop(node: Arc<Node>) {
     loop {
         tokio::time::sleep(ISR_CHECK_INTERVAL).await;
         for part in node.manager.all() {
+            let now = node.now_ms();
+            if now < part.isr_retry_at_ms.load(Ordering::Relaxed) {
+                continue;
+            }
             let proposal = {
                 let mut r = part.lock();
-                let now = node.now_ms();
                 match (r.isr_proposal(now), r.state()) {
                     (Some(new_isr), Some(state)) => {
                         let req = AlterPartition {
@@ -322,6 +328,8 @@ async fn isr_loop(node: Arc<Node>) {
                         replica_manager::apply_partition_state(&node, state);
                     }
                     Err(e) => {
+                        let retry_at = node.now_ms() + ISR_RETRY_BACKOFF.as_millis() as u64;
+                        part.isr_retry_at_ms.store(retry_at, Ordering::Relaxed);
                         eprintln!("{name}: ISR {old_isr:?} -> {:?} refused: {e}", req.new_isr)
                     }
                 }

@@ -29,6 +29,9 @@ pub struct Partition {
     pub purgatory: Purgatory,
     fetcher: Mutex<Option<JoinHandle<()>>>,
     checkpointed_hw: AtomicU64,
+    /// No new ISR proposal before this time (node clock, ms): set after a refusal, so a
+    /// leader does not ask every tick for what the controller just declined.
+    pub isr_retry_at_ms: AtomicU64,
 }
 
 /// Whether `topic` is a name we accept (it becomes a directory name).
@@ -69,6 +72,7 @@ impl Partition {
             replica: Mutex::new(replica),
             purgatory: Purgatory::new(),
             fetcher: Mutex::new(None),
+            isr_retry_at_ms: AtomicU64::new(0),
         };
         {
             let mut r = part.lock();
