@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 
 use crate::format::Format;
-use crate::history::{Event, Process};
+use crate::history::{Event, EventType, Process};
 use crate::linear::{self, ModelKind, Options};
 use crate::queue::{self, ReplicaLog};
-use crate::verdict::Results;
+use crate::verdict::{Results, Validity};
 
 /// What a history is checked as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +77,8 @@ impl std::error::Error for CheckError {}
 
 /// Check a history: the queue analysis for queues (with the replicas' final logs,
 /// if any), linearizability for registers and key-value stores. Jepsen log
-/// histories read a failed cas as an observation, as Porcupine does.
+/// histories read a failed cas as an observation, as Porcupine does. A history
+/// with invocations that never completed is at best unknown (SPEC §2).
 pub fn check(
     format: Format,
     events: &[Event],
@@ -114,5 +115,34 @@ pub fn check(
         })?;
         checkers.insert("linearizable".to_string(), r);
     }
+    // A history whose writer stopped mid-way (invocations never completed) was
+    // checked with those operations as indeterminate; it can show anomalies, but
+    // it cannot show that the whole run was valid.
+    let open = open_invocations(events);
+    for r in checkers.values_mut() {
+        r.stats
+            .insert("ops-never-completed".to_string(), open as u64);
+        if open > 0 && r.valid == Validity::Valid {
+            r.valid = Validity::Unknown;
+            r.reason = Some(format!(
+                "the history is incomplete: {open} invocations never completed (checked as indeterminate)"
+            ));
+        }
+    }
     Ok(Results::new(checkers))
+}
+
+/// Client invocations without a completion at the end of the history.
+pub fn open_invocations(events: &[Event]) -> usize {
+    let mut open = std::collections::HashSet::new();
+    for e in events {
+        if let Process::Client(p) = e.process {
+            if e.kind == EventType::Invoke {
+                open.insert(p);
+            } else {
+                open.remove(&p);
+            }
+        }
+    }
+    open.len()
 }

@@ -192,6 +192,52 @@ impl fmt::Display for PairError {
 
 impl std::error::Error for PairError {}
 
+/// An invocation and its completion, borrowed from the events (no copies): what
+/// checkers that only read need.
+#[derive(Debug, Clone, Copy)]
+pub struct Paired<'a> {
+    pub invoke: &'a Event,
+    /// `None`: the invocation never completed.
+    pub completion: Option<&'a Event>,
+    pub outcome: Outcome,
+    pub invoke_pos: usize,
+    /// Position of an `ok` or `fail` completion; `None` for info and never-completed.
+    pub complete_pos: Option<usize>,
+}
+
+impl Paired<'_> {
+    /// The completion's value (`Null` when there was none).
+    pub fn value(&self) -> &Value {
+        static NULL: Value = Value::Null;
+        self.completion.map_or(&NULL, |c| &c.value)
+    }
+
+    pub fn process(&self) -> u64 {
+        match self.invoke.process {
+            Process::Client(p) => p,
+            Process::Nemesis => u64::MAX,
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_op(&self) -> Op {
+        Op {
+            process: self.process(),
+            f: self.invoke.f.clone(),
+            invoke_value: self.invoke.value.clone(),
+            value: self.value().clone(),
+            outcome: self.outcome,
+            invoke_index: self.invoke.index,
+            complete_index: self.completion.map(|c| c.index),
+            invoke_pos: self.invoke_pos,
+            complete_pos: self.complete_pos,
+            invoke_time: self.invoke.time,
+            complete_time: self.completion.map(|c| c.time),
+            error: self.completion.and_then(|c| c.error.clone()),
+        }
+    }
+}
+
 /// Pair every client invocation with the next completion of the same process.
 ///
 /// Nemesis events are skipped. Ops come out in invocation order. An invocation
@@ -199,9 +245,14 @@ impl std::error::Error for PairError {}
 /// behind is still checkable. A completion without an open invocation, or a second
 /// invocation while one is open, is an error.
 pub fn pair(events: &[Event]) -> Result<Vec<Op>, PairError> {
+    Ok(pair_events(events)?.iter().map(Paired::to_op).collect())
+}
+
+/// [`pair`] without copying: the pairs borrow the events.
+pub fn pair_events(events: &[Event]) -> Result<Vec<Paired<'_>>, PairError> {
     use std::collections::HashMap;
     let mut open: HashMap<u64, usize> = HashMap::new(); // process -> op slot
-    let mut ops: Vec<Op> = Vec::new();
+    let mut ops: Vec<Paired> = Vec::new();
     for (pos, e) in events.iter().enumerate() {
         let Process::Client(p) = e.process else {
             continue;
@@ -209,28 +260,22 @@ pub fn pair(events: &[Event]) -> Result<Vec<Op>, PairError> {
         match e.kind {
             EventType::Invoke => {
                 if let Some(&slot) = open.get(&p) {
+                    let prev = ops[slot].invoke;
                     return Err(PairError {
                         position: pos,
                         message: format!(
                             "process {p} invokes {} while its {} (index {}) has not completed",
-                            e.f, ops[slot].f, ops[slot].invoke_index
+                            e.f, prev.f, prev.index
                         ),
                     });
                 }
                 open.insert(p, ops.len());
-                ops.push(Op {
-                    process: p,
-                    f: e.f.clone(),
-                    invoke_value: e.value.clone(),
-                    value: Value::Null,
+                ops.push(Paired {
+                    invoke: e,
+                    completion: None,
                     outcome: Outcome::Info,
-                    invoke_index: e.index,
-                    complete_index: None,
                     invoke_pos: pos,
                     complete_pos: None,
-                    invoke_time: e.time,
-                    complete_time: None,
-                    error: None,
                 });
             }
             kind => {
@@ -241,12 +286,12 @@ pub fn pair(events: &[Event]) -> Result<Vec<Op>, PairError> {
                     });
                 };
                 let op = &mut ops[slot];
-                if op.f != e.f {
+                if op.invoke.f != e.f {
                     return Err(PairError {
                         position: pos,
                         message: format!(
                             "process {p} completes {} but invoked {} (index {})",
-                            e.f, op.f, op.invoke_index
+                            e.f, op.invoke.f, op.invoke.index
                         ),
                     });
                 }
@@ -255,10 +300,7 @@ pub fn pair(events: &[Event]) -> Result<Vec<Op>, PairError> {
                     EventType::Fail => Outcome::Fail,
                     _ => Outcome::Info,
                 };
-                op.value = e.value.clone();
-                op.complete_index = Some(e.index);
-                op.complete_time = Some(e.time);
-                op.error = e.error.clone();
+                op.completion = Some(e);
                 if kind != EventType::Info {
                     op.complete_pos = Some(pos);
                 }

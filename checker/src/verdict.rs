@@ -13,7 +13,7 @@ use std::fmt::{self, Write as _};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::history::Op;
+use crate::history::{Op, Paired};
 
 /// `true`, `false` or `"unknown"` in JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -123,6 +123,17 @@ pub struct OpRef {
 }
 
 impl OpRef {
+    /// From a borrowed pair of events.
+    pub fn of(op: &Paired, text: impl Into<String>) -> OpRef {
+        OpRef {
+            invoke: op.invoke.index,
+            complete: op.completion.map(|c| c.index),
+            process: op.process(),
+            f: op.invoke.f.clone(),
+            text: text.into(),
+        }
+    }
+
     pub fn new(op: &Op, text: impl Into<String>) -> OpRef {
         OpRef {
             invoke: op.invoke_index,
@@ -263,8 +274,9 @@ impl Results {
         Results { valid, checkers }
     }
 
-    /// The verdict for a terminal: one line per checker, then each anomaly with its
-    /// operations and, for non-linearizable histories, the search's explanation.
+    /// The verdict for a terminal: one line per checker, then each anomaly (the
+    /// first ten of each kind) with its operations and, for non-linearizable
+    /// histories, the search's explanation.
     pub fn render_text(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "verdict: {}", self.valid);
@@ -279,8 +291,20 @@ impl Results {
                 let _ = write!(out, " — {}", list.join(", "));
             }
             out.push('\n');
+            let mut shown: BTreeMap<AnomalyKind, usize> = BTreeMap::new();
             for a in &c.anomalies {
-                render_anomaly(&mut out, a);
+                let n = shown.entry(a.kind).or_insert(0);
+                *n += 1;
+                if *n <= SHOWN_PER_KIND {
+                    render_anomaly(&mut out, a);
+                }
+            }
+            for (kind, n) in shown.iter().filter(|(_, n)| **n > SHOWN_PER_KIND) {
+                let _ = writeln!(
+                    out,
+                    "  ... {} more {kind} (all of them are in results.json, --json)",
+                    n - SHOWN_PER_KIND
+                );
             }
         }
         out
@@ -288,6 +312,7 @@ impl Results {
 }
 
 const SHOWN_OPS: usize = 8;
+const SHOWN_PER_KIND: usize = 10;
 const SHOWN_PREFIX: usize = 10;
 
 fn render_anomaly(out: &mut String, a: &Anomaly) {

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use checker::check::{Model, check};
 use checker::format::{self, Format};
-use checker::history::{EventType, Process};
 use checker::linear::Options;
 use checker::queue::{self, ReplicaLog};
 use checker::verdict::Validity;
@@ -137,46 +136,33 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
     })?;
 
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&results).unwrap_or_default()
-        );
+        let json = serde_json::to_string_pretty(&results).unwrap_or_default();
+        say(&format!("{json}\n"));
     } else {
-        let clients = parsed
-            .events
-            .iter()
-            .filter(|e| e.process != Process::Nemesis);
-        let (invokes, completions) = clients.fold((0usize, 0usize), |(i, c), e| {
-            if e.kind == EventType::Invoke {
-                (i + 1, c)
-            } else {
-                (i, c + 1)
-            }
-        });
-        println!(
-            "{shown}: {} events ({}), checked as {}{}",
+        let logs = if replicas.is_empty() {
+            String::new()
+        } else {
+            format!(", {} replica logs", replicas.len())
+        };
+        say(&format!(
+            "{shown}: {} events ({}), checked as {}{logs}\n",
             parsed.events.len(),
             fmt.name(),
             model.name(),
-            if replicas.is_empty() {
-                String::new()
-            } else {
-                format!(", {} replica logs", replicas.len())
-            }
-        );
-        if invokes > completions {
-            println!(
-                "note: {} invocations never completed; they count as indeterminate (may or may not have happened)",
-                invokes - completions
-            );
-        }
-        print!("{}", results.render_text());
+        ));
+        say(&results.render_text());
     }
     Ok(match results.valid {
         Validity::Valid => Exit::Valid,
         Validity::Invalid => Exit::Invalid,
         Validity::Unknown => Exit::Unknown,
     })
+}
+
+/// Print to stdout; a closed pipe (`| head`) is not worth a panic.
+fn say(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 fn at(file: &str, e: &format::ParseError) -> String {

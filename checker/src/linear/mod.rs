@@ -9,13 +9,14 @@
 pub mod model;
 pub mod search;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::history::{Event, Op, Outcome, PairError, pair};
+use crate::history::{Event, Outcome, PairError, Paired, pair_events};
 use crate::verdict::{Anomaly, AnomalyKind, CheckerResult, Explanation, OpRef, Validity};
 use model::{CasOutcome, CasRegister, Kv, KvOp, KvStore, Model, NIL, RegisterOp, Text, Val};
 use search::{GaveUp, Limits, LinOp, Outcome as SearchOutcome, Search};
@@ -88,7 +89,7 @@ impl std::error::Error for LinError {}
 struct Part<'a, O> {
     key: Option<Value>,
     ops: Vec<LinOp<O>>,
-    origin: Vec<&'a Op>,
+    origin: Vec<&'a Paired<'a>>,
 }
 
 /// Check a history's events for linearizability against a model.
@@ -97,7 +98,7 @@ pub fn check(
     kind: ModelKind,
     options: &Options,
 ) -> Result<CheckerResult, LinError> {
-    let ops = pair(events).map_err(LinError::Pair)?;
+    let ops = pair_events(events).map_err(LinError::Pair)?;
     let limits = Limits::new(
         options.time_limit.map(|d| Instant::now() + d),
         options.max_memory,
@@ -118,9 +119,9 @@ pub fn check(
     }
 }
 
-fn shape(op: &Op, message: String) -> LinError {
+fn shape(op: &Paired, message: String) -> LinError {
     LinError::Shape {
-        index: op.invoke_index,
+        index: op.invoke.index,
         message,
     }
 }
@@ -136,27 +137,40 @@ fn keyed(v: &Value) -> (Option<&Value>, &Value) {
     }
 }
 
+/// A key's name: strings as they are, other JSON as text ("" for no key).
+fn key_name(key: Option<&Value>) -> Cow<'_, str> {
+    match key {
+        None => Cow::Borrowed(""),
+        Some(Value::String(s)) => Cow::Borrowed(s),
+        Some(v) => Cow::Owned(v.to_string()),
+    }
+}
+
 fn part_for<'a, 'o, O>(
     parts: &'a mut Vec<Part<'o, O>>,
-    index: &mut HashMap<String, usize>,
-    key: Option<&Value>,
+    index: &mut HashMap<Cow<'o, str>, usize>,
+    key: Option<&'o Value>,
 ) -> &'a mut Part<'o, O> {
-    let name = key.map_or(String::new(), Value::to_string);
-    let i = *index.entry(name).or_insert_with(|| {
-        parts.push(Part {
-            key: key.cloned(),
-            ops: Vec::new(),
-            origin: Vec::new(),
-        });
-        parts.len() - 1
-    });
+    let name = key_name(key);
+    let i = match index.get(&name) {
+        Some(&i) => i,
+        None => {
+            parts.push(Part {
+                key: key.cloned(),
+                ops: Vec::new(),
+                origin: Vec::new(),
+            });
+            index.insert(name, parts.len() - 1);
+            parts.len() - 1
+        }
+    };
     &mut parts[i]
 }
 
-fn register_parts(
-    ops: &[Op],
+fn register_parts<'a>(
+    ops: &'a [Paired<'a>],
     failed_cas_observes: bool,
-) -> Result<(CasRegister, Vec<Part<'_, RegisterOp>>), LinError> {
+) -> Result<(CasRegister, Vec<Part<'a, RegisterOp>>), LinError> {
     let mut names: Vec<String> = vec!["nil".to_string()];
     let mut ids: HashMap<String, Val> = HashMap::new();
     let mut intern = |v: &Value| -> Val {
@@ -172,16 +186,16 @@ fn register_parts(
     let mut parts = Vec::new();
     let mut index = HashMap::new();
     for op in ops {
-        let (key, arg) = keyed(&op.invoke_value);
+        let (key, arg) = keyed(&op.invoke.value);
         let failed = op.outcome == Outcome::Fail;
         let complete = if op.outcome == Outcome::Info {
             None
         } else {
             op.complete_pos
         };
-        let rop = match op.f.as_str() {
+        let rop = match op.invoke.f.as_str() {
             "read" => match op.outcome {
-                Outcome::Ok => RegisterOp::Read(Some(intern(keyed(&op.value).1))),
+                Outcome::Ok => RegisterOp::Read(Some(intern(keyed(op.value()).1))),
                 Outcome::Fail if !failed_cas_observes => continue,
                 _ => RegisterOp::Read(None),
             },
@@ -221,29 +235,36 @@ fn register_parts(
     Ok((CasRegister { names }, parts))
 }
 
-fn kv_parts(ops: &[Op], split: bool) -> Result<(Vec<String>, Vec<Part<'_, KvOp>>), LinError> {
+fn kv_parts<'a>(
+    ops: &'a [Paired<'a>],
+    split: bool,
+) -> Result<(Vec<String>, Vec<Part<'a, KvOp>>), LinError> {
     let mut keys: Vec<String> = Vec::new();
-    let mut key_ids: HashMap<String, usize> = HashMap::new();
+    let mut key_ids: HashMap<Cow<str>, usize> = HashMap::new();
     let mut parts = Vec::new();
     let mut index = HashMap::new();
     for op in ops {
-        let (Some(key), arg) = keyed(&op.invoke_value) else {
+        let (Some(key), arg) = keyed(&op.invoke.value) else {
             return Err(shape(
                 op,
                 format!(
                     "kv expects {{\"key\":k,\"value\":v}}, got {}",
-                    op.invoke_value
+                    op.invoke.value
                 ),
             ));
         };
         if op.outcome == Outcome::Fail {
             continue;
         }
-        let name = key.as_str().map_or_else(|| key.to_string(), str::to_string);
-        let k = *key_ids.entry(name.clone()).or_insert_with(|| {
-            keys.push(name);
-            keys.len() - 1
-        });
+        let name = key_name(Some(key));
+        let k = match key_ids.get(&name) {
+            Some(&k) => k,
+            None => {
+                keys.push(name.to_string());
+                key_ids.insert(name, keys.len() - 1);
+                keys.len() - 1
+            }
+        };
         let text = |v: &Value| -> Result<Text, LinError> {
             match v {
                 Value::String(s) => Ok(Text::new(s)),
@@ -251,10 +272,10 @@ fn kv_parts(ops: &[Op], split: bool) -> Result<(Vec<String>, Vec<Part<'_, KvOp>>
                 other => Err(shape(op, format!("kv values are strings, got {other}"))),
             }
         };
-        let kop = match op.f.as_str() {
+        let kop = match op.invoke.f.as_str() {
             "get" if op.outcome == Outcome::Ok => KvOp::Get {
                 key: k,
-                value: Some(text(keyed(&op.value).1)?),
+                value: Some(text(keyed(op.value()).1)?),
             },
             "get" => KvOp::Get {
                 key: k,
@@ -415,7 +436,7 @@ fn run<M: Model>(
                 blocked,
                 pending,
             } => {
-                let r = |i: usize| OpRef::new(part.origin[i], model.describe_op(&part.ops[i].op));
+                let r = |i: usize| OpRef::of(part.origin[i], model.describe_op(&part.ops[i].op));
                 let op = r(blocked);
                 let mut a = Anomaly::new(
                     AnomalyKind::Nonlinearizable,
