@@ -19,7 +19,11 @@ pub struct Reader<'a> {
     src: &'a [u8],
     pos: usize,
     line: usize,
+    depth: usize,
 }
+
+/// Nesting deeper than this is not a history (and would exhaust the stack).
+const MAX_DEPTH: usize = 200;
 
 fn is_delim(b: u8) -> bool {
     b.is_ascii_whitespace()
@@ -36,6 +40,7 @@ impl<'a> Reader<'a> {
             src: text.as_bytes(),
             pos: 0,
             line: first_line,
+            depth: 0,
         }
     }
 
@@ -92,6 +97,16 @@ impl<'a> Reader<'a> {
     }
 
     fn form(&mut self) -> Result<Value, EdnError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return self.err(format!("expected at most {MAX_DEPTH} levels of nesting"));
+        }
+        let v = self.form_inner();
+        self.depth -= 1;
+        v
+    }
+
+    fn form_inner(&mut self) -> Result<Value, EdnError> {
         self.skip_discards()?;
         let Some(&b) = self.src.get(self.pos) else {
             return self.err("expected a value, found the end of the text");
@@ -294,6 +309,14 @@ mod tests {
         let e = read_all("{:a 1}\n\n{:b 1").unwrap_err();
         assert_eq!(e.line, 3);
         assert!(e.message.contains("'}'"), "{e:?}");
+        for deep in [
+            "[".repeat(100_000),
+            "#a ".repeat(100_000),
+            "#_ ".repeat(100_000),
+        ] {
+            let e = read_all(&deep).unwrap_err();
+            assert!(e.message.contains("nesting"), "{e:?}");
+        }
         let e = read_all("{:a \"x}").unwrap_err();
         assert!(e.message.contains("string"), "{e:?}");
     }
