@@ -56,3 +56,62 @@ fn kv_histories() {
         }
     }
 }
+
+fn events(path: &str) -> Vec<checker::history::Event> {
+    let text = std::fs::read_to_string(data(path)).unwrap();
+    format::parse(&text, format::detect(&text).unwrap())
+        .unwrap()
+        .events
+}
+
+#[test]
+fn reported_keys_do_not_depend_on_threads() {
+    use checker::linear::{ModelKind, check};
+    let evs = events("kv/c50-bad.txt");
+    let run = |threads| {
+        let r = check(
+            &evs,
+            ModelKind::Kv,
+            &Options {
+                threads,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        serde_json::to_string(&r).unwrap()
+    };
+    let one = run(1);
+    assert!(one.contains("nonlinearizable"));
+    assert_eq!(one, run(2));
+    assert_eq!(one, run(4));
+}
+
+#[test]
+fn budgets_end_in_unknown() {
+    use checker::linear::{ModelKind, check};
+    let evs = events("jepsen/etcd_002.log");
+    let opts = Options {
+        failed_cas_observes: true,
+        max_memory: 64 << 10,
+        ..Options::default()
+    };
+    let r = check(&evs, ModelKind::CasRegister, &opts).unwrap();
+    assert_eq!(r.valid, Validity::Unknown);
+    assert!(
+        r.reason.as_deref().unwrap_or("").contains("memory budget"),
+        "{:?}",
+        r.reason
+    );
+    let opts = Options {
+        failed_cas_observes: true,
+        time_limit: Some(std::time::Duration::from_nanos(1)),
+        ..Options::default()
+    };
+    let r = check(&evs, ModelKind::CasRegister, &opts).unwrap();
+    assert_eq!(r.valid, Validity::Unknown);
+    assert!(
+        r.reason.as_deref().unwrap_or("").contains("time limit"),
+        "{:?}",
+        r.reason
+    );
+}
