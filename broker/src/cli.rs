@@ -91,8 +91,8 @@ pub struct NodeArgs {
     pub bug: Option<Bug>,
 }
 
-/// The known bugs `--bug` can plant (SPEC §7), so the harness can show it catches them.
-/// The names are accepted now; planting them comes with the self-test.
+/// The known bugs `--bug` can plant (SPEC §7), so the harness can show it catches them
+/// (see [`crate::bugs`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Bug {
     /// Truncate to the local high watermark, as `--truncation hw`.
@@ -103,7 +103,8 @@ pub enum Bug {
     IsrUnchecked,
     /// Serve reads without the leadership check.
     StaleRead,
-    /// Accept stale leader epochs.
+    /// Accept a deposed leader's records: a new follower keeps its log past the new
+    /// leader's epoch instead of truncating.
     NoEpochFence,
 }
 

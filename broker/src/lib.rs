@@ -3,6 +3,7 @@
 //! all traffic is JSON over HTTP (see docs/api.md).
 
 pub mod api;
+pub mod bugs;
 pub mod cli;
 pub mod controller;
 pub mod error;

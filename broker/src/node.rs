@@ -12,7 +12,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::cli::NodeArgs;
+use crate::bugs::Bugs;
+use crate::cli::{Bug, NodeArgs, Truncation};
 use crate::error::Code;
 use crate::log::LogConfig;
 use crate::protocol::{
@@ -38,9 +39,12 @@ pub const CONTROLLER_TIMEOUT: Duration = Duration::from_secs(2);
 /// Everything a node's tasks and handlers share.
 pub struct Node {
     pub id: BrokerId,
-    /// Fresh at every process start: tells the controller we restarted.
+    /// Fresh at every process start: tells the controller we restarted. Under
+    /// `--truncation hw` it is kept in the data dir instead (see [`broker_epoch`]).
     pub broker_epoch: u64,
     pub args: NodeArgs,
+    /// Planted bugs (`--bug`), none by default.
+    pub bugs: Bugs,
     pub client: reqwest::Client,
     pub manager: ReplicaManager,
     start: Instant,
@@ -52,13 +56,16 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn new(args: NodeArgs) -> Node {
-        let broker_epoch = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64);
-        Node {
+    /// A node over `args`; `--bug hw-truncation` becomes `--truncation hw`.
+    pub fn new(mut args: NodeArgs) -> std::io::Result<Node> {
+        if args.bug == Some(Bug::HwTruncation) {
+            args.truncation = Truncation::Hw;
+        }
+        let broker_epoch = broker_epoch(&args)?;
+        Ok(Node {
             id: args.id,
             broker_epoch,
+            bugs: Bugs::from_cli(args.bug),
             peers: args.peers.0.iter().cloned().collect(),
             active_controller: Mutex::new(args.controller[0].clone()),
             args,
@@ -66,7 +73,7 @@ impl Node {
             manager: ReplicaManager::default(),
             start: Instant::now(),
             topic_sizes: Mutex::new(HashMap::new()),
-        }
+        })
     }
 
     /// Milliseconds since this process started (the replicas' clock).
@@ -172,6 +179,43 @@ impl Node {
     }
 }
 
+/// The broker epoch this process presents to the controller. Fresh at every start
+/// (KIP-380: a restart is a failure followed by a start, so the restarted broker leaves
+/// every ISR), except under `--truncation hw`, which emulates pre-0.11 Kafka fully:
+/// it had no broker epochs, so a broker back within the session timeout kept its ISR
+/// membership. There the first epoch is kept in `DATA_DIR/broker-epoch` and presented
+/// again after every restart.
+fn broker_epoch(args: &NodeArgs) -> std::io::Result<u64> {
+    let fresh = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    if args.truncation != Truncation::Hw {
+        return Ok(fresh);
+    }
+    let path = args.data_dir.join("broker-epoch");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => text.trim().parse().map_err(|_| {
+            std::io::Error::other(format!(
+                "{}: `{}` is not a broker epoch",
+                path.display(),
+                text.trim()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(&args.data_dir)?;
+            let tmp = args.data_dir.join("broker-epoch.tmp");
+            std::fs::write(&tmp, format!("{fresh}\n"))?;
+            std::fs::File::open(&tmp)?.sync_all()?;
+            std::fs::rename(&tmp, &path)?;
+            Ok(fresh)
+        }
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!("{}: {e}", path.display()),
+        )),
+    }
+}
+
 fn next_in(list: &[String], addr: &str) -> String {
     match list.iter().position(|a| a == addr) {
         Some(i) => list[(i + 1) % list.len()].clone(),
@@ -194,11 +238,14 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
         let listener = server::bind_and_announce(args.listen, &args.data_dir)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-        let node = Arc::new(Node::new(args));
+        let node = Arc::new(Node::new(args).map_err(|e| format!("broker epoch: {e}"))?);
         eprintln!(
             "node {}: broker epoch {}, truncation {:?}, controller {:?}",
             node.id, node.broker_epoch, node.args.truncation, node.args.controller
         );
+        if let Some(bug) = node.args.bug {
+            eprintln!("node {}: PLANTED BUG {bug:?} (--bug)", node.id);
+        }
         tokio::spawn(heartbeat_loop(node.clone()));
         tokio::spawn(isr_loop(node.clone()));
         tokio::spawn(housekeeping_loop(node.clone()));
@@ -295,6 +342,19 @@ async fn isr_loop(node: Arc<Node>) {
             let proposal = {
                 let mut r = part.lock();
                 match (r.isr_proposal(now), r.state()) {
+                    (Some(new_isr), Some(_)) if node.bugs.isr_unchecked => {
+                        // PLANTED BUG (isr-unchecked): no AlterPartition, adopt it here.
+                        let old_isr = r.isr().to_vec();
+                        if r.change_isr_unchecked(new_isr.clone(), now) {
+                            eprintln!(
+                                "node {}: {}-{}: ISR {old_isr:?} -> {new_isr:?} without the controller (--bug isr-unchecked)",
+                                node.id, part.tp.topic, part.tp.partition
+                            );
+                        }
+                        drop(r);
+                        part.purgatory.wake();
+                        None
+                    }
                     (Some(new_isr), Some(state)) => {
                         let req = AlterPartition {
                             broker_id: node.id,

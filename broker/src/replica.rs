@@ -25,6 +25,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::bugs::Bugs;
 use crate::cli::Truncation;
 use crate::log::{Log, Record};
 use crate::protocol::{BrokerId, LeaderEpoch, NO_LEADER, PartitionState};
@@ -219,6 +220,8 @@ pub struct Replica<L> {
     /// The LEO when this replica became leader (its epoch's start offset).
     leader_epoch_start: u64,
     lag_time_max_ms: u64,
+    /// Planted bugs (`--bug`; none by default).
+    bugs: Bugs,
 }
 
 impl<L: ReplicaLog> Replica<L> {
@@ -263,7 +266,13 @@ impl<L: ReplicaLog> Replica<L> {
             truncating: false,
             leader_epoch_start: 0,
             lag_time_max_ms,
+            bugs: Bugs::default(),
         })
+    }
+
+    /// Plant bugs (`broker node --bug`) in this replica's rules.
+    pub fn plant(&mut self, bugs: Bugs) {
+        self.bugs = bugs;
     }
 
     pub fn id(&self) -> BrokerId {
@@ -409,6 +418,12 @@ impl<L: ReplicaLog> Replica<L> {
 
     fn become_follower(&mut self, truncation: Truncation) -> io::Result<()> {
         self.role = Role::Follower;
+        if self.bugs.no_epoch_fence {
+            // PLANTED BUG (no-epoch-fence): keep every record of the epochs before the
+            // new leader's, as if they were the new leader's own.
+            self.truncating = false;
+            return Ok(());
+        }
         match truncation {
             Truncation::Hw => {
                 let hw = self.high_watermark;
@@ -513,6 +528,10 @@ impl<L: ReplicaLog> Replica<L> {
         };
         if self.role != Role::Leader || state.leader_epoch != epoch {
             return AckStatus::LeadershipLost;
+        }
+        if self.bugs.ack_before_replicate {
+            // PLANTED BUG (ack-before-replicate): the leader's own append is enough.
+            return AckStatus::Committed;
         }
         if self.high_watermark < end_offset {
             AckStatus::Pending
@@ -714,6 +733,26 @@ impl<L: ReplicaLog> Replica<L> {
         let mut new_isr = isr.to_vec();
         new_isr.push(*joining.0);
         Some(new_isr)
+    }
+
+    /// PLANTED BUG (isr-unchecked): the leader adopts `isr` on its own, as if the
+    /// controller had accepted it (partition epoch bumped locally), and never asks.
+    pub fn change_isr_unchecked(&mut self, isr: Vec<BrokerId>, now_ms: u64) -> bool {
+        let Some(state) = self.state.clone() else {
+            return false;
+        };
+        if self.role != Role::Leader || !self.bugs.isr_unchecked {
+            return false;
+        }
+        let next = PartitionState {
+            isr,
+            partition_epoch: state.partition_epoch + 1,
+            ..state
+        };
+        matches!(
+            self.apply_state(next, Truncation::Epoch, now_ms),
+            Ok(Transition::IsrUpdated)
+        )
     }
 
     /// Leader: we sent `isr` to the controller; until it answers, HW also waits for the

@@ -103,6 +103,7 @@ impl ReplicaManager {
             node.log_config(),
             node.args.replica_lag_time_max_ms,
         )?);
+        part.lock().plant(node.bugs);
         map.insert(tp.clone(), part.clone());
         Ok(part)
     }

@@ -30,6 +30,12 @@ use crate::cluster::{Cluster, Grudge, Proc};
 use crate::error::Result;
 use crate::net::topology::Topology;
 
+/// The time between two restarts at the end of a crash-all. Spread over more than the
+/// controller's session timeout (3 s) for three nodes, so a node that comes back early
+/// can learn a leader that is still down and act on it (truncate, under `--truncation
+/// hw`) before the controller declares that leader dead: KIP-101's first scenario.
+pub const CRASH_ALL_RESTART_GAP: Duration = Duration::from_millis(1750);
+
 /// A fault the user can ask for with `--nemesis`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FaultKind {
@@ -496,7 +502,10 @@ impl Nemesis {
                     Fault::Pause(p) => cluster.resume(*p).await?,
                     Fault::LoseUnflushed(id) => cluster.restart(Proc::Node(*id)).await?,
                     Fault::CrashAll(order) => {
-                        for &id in order {
+                        for (i, &id) in order.iter().enumerate() {
+                            if i > 0 {
+                                tokio::time::sleep(CRASH_ALL_RESTART_GAP).await;
+                            }
                             cluster.restart(Proc::Node(id)).await?;
                         }
                     }

@@ -276,8 +276,6 @@ fn acks_1_loses_acknowledged_writes_when_the_leader_is_isolated() {
 }
 
 #[test]
-#[ignore = "the controller drops a restarted broker from every ISR, which closes the \
-            KIP-101 window these faults rely on; enable once the broker loses data here"]
 fn hw_truncation_loses_or_diverges_data_under_kills_and_isolation() {
     finds_anomalies(
         &[

@@ -125,7 +125,8 @@ pub(super) async fn read_key(
             ));
         }
     };
-    if linearizable {
+    // PLANTED BUG (stale-read): with `--bug stale-read` the leadership check is skipped.
+    if linearizable && !node.bugs.stale_read {
         match node.confirm_leadership(&topic, partition, epoch).await {
             Ok(state) if state.leader == node.id && state.leader_epoch == epoch => {}
             Ok(state) => {

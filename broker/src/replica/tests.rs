@@ -645,3 +645,105 @@ fn undefined_epoch_answer_falls_back_to_the_high_watermark() {
     assert_eq!(b.get(bb).log_end_offset(), 1);
     assert!(!b.get(bb).is_truncating());
 }
+
+// ---- planted bugs (`--bug`): each changes exactly the rule it names ----
+
+fn planted(ids: &[BrokerId], bugs: Bugs) -> Brokers {
+    let mut b = Brokers::new(ids, Truncation::Epoch);
+    for id in ids {
+        b.get(*id).plant(bugs);
+    }
+    b
+}
+
+#[test]
+fn ack_before_replicate_acks_what_only_the_leader_has() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2],
+            Bugs {
+                ack_before_replicate: bug,
+                ..Bugs::default()
+            },
+        );
+        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+        let a = b.produce(1, 5, 1);
+        let expected = if bug {
+            AckStatus::Committed
+        } else {
+            AckStatus::Pending
+        };
+        assert_eq!(b.get(1).ack_status(a.end_offset, 1), expected, "bug {bug}");
+        // The HW rule itself is untouched: nothing is committed in the HW sense.
+        assert_eq!(b.get(1).high_watermark(), 0);
+        // A deposed leader still cannot ack.
+        b.tell(&[1], state(2, 2, 2, &[2], &[1, 2]), 2);
+        assert_eq!(
+            b.get(1).ack_status(a.end_offset, 1),
+            AckStatus::LeadershipLost
+        );
+    }
+}
+
+#[test]
+fn isr_unchecked_lets_the_leader_shrink_its_isr_alone() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2, 3],
+            Bugs {
+                isr_unchecked: bug,
+                ..Bugs::default()
+            },
+        );
+        b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2, 3], &[1, 2, 3]), 0);
+        let a = b.produce(1, 7, 10);
+        // Both followers stop fetching (the leader is cut off); past the lag time the
+        // leader wants an ISR of itself.
+        assert_eq!(b.get(1).isr_proposal(LAG + 100), Some(vec![1]));
+        assert_eq!(b.get(1).change_isr_unchecked(vec![1], LAG + 100), bug);
+        if bug {
+            assert_eq!(b.get(1).isr(), [1]);
+            assert_eq!(b.get(1).state().unwrap().partition_epoch, 2);
+            assert_eq!(b.get(1).high_watermark(), 1, "HW waits for no one");
+            // Below min.insync the ack is refused, as the rule says; the bug is only
+            // that the controller never agreed to the smaller ISR.
+            assert_eq!(
+                b.get(1).ack_status(a.end_offset, 1),
+                AckStatus::CommittedBelowMinIsr
+            );
+        } else {
+            assert_eq!(b.get(1).isr(), [1, 2, 3]);
+            assert_eq!(b.get(1).high_watermark(), 0);
+        }
+        // Not a leader: nothing to change, bug or not.
+        assert!(!b.get(2).change_isr_unchecked(vec![2], LAG + 100));
+    }
+}
+
+#[test]
+fn no_epoch_fence_keeps_a_deposed_leaders_records() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2],
+            Bugs {
+                no_epoch_fence: bug,
+                ..Bugs::default()
+            },
+        );
+        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+        b.produce(1, 10, 0);
+        b.fetch(2, 1, 1);
+        b.fetch(2, 1, 2);
+        // Leader 1 appends a record no one else gets, then is deposed.
+        b.produce(1, 11, 3);
+        b.tell(&[1, 2], state(2, 2, 2, &[1, 2], &[1, 2]), 4);
+        b.produce(2, 20, 5);
+        b.settle(1, 2);
+        let kept = b.values(1);
+        if bug {
+            assert_eq!(kept, [(0, 1, 10), (1, 1, 11)], "the stale record stays");
+        } else {
+            assert_eq!(kept, [(0, 1, 10)], "fenced: cut at the end of epoch 1");
+        }
+    }
+}
