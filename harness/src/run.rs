@@ -2,9 +2,10 @@
 //!
 //! make the run folder → run.json → start the cluster → create the topic → workload
 //! and nemesis until the time limit → end every fault → heal, resume and restart
-//! everything → wait (bounded) until the cluster converged → final drain → dump
-//! every replica's log → check → results.json → summary → report.html and junit.xml
-//! → exit code.
+//! everything → wait (bounded) until the cluster converged → final drain (queue
+//! workload only: a register's history needs none) → dump every replica's log →
+//! check (the queue analysis, or linearizability per key for registers) →
+//! results.json → summary → report.html and junit.xml → exit code.
 //!
 //! Whatever happens, no broker process outlives the campaign: the cluster kills its
 //! processes when dropped, and Ctrl-C / SIGTERM stop the campaign, kill every child
@@ -20,12 +21,14 @@ use checker::queue::{self, ReplicaLog};
 use checker::verdict::{CheckerResult, Results, Validity};
 use tokio::sync::watch;
 use workloads::client::ClientConfig;
-use workloads::queue::{QueueConfig, TOPIC};
+use workloads::queue::QueueConfig;
+use workloads::register::RegisterConfig;
 
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
 use crate::nemesis::{Nemesis, NemesisEvent, Planner};
+use crate::options::Workload;
 use crate::progress::{self, Progress, Tally};
 use crate::store::{self, History, HistoryFile, RunFolder, RunRecord};
 
@@ -39,6 +42,8 @@ const CONVERGE_TIMEOUT: Duration = Duration::from_secs(60);
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long in-flight operations may take to finish after the time limit.
 const WORKLOAD_STOP_TIMEOUT: Duration = Duration::from_secs(30);
+/// The linearizability checker's budget; past it the verdict is unknown.
+const LINEARIZABILITY_TIME_LIMIT: Duration = Duration::from_secs(120);
 
 /// Run `watermark run` from the command line.
 pub fn run(args: RunArgs) -> Exit {
@@ -177,10 +182,14 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
     let client_config = ClientConfig::new(cluster.client_addrs(), cluster.controller_addr());
 
     progress.phase("creating the topic");
+    let topic = match args.workload {
+        Workload::Queue => workloads::queue::TOPIC,
+        Workload::Register => workloads::register::TOPIC,
+    };
     let rf = args.replication_factor.unwrap_or(args.nodes);
     cluster
         .create_topic(
-            TOPIC,
+            topic,
             args.partitions,
             rf,
             args.min_insync.unwrap_or(rf.min(2)),
@@ -188,12 +197,21 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
         .await?;
 
     let seed = args.seed.unwrap_or_default();
+    let concurrency = args.concurrency.unwrap_or(2 * args.nodes);
     let queue_config = QueueConfig {
         partitions: args.partitions,
         acks: args.acks.to_client(),
-        concurrency: args.concurrency.unwrap_or(2 * args.nodes),
+        concurrency,
         rate: args.rate,
         seed,
+        client: client_config.clone(),
+    };
+    let register_config = RegisterConfig {
+        partitions: args.partitions,
+        concurrency,
+        rate: args.rate,
+        seed,
+        linearizable_reads: args.linearizable_reads,
         client: client_config,
     };
 
@@ -203,9 +221,19 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
     progress.begin_running();
     let (stop_tx, stop_rx) = watch::channel(false);
     let workload = {
-        let config = queue_config.clone();
         let recorder: Arc<dyn workloads::recorder::Recorder> = history.clone();
-        tokio::spawn(async move { workloads::queue::run(&config, recorder, stop_rx).await })
+        match args.workload {
+            Workload::Queue => {
+                let config = queue_config.clone();
+                tokio::spawn(async move { workloads::queue::run(&config, recorder, stop_rx).await })
+            }
+            Workload::Register => {
+                let config = register_config.clone();
+                tokio::spawn(
+                    async move { workloads::register::run(&config, recorder, stop_rx).await },
+                )
+            }
+        }
     };
     let faults = args.faults().map_err(HarnessError::new)?;
     let planner = Planner::new(
@@ -215,7 +243,7 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
         args.partitions,
         Duration::from_secs_f64(args.nemesis_interval),
     );
-    let mut nemesis = Nemesis::new(planner, TOPIC);
+    let mut nemesis = Nemesis::new(planner, topic);
     let mut notes = Vec::new();
     {
         let (history, fault_tally) = (history.clone(), tally.clone());
@@ -268,23 +296,26 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
             CONVERGE_TIMEOUT.as_secs()
         ));
     }
-    progress.phase("draining every partition (final-poll)");
-    let drain_deadline = Instant::now() + DRAIN_TIMEOUT;
-    // The drain runs as a process number no client ever used.
-    let first_free = history
-        .events()
-        .iter()
-        .filter_map(|e| match e.process {
-            Process::Client(p) => Some(p + 1),
-            Process::Nemesis => None,
-        })
-        .max()
-        .unwrap_or(0);
-    if let Err(e) =
-        workloads::queue::final_drain(&queue_config, &*history, first_free, drain_deadline).await
-    {
-        complete = false;
-        notes.push(e);
+    if args.workload == Workload::Queue {
+        progress.phase("draining every partition (final-poll)");
+        let drain_deadline = Instant::now() + DRAIN_TIMEOUT;
+        // The drain runs as a process number no client ever used.
+        let first_free = history
+            .events()
+            .iter()
+            .filter_map(|e| match e.process {
+                Process::Client(p) => Some(p + 1),
+                Process::Nemesis => None,
+            })
+            .max()
+            .unwrap_or(0);
+        if let Err(e) =
+            workloads::queue::final_drain(&queue_config, &*history, first_free, drain_deadline)
+                .await
+        {
+            complete = false;
+            notes.push(e);
+        }
     }
     progress.phase("dumping every replica's log");
     if let Err(e) = cluster.dump_logs().await {
@@ -301,9 +332,18 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
     }
 
     progress.phase("checking");
-    let result = check(&history.events(), &folder.nodes(), complete, &mut notes);
+    let events = history.events();
     let mut checkers = BTreeMap::new();
-    checkers.insert(workloads::queue::CHECKER.to_string(), result);
+    match args.workload {
+        Workload::Queue => {
+            let result = check(&events, &folder.nodes(), complete, &mut notes);
+            checkers.insert(workloads::queue::CHECKER.to_string(), result);
+        }
+        Workload::Register => {
+            let result = check_registers(&events);
+            checkers.insert(workloads::register::CHECKER.to_string(), result);
+        }
+    }
     let results = Results::new(checkers);
     store::write_json_atomic(&folder.results_json(), &results)?;
     progress.finish();
@@ -316,6 +356,25 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
         Validity::Invalid => Exit::Invalid,
         Validity::Unknown => Exit::Unknown,
     })
+}
+
+/// Judge a register history: each key, on its own, against the cas-register model
+/// (a cas that failed did not happen; one in doubt may have). The replicas' final
+/// logs play no part, so an incomplete end of run does not weaken the verdict.
+fn check_registers(events: &[checker::history::Event]) -> CheckerResult {
+    let options = checker::linear::Options {
+        time_limit: Some(LINEARIZABILITY_TIME_LIMIT),
+        ..Default::default()
+    };
+    match checker::linear::check(events, checker::linear::ModelKind::CasRegister, &options) {
+        Ok(r) => r,
+        Err(e) => CheckerResult {
+            valid: Validity::Unknown,
+            reason: Some(format!("the history cannot be analysed: {e}")),
+            anomalies: Vec::new(),
+            stats: BTreeMap::new(),
+        },
+    }
 }
 
 /// Judge the history against the replicas' final logs. An incomplete end of run

@@ -121,7 +121,7 @@ fn bad_options_exit_64() {
         &["run", "--nodes", "0"][..],
         &["run", "--acks", "2"],
         &["run", "--nemesis", "kill,meteor"],
-        &["run", "--workload", "register"],
+        &["run", "--workload", "register", "--acks", "1"],
         &["run", "--scenario", "kip101-data-loss"],
         &["run", "--min-insync", "4"],
         &["run", "--time-limit", "soon"],

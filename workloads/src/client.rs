@@ -18,7 +18,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::api::{self, Certainty, ErrorBody, Fetched, Metadata, Produced};
+use crate::api::{self, Certainty, ErrorBody, Fetched, KeyRead, Metadata, Produced};
 
 /// How a produce is acknowledged (`acks=0|1|all`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,6 +284,53 @@ impl Client {
         .await
     }
 
+    /// Read a key from the register view of its partition's leader (docs/api.md);
+    /// `linearizable` makes the leader confirm its leadership before answering.
+    pub async fn read_key(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        key: &str,
+        linearizable: bool,
+    ) -> Outcome<KeyRead> {
+        let path = format!(
+            "/v1/topics/{topic}/keys/{}?linearizable={linearizable}",
+            encode_path_segment(key)
+        );
+        self.with_leader(topic, partition, |http, addr| {
+            http.get(format!("http://{addr}{path}"))
+        })
+        .await
+    }
+
+    /// Write `value` to `key` (acks=all); with `if_value`, only if the key's current
+    /// value in the leader's log is that (`null`: never written) — a compare-and-set.
+    /// A mismatch is a `Fail` with code `PRECONDITION_FAILED`.
+    pub async fn write_key(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        key: &str,
+        value: Value,
+        if_value: Option<Value>,
+    ) -> Outcome<Option<u64>> {
+        let path = format!("/v1/topics/{topic}/partitions/{partition}/records?acks=all");
+        let mut body = json!({"records": [{"key": key, "value": value}]});
+        if let Some(expected) = if_value {
+            body["if_value"] = expected;
+        }
+        let out = self
+            .with_leader(topic, partition, |http, addr| {
+                http.post(format!("http://{addr}{path}")).json(&body)
+            })
+            .await;
+        match out {
+            Outcome::Ok(Produced { base_offset }) => Outcome::Ok(base_offset),
+            Outcome::Fail(f) => Outcome::Fail(f),
+            Outcome::Info(f) => Outcome::Info(f),
+        }
+    }
+
     /// Send a request to the partition's leader, following leadership changes while
     /// every failure is definite.
     async fn with_leader<T, F>(&mut self, topic: &str, partition: u32, build: F) -> Outcome<T>
@@ -326,7 +373,12 @@ impl Client {
                     return Outcome::Info(f);
                 }
                 Attempt::Definite(f, hint) => {
-                    let again = f.code.as_deref().is_none_or(api::retriable);
+                    // An answer such as PRECONDITION_FAILED or NOT_ENOUGH_REPLICAS
+                    // comes from the leader: keep using it (as Kafka clients keep
+                    // their cached metadata until an error says it is stale).
+                    if !f.code.as_deref().is_none_or(api::retriable) {
+                        return Outcome::Fail(f);
+                    }
                     match hint {
                         Some(h) if h > 0 && h != leader => {
                             self.leaders.insert(key.clone(), h);
@@ -334,9 +386,6 @@ impl Client {
                         _ => {
                             self.leaders.remove(&key);
                         }
-                    }
-                    if !again {
-                        return Outcome::Fail(f);
                     }
                     last = f;
                 }
@@ -386,6 +435,19 @@ impl Client {
             ))),
         }
     }
+}
+
+/// Percent-encode a URL path segment (everything but RFC 3986's unreserved bytes).
+fn encode_path_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// Keep, per partition, the entry with the highest leader epoch.
@@ -443,6 +505,13 @@ mod tests {
 
     fn meta(json: &str) -> Metadata {
         serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn path_segments_are_percent_encoded() {
+        assert_eq!(encode_path_segment("k-12_a.b~"), "k-12_a.b~");
+        assert_eq!(encode_path_segment("a/b c?"), "a%2Fb%20c%3F");
+        assert_eq!(encode_path_segment("é"), "%C3%A9");
     }
 
     #[test]

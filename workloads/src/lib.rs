@@ -4,9 +4,11 @@
 //!
 //! - [`client`]: the broker client (leaders from metadata, ok / fail / info).
 //! - [`queue`]: producers and consumers on a partitioned topic, and the final drain.
+//! - [`register`]: read / write / cas on keys of the broker's register view.
 //! - [`recorder`]: where operations go as they happen.
 
 pub mod api;
 pub mod client;
 pub mod queue;
 pub mod recorder;
+pub mod register;

@@ -1,0 +1,190 @@
+//! The register workload end to end, over real broker processes: the finding of
+//! issue "register workload". With default reads a leader cut off from the cluster
+//! (but not from clients) keeps answering reads at its stale high watermark while a
+//! new leader takes writes, and the checker reports the stale reads as
+//! nonlinearizable; with `--linearizable-reads` the old leader cannot confirm its
+//! leadership, so seeded runs under the same faults are valid.
+//!
+//! Each run is short (16 s of faults, one isolation lasting longer than the
+//! controller's 3 s session timeout). Every wait is bounded, and every child is
+//! killed on the way out (watermark is SIGKILLed past its bound; its brokers die
+//! with it by PR_SET_PDEATHSIG).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const WATERMARK: &str = env!("CARGO_BIN_EXE_watermark");
+/// A run's bound: 16 s of faults, convergence, checking, and a loaded machine.
+const RUN_LIMIT: Duration = Duration::from_secs(150);
+
+/// Run watermark to completion within `limit`; kill it if it takes longer.
+fn watermark(args: &[&str], limit: Duration) -> Output {
+    let child = Command::new(WATERMARK)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start watermark");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("wait for watermark"),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            panic!("watermark {args:?} did not finish within {limit:?}");
+        }
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn run_folder(results: &Path) -> PathBuf {
+    let latest = results.join("latest");
+    std::fs::canonicalize(&latest)
+        .unwrap_or_else(|e| panic!("{} does not point to a run folder: {e}", latest.display()))
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// Wait (bounded) until no process mentions `needle` (every broker of a run has
+/// the run's results folder in its --data-dir).
+fn assert_no_process_left(needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut left = Vec::new();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+                continue;
+            };
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(needle) {
+                left.push(cmdline);
+            }
+        }
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes left behind: {left:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// One short register campaign under leader isolation.
+fn register_run(seed: u64, linearizable_reads: bool) -> (Output, PathBuf, tempfile::TempDir) {
+    let results = tempfile::tempdir().expect("temp dir");
+    let results_arg = results.path().to_str().unwrap().to_string();
+    let seed = seed.to_string();
+    let mut args = vec![
+        "run",
+        "--workload",
+        "register",
+        "--nemesis",
+        "isolate-leader",
+        "--nemesis-interval",
+        "4.5",
+        "--time-limit",
+        "16",
+        "--seed",
+        &seed,
+        "--results",
+        &results_arg,
+    ];
+    if linearizable_reads {
+        args.push("--linearizable-reads");
+    }
+    let out = watermark(&args, RUN_LIMIT);
+    assert_no_process_left(&results_arg);
+    let folder = run_folder(results.path());
+    (out, folder, results)
+}
+
+#[test]
+fn default_reads_under_leader_isolation_are_stale() {
+    let mut tries = Vec::new();
+    for seed in [1u64, 2, 3] {
+        let (out, folder, _results) = register_run(seed, false);
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(0) | Some(1)),
+            "seed {seed}: neither valid nor invalid\n{}",
+            text(&out)
+        );
+        if code == Some(1) {
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(stdout.contains("nonlinearizable"), "{}", text(&out));
+            let results = read_json(&folder.join("results.json"));
+            let lin = &results["checkers"]["linearizable"];
+            assert_eq!(lin["valid"], Value::Bool(false), "{results}");
+            let anomaly = &lin["anomalies"][0];
+            assert_eq!(anomaly["kind"], "nonlinearizable", "{anomaly}");
+            assert!(anomaly["key"].is_string(), "{anomaly}");
+            // The checker's explanation: the operation, the longest prefix, the state.
+            let why = &anomaly["explanation"];
+            assert_eq!(why["op"]["f"], "read", "a stale read is what fails: {why}");
+            assert!(
+                why["prefix"].is_array() && why["states"].is_array(),
+                "{why}"
+            );
+            let report = std::fs::read_to_string(folder.join("report.html")).unwrap();
+            assert!(report.contains("Linearization"), "no linearization view");
+            let run = read_json(&folder.join("run.json"));
+            assert_eq!(run["workload"], "register", "{run}");
+            return;
+        }
+        tries.push(format!("seed {seed}: valid\n{}", text(&out)));
+    }
+    panic!(
+        "no stale read found over {} seeds:\n{}",
+        tries.len(),
+        tries.join("\n")
+    );
+}
+
+#[test]
+fn linearizable_reads_under_leader_isolation_are_valid() {
+    for seed in [1u64, 2] {
+        let (out, folder, _results) = register_run(seed, true);
+        assert_eq!(out.status.code(), Some(0), "seed {seed}\n{}", text(&out));
+        let results = read_json(&folder.join("results.json"));
+        assert_eq!(
+            results["checkers"]["linearizable"]["valid"],
+            Value::Bool(true),
+            "{results}"
+        );
+        // The run did isolate a leader, and clients did read.
+        let history = std::fs::read_to_string(folder.join("history.jsonl")).unwrap();
+        assert!(history.contains("\"isolate-leader\""), "no isolation");
+        assert!(
+            history
+                .lines()
+                .any(|l| l.contains("\"type\":\"ok\"") && l.contains("\"f\":\"read\"")),
+            "no read succeeded"
+        );
+        let run = read_json(&folder.join("run.json"));
+        assert_eq!(run["options"]["linearizable_reads"], true, "{run}");
+    }
+}

@@ -1,0 +1,455 @@
+//! The register workload (as Maelstrom's lin-kv): clients read, write and
+//! compare-and-set keys of the broker's register view, each key a register in the
+//! partition `crc32c(key) mod partitions`. The WGL checker judges each key against
+//! the cas-register model (`linearizable`).
+//!
+//! Keys retire so the checker's work per key stays bounded: a worker draws keys from
+//! a window of [`ACTIVE_KEYS`] keys and moves to the next window after
+//! [`WRITES_PER_WINDOW`] writes and compare-and-sets of its own, so no key ever gets
+//! more than `concurrency × WRITES_PER_WINDOW` writes. Every written value is unique
+//! in the run (worker w writes w, w + c, w + 2c, ...).
+//!
+//! Each worker reads through one client and writes through another, as a Kafka
+//! application has a consumer and a producer, each with its own cached metadata:
+//! a client keeps sending to the node it believes leads a partition until an error
+//! says otherwise. So a leader cut off from the cluster (but not from clients) is
+//! still read from while a new leader takes writes — the stale reads that
+//! `--linearizable-reads` prevents.
+//!
+//! Reads have no effect, so a read without an answer is recorded `fail` (as Jepsen's
+//! etcd and lin-kv clients do); a write or cas without one is `info`, and the worker
+//! carries on under a new process number with a fresh writing client.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use checker::history::EventType;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::client::{Client, ClientConfig, Failure, Outcome};
+use crate::recorder::Recorder;
+
+/// The topic the register workload uses.
+pub const TOPIC: &str = "register";
+
+/// The checker that judges this workload's histories (the name `watermark check`
+/// gives linearizability results).
+pub const CHECKER: &str = "linearizable";
+
+/// Keys a worker draws from at a time.
+pub const ACTIVE_KEYS: u64 = 6;
+/// Writes (and cas) a worker makes before moving to the next window of keys.
+pub const WRITES_PER_WINDOW: u64 = 8;
+/// Shares of reads, writes and compare-and-sets, out of their sum.
+const READ_WEIGHT: u32 = 2;
+const WRITE_WEIGHT: u32 = 1;
+const CAS_WEIGHT: u32 = 1;
+/// First pause after the cluster could not be reached; doubles while it stays so.
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(50);
+const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// The partition a key lives in: `crc32c(key) mod partitions` (docs/api.md).
+pub fn partition_for_key(key: &str, partitions: u32) -> u32 {
+    crc32c::crc32c(key.as_bytes()) % partitions.max(1)
+}
+
+/// How to run the register workload.
+#[derive(Debug, Clone)]
+pub struct RegisterConfig {
+    pub partitions: u32,
+    /// Number of concurrent workers.
+    pub concurrency: u32,
+    /// Target operations per second over all workers.
+    pub rate: f64,
+    pub seed: u64,
+    /// Read with `?linearizable=true`.
+    pub linearizable_reads: bool,
+    pub client: ClientConfig,
+}
+
+/// One operation of the workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Read {
+        key: String,
+    },
+    Write {
+        key: String,
+        value: u64,
+    },
+    Cas {
+        key: String,
+        expected: Value,
+        new: u64,
+    },
+}
+
+impl Op {
+    pub fn key(&self) -> &str {
+        match self {
+            Op::Read { key } | Op::Write { key, .. } | Op::Cas { key, .. } => key,
+        }
+    }
+
+    /// The history's name and invocation value (SPEC §4).
+    pub fn invocation(&self) -> (&'static str, Value) {
+        match self {
+            Op::Read { key } => ("read", json!({"key": key, "value": null})),
+            Op::Write { key, value } => ("write", json!({"key": key, "value": value})),
+            Op::Cas { key, expected, new } => {
+                ("cas", json!({"key": key, "value": [expected, new]}))
+            }
+        }
+    }
+}
+
+/// A worker's seeded source of operations and pauses.
+#[derive(Debug, Clone)]
+pub struct Generator {
+    rng: ChaCha8Rng,
+    backoff_rng: ChaCha8Rng,
+    worker: u32,
+    concurrency: u32,
+    /// Writes and cas drawn so far (they pick the window and the unique values).
+    writes: u64,
+    mean_delay: Duration,
+}
+
+impl Generator {
+    pub fn new(seed: u64, worker: u32, concurrency: u32, rate: f64) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(u64::from(worker) + 1);
+        let mut backoff_rng = ChaCha8Rng::seed_from_u64(seed);
+        backoff_rng.set_stream((1 << 32) + u64::from(worker));
+        let per_worker = (rate / f64::from(concurrency.max(1))).max(1e-3);
+        Generator {
+            rng,
+            backoff_rng,
+            worker,
+            concurrency: concurrency.max(1),
+            writes: 0,
+            mean_delay: Duration::from_secs_f64(1.0 / per_worker),
+        }
+    }
+
+    /// The next operation; `known` is the value the worker last saw per key (the
+    /// expected value of its compare-and-sets; a key it knows nothing of is
+    /// expected unwritten).
+    pub fn next_op(&mut self, known: &HashMap<String, Value>) -> Op {
+        let window = self.writes / WRITES_PER_WINDOW;
+        let slot = self.rng.random_range(0..ACTIVE_KEYS);
+        let key = format!("k{}", window * ACTIVE_KEYS + slot);
+        let draw = self
+            .rng
+            .random_range(0..READ_WEIGHT + WRITE_WEIGHT + CAS_WEIGHT);
+        if draw < READ_WEIGHT {
+            return Op::Read { key };
+        }
+        let value = u64::from(self.worker) + u64::from(self.concurrency) * self.writes;
+        self.writes += 1;
+        if draw < READ_WEIGHT + WRITE_WEIGHT {
+            Op::Write { key, value }
+        } else {
+            let expected = known.get(&key).cloned().unwrap_or(Value::Null);
+            Op::Cas {
+                key,
+                expected,
+                new: value,
+            }
+        }
+    }
+
+    /// A factor in [0.5, 1.5) to spread backoffs (its own stream, so failures do not
+    /// shift the sequence of operations).
+    pub fn jitter(&mut self) -> f64 {
+        self.backoff_rng.random_range(0.5..1.5)
+    }
+
+    /// A pause drawn uniformly from [0, 2 × mean] (Jepsen's stagger).
+    pub fn delay(&mut self) -> Duration {
+        self.mean_delay.mul_f64(self.rng.random_range(0.0..2.0))
+    }
+}
+
+/// Run the workers until `stop` turns true; operations in flight then complete
+/// (bounded by the request timeout), so no invocation is left open.
+pub async fn run(
+    config: &RegisterConfig,
+    recorder: Arc<dyn Recorder>,
+    stop: watch::Receiver<bool>,
+) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for w in 0..config.concurrency {
+        let config = config.clone();
+        let recorder = recorder.clone();
+        let stop = stop.clone();
+        tasks.spawn(async move { worker(config, w, recorder, stop).await });
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+/// One worker; returns the last process number it used.
+async fn worker(
+    config: RegisterConfig,
+    w: u32,
+    recorder: Arc<dyn Recorder>,
+    mut stop: watch::Receiver<bool>,
+) -> u64 {
+    let mut generator = Generator::new(config.seed, w, config.concurrency, config.rate);
+    let client_seed = config.seed ^ (u64::from(w) << 32);
+    let mut process = u64::from(w);
+    let mut clients = match (
+        Client::new(config.client.clone(), !client_seed),
+        Client::new(config.client.clone(), client_seed ^ process),
+    ) {
+        (Ok(reader), Ok(writer)) => Clients { reader, writer },
+        _ => return process,
+    };
+    let mut known: HashMap<String, Value> = HashMap::new();
+    let mut next_at = Instant::now() + generator.delay();
+    let mut unreachable_streak = 0u32;
+    loop {
+        let now = Instant::now();
+        if next_at > now {
+            let pause = tokio::time::sleep(next_at - now);
+            tokio::select! {
+                _ = pause => {}
+                _ = stop.wait_for(|s| *s) => {}
+            }
+        }
+        if *stop.borrow() {
+            return process;
+        }
+        let op = generator.next_op(&known);
+        let ended = perform(&mut clients, &config, &*recorder, process, &op, &mut known).await;
+        // Back off exponentially while the cluster cannot be reached (as Kafka's
+        // client does), instead of hammering a dead node at the full rate.
+        let pause = if ended.unreachable {
+            let backoff = RECONNECT_BACKOFF.saturating_mul(1 << unreachable_streak.min(5));
+            unreachable_streak += 1;
+            backoff
+                .min(RECONNECT_BACKOFF_MAX)
+                .mul_f64(generator.jitter())
+        } else {
+            unreachable_streak = 0;
+            Duration::ZERO
+        };
+        if ended.crashed {
+            // Jepsen: the old process is forever in doubt; carry on as a new one,
+            // with a fresh writing client (no connections or leader cache carried
+            // over). Reads were not in doubt: the reading client stays.
+            process += u64::from(config.concurrency);
+            match Client::new(config.client.clone(), client_seed ^ process) {
+                Ok(c) => clients.writer = c,
+                Err(_) => return process,
+            }
+        }
+        next_at = (next_at + generator.delay()).max(Instant::now() + pause);
+    }
+}
+
+/// A worker's two clients: reads go through one, writes and cas through the other.
+struct Clients {
+    reader: Client,
+    writer: Client,
+}
+
+/// How an operation ended, as far as the worker cares.
+struct Ended {
+    /// Unknown outcome of a write or cas: the process is done for.
+    crashed: bool,
+    /// No answer from the cluster (rather than a broker's error answer).
+    unreachable: bool,
+}
+
+impl Ended {
+    const OK: Ended = Ended {
+        crashed: false,
+        unreachable: false,
+    };
+
+    fn failed(f: &Failure, crashed: bool) -> Ended {
+        Ended {
+            crashed,
+            unreachable: f.code.is_none(),
+        }
+    }
+}
+
+/// Perform one operation and record its invocation and completion.
+async fn perform(
+    clients: &mut Clients,
+    config: &RegisterConfig,
+    recorder: &dyn Recorder,
+    process: u64,
+    op: &Op,
+    known: &mut HashMap<String, Value>,
+) -> Ended {
+    let (f, invoke) = op.invocation();
+    let key = op.key().to_string();
+    let partition = partition_for_key(&key, config.partitions);
+    recorder.record(process, EventType::Invoke, f, invoke.clone(), None);
+    let outcome = match op {
+        Op::Read { .. } => {
+            match clients
+                .reader
+                .read_key(TOPIC, partition, &key, config.linearizable_reads)
+                .await
+            {
+                Outcome::Ok(read) => {
+                    known.insert(key.clone(), read.value.clone());
+                    Outcome::Ok(json!({"key": key, "value": read.value}))
+                }
+                // A read changes nothing: one without an answer did not happen as
+                // far as the register is concerned.
+                Outcome::Fail(e) | Outcome::Info(e) => Outcome::Fail(e),
+            }
+        }
+        Op::Write { value, .. } => {
+            match clients
+                .writer
+                .write_key(TOPIC, partition, &key, json!(value), None)
+                .await
+            {
+                Outcome::Ok(_) => {
+                    known.insert(key.clone(), json!(value));
+                    Outcome::Ok(invoke.clone())
+                }
+                Outcome::Fail(e) => Outcome::Fail(e),
+                Outcome::Info(e) => Outcome::Info(e),
+            }
+        }
+        Op::Cas { expected, new, .. } => {
+            match clients
+                .writer
+                .write_key(TOPIC, partition, &key, json!(new), Some(expected.clone()))
+                .await
+            {
+                Outcome::Ok(_) => {
+                    known.insert(key.clone(), json!(new));
+                    Outcome::Ok(invoke.clone())
+                }
+                Outcome::Fail(e) => {
+                    if e.code.as_deref() == Some("PRECONDITION_FAILED") {
+                        // The value is not what we thought: read it before the next cas.
+                        known.remove(&key);
+                    }
+                    Outcome::Fail(e)
+                }
+                Outcome::Info(e) => Outcome::Info(e),
+            }
+        }
+    };
+    match outcome {
+        Outcome::Ok(v) => {
+            recorder.record(process, EventType::Ok, f, v, None);
+            Ended::OK
+        }
+        Outcome::Fail(e) => {
+            let ended = Ended::failed(&e, false);
+            recorder.record(process, EventType::Fail, f, invoke, Some(e.message));
+            ended
+        }
+        Outcome::Info(e) => {
+            let ended = Ended::failed(&e, true);
+            recorder.record(process, EventType::Info, f, invoke, Some(e.message));
+            ended
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ops(seed: u64, worker: u32, n: usize) -> Vec<Op> {
+        let mut g = Generator::new(seed, worker, 4, 200.0);
+        let known = HashMap::new();
+        (0..n).map(|_| g.next_op(&known)).collect()
+    }
+
+    #[test]
+    fn a_seed_fixes_each_workers_operations() {
+        assert_eq!(ops(7, 1, 200), ops(7, 1, 200));
+        assert_ne!(ops(7, 1, 200), ops(8, 1, 200));
+        assert_ne!(ops(7, 1, 200), ops(7, 2, 200));
+    }
+
+    #[test]
+    fn written_values_are_unique_across_workers() {
+        let mut seen = std::collections::HashSet::new();
+        for w in 0..4 {
+            for op in ops(3, w, 500) {
+                match op {
+                    Op::Write { value, .. } | Op::Cas { new: value, .. } => {
+                        assert!(seen.insert(value), "value {value} written twice");
+                    }
+                    Op::Read { .. } => {}
+                }
+            }
+        }
+        assert!(seen.len() > 500);
+    }
+
+    #[test]
+    fn keys_retire_after_a_bounded_number_of_writes() {
+        let concurrency = 4u32;
+        let mut writes: HashMap<String, u64> = HashMap::new();
+        let mut keys = std::collections::HashSet::new();
+        for w in 0..concurrency {
+            for op in ops(5, w, 2000) {
+                keys.insert(op.key().to_string());
+                if !matches!(op, Op::Read { .. }) {
+                    *writes.entry(op.key().to_string()).or_default() += 1;
+                }
+            }
+        }
+        let max = writes.values().copied().max().unwrap();
+        assert!(max <= u64::from(concurrency) * WRITES_PER_WINDOW, "{max}");
+        assert!(keys.len() > 100, "only {} keys", keys.len());
+    }
+
+    #[test]
+    fn cas_expects_the_last_value_seen() {
+        let mut g = Generator::new(1, 0, 1, 100.0);
+        let known: HashMap<String, Value> = (0..ACTIVE_KEYS)
+            .map(|k| (format!("k{k}"), json!(k * 10)))
+            .collect();
+        let mut cas = 0;
+        for _ in 0..20 {
+            if let Op::Cas { key, expected, .. } = g.next_op(&known) {
+                cas += 1;
+                assert_eq!(Some(&expected), known.get(&key).or(Some(&Value::Null)));
+            }
+        }
+        assert!(cas > 0);
+    }
+
+    #[test]
+    fn history_values_follow_the_spec() {
+        let read = Op::Read { key: "k1".into() };
+        assert_eq!(
+            read.invocation(),
+            ("read", json!({"key": "k1", "value": null}))
+        );
+        let cas = Op::Cas {
+            key: "k1".into(),
+            expected: Value::Null,
+            new: 4,
+        };
+        assert_eq!(
+            cas.invocation(),
+            ("cas", json!({"key": "k1", "value": [null, 4]}))
+        );
+    }
+
+    #[test]
+    fn keys_map_to_partitions_by_crc32c() {
+        assert_eq!(partition_for_key("k1", 1), 0);
+        assert_eq!(partition_for_key("k1", 3), crc32c::crc32c(b"k1") % 3);
+    }
+}
