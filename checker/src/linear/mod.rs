@@ -6,11 +6,13 @@
 //! each key is checked on its own — runs the [`search`] on every key with a bounded
 //! number of threads, and turns failures into explained anomalies.
 
+mod fx;
+pub mod kv;
 pub mod model;
 pub mod search;
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -18,7 +20,9 @@ use serde_json::Value;
 
 use crate::history::{Event, Outcome, PairError, Paired, pair_events};
 use crate::verdict::{Anomaly, AnomalyKind, CheckerResult, Explanation, OpRef, Validity};
-use model::{CasOutcome, CasRegister, Kv, KvOp, KvStore, Model, NIL, RegisterOp, Text, Val};
+use fx::FxMap;
+use kv::{Kv, KvOp, KvStore, TextsBuilder};
+use model::{CasOutcome, CasRegister, Model, NIL, RegisterOp, Val};
 use search::{GaveUp, Limits, LinOp, Outcome as SearchOutcome, Search};
 
 /// Which sequential object a history is checked against.
@@ -109,12 +113,12 @@ pub fn check(
             Ok(run(&model, parts, &limits, options))
         }
         ModelKind::Kv => {
-            let (_, parts) = kv_parts(&ops, true)?;
-            Ok(run(&Kv, parts, &limits, options))
+            let (_, texts, parts) = kv_parts(&ops, true)?;
+            Ok(run(&Kv { texts }, parts, &limits, options))
         }
         ModelKind::KvUnsplit => {
-            let (keys, parts) = kv_parts(&ops, false)?;
-            Ok(run(&KvStore { keys }, parts, &limits, options))
+            let (keys, texts, parts) = kv_parts(&ops, false)?;
+            Ok(run(&KvStore { keys, texts }, parts, &limits, options))
         }
     }
 }
@@ -148,7 +152,7 @@ fn key_name(key: Option<&Value>) -> Cow<'_, str> {
 
 fn part_for<'a, 'o, O>(
     parts: &'a mut Vec<Part<'o, O>>,
-    index: &mut HashMap<Cow<'o, str>, usize>,
+    index: &mut FxMap<Cow<'o, str>, usize>,
     key: Option<&'o Value>,
 ) -> &'a mut Part<'o, O> {
     let name = key_name(key);
@@ -172,7 +176,7 @@ fn register_parts<'a>(
     failed_cas_observes: bool,
 ) -> Result<(CasRegister, Vec<Part<'a, RegisterOp>>), LinError> {
     let mut names: Vec<String> = vec!["nil".to_string()];
-    let mut ids: HashMap<String, Val> = HashMap::new();
+    let mut ids: FxMap<String, Val> = FxMap::default();
     let mut intern = |v: &Value| -> Val {
         if v.is_null() {
             return NIL;
@@ -184,7 +188,7 @@ fn register_parts<'a>(
         })
     };
     let mut parts = Vec::new();
-    let mut index = HashMap::new();
+    let mut index = FxMap::default();
     for op in ops {
         let (key, arg) = keyed(&op.invoke.value);
         let failed = op.outcome == Outcome::Fail;
@@ -235,14 +239,16 @@ fn register_parts<'a>(
     Ok((CasRegister { names }, parts))
 }
 
-fn kv_parts<'a>(
-    ops: &'a [Paired<'a>],
-    split: bool,
-) -> Result<(Vec<String>, Vec<Part<'a, KvOp>>), LinError> {
+/// A kv history read for checking: the key names, the distinct string values,
+/// and the operations of each part (each key, or one part for the whole store).
+type KvParts<'a> = (Vec<String>, kv::Texts, Vec<Part<'a, KvOp>>);
+
+fn kv_parts<'a>(ops: &'a [Paired<'a>], split: bool) -> Result<KvParts<'a>, LinError> {
     let mut keys: Vec<String> = Vec::new();
-    let mut key_ids: HashMap<Cow<str>, usize> = HashMap::new();
+    let mut key_ids: FxMap<Cow<str>, u32> = FxMap::default();
+    let mut texts = TextsBuilder::default();
     let mut parts = Vec::new();
-    let mut index = HashMap::new();
+    let mut index = FxMap::default();
     for op in ops {
         let (Some(key), arg) = keyed(&op.invoke.value) else {
             return Err(shape(
@@ -261,14 +267,14 @@ fn kv_parts<'a>(
             Some(&k) => k,
             None => {
                 keys.push(name.to_string());
-                key_ids.insert(name, keys.len() - 1);
-                keys.len() - 1
+                key_ids.insert(name, keys.len() as u32 - 1);
+                keys.len() as u32 - 1
             }
         };
-        let text = |v: &Value| -> Result<Text, LinError> {
+        let mut text = |v: &'a Value| -> Result<kv::TextId, LinError> {
             match v {
-                Value::String(s) => Ok(Text::new(s)),
-                Value::Null => Ok(Text::new("")),
+                Value::String(s) => Ok(texts.intern(s)),
+                Value::Null => Ok(texts.intern("")),
                 other => Err(shape(op, format!("kv values are strings, got {other}"))),
             }
         };
@@ -309,7 +315,7 @@ fn kv_parts<'a>(
         });
         part.origin.push(op);
     }
-    Ok((keys, parts))
+    Ok((keys, texts.finish(), parts))
 }
 
 /// A key's verdict, with states already described.
@@ -373,19 +379,21 @@ fn run<M: Model>(
                 };
                 let ops = &parts[p].ops;
                 let search = slot.search.get_or_insert_with(|| Search::new(model, ops));
-                slot.verdict =
-                    search
-                        .run(model, ops, limits, budget)
-                        .map(|outcome| match outcome {
-                            SearchOutcome::Linearizable => KeyVerdict::Ok,
-                            SearchOutcome::GaveUp(why) => KeyVerdict::GaveUp(why),
-                            SearchOutcome::Illegal(f) => KeyVerdict::Illegal {
-                                states: f.states.iter().map(|s| model.describe_state(s)).collect(),
-                                prefix: f.prefix,
-                                blocked: f.blocked,
-                                pending: f.pending,
-                            },
-                        });
+                let outcome = search.run(model, ops, limits, budget);
+                slot.verdict = outcome.map(|outcome| match outcome {
+                    SearchOutcome::Linearizable => KeyVerdict::Ok,
+                    SearchOutcome::GaveUp(why) => KeyVerdict::GaveUp(why),
+                    SearchOutcome::Illegal(f) => KeyVerdict::Illegal {
+                        states: f
+                            .states
+                            .iter()
+                            .map(|s| search.describe_state(model, s))
+                            .collect(),
+                        prefix: f.prefix,
+                        blocked: f.blocked,
+                        pending: f.pending,
+                    },
+                });
                 slot.entries = search.cache_entries();
                 if slot.verdict.is_some() {
                     slot.search = None; // free the memo

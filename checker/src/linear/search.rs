@@ -19,6 +19,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
+use super::fx::{Fx, mix};
 use super::model::Model;
 
 /// An operation for the search: its model operation and its place in real time.
@@ -117,6 +118,9 @@ const NIL: u32 = u32::MAX;
 const HEAD: u32 = 0;
 const CHARGE_EVERY: usize = 1024;
 const MAX_STATES: usize = 4;
+/// A paused search makes room for its whole budget up front, up to this many
+/// entries (past it, a budget is more than most searches use).
+const RESERVE_UP_TO: usize = 1 << 16;
 
 /// The memo: a set of (linearized bitset, state). Open addressing; each slot packs
 /// the high half of the entry's hash with its id, so probing a miss touches only
@@ -146,6 +150,17 @@ impl<S: Eq + Clone> Cache<S> {
 
     fn len(&self) -> usize {
         self.hashes.len()
+    }
+
+    /// Make room for `entries` in all, so that growing to them copies nothing.
+    fn reserve(&mut self, entries: usize) {
+        let more = entries.saturating_sub(self.len());
+        self.hashes.reserve(more);
+        self.bits.reserve(more * self.words);
+        self.states.reserve(more);
+        while entries * 2 > self.slots.len() {
+            self.grow();
+        }
     }
 
     /// Bytes an entry costs: bitset, hash, state, and two slots at most half full.
@@ -200,37 +215,6 @@ impl<S: Eq + Clone> Cache<S> {
 /// Bitset equality, a word at a time (short slices: no memcmp call).
 fn same(a: &[u64], b: &[u64]) -> bool {
     a.iter().zip(b).all(|(x, y)| x == y)
-}
-
-/// FxHash-style hasher for model states: states hash a few words.
-#[derive(Default)]
-struct Fx(u64);
-
-impl Hasher for Fx {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(*b as u64);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(v as u64);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-}
-
-fn mix(mut z: u64) -> u64 {
-    // splitmix64's finaliser
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 fn state_hash<S: Hash>(s: &S) -> u64 {
@@ -337,6 +321,8 @@ pub struct Search<M: Model> {
     bits_hash: u64,
     calls: Vec<(u32, M::State)>,
     state: M::State,
+    arena: M::Arena,
+    arena_charged: usize,
     entry: u32,
     best: Option<Failure<M::State>>,
     charged: usize,
@@ -349,6 +335,8 @@ impl<M: Model> Search<M> {
         let words = n.div_ceil(64).max(1);
         let list = List::new(ops);
         let entry = list.next[HEAD as usize];
+        let mut arena = M::Arena::default();
+        let state = model.init(&mut arena);
         Search {
             zobrist: (0..n as u64)
                 .map(|i| mix(i.wrapping_add(0x9e37_79b9_7f4a_7c15)))
@@ -358,7 +346,9 @@ impl<M: Model> Search<M> {
             bits: vec![0u64; words],
             bits_hash: 0,
             calls: Vec::new(),
-            state: model.init(),
+            state,
+            arena,
+            arena_charged: 0,
             entry,
             best: None,
             charged: 0,
@@ -371,6 +361,21 @@ impl<M: Model> Search<M> {
         self.cache.len()
     }
 
+    /// A state of this search in words.
+    pub fn describe_state(&self, model: &M, s: &M::State) -> String {
+        model.describe_state(&self.arena, s)
+    }
+
+    /// Memo and arena bytes added since the last charge.
+    fn uncharged(&mut self, model: &M) -> usize {
+        let memo = (self.cache.len() - self.charged) * self.cache.entry_bytes();
+        self.charged = self.cache.len();
+        let arena = model.arena_bytes(&self.arena);
+        let grown = arena.saturating_sub(self.arena_charged);
+        self.arena_charged = self.arena_charged.max(arena);
+        memo + grown
+    }
+
     /// Search on until a verdict (`Some`), or until the memo holds `pause_at`
     /// entries (`None`: call again with a larger budget to continue).
     pub fn run(
@@ -380,60 +385,64 @@ impl<M: Model> Search<M> {
         limits: &Limits,
         pause_at: usize,
     ) -> Option<Outcome<M::State>> {
-        let list = &mut self.list;
-        let bits = &mut self.bits;
+        if pause_at <= RESERVE_UP_TO {
+            self.cache.reserve(pause_at);
+            model.reserve(&mut self.arena, pause_at);
+        }
         let mut entry = self.entry;
-        while list.next[HEAD as usize] != NIL {
+        while self.list.next[HEAD as usize] != NIL {
             if self.cache.len() >= pause_at {
                 self.entry = entry;
                 return None;
             }
             self.steps += 1;
             if self.steps % CHARGE_EVERY == 0 {
-                let used = (self.cache.len() - self.charged) * self.cache.entry_bytes();
-                self.charged = self.cache.len();
+                let used = self.uncharged(model);
                 if let Err(why) = limits.charge(used) {
                     self.entry = entry;
                     return Some(Outcome::GaveUp(why));
                 }
             }
             let e = entry as usize;
-            if list.ret[e] != NIL {
-                let op = list.op[e] as usize;
-                if let Some(next) = model.step(&self.state, &ops[op].op) {
-                    bits[op / 64] |= 1 << (op % 64);
+            if self.list.ret[e] != NIL {
+                let op = self.list.op[e] as usize;
+                if let Some(next) = model.step(&mut self.arena, &self.state, &ops[op].op) {
+                    self.bits[op / 64] |= 1 << (op % 64);
                     let h = self.bits_hash ^ self.zobrist[op];
-                    if self.cache.insert(mix(h ^ state_hash(&next)), bits, &next) {
+                    if self
+                        .cache
+                        .insert(mix(h ^ state_hash(&next)), &self.bits, &next)
+                    {
                         self.bits_hash = h;
                         self.calls
                             .push((entry, std::mem::replace(&mut self.state, next)));
-                        list.lift(entry);
-                        entry = list.next[HEAD as usize];
+                        self.list.lift(entry);
+                        entry = self.list.next[HEAD as usize];
                         continue;
                     }
-                    bits[op / 64] &= !(1 << (op % 64));
+                    self.bits[op / 64] &= !(1 << (op % 64));
                 }
-                entry = list.next[e];
+                entry = self.list.next[e];
             } else {
                 // A return: its operation cannot be placed before it. Remember how
                 // far we got, then backtrack.
-                note_failure(&mut self.best, list, &self.calls, &self.state, entry);
+                note_failure(&mut self.best, &self.list, &self.calls, &self.state, entry);
                 let Some((call, prev_state)) = self.calls.pop() else {
                     self.entry = entry;
                     let f = self.best.take().expect("a failure was just noted");
                     return Some(Outcome::Illegal(f));
                 };
-                let op = list.op[call as usize] as usize;
-                bits[op / 64] &= !(1 << (op % 64));
+                let op = self.list.op[call as usize] as usize;
+                self.bits[op / 64] &= !(1 << (op % 64));
                 self.bits_hash ^= self.zobrist[op];
                 self.state = prev_state;
-                list.unlift(call);
-                entry = list.next[call as usize];
+                self.list.unlift(call);
+                entry = self.list.next[call as usize];
             }
         }
         self.entry = entry;
-        let _ = limits.charge((self.cache.len() - self.charged) * self.cache.entry_bytes());
-        self.charged = self.cache.len();
+        let used = self.uncharged(model);
+        let _ = limits.charge(used);
         Some(Outcome::Linearizable)
     }
 }

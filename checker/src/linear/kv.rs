@@ -1,0 +1,510 @@
+//! The string key-value store of Porcupine's kv histories: per key a string,
+//! initially empty; `put` sets it, `append` appends to it, `get` returns it.
+//!
+//! Every search step on this model used to build a string, and the memo keeps
+//! thousands of them; allocating and freeing them was most of the work. Here the
+//! history's string values are interned once ([`Texts`]), and each search keeps
+//! its strings in an arena ([`Strings`]): a string is an append of one text to an
+//! earlier string, and strings are hash-consed by content, so a state is a `u32`
+//! that is equal exactly when the strings are. Appending is one table lookup in
+//! the common case (the same append from the same string was done before), and
+//! the arena is freed in one piece with the search.
+
+use super::fx::{FxMap, mix};
+use super::model::Model;
+
+const BASE: u64 = 0x100_0000_01b3;
+const NONE: u32 = u32::MAX;
+
+/// An interned string value of the history.
+pub type TextId = u32;
+
+/// A string's polynomial hash and `BASE^len`, so that
+/// `hash(a + b) = hash(a)·BASE^|b| + hash(b)`.
+fn poly(s: &str) -> (u64, u64) {
+    let mut h = 0u64;
+    let mut pow = 1u64;
+    for b in s.bytes() {
+        h = h.wrapping_mul(BASE).wrapping_add(b as u64 + 1);
+        pow = pow.wrapping_mul(BASE);
+    }
+    (h, pow)
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: u32,
+    len: u32,
+    hash: u64,
+    pow: u64,
+}
+
+/// The distinct string values of a history's operations, in one buffer.
+#[derive(Debug, Clone, Default)]
+pub struct Texts {
+    buf: String,
+    spans: Vec<Span>,
+}
+
+/// Builds [`Texts`], giving equal strings one id.
+#[derive(Default)]
+pub struct TextsBuilder<'a> {
+    texts: Texts,
+    ids: FxMap<&'a str, TextId>,
+}
+
+impl<'a> TextsBuilder<'a> {
+    pub fn intern(&mut self, s: &'a str) -> TextId {
+        let texts = &mut self.texts;
+        *self.ids.entry(s).or_insert_with(|| {
+            let (hash, pow) = poly(s);
+            texts.spans.push(Span {
+                start: texts.buf.len() as u32,
+                len: s.len() as u32,
+                hash,
+                pow,
+            });
+            texts.buf.push_str(s);
+            (texts.spans.len() - 1) as TextId
+        })
+    }
+
+    pub fn finish(self) -> Texts {
+        self.texts
+    }
+}
+
+impl Texts {
+    pub fn get(&self, t: TextId) -> &str {
+        let s = self.spans[t as usize];
+        &self.buf[s.start as usize..(s.start + s.len) as usize]
+    }
+
+    fn span(&self, t: TextId) -> Span {
+        self.spans[t as usize]
+    }
+}
+
+/// A string in a [`Strings`] arena; `EMPTY` is the empty string.
+pub type StrId = u32;
+pub const EMPTY: StrId = 0;
+
+/// A string: `prev` with the text `text` appended.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    prev: StrId,
+    text: TextId,
+    len: u32,
+    /// The string made before it with the same hash (a collision chain).
+    same: StrId,
+    hash: u64,
+}
+
+/// One search's strings, each stored once by content.
+#[derive(Debug)]
+pub struct Strings {
+    pieces: Vec<Piece>,
+    /// Hash → the last string made with it (then via `Piece::same`).
+    by_content: FxMap<u64, StrId>,
+    /// (string, text appended) → the result, when that is a string first made
+    /// another way.
+    by_shape: FxMap<(StrId, TextId), StrId>,
+    /// Per text: the string equal to it, once seen (`NONE` until then).
+    equal_to: Vec<StrId>,
+}
+
+impl Default for Strings {
+    fn default() -> Self {
+        Strings {
+            pieces: vec![Piece {
+                prev: NONE,
+                text: NONE,
+                len: 0,
+                same: NONE,
+                hash: 0,
+            }],
+            by_shape: FxMap::default(),
+            by_content: FxMap::default(),
+            equal_to: Vec::new(),
+        }
+    }
+}
+
+/// Do two byte strings, given as chunks from their ends backwards, agree?
+fn same_bytes<'a>(
+    mut a: impl Iterator<Item = &'a [u8]>,
+    mut b: impl Iterator<Item = &'a [u8]>,
+) -> bool {
+    let (mut x, mut y): (&[u8], &[u8]) = (&[], &[]);
+    loop {
+        while x.is_empty() {
+            match a.next() {
+                Some(c) => x = c,
+                None => return y.is_empty() && b.all(<[u8]>::is_empty),
+            }
+        }
+        while y.is_empty() {
+            match b.next() {
+                Some(c) => y = c,
+                None => return false,
+            }
+        }
+        let n = x.len().min(y.len());
+        if x[x.len() - n..] != y[y.len() - n..] {
+            return false;
+        }
+        x = &x[..x.len() - n];
+        y = &y[..y.len() - n];
+    }
+}
+
+impl Strings {
+    fn len(&self, s: StrId) -> u32 {
+        self.pieces[s as usize].len
+    }
+
+    fn hash(&self, s: StrId) -> u64 {
+        self.pieces[s as usize].hash
+    }
+
+    /// The string's bytes as the texts appended, last first.
+    fn chunks<'a>(&'a self, texts: &'a Texts, s: StrId) -> impl Iterator<Item = &'a [u8]> {
+        let mut cur = s;
+        std::iter::from_fn(move || {
+            if cur == EMPTY {
+                return None;
+            }
+            let p = self.pieces[cur as usize];
+            cur = p.prev;
+            Some(texts.get(p.text).as_bytes())
+        })
+    }
+
+    /// `s` with `t` appended.
+    pub fn append(&mut self, texts: &Texts, s: StrId, t: TextId) -> StrId {
+        let span = texts.span(t);
+        if span.len == 0 {
+            return s;
+        }
+        let hash = self.hash(s).wrapping_mul(span.pow).wrapping_add(span.hash);
+        let len = self.len(s) + span.len;
+        let head = self.by_content.get(&hash).copied().unwrap_or(NONE);
+        // Usually this very append was done before: the string's first piece
+        // is (s, t). Another way to the same bytes (a put of what appends
+        // built) is compared byte by byte once, then remembered.
+        let mut c = head;
+        while c != NONE {
+            let p = self.pieces[c as usize];
+            if p.prev == s && p.text == t {
+                return c;
+            }
+            c = p.same;
+        }
+        if head != NONE {
+            if let Some(&r) = self.by_shape.get(&(s, t)) {
+                return r;
+            }
+            let mut c = head;
+            while c != NONE {
+                let tail = std::iter::once(texts.get(t).as_bytes());
+                if self.len(c) == len
+                    && same_bytes(self.chunks(texts, c), tail.chain(self.chunks(texts, s)))
+                {
+                    self.by_shape.insert((s, t), c);
+                    return c;
+                }
+                c = self.pieces[c as usize].same;
+            }
+        }
+        let id = self.pieces.len() as StrId;
+        self.pieces.push(Piece {
+            prev: s,
+            text: t,
+            len,
+            same: head,
+            hash,
+        });
+        self.by_content.insert(hash, id);
+        id
+    }
+
+    /// Is `s` the text `t`?
+    pub fn equals(&mut self, texts: &Texts, s: StrId, t: TextId) -> bool {
+        if self.equal_to.len() <= t as usize {
+            self.equal_to.resize(t as usize + 1, NONE);
+        }
+        let known = self.equal_to[t as usize];
+        if known != NONE {
+            return known == s;
+        }
+        let span = texts.span(t);
+        let eq = self.len(s) == span.len
+            && self.hash(s) == span.hash
+            && same_bytes(
+                self.chunks(texts, s),
+                std::iter::once(texts.get(t).as_bytes()),
+            );
+        if eq {
+            self.equal_to[t as usize] = s;
+        }
+        eq
+    }
+
+    /// Make room for `n` strings in all.
+    fn reserve(&mut self, n: usize) {
+        self.pieces.reserve(n.saturating_sub(self.pieces.len()));
+        self.by_content
+            .reserve(n.saturating_sub(self.by_content.len()));
+    }
+
+    pub fn to_text(&self, texts: &Texts, s: StrId) -> String {
+        let mut parts: Vec<&[u8]> = self.chunks(texts, s).collect();
+        parts.reverse();
+        String::from_utf8_lossy(&parts.concat()).into_owned()
+    }
+
+    fn bytes(&self) -> usize {
+        // Pieces, and each map's entry with hashbrown's control byte at most
+        // 7/8 full.
+        self.pieces.capacity() * size_of::<Piece>()
+            + (self.by_shape.capacity() + self.by_content.capacity()) * 17
+            + self.equal_to.capacity() * 4
+    }
+}
+
+/// An operation on a string key-value store (Porcupine's kv model).
+#[derive(Debug, Clone, Copy)]
+pub enum KvOp {
+    /// `key`: the key's number (only [`KvStore`] uses it).
+    Get {
+        key: u32,
+        value: Option<TextId>,
+    },
+    Put {
+        key: u32,
+        value: TextId,
+    },
+    Append {
+        key: u32,
+        value: TextId,
+    },
+}
+
+impl KvOp {
+    fn key(&self) -> usize {
+        let (KvOp::Get { key, .. } | KvOp::Put { key, .. } | KvOp::Append { key, .. }) = self;
+        *key as usize
+    }
+}
+
+fn kv_step(strings: &mut Strings, texts: &Texts, s: StrId, op: &KvOp) -> Option<StrId> {
+    match *op {
+        KvOp::Get { value: None, .. } => Some(s),
+        KvOp::Get { value: Some(v), .. } => strings.equals(texts, s, v).then_some(s),
+        KvOp::Put { value, .. } => Some(strings.append(texts, EMPTY, value)),
+        KvOp::Append { value, .. } => Some(strings.append(texts, s, value)),
+    }
+}
+
+fn kv_describe(texts: &Texts, op: &KvOp, keys: Option<&[String]>) -> String {
+    let k = keys
+        .map(|ks| format!(" {}", ks[op.key()]))
+        .unwrap_or_default();
+    match *op {
+        KvOp::Get { value: Some(v), .. } => format!("get{k} → {:?}", texts.get(v)),
+        KvOp::Get { value: None, .. } => format!("get{k} → ?"),
+        KvOp::Put { value, .. } => format!("put{k} {:?}", texts.get(value)),
+        KvOp::Append { value, .. } => format!("append{k} {:?}", texts.get(value)),
+    }
+}
+
+/// One key of a string store. The store's keys are independent, so each is
+/// checked on its own.
+#[derive(Debug, Clone, Default)]
+pub struct Kv {
+    pub texts: Texts,
+}
+
+impl Model for Kv {
+    type Op = KvOp;
+    type State = StrId;
+    type Arena = Strings;
+    fn init(&self, _: &mut Strings) -> StrId {
+        EMPTY
+    }
+    fn step(&self, strings: &mut Strings, s: &StrId, op: &KvOp) -> Option<StrId> {
+        kv_step(strings, &self.texts, *s, op)
+    }
+    fn describe_op(&self, op: &KvOp) -> String {
+        kv_describe(&self.texts, op, None)
+    }
+    fn describe_state(&self, strings: &Strings, s: &StrId) -> String {
+        format!("{:?}", strings.to_text(&self.texts, *s))
+    }
+    fn reserve(&self, strings: &mut Strings, entries: usize) {
+        // A new string is only ever made by a step that adds a memo entry.
+        strings.reserve(entries + 1);
+    }
+    fn arena_bytes(&self, strings: &Strings) -> usize {
+        strings.bytes()
+    }
+}
+
+/// The whole store as one state (no split by key): what a checker without
+/// P-compositionality must do; kept for comparison with Porcupine's figure.
+#[derive(Debug, Clone, Default)]
+pub struct KvStore {
+    pub keys: Vec<String>,
+    pub texts: Texts,
+}
+
+/// A whole store, in a [`Stores`] arena: equal exactly when every key's string is.
+pub type StoreId = u32;
+
+/// One search's stores (a string id per key), each stored once by content.
+#[derive(Debug, Default)]
+pub struct Stores {
+    strings: Strings,
+    /// Store `i` is `values[i·keys..(i+1)·keys]`.
+    values: Vec<StrId>,
+    hashes: Vec<u64>,
+    /// The next store with the same hash.
+    same: Vec<StoreId>,
+    by_hash: FxMap<u64, StoreId>,
+    scratch: Vec<StrId>,
+}
+
+fn keyed(key: usize, s: StrId) -> u64 {
+    mix(((key as u64) << 32) | s as u64)
+}
+
+impl Stores {
+    fn get(&self, id: StoreId, keys: usize) -> &[StrId] {
+        &self.values[id as usize * keys..(id as usize + 1) * keys]
+    }
+
+    /// The id of the store in `scratch`, whose hash is `hash`.
+    fn intern(&mut self, hash: u64, keys: usize) -> StoreId {
+        let head = self.by_hash.get(&hash).copied().unwrap_or(NONE);
+        let mut c = head;
+        while c != NONE {
+            if self.get(c, keys) == self.scratch.as_slice() {
+                return c;
+            }
+            c = self.same[c as usize];
+        }
+        let id = self.hashes.len() as StoreId;
+        self.values.extend_from_slice(&self.scratch);
+        self.hashes.push(hash);
+        self.same.push(head);
+        self.by_hash.insert(hash, id);
+        id
+    }
+}
+
+impl Model for KvStore {
+    type Op = KvOp;
+    type State = StoreId;
+    type Arena = Stores;
+    fn init(&self, stores: &mut Stores) -> StoreId {
+        let n = self.keys.len();
+        stores.scratch = vec![EMPTY; n];
+        let hash = (0..n).fold(0u64, |h, k| h.wrapping_add(keyed(k, EMPTY)));
+        stores.intern(hash, n)
+    }
+    fn step(&self, stores: &mut Stores, s: &StoreId, op: &KvOp) -> Option<StoreId> {
+        let (n, key) = (self.keys.len(), op.key());
+        let old = stores.get(*s, n)[key];
+        let new = kv_step(&mut stores.strings, &self.texts, old, op)?;
+        if new == old {
+            return Some(*s);
+        }
+        let hash = stores.hashes[*s as usize]
+            .wrapping_sub(keyed(key, old))
+            .wrapping_add(keyed(key, new));
+        let mut scratch = std::mem::take(&mut stores.scratch);
+        scratch.clear();
+        scratch.extend_from_slice(stores.get(*s, n));
+        scratch[key] = new;
+        stores.scratch = scratch;
+        Some(stores.intern(hash, n))
+    }
+    fn describe_op(&self, op: &KvOp) -> String {
+        kv_describe(&self.texts, op, Some(&self.keys))
+    }
+    fn describe_state(&self, stores: &Stores, s: &StoreId) -> String {
+        let parts: Vec<String> = self
+            .keys
+            .iter()
+            .zip(stores.get(*s, self.keys.len()))
+            .map(|(k, v)| format!("{k}: {:?}", stores.strings.to_text(&self.texts, *v)))
+            .collect();
+        format!("{{{}}}", parts.join(", "))
+    }
+    fn arena_bytes(&self, stores: &Stores) -> usize {
+        stores.strings.bytes()
+            + stores.values.capacity() * 4
+            + stores.hashes.capacity() * 8
+            + stores.same.capacity() * 4
+            + stores.by_hash.capacity() * 13
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_stored_once_by_content() {
+        let mut b = TextsBuilder::default();
+        let (a, c, ac, x, ac3, empty) = (
+            b.intern("x 1 y"),
+            b.intern("x 2 y"),
+            b.intern("x 1 yx 2 y"),
+            b.intern("x 1"),
+            b.intern(" yx 2 y"),
+            b.intern(""),
+        );
+        let texts = b.finish();
+        let mut s = Strings::default();
+        let s1 = s.append(&texts, EMPTY, a);
+        let s1 = s.append(&texts, s1, c);
+        let s2 = s.append(&texts, EMPTY, ac);
+        assert_eq!(s1, s2);
+        let s3 = s.append(&texts, EMPTY, x);
+        let s3 = s.append(&texts, s3, ac3);
+        assert_eq!(s1, s3);
+        let only_a = s.append(&texts, EMPTY, a);
+        assert_ne!(s1, only_a);
+        assert_eq!(s.append(&texts, only_a, empty), only_a);
+        assert!(s.equals(&texts, s1, ac) && !s.equals(&texts, s1, a));
+        assert!(s.equals(&texts, s3, ac) && !s.equals(&texts, only_a, ac));
+        assert_eq!(s.to_text(&texts, s1), "x 1 yx 2 y");
+        assert!(s.equals(&texts, EMPTY, empty));
+        assert!(!s.equals(&texts, only_a, empty));
+    }
+
+    #[test]
+    fn stores_compare_by_every_key() {
+        let mut b = TextsBuilder::default();
+        let (a, c) = (b.intern("a"), b.intern("c"));
+        let m = KvStore {
+            keys: vec!["0".into(), "1".into()],
+            texts: b.finish(),
+        };
+        let mut arena = Stores::default();
+        let s0 = m.init(&mut arena);
+        let put = |key, value| KvOp::Put { key, value };
+        let app = |key, value| KvOp::Append { key, value };
+        let s1 = m.step(&mut arena, &s0, &put(0, a)).unwrap();
+        let s2 = m.step(&mut arena, &s1, &app(1, c)).unwrap();
+        let s3 = m.step(&mut arena, &s0, &app(1, c)).unwrap();
+        let s4 = m.step(&mut arena, &s3, &app(0, a)).unwrap();
+        assert_eq!(s2, s4);
+        assert_ne!(s1, s3);
+        let get = |key, value| KvOp::Get { key, value };
+        assert_eq!(m.step(&mut arena, &s2, &get(0, Some(a))), Some(s2));
+        assert_eq!(m.step(&mut arena, &s2, &get(1, Some(a))), None);
+        assert_eq!(m.describe_state(&arena, &s4), r#"{0: "a", 1: "c"}"#);
+    }
+}
