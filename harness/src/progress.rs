@@ -253,6 +253,24 @@ pub fn summary(
                 for op in a.ops.iter().take(3) {
                     out.push_str(&format!("      {op}\n"));
                 }
+                if let Some(why) = &a.explanation {
+                    // The linearizability checker's account: where the longest
+                    // linearizable prefix ends, and the state it leaves.
+                    if let Some(k) = &a.key {
+                        out.push_str(&format!("      key {k}\n"));
+                    }
+                    if let Some(last) = why.prefix.last() {
+                        out.push_str(&format!(
+                            "      longest linearizable prefix: {} operations, ending with {last}\n",
+                            why.prefix.len()
+                        ));
+                    }
+                    out.push_str(&format!(
+                        "      state after it: {}; cannot be linearized next: {}\n",
+                        why.states.join(" or "),
+                        why.op
+                    ));
+                }
             }
         }
     }
@@ -266,7 +284,7 @@ pub fn summary(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use checker::verdict::{Anomaly, AnomalyKind, CheckerResult};
+    use checker::verdict::{Anomaly, AnomalyKind, CheckerResult, Explanation, OpRef};
     use serde_json::json;
 
     #[test]
@@ -298,6 +316,47 @@ mod tests {
         assert_eq!(t.faults(), "partition isolate-leader");
         t.nemesis("heal", &json!({"topology": "isolate-leader", "grudge": {}}));
         assert_eq!(t.faults(), "none");
+    }
+
+    #[test]
+    fn summary_explains_a_nonlinearizable_key() {
+        let op = |invoke, text: &str| OpRef {
+            invoke,
+            complete: Some(invoke + 1),
+            process: 3,
+            f: text.split(' ').next().unwrap().to_string(),
+            text: text.to_string(),
+        };
+        let mut a = Anomaly::new(
+            AnomalyKind::Nonlinearizable,
+            "read → 4 cannot be linearized after the longest linearizable prefix (1 of 2 operations)",
+        );
+        a.key = Some(json!("k7"));
+        a.ops = vec![op(9, "read → 4")];
+        a.explanation = Some(Explanation {
+            op: op(9, "read → 4"),
+            prefix: vec![op(5, "write 6")],
+            states: vec!["6".into()],
+            pending: Vec::new(),
+        });
+        let mut checkers = std::collections::BTreeMap::new();
+        checkers.insert(
+            "linearizable".to_string(),
+            CheckerResult::from_anomalies(vec![a]),
+        );
+        let s = summary(&Results::new(checkers), &[], (3, 0, 0), Path::new("r"));
+        assert!(s.contains("nonlinearizable: 1"), "{s}");
+        assert!(s.contains("key \"k7\""), "{s}");
+        assert!(
+            s.contains(
+                "longest linearizable prefix: 1 operations, ending with [5..6] process 3: write 6"
+            ),
+            "{s}"
+        );
+        assert!(
+            s.contains("state after it: 6; cannot be linearized next: [9..10] process 3: read → 4"),
+            "{s}"
+        );
     }
 
     #[test]
