@@ -116,6 +116,7 @@ async fn run(node: Arc<Node>, part: Arc<Partition>, leader: BrokerId, epoch: Lea
                     topic: tp.topic.clone(),
                     partition: tp.partition,
                     replica_id: node.id,
+                    broker_epoch: node.broker_epoch,
                     fetch_offset: offset,
                     leader_epoch: epoch,
                     max_records: MAX_RECORDS,

@@ -2,6 +2,7 @@
 //! test of watermark. One binary, two roles (`broker controller`, `broker node`);
 //! all traffic is JSON over HTTP (see docs/api.md).
 
+pub mod alter_partition;
 pub mod api;
 pub mod bugs;
 pub mod cli;

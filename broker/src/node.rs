@@ -17,20 +17,21 @@ use crate::cli::{Bug, NodeArgs, Truncation};
 use crate::error::Code;
 use crate::log::LogConfig;
 use crate::protocol::{
-    AlterPartition, BrokerId, ConfirmLeadership, Heartbeat, HeartbeatResponse, Metadata,
-    PartitionState,
+    AlterPartition, BrokerId, ConfirmLeadership, Heartbeat, HeartbeatResponse, IsrMemberEpoch,
+    Metadata, PartitionState,
 };
 use crate::replica::ReplicaLog;
 use crate::replica_manager::{self, ReplicaManager};
 use crate::rpc::{self, CallError};
-use crate::{api, server};
+use crate::{alter_partition, api, server};
 
 /// How often a node heartbeats (the controller's session timeout is a few of these).
 const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(200);
 /// How often leaders look for ISR changes to propose.
 const ISR_CHECK_INTERVAL: Duration = Duration::from_millis(100);
-/// How long a leader waits before proposing again an ISR change that was refused.
-const ISR_RETRY_BACKOFF: Duration = Duration::from_millis(500);
+/// How long a leader waits before proposing again an ISR change that was refused,
+/// or before sending again one that got no answer.
+pub const ISR_RETRY_BACKOFF: Duration = Duration::from_millis(500);
 /// How often the high watermark is checkpointed (Kafka: 5 s).
 const HW_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
 /// Timeout of a call to the controller.
@@ -356,6 +357,17 @@ async fn isr_loop(node: Arc<Node>) {
                         None
                     }
                     (Some(new_isr), Some(state)) => {
+                        let new_isr_epochs = new_isr
+                            .iter()
+                            .filter(|&&b| b != node.id)
+                            .filter_map(|&b| {
+                                let broker_epoch = r.follower(b)?.broker_epoch?;
+                                Some(IsrMemberEpoch {
+                                    broker_id: b,
+                                    broker_epoch,
+                                })
+                            })
+                            .collect();
                         let req = AlterPartition {
                             broker_id: node.id,
                             broker_epoch: node.broker_epoch,
@@ -364,38 +376,18 @@ async fn isr_loop(node: Arc<Node>) {
                             leader_epoch: state.leader_epoch,
                             partition_epoch: state.partition_epoch,
                             new_isr: new_isr.clone(),
+                            new_isr_epochs,
                         };
-                        r.set_pending_isr(new_isr);
-                        Some(req)
+                        let sent = r.set_pending_isr(new_isr);
+                        Some((req, sent))
                     }
                     _ => None,
                 }
             };
-            let Some(req) = proposal else { continue };
-            let node = node.clone();
-            tokio::spawn(async move {
-                let name = format!("node {}: {}-{}", node.id, req.topic, req.partition);
-                let old_isr = part.lock().isr().to_vec();
-                let answer: Result<PartitionState, _> = node
-                    .controller_post("/internal/alter-partition", &req)
-                    .await;
-                match answer {
-                    Ok(state) => {
-                        eprintln!(
-                            "{name}: ISR {old_isr:?} -> {:?} accepted (partition epoch {})",
-                            state.isr, state.partition_epoch
-                        );
-                        replica_manager::apply_partition_state(&node, state);
-                    }
-                    Err(e) => {
-                        let retry_at = node.now_ms() + ISR_RETRY_BACKOFF.as_millis() as u64;
-                        part.isr_retry_at_ms.store(retry_at, Ordering::Relaxed);
-                        eprintln!("{name}: ISR {old_isr:?} -> {:?} refused: {e}", req.new_isr)
-                    }
-                }
-                part.lock().clear_pending_isr();
-                part.purgatory.wake();
-            });
+            let Some((req, sent)) = proposal else {
+                continue;
+            };
+            tokio::spawn(alter_partition::send(node.clone(), part, req, sent));
         }
     }
 }

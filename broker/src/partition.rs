@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 
 use crate::kv::KeyedLog;
 use crate::log::{Log, LogConfig, checkpoint};
-use crate::protocol::{BrokerId, TopicPartition};
+use crate::protocol::{BrokerId, TopicPartition, check_topic_name};
 use crate::purgatory::Purgatory;
 use crate::replica::Replica;
 
@@ -34,17 +34,6 @@ pub struct Partition {
     pub isr_retry_at_ms: AtomicU64,
 }
 
-/// Whether `topic` is a name we accept (it becomes a directory name).
-pub fn valid_topic_name(topic: &str) -> bool {
-    !topic.is_empty()
-        && topic.len() <= 200
-        && topic != "."
-        && topic != ".."
-        && topic
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-}
-
 impl Partition {
     /// Open (recovering) the partition's log and checkpoints under `data_dir`.
     pub fn open(
@@ -54,12 +43,8 @@ impl Partition {
         config: LogConfig,
         lag_time_max_ms: u64,
     ) -> io::Result<Partition> {
-        if !valid_topic_name(&tp.topic) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("topic name `{}` is not [A-Za-z0-9._-]{{1,200}}", tp.topic),
-            ));
-        }
+        // It becomes a directory name: the same rule as the controller's.
+        check_topic_name(&tp.topic).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let dir = data_dir.join(format!("{}-{}", tp.topic, tp.partition));
         let log = Log::open(&dir.join("log"), config)?;
         let epochs = checkpoint::read_epochs(&dir.join("leader-epoch-checkpoint"))?;
@@ -98,8 +83,10 @@ impl Partition {
     /// Write the high watermark if it moved since the last checkpoint.
     pub fn checkpoint_hw(&self) -> io::Result<()> {
         let hw = self.lock().high_watermark();
-        if self.checkpointed_hw.swap(hw, Ordering::SeqCst) != hw {
+        if self.checkpointed_hw.load(Ordering::SeqCst) != hw {
             checkpoint::write_high_watermark(&self.dir.join("high-watermark"), hw)?;
+            // Only once written: a failed write is retried at the next checkpoint.
+            self.checkpointed_hw.store(hw, Ordering::SeqCst);
         }
         Ok(())
     }

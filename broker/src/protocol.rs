@@ -13,10 +13,16 @@
 //!   whenever a partition's leader or ISR changes. A node ignores requests with a
 //!   controller epoch below the highest it has seen (`FENCED_LEADER_EPOCH`), and per
 //!   partition any state whose leader epoch / partition epoch is not newer than its own.
+//!   The push names the target's broker epoch; a node refuses one meant for an
+//!   earlier process of itself (`FENCED_LEADER_EPOCH` with `broker_epoch`).
 //! - `POST /internal/alter-partition` (leader → controller): [`AlterPartition`] proposes
 //!   a new ISR. The controller accepts it only from the current leader with the current
 //!   leader epoch and partition epoch, and answers the new [`PartitionState`]
-//!   (partition epoch bumped); a stale proposal gets `FENCED_LEADER_EPOCH`.
+//!   (partition epoch bumped); a stale proposal gets `FENCED_LEADER_EPOCH`, one that
+//!   adds a dead broker or names a follower's stale broker epoch (KIP-903)
+//!   `INVALID_REQUEST`. The leader keeps waiting for its proposal (the HW waits for
+//!   the members it adds) until a definite answer: it retries the same request when
+//!   no answer came, and after `FENCED_LEADER_EPOCH` waits for the newer state.
 //! - `POST /internal/confirm-leadership` (leader → controller): [`ConfirmLeadership`],
 //!   used by linearizable reads: 200 with the current [`PartitionState`] if the caller
 //!   still leads with that leader epoch, else `NOT_LEADER`.
@@ -32,6 +38,34 @@ pub type LeaderEpoch = i32;
 pub type PartitionEpoch = i32;
 
 pub const NO_LEADER: BrokerId = -1;
+
+/// The longest topic name (Kafka's limit). Nodes keep a partition in a directory
+/// named `<topic>-<partition>`, which stays within 255 bytes for any partition
+/// number the controller allows (at most 4 digits).
+pub const MAX_TOPIC_NAME_LEN: usize = 249;
+
+/// The topic name rule, shared by the controller (creation) and the nodes (hosting):
+/// 1 to [`MAX_TOPIC_NAME_LEN`] of `[a-zA-Z0-9._-]`, and not `.` or `..`.
+pub fn check_topic_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > MAX_TOPIC_NAME_LEN {
+        return Err(format!(
+            "topic name must be 1 to {MAX_TOPIC_NAME_LEN} characters long, got {}",
+            name.len()
+        ));
+    }
+    if name == "." || name == ".." {
+        return Err(format!("topic name `{name}` is reserved"));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!(
+            "topic name `{name}` contains {c:?}; use only ASCII letters, digits, '.', '_' and '-'"
+        ));
+    }
+    Ok(())
+}
 
 /// A topic partition.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -152,6 +186,11 @@ pub struct HeartbeatResponse {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeaderAndIsr {
     pub controller_epoch: i32,
+    /// The target's broker epoch as the controller knows it (None: not registered
+    /// yet). A node refuses a push meant for another process of itself: one sent
+    /// before it restarted and delivered late must not make it leader at an old epoch.
+    #[serde(default)]
+    pub broker_epoch: Option<u64>,
     pub brokers: Vec<BrokerInfo>,
     pub partitions: Vec<PartitionState>,
 }
@@ -166,6 +205,18 @@ pub struct AlterPartition {
     pub leader_epoch: LeaderEpoch,
     pub partition_epoch: PartitionEpoch,
     pub new_isr: Vec<BrokerId>,
+    /// The broker epoch the leader saw each follower of `new_isr` fetch with
+    /// (KIP-903); the controller refuses the proposal if one of them has restarted
+    /// since. Followers the leader has no epoch for are left out.
+    #[serde(default)]
+    pub new_isr_epochs: Vec<IsrMemberEpoch>,
+}
+
+/// A proposed ISR member's broker epoch, as its leader saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IsrMemberEpoch {
+    pub broker_id: BrokerId,
+    pub broker_epoch: u64,
 }
 
 /// `POST /internal/confirm-leadership`.
@@ -192,6 +243,10 @@ pub struct Fetch {
     pub topic: String,
     pub partition: u32,
     pub replica_id: BrokerId,
+    /// The follower process's broker epoch (KIP-903): the leader forgets what an
+    /// earlier process of this broker reported. 0 or absent: not given.
+    #[serde(default)]
+    pub broker_epoch: u64,
     pub fetch_offset: u64,
     /// The follower's current leader epoch (fences both ways).
     pub leader_epoch: LeaderEpoch,

@@ -28,7 +28,7 @@ use serde_json::Value;
 use crate::bugs::Bugs;
 use crate::cli::Truncation;
 use crate::log::{Log, Record};
-use crate::protocol::{BrokerId, LeaderEpoch, NO_LEADER, PartitionState};
+use crate::protocol::{BrokerId, LeaderEpoch, NO_LEADER, PartitionEpoch, PartitionState};
 
 mod epoch_cache;
 pub use epoch_cache::EpochCache;
@@ -102,6 +102,10 @@ pub enum Role {
 /// What the leader knows about one follower.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FollowerState {
+    /// The broker epoch of the process that fetched last (KIP-903; None: not known).
+    /// A fetch from another process of the same broker starts the state afresh: its
+    /// log may be shorter than what the previous process reported.
+    pub broker_epoch: Option<u64>,
     /// The follower's LEO, learnt from its last fetch offset (None: not fetched yet
     /// under this leader epoch).
     pub log_end_offset: Option<u64>,
@@ -113,6 +117,26 @@ pub struct FollowerState {
     isr_eligible: bool,
     last_fetch_ms: u64,
     last_fetch_leader_leo: u64,
+}
+
+impl FollowerState {
+    /// Forget everything learnt from the follower's fetches: it must fetch again before
+    /// the HW waits for it or the leader proposes it for the ISR.
+    fn forget_progress(&mut self) {
+        *self = FollowerState {
+            broker_epoch: self.broker_epoch,
+            ..FollowerState::default()
+        };
+    }
+}
+
+/// An ISR change this leader sent to the controller (AlterPartition) and has no
+/// definite answer for, with the epochs it was proposed under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingIsr {
+    pub leader_epoch: LeaderEpoch,
+    pub partition_epoch: PartitionEpoch,
+    pub isr: Vec<BrokerId>,
 }
 
 /// What [`Replica::apply_state`] did with a controller's partition state.
@@ -174,6 +198,8 @@ impl From<io::Error> for ReplicaError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FetchRequest {
     pub replica_id: BrokerId,
+    /// The fetching process's broker epoch (0: not given).
+    pub broker_epoch: u64,
     pub fetch_offset: u64,
     pub leader_epoch: LeaderEpoch,
     pub max_records: usize,
@@ -213,8 +239,10 @@ pub struct Replica<L> {
     state: Option<PartitionState>,
     role: Role,
     followers: BTreeMap<BrokerId, FollowerState>,
-    /// An ISR we proposed to the controller and have no answer for yet.
-    pending_isr: Option<Vec<BrokerId>>,
+    /// An ISR we proposed to the controller and have no definite answer for yet. It
+    /// is kept until the controller's answer, or a newer partition state, replaces it:
+    /// a lost answer may hide an accepted expansion (KIP-497/KIP-841's maximal ISR).
+    pending_isr: Option<PendingIsr>,
     /// A follower that still has to settle its log with the leader (epoch truncation).
     truncating: bool,
     /// The LEO when this replica became leader (its epoch's start offset).
@@ -313,7 +341,7 @@ impl<L: ReplicaLog> Replica<L> {
         self.followers.get(&id)
     }
     pub fn pending_isr(&self) -> Option<&[BrokerId]> {
-        self.pending_isr.as_deref()
+        self.pending_isr.as_ref().map(|p| p.isr.as_slice())
     }
     /// Whether this follower still has to settle its log with the leader before fetching.
     pub fn is_truncating(&self) -> bool {
@@ -352,9 +380,12 @@ impl<L: ReplicaLog> Replica<L> {
                 return Ok(Transition::Ignored);
             }
             if state.leader_epoch == cur.leader_epoch && state.leader == cur.leader {
+                // A member the controller dropped (it died, restarted or lagged) has to
+                // show its progress again with a fetch before it is proposed back: a
+                // restarted process may have lost records its predecessor reported.
                 for r in cur.isr.iter().filter(|r| !state.isr.contains(r)) {
                     if let Some(f) = self.followers.get_mut(r) {
-                        f.isr_eligible = false;
+                        f.forget_progress();
                     }
                 }
                 self.state = Some(state);
@@ -404,6 +435,7 @@ impl<L: ReplicaLog> Replica<L> {
                 self.followers.insert(
                     r,
                     FollowerState {
+                        broker_epoch: None,
                         log_end_offset: None,
                         last_caught_up_ms: if in_isr { now_ms } else { 0 },
                         isr_eligible: in_isr,
@@ -458,7 +490,7 @@ impl<L: ReplicaLog> Replica<L> {
     /// The ISR, plus an expansion we proposed (HW must wait for it too).
     fn maximal_isr(&self) -> Vec<BrokerId> {
         let mut isr = self.isr().to_vec();
-        for r in self.pending_isr.iter().flatten() {
+        for r in self.pending_isr.iter().flat_map(|p| &p.isr) {
             if !isr.contains(r) {
                 isr.push(*r);
             }
@@ -567,6 +599,14 @@ impl<L: ReplicaLog> Replica<L> {
                 replica: req.replica_id,
             });
         };
+        // KIP-903: a fetch from a new process of this broker: what its predecessor
+        // reported says nothing about this process's log.
+        if req.broker_epoch != 0 && f.broker_epoch != Some(req.broker_epoch) {
+            if f.broker_epoch.is_some() {
+                f.forget_progress();
+            }
+            f.broker_epoch = Some(req.broker_epoch);
+        }
         // Kafka's Replica.updateFetchState: caught up if it asked for everything we had
         // now, or everything we had at its previous fetch.
         if req.fetch_offset >= leo {
@@ -755,15 +795,34 @@ impl<L: ReplicaLog> Replica<L> {
         )
     }
 
-    /// Leader: we sent `isr` to the controller; until it answers, HW also waits for the
-    /// replicas it adds.
-    pub fn set_pending_isr(&mut self, isr: Vec<BrokerId>) {
-        self.pending_isr = Some(isr);
+    /// Leader: we send `isr` to the controller under the current epochs; until a
+    /// definite answer (or a newer partition state), HW also waits for the replicas it
+    /// adds. Returns the proposal, to match the answer against.
+    pub fn set_pending_isr(&mut self, isr: Vec<BrokerId>) -> PendingIsr {
+        let pending = PendingIsr {
+            leader_epoch: self.leader_epoch(),
+            partition_epoch: self.state.as_ref().map_or(-1, |s| s.partition_epoch),
+            isr,
+        };
+        self.pending_isr = Some(pending.clone());
+        pending
     }
 
-    /// The controller rejected (or never answered) our proposal.
-    pub fn clear_pending_isr(&mut self) {
-        self.pending_isr = None;
+    /// Whether `sent` is still the proposal in flight (no newer state replaced it).
+    pub fn is_pending(&self, sent: &PendingIsr) -> bool {
+        self.pending_isr.as_ref() == Some(sent)
+    }
+
+    /// The controller definitely answered `sent` (it rejected it, or its accepted
+    /// state has been applied): stop waiting for it. A proposal sent under other
+    /// epochs (an older leadership's task answering late) leaves the current one be.
+    /// Returns whether it cleared.
+    pub fn clear_pending_isr(&mut self, sent: &PendingIsr) -> bool {
+        let clear = self.is_pending(sent);
+        if clear {
+            self.pending_isr = None;
+        }
+        clear
     }
 
     /// OffsetsForLeaderEpoch, answered from this replica's log (leader side).

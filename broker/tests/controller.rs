@@ -370,6 +370,11 @@ async fn a_silent_leader_is_replaced_by_the_next_isr_member_and_the_brokers_are_
     })
     .await;
     assert_eq!(pushed.controller_epoch, 1);
+    assert_eq!(
+        pushed.broker_epoch,
+        Some(1002),
+        "a push names its target's process"
+    );
     assert_eq!(pushed.partitions[0].leader_epoch, 1);
     assert_eq!(pushed.partitions[0].isr, vec![2, 3]);
 
@@ -397,6 +402,7 @@ async fn a_silent_leader_is_replaced_by_the_next_isr_member_and_the_brokers_are_
         leader_epoch: 1,
         partition_epoch: 0,
         new_isr: vec![2],
+        new_isr_epochs: Vec::new(),
     };
     let (status, body) = post_json(&alter_url, &serde_json::to_value(&alter).unwrap()).await;
     assert_eq!(status, 409, "{body}");

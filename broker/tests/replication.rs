@@ -415,6 +415,36 @@ async fn stale_epochs_are_fenced_and_a_replaced_leader_cannot_ack() {
         "{body}"
     );
     assert_eq!(body["controller_epoch"], md["controller_epoch"]);
+    // A LeaderAndIsr meant for an earlier process of the follower (a push sent before
+    // it restarted, delivered late) is fenced by broker epoch, even from the current
+    // controller: it must not make the follower leader at that push's epoch.
+    let (status, body) = c
+        .post(
+            &c.addr(follower),
+            "/internal/leader-and-isr",
+            &json!({"controller_epoch": md["controller_epoch"], "broker_epoch": 1,
+                    "brokers": md["brokers"],
+                    "partitions": [{"topic": "t", "partition": 0, "leader": follower,
+                                    "leader_epoch": old_epoch + 5, "partition_epoch": 99,
+                                    "isr": [follower], "replicas": [1, 2, 3],
+                                    "min_insync_replicas": 2}]}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (409, Some("FENCED_LEADER_EPOCH")),
+        "{body}"
+    );
+    assert!(
+        body["broker_epoch"].as_u64().is_some_and(|e| e != 1),
+        "{body}"
+    );
+    let seen = c.debug_partition(follower, "t", 0).await.unwrap();
+    assert_eq!(
+        (seen["role"].as_str(), seen["leader_epoch"].as_i64()),
+        (Some("follower"), Some(old_epoch)),
+        "{seen}"
+    );
 
     // Pause the leader until the controller replaces it and both followers know.
     c.nodes[&old].signal(libc::SIGSTOP);

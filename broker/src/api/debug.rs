@@ -33,7 +33,8 @@ pub(super) async fn partitions(State(node): State<Arc<Node>>) -> Json<Value> {
             if let Some(f) = r.follower(id) {
                 followers.insert(
                     id.to_string(),
-                    json!({"log_end_offset": f.log_end_offset, "last_caught_up_ms": f.last_caught_up_ms}),
+                    json!({"log_end_offset": f.log_end_offset, "last_caught_up_ms": f.last_caught_up_ms,
+                           "broker_epoch": f.broker_epoch}),
                 );
             }
         }

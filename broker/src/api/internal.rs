@@ -13,6 +13,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::{ApiResult, MAX_RECORDS, json_body, replica_error};
+use crate::error::{ApiError, Code};
 use crate::node::Node;
 use crate::protocol::{EpochEndOffset, Fetch, LeaderAndIsr, OffsetsForLeaderEpoch};
 use crate::replica::{FetchRequest, ReplicaError, Role};
@@ -23,6 +24,18 @@ pub(super) async fn leader_and_isr(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let msg: LeaderAndIsr = json_body(body)?;
+    // Broker-epoch fencing: a push meant for an earlier process of this broker (sent
+    // before it restarted, delivered late) must not act on this one.
+    if let Some(e) = msg.broker_epoch.filter(|&e| e != node.broker_epoch) {
+        return Err(ApiError::new(
+            Code::FencedLeaderEpoch,
+            format!(
+                "LeaderAndIsr for broker epoch {e}, this process has broker epoch {}",
+                node.broker_epoch
+            ),
+        )
+        .with("broker_epoch", node.broker_epoch));
+    }
     replica_manager::apply(&node, msg.controller_epoch, msg.brokers, msg.partitions)?;
     Ok(Json(json!({})).into_response())
 }
@@ -35,6 +48,7 @@ pub(super) async fn fetch(
     let part = node.manager.require(&req.topic, req.partition)?;
     let rreq = FetchRequest {
         replica_id: req.replica_id,
+        broker_epoch: req.broker_epoch,
         fetch_offset: req.fetch_offset,
         leader_epoch: req.leader_epoch,
         max_records: req.max_records.clamp(1, MAX_RECORDS),

@@ -31,12 +31,14 @@ impl Pusher {
         Ok(Pusher { client, urls })
     }
 
-    /// Send each broker its changed partitions, concurrently, without waiting.
+    /// Send each broker its changed partitions, concurrently, without waiting, each
+    /// naming the broker epoch the controller knows for its target (`broker_epochs`).
     /// Must be called inside a tokio runtime.
     pub fn push(
         &self,
         controller_epoch: i32,
         brokers: &[BrokerInfo],
+        broker_epochs: &BTreeMap<BrokerId, u64>,
         pushes: BTreeMap<BrokerId, Vec<PartitionState>>,
     ) {
         for (id, partitions) in pushes {
@@ -45,6 +47,7 @@ impl Pusher {
             };
             let body = LeaderAndIsr {
                 controller_epoch,
+                broker_epoch: broker_epochs.get(&id).copied(),
                 brokers: brokers.to_vec(),
                 partitions,
             };

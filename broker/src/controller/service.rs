@@ -59,7 +59,7 @@ impl Controller {
         &self,
         f: impl FnOnce(&mut ControllerState, Millis) -> Result<(T, Effects), ApiError>,
     ) -> Result<T, ApiError> {
-        let (out, effects, epoch, brokers) = tokio::task::block_in_place(|| {
+        let (out, effects, epoch, brokers, broker_epochs) = tokio::task::block_in_place(|| {
             let mut state = self.lock();
             let before = state.clone();
             let now = self.now();
@@ -76,13 +76,20 @@ impl Controller {
                     format!("the controller could not persist its state: {e}"),
                 ));
             }
-            Ok((out, effects, state.controller_epoch(), state.brokers_info()))
+            Ok((
+                out,
+                effects,
+                state.controller_epoch(),
+                state.brokers_info(),
+                state.broker_epochs(),
+            ))
         })?;
         for line in &effects.events {
             eprintln!("{line}");
         }
         if !effects.pushes.is_empty() {
-            self.pusher.push(epoch, &brokers, effects.pushes);
+            self.pusher
+                .push(epoch, &brokers, &broker_epochs, effects.pushes);
         }
         Ok(out)
     }

@@ -36,6 +36,8 @@ fn state(
 struct Brokers {
     r: BTreeMap<BrokerId, Replica<MemLog>>,
     mode: Truncation,
+    /// Each broker's process, as its fetches name it (bumped by a restart).
+    broker_epochs: BTreeMap<BrokerId, u64>,
 }
 
 impl Brokers {
@@ -49,7 +51,12 @@ impl Brokers {
                 )
             })
             .collect();
-        Brokers { r, mode }
+        let broker_epochs = ids.iter().map(|&id| (id, 1)).collect();
+        Brokers {
+            r,
+            mode,
+            broker_epochs,
+        }
     }
 
     fn get(&mut self, id: BrokerId) -> &mut Replica<MemLog> {
@@ -86,9 +93,11 @@ impl Brokers {
     }
 
     fn fetch_request(&mut self, follower: BrokerId) -> FetchRequest {
+        let broker_epoch = self.broker_epochs[&follower];
         let f = self.get(follower);
         FetchRequest {
             replica_id: follower,
+            broker_epoch,
             fetch_offset: f.log_end_offset(),
             leader_epoch: f.leader_epoch(),
             max_records: 100,
@@ -113,6 +122,7 @@ impl Brokers {
     /// flushed), with its checkpointed HW and epochs.
     fn restart(&mut self, id: BrokerId, kept: usize) {
         let old = self.r.remove(&id).unwrap();
+        *self.broker_epochs.get_mut(&id).unwrap() += 1;
         let hw = old.high_watermark();
         let epochs = old.epochs().entries().to_vec();
         let mut log = old.log().clone();
@@ -205,6 +215,7 @@ fn follower_hw_is_min_of_its_leo_and_the_leaders_hw() {
     assert_eq!(b.get(2).high_watermark(), 5);
     let req = FetchRequest {
         replica_id: 2,
+        broker_epoch: 0,
         fetch_offset: 10,
         leader_epoch: 1,
         max_records: 2,
@@ -236,6 +247,7 @@ fn leader_hw_never_moves_back() {
     // A stale fetch at offset 0 (a delayed duplicate) does not move HW back.
     let req = FetchRequest {
         replica_id: 2,
+        broker_epoch: 0,
         fetch_offset: 0,
         leader_epoch: 1,
         max_records: 10,
@@ -374,6 +386,7 @@ fn stale_epochs_are_fenced_both_ways() {
     for epoch in [4, 6] {
         let req = FetchRequest {
             replica_id: 2,
+            broker_epoch: 0,
             fetch_offset: 0,
             leader_epoch: epoch,
             max_records: 1,
@@ -746,4 +759,147 @@ fn no_epoch_fence_keeps_a_deposed_leaders_records() {
             assert_eq!(kept, [(0, 1, 10)], "fenced: cut at the end of epoch 1");
         }
     }
+}
+
+// ---- ISR proposals across lost answers and restarts ----
+
+#[test]
+fn restarted_follower_dropped_from_the_isr_must_fetch_again_before_it_is_proposed_back() {
+    let mut b = Brokers::new(&[1, 2, 3], Truncation::Epoch);
+    b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2, 3], &[1, 2, 3]), 0);
+    for v in 0..10 {
+        b.produce(1, v, 10);
+    }
+    for _ in 0..2 {
+        b.fetch(2, 1, 20);
+        b.fetch(3, 1, 20);
+    }
+    assert_eq!(b.get(1).high_watermark(), 10);
+    // Broker 3 restarts having lost 5 unflushed records; the controller drops it.
+    b.restart(3, 5);
+    b.tell(&[1, 2], state(1, 1, 2, &[1, 2], &[1, 2, 3]), 30);
+    // What its previous process reported is forgotten: it is not proposed back.
+    assert_eq!(b.get(1).follower(3).unwrap().log_end_offset, None);
+    assert_eq!(b.get(1).isr_proposal(40), None);
+    // The new process fetches from its real LEO 5 < HW 10: still not eligible.
+    b.tell(&[3], state(1, 1, 2, &[1, 2], &[1, 2, 3]), 40);
+    b.settle(3, 1);
+    assert_eq!(b.get(3).log_end_offset(), 5);
+    b.fetch(3, 1, 50);
+    assert_eq!(b.get(1).isr_proposal(50), None, "LEO 5 is below HW 10");
+    // Once it reports the HW it is proposed, and the HW never passed a member's LEO.
+    b.fetch(3, 1, 60);
+    assert_eq!(b.get(3).log_end_offset(), 10);
+    assert_eq!(b.get(1).isr_proposal(60), Some(vec![1, 2, 3]));
+}
+
+#[test]
+fn a_fetch_from_a_new_process_of_a_follower_forgets_the_previous_ones_progress() {
+    let mut b = Brokers::new(&[1, 2, 3], Truncation::Epoch);
+    // 3 is out of the ISR and catching up.
+    b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2], &[1, 2, 3]), 0);
+    for v in 0..10 {
+        b.produce(1, v, 10);
+    }
+    b.fetch(2, 1, 20);
+    b.fetch(3, 1, 20);
+    b.fetch(3, 1, 30);
+    let f = *b.get(1).follower(3).unwrap();
+    assert_eq!((f.broker_epoch, f.log_end_offset), (Some(1), Some(10)));
+    assert!(f.isr_eligible && f.last_caught_up_ms == 30);
+    // It restarts (broker epoch 2) with 5 records left, before the controller noticed.
+    b.restart(3, 5);
+    b.tell(&[3], state(1, 1, 1, &[1, 2], &[1, 2, 3]), 40);
+    b.settle(3, 1);
+    b.fetch_lost(3, 1, 50);
+    let f = *b.get(1).follower(3).unwrap();
+    assert_eq!((f.broker_epoch, f.log_end_offset), (Some(2), Some(5)));
+    assert!(
+        !f.isr_eligible && f.last_caught_up_ms == 0,
+        "caught-up state of the previous process kept: {f:?}"
+    );
+}
+
+#[test]
+fn a_lost_alter_partition_answer_keeps_the_expansion_until_the_controller_state_arrives() {
+    let mut b = Brokers::new(&[1, 2, 3], Truncation::Epoch);
+    // 3 is out of the ISR (it was restarted earlier; not eligible).
+    b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2], &[1, 2, 3]), 0);
+    for v in 0..10 {
+        b.produce(1, v, 10);
+    }
+    b.fetch(2, 1, 20);
+    b.fetch(2, 1, 20);
+    assert_eq!(b.get(1).high_watermark(), 10);
+    b.fetch(3, 1, 20); // 3 gets 0..10
+    for v in 10..20 {
+        b.produce(1, v, 25);
+    }
+    b.fetch(3, 1, 30); // 3 reports LEO 10 >= HW 10, < LEO 20: not eligible
+    let p = b.get(1).isr_proposal(35);
+    assert_eq!(p, Some(vec![1, 2, 3]));
+    let sent = b.get(1).set_pending_isr(vec![1, 2, 3]);
+    assert_eq!((sent.leader_epoch, sent.partition_epoch), (1, 1));
+    // The controller applied it, but the answer was lost (and the retry fenced): the
+    // proposal stays, so the HW waits for 3.
+    b.fetch(2, 1, 40);
+    b.fetch(2, 1, 40);
+    assert_eq!(b.get(1).high_watermark(), 10, "HW passed 3's LEO 10");
+    assert_eq!(b.get(1).isr_proposal(40), None, "still in flight");
+    // The controller's state arrives (push or heartbeat answer) and replaces it.
+    b.tell(&[1, 2, 3], state(1, 1, 2, &[1, 2, 3], &[1, 2, 3]), 45);
+    assert_eq!(b.get(1).pending_isr(), None);
+    assert!(!b.get(1).is_pending(&sent));
+    assert_eq!(b.get(1).high_watermark(), 10);
+    b.fetch(3, 1, 50);
+    b.fetch(2, 1, 50);
+    assert_eq!(b.get(1).high_watermark(), 20, "every ISR member has 20");
+}
+
+#[test]
+fn a_rejected_proposal_is_dropped_and_the_hw_stops_waiting_for_it() {
+    let mut b = Brokers::new(&[1, 2, 3], Truncation::Epoch);
+    b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2], &[1, 2, 3]), 0);
+    for v in 0..10 {
+        b.produce(1, v, 10);
+    }
+    b.fetch(2, 1, 20);
+    b.fetch(2, 1, 20);
+    b.fetch(3, 1, 20);
+    for v in 10..20 {
+        b.produce(1, v, 25);
+    }
+    b.fetch(3, 1, 30); // LEO 10 = HW, behind the leader's 20: proposable, not eligible
+    let sent = b.get(1).set_pending_isr(vec![1, 2, 3]);
+    b.fetch(2, 1, 40);
+    b.fetch(2, 1, 40);
+    assert_eq!(b.get(1).high_watermark(), 10, "waits for 3 while pending");
+    assert!(b.get(1).clear_pending_isr(&sent), "a definite refusal");
+    assert!(b.get(1).maybe_advance_hw(40));
+    assert_eq!(b.get(1).high_watermark(), 20);
+}
+
+#[test]
+fn a_late_answer_to_an_older_proposal_leaves_the_current_one_in_flight() {
+    let mut b = Brokers::new(&[1, 2, 3], Truncation::Epoch);
+    b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2], &[1, 2, 3]), 0);
+    let old = b.get(1).set_pending_isr(vec![1, 2, 3]);
+    // Leadership moves away and back (leader epoch 3): the old proposal is gone.
+    b.tell(&[1, 2, 3], state(2, 2, 2, &[1, 2], &[1, 2, 3]), 10);
+    b.tell(&[1, 2, 3], state(1, 3, 3, &[1, 2], &[1, 2, 3]), 20);
+    assert_eq!(b.get(1).pending_isr(), None);
+    let current = b.get(1).set_pending_isr(vec![1, 2, 3]);
+    assert_eq!((current.leader_epoch, current.partition_epoch), (3, 3));
+    // The old task's refusal (or timeout) arrives now: it must not clear ours.
+    assert!(!b.get(1).clear_pending_isr(&old));
+    assert_eq!(b.get(1).pending_isr(), Some(&[1, 2, 3][..]));
+    assert!(b.get(1).is_pending(&current));
+    // Same ISR under the same leader epoch but an older partition epoch: not ours either.
+    let stale_pe = PendingIsr {
+        partition_epoch: 1,
+        ..current.clone()
+    };
+    assert!(!b.get(1).clear_pending_isr(&stale_pe));
+    assert!(b.get(1).clear_pending_isr(&current));
+    assert_eq!(b.get(1).pending_isr(), None);
 }

@@ -75,6 +75,24 @@ impl ControllerState {
                 )));
             }
         }
+        // KIP-903: a member whose process restarted since its leader saw it fetch may
+        // have lost records; its leader must see the new process catch up first.
+        for m in &req.new_isr_epochs {
+            if !seen.contains(&m.broker_id) {
+                return Err(ApiError::invalid(format!(
+                    "new_isr_epochs of {name} names broker {}, which new_isr {:?} does not",
+                    m.broker_id, req.new_isr
+                )));
+            }
+            let known = self.brokers.get(&m.broker_id).and_then(|b| b.broker_epoch);
+            if known != Some(m.broker_epoch) {
+                return Err(ApiError::invalid(format!(
+                    "new_isr {:?} of {name}: broker {} fetched with broker epoch {}, the \
+                     controller knows {known:?} (it restarted: not eligible yet)",
+                    req.new_isr, m.broker_id, m.broker_epoch
+                )));
+            }
+        }
         if !seen.contains(&p.leader) {
             return Err(ApiError::invalid(format!(
                 "new_isr {:?} of {name} does not contain the leader {}",

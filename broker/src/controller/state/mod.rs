@@ -200,13 +200,17 @@ impl ControllerState {
     pub fn durable(&self) -> Durable {
         Durable {
             controller_epoch: self.controller_epoch,
-            broker_epochs: self
-                .brokers
-                .iter()
-                .filter_map(|(&id, b)| b.broker_epoch.map(|e| (id, e)))
-                .collect(),
+            broker_epochs: self.broker_epochs(),
             partitions: self.partitions.values().cloned().collect(),
         }
+    }
+
+    /// The broker epoch of each registered broker (pushes name their target's).
+    pub fn broker_epochs(&self) -> BTreeMap<BrokerId, u64> {
+        self.brokers
+            .iter()
+            .filter_map(|(&id, b)| b.broker_epoch.map(|e| (id, e)))
+            .collect()
     }
 
     pub fn controller_epoch(&self) -> i32 {

@@ -182,6 +182,7 @@ fn run(events: Vec<Event>, unclean: bool) -> Result<(), TestCaseError> {
                     leader_epoch: p.leader_epoch,
                     partition_epoch: p.partition_epoch - i32::from(stale),
                     new_isr: new_isr.clone(),
+                    new_isr_epochs: Vec::new(),
                 };
                 match s.alter_partition(&req) {
                     Ok((state, effects)) => {

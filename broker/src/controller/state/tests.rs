@@ -1,7 +1,7 @@
 //! The controller's rules, step by step, on the pure state machine.
 
 use super::*;
-use crate::protocol::{AlterPartition, ConfirmLeadership, CreateTopic, Heartbeat};
+use crate::protocol::{AlterPartition, ConfirmLeadership, CreateTopic, Heartbeat, IsrMemberEpoch};
 
 const TIMEOUT: Millis = 1000;
 
@@ -94,6 +94,7 @@ fn alter(
         leader_epoch: p.leader_epoch,
         partition_epoch: p.partition_epoch,
         new_isr: new_isr.to_vec(),
+        new_isr_epochs: Vec::new(),
     })
 }
 
@@ -318,6 +319,7 @@ fn alter_partition_is_fenced_unless_from_the_current_leader_with_current_epochs(
         leader_epoch: 0,
         partition_epoch: 1,
         new_isr: vec![1],
+        new_isr_epochs: Vec::new(),
     };
     assert_eq!(
         s.alter_partition(&req).unwrap_err().code,
@@ -580,4 +582,43 @@ fn persisted_state_naming_unknown_brokers_is_refused() {
     create(&mut s, "q", 1, 3, 2);
     let err = ControllerState::start(config(false), &[1, 2], s.durable(), 0).unwrap_err();
     assert!(err.contains("broker 3"), "{err}");
+}
+
+#[test]
+fn an_isr_member_proposed_with_a_broker_epoch_it_no_longer_has_is_refused() {
+    // KIP-903: the leader saw broker 3 catch up in its previous process.
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 1);
+    let p = part(&s, "q", 0);
+    let (p, _) = alter(&mut s, 1, &p, &[1, 2]).unwrap();
+    // Broker 3 restarts: it is alive, under a new broker epoch.
+    beat(&mut s, 3, 777, 10);
+    let propose = |s: &mut ControllerState, epoch_of_3: u64| {
+        s.alter_partition(&AlterPartition {
+            broker_id: 1,
+            broker_epoch: epoch_of(1),
+            topic: p.topic.clone(),
+            partition: p.partition,
+            leader_epoch: p.leader_epoch,
+            partition_epoch: p.partition_epoch,
+            new_isr: vec![1, 2, 3],
+            new_isr_epochs: vec![
+                IsrMemberEpoch {
+                    broker_id: 2,
+                    broker_epoch: epoch_of(2),
+                },
+                IsrMemberEpoch {
+                    broker_id: 3,
+                    broker_epoch: epoch_of_3,
+                },
+            ],
+        })
+    };
+    let err = propose(&mut s, epoch_of(3)).unwrap_err();
+    assert_eq!(err.code, Code::InvalidRequest, "{err}");
+    assert!(err.to_string().contains("broker 3"), "{err}");
+    assert_eq!(part(&s, "q", 0).isr, vec![1, 2], "nothing changed");
+    // Once the leader saw the new process fetch, it may be added.
+    let (next, _) = propose(&mut s, 777).unwrap();
+    assert_eq!(next.isr, vec![1, 2, 3]);
 }

@@ -5,10 +5,9 @@ use crate::controller::election::assign_replicas;
 use crate::error::{ApiError, Code};
 use crate::protocol::{
     BrokerId, CreateTopic, NO_LEADER, PartitionState, TopicMetadata, TopicPartition,
+    check_topic_name,
 };
 
-/// Longest topic name Kafka accepts.
-const MAX_TOPIC_NAME: usize = 249;
 /// A sanity bound on partitions per topic, so a typo cannot allocate millions.
 const MAX_PARTITIONS: u32 = 10_000;
 
@@ -26,7 +25,7 @@ impl ControllerState {
         &mut self,
         req: &CreateTopic,
     ) -> Result<(TopicMetadata, Effects), ApiError> {
-        validate_topic_name(&req.name)?;
+        check_topic_name(&req.name).map_err(ApiError::invalid)?;
         let n = self.brokers.len() as u32;
         if req.partitions == 0 || req.partitions > MAX_PARTITIONS {
             return Err(ApiError::invalid(format!(
@@ -96,28 +95,4 @@ impl ControllerState {
             .expect("the topic was just created with at least one partition");
         Ok((meta, effects))
     }
-}
-
-/// Kafka's rule: 1 to 249 of `[a-zA-Z0-9._-]`, and not `.` or `..`.
-fn validate_topic_name(name: &str) -> Result<(), ApiError> {
-    if name.is_empty() || name.len() > MAX_TOPIC_NAME {
-        return Err(ApiError::invalid(format!(
-            "topic name must be 1 to {MAX_TOPIC_NAME} characters long, got {}",
-            name.len()
-        )));
-    }
-    if name == "." || name == ".." {
-        return Err(ApiError::invalid(format!(
-            "topic name `{name}` is reserved"
-        )));
-    }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-    {
-        return Err(ApiError::invalid(format!(
-            "topic name `{name}` contains {c:?}; use only ASCII letters, digits, '.', '_' and '-'"
-        )));
-    }
-    Ok(())
 }
