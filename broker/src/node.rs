@@ -343,10 +343,12 @@ async fn isr_loop(node: Arc<Node>) {
             let proposal = {
                 let mut r = part.lock();
                 match (r.isr_proposal(now), r.state()) {
-                    (Some(new_isr), Some(_)) if node.bugs.isr_unchecked => {
-                        // PLANTED BUG (isr-unchecked): no AlterPartition, adopt it here.
+                    (Some(new_isr), Some(_))
+                        if node.bugs.isr_unchecked && new_isr.len() < r.isr().len() =>
+                    {
+                        // PLANTED BUG (isr-unchecked): a shrink skips AlterPartition.
                         let old_isr = r.isr().to_vec();
-                        if r.change_isr_unchecked(new_isr.clone(), now) {
+                        if r.shrink_isr_unchecked(&new_isr, now) {
                             eprintln!(
                                 "node {}: {}-{}: ISR {old_isr:?} -> {new_isr:?} without the controller (--bug isr-unchecked)",
                                 node.id, part.tp.topic, part.tp.partition

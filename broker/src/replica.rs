@@ -775,24 +775,28 @@ impl<L: ReplicaLog> Replica<L> {
         Some(new_isr)
     }
 
-    /// PLANTED BUG (isr-unchecked): the leader adopts `isr` on its own, as if the
-    /// controller had accepted it (partition epoch bumped locally), and never asks.
-    pub fn change_isr_unchecked(&mut self, isr: Vec<BrokerId>, now_ms: u64) -> bool {
-        let Some(state) = self.state.clone() else {
-            return false;
-        };
+    /// PLANTED BUG (isr-unchecked): the leader shrinks its ISR to `isr` on its own,
+    /// never asking the controller (the partition epoch stays the controller's, so the
+    /// controller's next change still applies, and expansions still go through it).
+    /// Returns whether the ISR shrank.
+    pub fn shrink_isr_unchecked(&mut self, isr: &[BrokerId], now_ms: u64) -> bool {
         if self.role != Role::Leader || !self.bugs.isr_unchecked {
             return false;
         }
-        let next = PartitionState {
-            isr,
-            partition_epoch: state.partition_epoch + 1,
-            ..state
+        let Some(state) = self.state.as_mut() else {
+            return false;
         };
-        matches!(
-            self.apply_state(next, Truncation::Epoch, now_ms),
-            Ok(Transition::IsrUpdated)
-        )
+        if isr.len() >= state.isr.len() || !isr.iter().all(|r| state.isr.contains(r)) {
+            return false;
+        }
+        for r in state.isr.iter().filter(|r| !isr.contains(r)) {
+            if let Some(f) = self.followers.get_mut(r) {
+                f.isr_eligible = false;
+            }
+        }
+        state.isr = isr.to_vec();
+        self.maybe_advance_hw(now_ms);
+        true
     }
 
     /// Leader: we send `isr` to the controller under the current epochs; until a

@@ -44,4 +44,18 @@ Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3 harness failure, 64 bad usa
     Report(crate::report::ReportArgs),
     /// Browse the results directory in a web browser.
     Serve(crate::serve::ServeArgs),
+    /// Prove the harness finds planted broker bugs, and raises no false alarm.
+    ///
+    /// For each bug (`broker node --bug NAME`), seeded campaigns with the faults that
+    /// can reveal it until one ends INVALID or --time-limit is spent; then the clean
+    /// broker for the same budget. Prints a table (bug, caught?, seed, time to
+    /// detection, anomaly kinds); every campaign's run folder is kept under
+    /// results/selftest-<UTC timestamp>-s<seed>/.
+    #[command(after_help = "Examples:
+  watermark selftest                                  every bug, 120 s each
+  watermark selftest --bugs hw-truncation --runs 3    one bug, at most three campaigns
+
+Exit codes: 0 every bug caught and the clean broker clean, 1 a bug escaped or the clean
+broker raised an anomaly, 3 harness failure, 64 bad usage, 130 interrupted.")]
+    Selftest(crate::selftest::SelftestArgs),
 }

@@ -15,6 +15,7 @@ pub mod progress;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod selftest;
 pub mod serve;
 pub mod store;
 pub mod supervisor;

@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => watermark::replay::run(args),
         Command::Report(args) => watermark::report::run(args),
         Command::Serve(args) => watermark::serve::run(args),
+        Command::Selftest(args) => watermark::selftest::run(args),
     };
     exit.into()
 }

@@ -111,6 +111,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub flush_messages: Option<u64>,
 
+    /// A follower behind the leader for longer than this leaves the ISR (the brokers'
+    /// replica.lag.time.max.ms) [default: the broker's, 10000].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_lag_time_max_ms: Option<u64>,
+
     /// Register workload: read with `?linearizable=true` (the leader confirms it
     /// still leads before answering).
     #[arg(long)]
@@ -268,6 +274,9 @@ impl RunArgs {
         let mut args = vec!["--truncation".to_string(), self.truncation.as_str().into()];
         if let Some(n) = self.flush_messages {
             args.extend(["--flush-messages".to_string(), n.to_string()]);
+        }
+        if let Some(ms) = self.replica_lag_time_max_ms {
+            args.extend(["--replica-lag-time-max-ms".to_string(), ms.to_string()]);
         }
         if let Some(bug) = &self.bug {
             args.extend(["--bug".to_string(), bug.clone()]);
