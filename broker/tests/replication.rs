@@ -277,6 +277,106 @@ async fn paused_followers_leave_the_isr_through_the_controller_and_rejoin() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isr_expansion_whose_answer_is_lost_keeps_holding_the_hw() {
+    // The controller applies an ISR expansion, but its answer never reaches the leader:
+    // the controller is paused past the leader's 2 s call timeout. The controller's ISR
+    // then has the new member, so the leader's HW must keep waiting for it (KIP-841's
+    // maximal ISR), or a record it acknowledges may be missing from a future leader.
+    let c = Cluster::start(Opts {
+        session_timeout_ms: 15_000,
+        lag_ms: 1500,
+        ..Opts::default()
+    });
+    c.create_topic("t", 1, 3, 2).await;
+    let (leader, _, _) = controller_view(&c, "t", 0).await;
+    let f: Vec<i32> = (1..=3).filter(|id| *id != leader).collect();
+    let (joiner, other) = (f[0], f[1]);
+    let (status, _) = c.produce(leader, "t", 0, "all", json!(0)).await;
+    assert_eq!(status, 200);
+    c.nodes[&joiner].signal(libc::SIGSTOP);
+    let mut expected = vec![leader, other];
+    expected.sort();
+    c.wait_for("the paused follower to leave the ISR", || {
+        let expected = expected.clone();
+        let c = &c;
+        async move { (controller_view(c, "t", 0).await.2 == expected).then_some(()) }
+    })
+    .await;
+    let (status, body) = c.produce(leader, "t", 0, "all", json!(1)).await;
+    assert_eq!(status, 200, "{body}");
+
+    // The controller stops; the follower catches up, so the leader proposes it back
+    // (within 100 ms), and that AlterPartition waits on the paused controller.
+    c.controller.signal(libc::SIGSTOP);
+    c.nodes[&joiner].signal(libc::SIGCONT);
+    c.wait_for("the leader to see the follower caught up", || async {
+        let d = c.debug_partition(leader, "t", 0).await?;
+        let leo = d["log_end_offset"].as_u64()?;
+        (d["followers"][joiner.to_string()]["log_end_offset"].as_u64()? == leo).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    // The new member stops before the next record: only the leader and `other` get it.
+    // The write comes late enough that the leader's calls (three of 2 s each, following
+    // the controller list) give up before the write's own 5 s deadline.
+    c.nodes[&joiner].signal(libc::SIGSTOP);
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    let http = c.http.clone();
+    let url = format!(
+        "http://{}/v1/topics/t/partitions/0/records?acks=all",
+        c.addr(leader)
+    );
+    let write = tokio::spawn(async move {
+        let resp = http
+            .post(url)
+            .json(&json!({"records": [{"value": 2}]}))
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .unwrap();
+        (resp.status().as_u16(), resp.json::<Value>().await.unwrap())
+    });
+    // Past the leader's controller calls: the proposal got no answer.
+    tokio::time::sleep(Duration::from_millis(4000)).await;
+    if write.is_finished() {
+        let (status, body) = write.await.unwrap();
+        assert_ne!(
+            status, 200,
+            "acknowledged while the proposed member lacks the record: {body}"
+        );
+        // Timed out early on a slow machine: not acknowledged, which is all we ask.
+        return;
+    }
+    // The controller resumes and applies the proposal it had queued: its ISR has the
+    // member that lacks the record.
+    c.controller.signal(libc::SIGCONT);
+    c.wait_for("the controller to apply the expansion", || async {
+        let log = c.controller.log();
+        log.lines()
+            .any(|l| {
+                l.contains(&format!("(proposed by leader {leader})"))
+                    && l.split("isr [")
+                        .nth(1)
+                        .and_then(|rest| rest.split(']').next())
+                        .is_some_and(|isr| isr.split(',').count() == 3)
+            })
+            .then_some(())
+    })
+    .await;
+    c.nodes[&joiner].signal(libc::SIGCONT);
+    let (status, _) = write.await.unwrap();
+    if status == 200 {
+        // Acknowledged only once every member of the controller's ISR has it.
+        let log = local_log(&c, joiner, "t", 0).await.unwrap_or_default();
+        assert!(
+            log.iter().any(|(_, v)| *v == json!(2))
+                || !controller_view(&c, "t", 0).await.2.contains(&joiner),
+            "{log:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_leader_is_replaced_without_losing_acknowledged_records() {
     let mut c = Cluster::start(Opts {
         session_timeout_ms: 3000,
@@ -362,6 +462,27 @@ async fn a_killed_leader_is_replaced_without_losing_acknowledged_records() {
         (controller_view(&c, "t", 0).await.2.len() == 3).then_some(())
     })
     .await;
+    // KIP-903: the leader knows the restarted follower by its new process's broker
+    // epoch (what the AlterPartition that re-added it named).
+    let restarted_epoch: u64 = c.nodes[&old]
+        .log()
+        .lines()
+        .filter_map(|l| {
+            l.split("broker epoch ")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .next_back()
+        .expect("the node logs its broker epoch");
+    let d = c.debug_partition(new, "t", 0).await.unwrap();
+    assert_eq!(
+        d["followers"][old.to_string()]["broker_epoch"].as_u64(),
+        Some(restarted_epoch),
+        "{d}"
+    );
 
     // No live ISR member: the partition has no leader.
     for id in 1..=3 {
