@@ -5,10 +5,10 @@
 //! nonlinearizable; with `--linearizable-reads` the old leader cannot confirm its
 //! leadership, so seeded runs under the same faults are valid.
 //!
-//! Each run is short (16 s of faults, one isolation lasting longer than the
-//! controller's 3 s session timeout). Every wait is bounded, and every child is
-//! killed on the way out (watermark is SIGKILLed past its bound; its brokers die
-//! with it by PR_SET_PDEATHSIG).
+//! Each run is short: 17 s of faults with one isolation of 3.75 to 6.25 s, longer
+//! than the controller's 3 s session timeout, so a new leader is elected meanwhile.
+//! Every wait is bounded, and every child is killed on the way out (watermark is
+//! SIGKILLed past its bound; its brokers die with it by PR_SET_PDEATHSIG).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 const WATERMARK: &str = env!("CARGO_BIN_EXE_watermark");
-/// A run's bound: 16 s of faults, convergence, checking, and a loaded machine.
+/// A run's bound: 17 s of faults, convergence, checking, and a loaded machine.
 const RUN_LIMIT: Duration = Duration::from_secs(150);
 
 /// Run watermark to completion within `limit`; kill it if it takes longer.
@@ -105,9 +105,9 @@ fn register_run(seed: u64, linearizable_reads: bool) -> (Output, PathBuf, tempfi
         "--nemesis",
         "isolate-leader",
         "--nemesis-interval",
-        "4.5",
+        "5",
         "--time-limit",
-        "16",
+        "17",
         "--seed",
         &seed,
         "--results",
@@ -144,10 +144,18 @@ fn default_reads_under_leader_isolation_are_stale() {
             assert!(anomaly["key"].is_string(), "{anomaly}");
             // The checker's explanation: the operation, the longest prefix, the state.
             let why = &anomaly["explanation"];
-            assert_eq!(why["op"]["f"], "read", "a stale read is what fails: {why}");
+            assert!(why["op"]["f"].is_string(), "{why}");
             assert!(
                 why["prefix"].is_array() && why["states"].is_array(),
                 "{why}"
+            );
+            // Stale reads are what fails.
+            let anomalies = lin["anomalies"].as_array().unwrap();
+            assert!(
+                anomalies
+                    .iter()
+                    .any(|a| a["explanation"]["op"]["f"] == "read"),
+                "no read among {anomalies:?}"
             );
             let report = std::fs::read_to_string(folder.join("report.html")).unwrap();
             assert!(report.contains("Linearization"), "no linearization view");
