@@ -15,6 +15,11 @@ use super::model::Model;
 
 const BASE: u64 = 0x100_0000_01b3;
 const NONE: u32 = u32::MAX;
+const TAG: u64 = 0xffff_ffff_0000_0000;
+
+fn tag(hash: u64) -> u64 {
+    mix(hash) << 32
+}
 
 /// An interned string value of the history.
 pub type TextId = u32;
@@ -104,8 +109,12 @@ struct Piece {
 #[derive(Debug)]
 pub struct Strings {
     pieces: Vec<Piece>,
-    /// Hash → the last string made with it (then via `Piece::same`).
-    by_content: FxMap<u64, StrId>,
+    /// Open addressing by hash, at most half full: each slot holds the high
+    /// half of a hash and 1 + the last string made with it (then via
+    /// `Piece::same`); 0 if empty.
+    by_content: Vec<u64>,
+    /// Slots in use.
+    used: usize,
     /// (string, text appended) → the result, when that is a string first made
     /// another way.
     by_shape: FxMap<(StrId, TextId), StrId>,
@@ -124,7 +133,8 @@ impl Default for Strings {
                 hash: 0,
             }],
             by_shape: FxMap::default(),
-            by_content: FxMap::default(),
+            by_content: vec![0; 256],
+            used: 0,
             equal_to: Vec::new(),
         }
     }
@@ -188,7 +198,8 @@ impl Strings {
         }
         let hash = self.hash(s).wrapping_mul(span.pow).wrapping_add(span.hash);
         let len = self.len(s) + span.len;
-        let head = self.by_content.get(&hash).copied().unwrap_or(NONE);
+        let slot = self.slot(hash);
+        let head = (self.by_content[slot] as u32).wrapping_sub(1);
         // Usually this very append was done before: the string's first piece
         // is (s, t). Another way to the same bytes (a put of what appends
         // built) is compared byte by byte once, then remembered.
@@ -224,8 +235,38 @@ impl Strings {
             same: head,
             hash,
         });
-        self.by_content.insert(hash, id);
+        self.by_content[slot] = tag(hash) | (id as u64 + 1);
+        if head == NONE {
+            self.used += 1;
+            if self.used * 2 > self.by_content.len() {
+                self.grow(self.by_content.len() * 2);
+            }
+        }
         id
+    }
+
+    /// The slot for `hash`: the one holding its strings, or the empty one
+    /// where they would go.
+    fn slot(&self, hash: u64) -> usize {
+        let mask = self.by_content.len() - 1;
+        let mut i = mix(hash) as usize & mask;
+        loop {
+            let slot = self.by_content[i];
+            if slot == 0
+                || (slot & TAG == tag(hash) && self.pieces[(slot as u32 - 1) as usize].hash == hash)
+            {
+                return i;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self, slots: usize) {
+        let old = std::mem::replace(&mut self.by_content, vec![0; slots]);
+        for slot in old.into_iter().filter(|&s| s != 0) {
+            let i = self.slot(self.pieces[(slot as u32 - 1) as usize].hash);
+            self.by_content[i] = slot;
+        }
     }
 
     /// Is `s` the text `t`?
@@ -253,8 +294,10 @@ impl Strings {
     /// Make room for `n` strings in all.
     fn reserve(&mut self, n: usize) {
         self.pieces.reserve(n.saturating_sub(self.pieces.len()));
-        self.by_content
-            .reserve(n.saturating_sub(self.by_content.len()));
+        let slots = (n * 2).next_power_of_two();
+        if slots > self.by_content.len() {
+            self.grow(slots);
+        }
     }
 
     pub fn to_text(&self, texts: &Texts, s: StrId) -> String {
@@ -264,10 +307,10 @@ impl Strings {
     }
 
     fn bytes(&self) -> usize {
-        // Pieces, and each map's entry with hashbrown's control byte at most
-        // 7/8 full.
+        // Pieces, tables, and the map's entries with hashbrown's control byte.
         self.pieces.capacity() * size_of::<Piece>()
-            + (self.by_shape.capacity() + self.by_content.capacity()) * 17
+            + self.by_shape.capacity() * 17
+            + self.by_content.len() * 8
             + self.equal_to.capacity() * 4
     }
 }

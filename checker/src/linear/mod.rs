@@ -134,9 +134,10 @@ fn shape(op: &Paired, message: String) -> LinError {
 /// bare value for single-register histories.
 fn keyed(v: &Value) -> (Option<&Value>, &Value) {
     match v {
-        Value::Object(m) if m.contains_key("key") => {
-            (m.get("key"), m.get("value").unwrap_or(&Value::Null))
-        }
+        Value::Object(m) => match m.get("key") {
+            Some(k) => (Some(k), m.get("value").unwrap_or(&Value::Null)),
+            None => (None, v),
+        },
         _ => (None, v),
     }
 }
@@ -248,7 +249,6 @@ fn kv_parts<'a>(ops: &'a [Paired<'a>], split: bool) -> Result<KvParts<'a>, LinEr
     let mut key_ids: FxMap<Cow<str>, u32> = FxMap::default();
     let mut texts = TextsBuilder::default();
     let mut parts = Vec::new();
-    let mut index = FxMap::default();
     for op in ops {
         let (Some(key), arg) = keyed(&op.invoke.value) else {
             return Err(shape(
@@ -307,7 +307,17 @@ fn kv_parts<'a>(ops: &'a [Paired<'a>], split: bool) -> Result<KvParts<'a>, LinEr
         } else {
             op.complete_pos
         };
-        let part = part_for(&mut parts, &mut index, split.then_some(key));
+        // Parts are made in the order keys first appear, so with a split the
+        // key's number is its part's.
+        let p = if split { k as usize } else { 0 };
+        if p == parts.len() {
+            parts.push(Part {
+                key: split.then(|| key.clone()),
+                ops: Vec::new(),
+                origin: Vec::new(),
+            });
+        }
+        let part = &mut parts[p];
         part.ops.push(LinOp {
             op: kop,
             invoke: op.invoke_pos,

@@ -158,8 +158,9 @@ impl<S: Eq + Clone> Cache<S> {
         self.hashes.reserve(more);
         self.bits.reserve(more * self.words);
         self.states.reserve(more);
-        while entries * 2 > self.slots.len() {
-            self.grow();
+        let slots = (entries * 2).next_power_of_two();
+        if slots > self.slots.len() {
+            self.rehash(slots);
         }
     }
 
@@ -199,7 +200,11 @@ impl<S: Eq + Clone> Cache<S> {
     }
 
     fn grow(&mut self) {
-        let mut slots = vec![0u64; self.slots.len() * 2];
+        self.rehash(self.slots.len() * 2);
+    }
+
+    fn rehash(&mut self, size: usize) {
+        let mut slots = vec![0u64; size];
         let mask = slots.len() - 1;
         for (e, h) in self.hashes.iter().enumerate() {
             let mut i = (*h as usize) & mask;
