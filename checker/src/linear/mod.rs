@@ -413,10 +413,13 @@ fn run<M: Model>(
         if threads == 1 {
             work();
         } else {
+            // The calling thread works too: one spawn fewer, and it is already
+            // running when other threads may still wait for a core.
             std::thread::scope(|s| {
-                for _ in 0..threads {
+                for _ in 1..threads {
                     s.spawn(work);
                 }
+                work();
             });
         }
         let done =
