@@ -8,6 +8,14 @@
 //! high watermark, records below it); without either, whether writes were lost
 //! cannot be judged and the verdict is at best unknown.
 //!
+//! A drain is the whole final log only if its final-polls read, contiguously from
+//! offset 0, up to the high watermark the broker answered them with (each ok
+//! final-poll carries `high_watermark`), and no replica committed records beyond
+//! where it ended that it did not read (a new leader's high watermark may lag).
+//! A partial drain's missing values are judged against every replica's log (a
+//! value any replica holds was not lost); without replica logs they are in doubt
+//! and the verdict is at best unknown.
+//!
 //! What counts as what:
 //! - a send `ok` *with* an offset was acknowledged; an `ok` without an offset
 //!   (acks=0) promised nothing, so, like an `info` send, it may or may not appear;
@@ -19,7 +27,7 @@
 //! This module does no file I/O: the caller passes the history's events and the
 //! text of each `nodes/<id>/final-log.jsonl` (docs/run-folder.md).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -151,6 +159,8 @@ struct Poll<'a> {
     partition: i64,
     from: i64,
     records: Vec<(i64, Value)>,
+    /// The high watermark the broker answered with, if the history records it.
+    high_watermark: Option<i64>,
     is_final: bool,
 }
 
@@ -223,6 +233,7 @@ fn parse_poll(op: &Op) -> Result<Option<Poll<'_>>, QueueError> {
         partition,
         from,
         records,
+        high_watermark: int_field(&op.value, "high_watermark"),
         is_final: op.f == "final-poll",
     }))
 }
@@ -292,6 +303,19 @@ pub fn check(events: &[Event], replicas: &[ReplicaLog]) -> Result<CheckerResult,
         let log = finals.entry(p.partition).or_default();
         for (o, v) in &p.records {
             log.entry(*o).or_insert_with(|| v.clone());
+        }
+    }
+    // A drain that did not reach the high watermark is not the whole final log.
+    let mut replicas_of: BTreeMap<i64, Vec<&ReplicaLog>> = BTreeMap::new();
+    for r in replicas {
+        replicas_of.entry(r.partition).or_default().push(r);
+    }
+    let mut partial: BTreeMap<i64, String> = BTreeMap::new();
+    for (p, log) in &finals {
+        let values: HashSet<ValueKey> = log.values().map(key_of).collect();
+        let on = replicas_of.get(p).map_or(&[][..], Vec::as_slice);
+        if let Some(why) = incomplete(&drain_of(&polls, *p), &values, on) {
+            partial.insert(*p, why);
         }
     }
     let mut best: BTreeMap<i64, &ReplicaLog> = BTreeMap::new();
@@ -452,10 +476,21 @@ pub fn check(events: &[Event], replicas: &[ReplicaLog]) -> Result<CheckerResult,
             read_by.entry((p.partition, key_of(v))).or_insert(p);
         }
     }
-    let final_values: HashMap<i64, std::collections::HashSet<ValueKey>> = finals
+    // A partially drained partition is judged against what the drain read and what
+    // any replica still holds; without replica logs, a value missing from the partial
+    // drain is in doubt, not lost.
+    let mut final_values: HashMap<i64, HashSet<ValueKey>> = finals
         .iter()
         .map(|(p, log)| (*p, log.values().map(key_of).collect()))
         .collect();
+    for (p, values) in final_values.iter_mut() {
+        if partial.contains_key(p) {
+            for r in replicas_of.get(p).into_iter().flatten() {
+                values.extend(r.records.iter().map(|(_, v)| key_of(v)));
+            }
+        }
+    }
+    let mut in_doubt: BTreeMap<i64, u64> = BTreeMap::new();
     for s in &sends {
         let Some(log) = final_values.get(&s.partition) else {
             continue;
@@ -466,6 +501,10 @@ pub fn check(events: &[Event], replicas: &[ReplicaLog]) -> Result<CheckerResult,
             continue;
         }
         if s.op.outcome == Outcome::Fail || log.contains(&k.1) {
+            continue;
+        }
+        if partial.contains_key(&s.partition) && !replicas_of.contains_key(&s.partition) {
+            *in_doubt.entry(s.partition).or_default() += 1;
             continue;
         }
         let why = match (s.offset, reader) {
@@ -569,6 +608,20 @@ pub fn check(events: &[Event], replicas: &[ReplicaLog]) -> Result<CheckerResult,
             "no final drain or replica log for partitions {unjudged:?}: lost writes cannot be judged"
         ));
     }
+    if result.valid == Validity::Valid && !in_doubt.is_empty() {
+        let why: Vec<String> = in_doubt
+            .iter()
+            .map(|(p, n)| format!("partition {p}: {n} values missing, {}", partial[p]))
+            .collect();
+        result.valid = Validity::Unknown;
+        result.reason = Some(format!(
+            "the final drain is partial and there are no replica logs to judge by, so lost writes cannot be judged ({})",
+            why.join("; ")
+        ));
+    }
+    result
+        .stats
+        .insert("partitions-drained-partially".into(), partial.len() as u64);
     let count = |f: &dyn Fn(&Send) -> bool| sends.iter().filter(|s| f(s)).count() as u64;
     result.stats.insert("sends".into(), sends.len() as u64);
     result
@@ -592,13 +645,77 @@ pub fn check(events: &[Event], replicas: &[ReplicaLog]) -> Result<CheckerResult,
     Ok(result)
 }
 
+/// How far the final drain of one partition got.
+struct Drain {
+    /// The final-polls read every offset below this one, contiguously from 0.
+    reached: i64,
+    /// The highest high watermark the final-polls were answered with.
+    high_watermark: Option<i64>,
+}
+
+fn drain_of(polls: &[Poll], partition: i64) -> Drain {
+    let mut drain = Drain {
+        reached: 0,
+        high_watermark: None,
+    };
+    for q in polls
+        .iter()
+        .filter(|q| q.is_final && q.partition == partition)
+    {
+        if q.from <= drain.reached
+            && let Some(last) = q.records.iter().map(|(o, _)| *o).max()
+        {
+            drain.reached = drain.reached.max(last + 1);
+        }
+        if let Some(hw) = q.high_watermark {
+            drain.high_watermark = Some(drain.high_watermark.map_or(hw, |h| h.max(hw)));
+        }
+    }
+    drain
+}
+
+/// Why a partition's final drain is not its whole final log, if it is not: the
+/// final-polls did not read up to the high watermark they were answered with (or do
+/// not say it), or they ended below another replica's high watermark while that
+/// replica's committed records there are missing from the drain (a new leader whose
+/// high watermark still lagged answered the drain).
+fn incomplete(
+    drain: &Drain,
+    drained: &HashSet<ValueKey>,
+    replicas: &[&ReplicaLog],
+) -> Option<String> {
+    match drain.high_watermark {
+        None => return Some("its final-polls do not record the high watermark".into()),
+        Some(hw) if drain.reached < hw => {
+            return Some(format!(
+                "the drain read offsets below {} of high watermark {hw}",
+                drain.reached
+            ));
+        }
+        Some(_) => {}
+    }
+    replicas.iter().find_map(|r| {
+        let missed = r.records.iter().any(|(o, v)| {
+            *o >= drain.reached && *o < r.high_watermark && !drained.contains(&key_of(v))
+        });
+        missed.then(|| {
+            format!(
+                "the drain ended at offset {}, below node {}'s high watermark {}, without its records there",
+                drain.reached, r.node, r.high_watermark
+            )
+        })
+    })
+}
+
 fn dedup_ops(refs: impl Iterator<Item = OpRef>) -> Vec<OpRef> {
     let mut seen = BTreeSet::new();
     refs.filter(|r| seen.insert(r.invoke)).collect()
 }
 
-/// replica-divergence: below the final high watermark every replica of a partition
-/// must hold the same record.
+/// replica-divergence: two replicas of a partition hold different records at an
+/// offset both hold below both their high watermarks. A replica that merely lags
+/// (a shorter log, a lower high watermark) does not diverge; after KIP-101's
+/// divergence both replicas have committed their own, different, records.
 fn divergence(replicas: &[ReplicaLog]) -> Vec<Anomaly> {
     let mut by_partition: BTreeMap<(&str, i64), Vec<&ReplicaLog>> = BTreeMap::new();
     for r in replicas {
@@ -609,49 +726,41 @@ fn divergence(replicas: &[ReplicaLog]) -> Vec<Anomaly> {
     }
     let mut anomalies = Vec::new();
     for ((topic, p), rs) in by_partition {
-        if rs.len() < 2 {
-            continue;
-        }
-        let hw = rs.iter().map(|r| r.high_watermark).max().unwrap_or(0);
         let maps: Vec<BTreeMap<i64, &Value>> = rs
             .iter()
             .map(|r| r.records.iter().map(|(o, v)| (*o, v)).collect())
             .collect();
-        let mut offsets = Vec::new();
-        let mut first: Option<String> = None;
-        let mut values = Vec::new();
-        for o in 0..hw {
-            let vals: Vec<Option<&Value>> = maps.iter().map(|m| m.get(&o).copied()).collect();
-            if vals.iter().all(|v| *v == vals[0]) {
-                continue;
-            }
-            offsets.push(o);
-            if first.is_none() {
-                let parts: Vec<String> = rs
-                    .iter()
-                    .zip(&vals)
-                    .map(|(r, v)| match v {
-                        Some(v) => format!("node {} has {v}", r.node),
-                        None => format!("node {} has nothing", r.node),
-                    })
-                    .collect();
-                first = Some(format!("offset {o}: {}", parts.join(", ")));
-                values = vals
-                    .iter()
-                    .map(|v| v.map_or(Value::Null, |v| (*v).clone()))
-                    .collect();
+        let mut offsets = BTreeSet::new();
+        let mut first: Option<(i64, String, Vec<Value>)> = None;
+        for i in 0..rs.len() {
+            for j in i + 1..rs.len() {
+                let below = rs[i].high_watermark.min(rs[j].high_watermark);
+                for (o, a) in maps[i].range(..below) {
+                    let Some(b) = maps[j].get(o) else { continue };
+                    if a == b {
+                        continue;
+                    }
+                    offsets.insert(*o);
+                    if first.as_ref().is_none_or(|(f, _, _)| o < f) {
+                        let text = format!(
+                            "offset {o}: node {} has {a}, node {} has {b}",
+                            rs[i].node, rs[j].node
+                        );
+                        first = Some((*o, text, vec![(*a).clone(), (*b).clone()]));
+                    }
+                }
             }
         }
-        if let Some(first) = first {
+        if let Some((_, first, values)) = first {
             let mut a = Anomaly::new(
                 AnomalyKind::ReplicaDivergence,
                 format!(
-                    "topic {topic}: replicas differ at {} offsets below the high watermark {hw}; first at {first}",
+                    "topic {topic}: replicas hold different committed records at {} offsets; first at {first}",
                     offsets.len()
                 ),
             );
             a.partition = Some(p);
-            a.offsets = offsets;
+            a.offsets = offsets.into_iter().collect();
             a.values = values;
             anomalies.push(a);
         }

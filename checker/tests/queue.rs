@@ -72,8 +72,27 @@ impl H {
     fn poll(&mut self, p: u64, part: i64, from: i64, records: &[(i64, i64)]) -> &mut Self {
         self.poll_f("poll", p, part, from, records)
     }
+    /// A final drain of a partition in one final-poll that read up to the high
+    /// watermark, as the workload's drain records it.
     fn final_poll(&mut self, part: i64, records: &[(i64, i64)]) -> &mut Self {
-        self.poll_f("final-poll", 99, part, 0, records)
+        let hw = records.iter().map(|(o, _)| o + 1).max().unwrap_or(0);
+        self.drain_poll(part, 0, records, hw)
+    }
+    /// One final-poll from `from`, answered with high watermark `hw`.
+    fn drain_poll(&mut self, part: i64, from: i64, records: &[(i64, i64)], hw: i64) -> &mut Self {
+        let recs: Vec<Value> = records.iter().map(|(o, v)| json!([o, v])).collect();
+        self.push(
+            99,
+            EventType::Invoke,
+            "final-poll",
+            json!({"partition": part, "offset": from}),
+        )
+        .push(
+            99,
+            EventType::Ok,
+            "final-poll",
+            json!({"partition": part, "records": recs, "high_watermark": hw}),
+        )
     }
     fn check(&self) -> CheckerResult {
         check(&self.events, &[]).expect("a well-formed history")
@@ -301,4 +320,125 @@ fn malformed_input_is_an_error_not_a_panic() {
     h.push(0, EventType::Invoke, "send", json!({"value": 1}));
     let err = check(&h.events, &[]).unwrap_err();
     assert!(err.to_string().contains("partition"), "{err}");
+}
+
+/// Every replica holds `records` with high watermark `hw`.
+fn replicas(nodes: &[&str], hw: i64, records: &[(i64, i64)]) -> Vec<ReplicaLog> {
+    nodes
+        .iter()
+        .flat_map(|n| parse_final_log(n, &replica(n, hw, records)).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_drain_that_stopped_short_of_the_high_watermark_loses_nothing() {
+    // The drain read offsets 0 and 1 of a high watermark of 3, then ran out of time.
+    let mut h = H::default();
+    h.send_ok(0, 0, 1, 0)
+        .send_ok(0, 0, 2, 1)
+        .send_ok(0, 0, 3, 2);
+    h.drain_poll(0, 0, &[(0, 1), (1, 2)], 3);
+    // Every replica holds all three: nothing was lost.
+    let logs = replicas(&["1", "2", "3"], 3, &[(0, 1), (1, 2), (2, 3)]);
+    let r = check(&h.events, &logs).unwrap();
+    assert_eq!(r.valid, Validity::Valid, "{:#?}", r.anomalies);
+    assert_eq!(r.stats["partitions-drained-partially"], 1);
+
+    // Without replica logs, the missing value is in doubt: unknown, not lost.
+    let r = h.check();
+    assert_eq!(r.valid, Validity::Unknown, "{:#?}", r.anomalies);
+    assert!(
+        r.reason.as_deref().unwrap().contains("partial"),
+        "{:?}",
+        r.reason
+    );
+
+    // A value no replica holds is lost although the drain is partial.
+    let logs = replicas(&["1", "2"], 3, &[(0, 1), (1, 2), (2, 9)]);
+    let mut h2 = H::default();
+    h2.send_ok(0, 0, 1, 0)
+        .send_ok(0, 0, 2, 1)
+        .send_ok(0, 0, 3, 2);
+    h2.send_end(1, 0, 9, EventType::Info);
+    h2.drain_poll(0, 0, &[(0, 1), (1, 2)], 3);
+    let r = check(&h2.events, &logs).unwrap();
+    assert_eq!(only(&r, AnomalyKind::LostWrite).values, vec![json!(3)]);
+}
+
+#[test]
+fn a_drain_in_several_polls_that_reached_the_high_watermark_is_complete() {
+    // The leader lost offset 2 and answers with high watermark 2: the drain read
+    // all of it, in two polls, so the acknowledged value 3 is lost.
+    let mut h = H::default();
+    h.send_ok(0, 0, 1, 0)
+        .send_ok(0, 0, 2, 1)
+        .send_ok(0, 0, 3, 2);
+    h.drain_poll(0, 0, &[(0, 1)], 2)
+        .drain_poll(0, 1, &[(1, 2)], 2);
+    let r = h.check();
+    assert_eq!(only(&r, AnomalyKind::LostWrite).values, vec![json!(3)]);
+    assert_eq!(r.stats["partitions-drained-partially"], 0);
+    // A poll that returns nothing below the high watermark it reports leaves the
+    // drain partial: in doubt, not lost.
+    let mut h = H::default();
+    h.send_ok(0, 0, 1, 0)
+        .send_ok(0, 0, 2, 1)
+        .send_ok(0, 0, 3, 2);
+    h.drain_poll(0, 0, &[(0, 1), (1, 2)], 3)
+        .drain_poll(0, 2, &[], 3);
+    let r = h.check();
+    assert_eq!(r.valid, Validity::Unknown, "{:#?}", r.anomalies);
+    assert_eq!(r.stats["partitions-drained-partially"], 1);
+}
+
+#[test]
+fn a_drain_answered_by_a_leader_with_a_lagging_high_watermark_is_partial() {
+    // After a leader change the new leader (node 2) still reports high watermark 2,
+    // so the drain stopped at offset 2; node 1 committed offset 2 already.
+    let mut h = H::default();
+    h.send_ok(0, 0, 1, 0)
+        .send_ok(0, 0, 2, 1)
+        .send_ok(0, 0, 3, 2);
+    h.drain_poll(0, 0, &[(0, 1), (1, 2)], 2);
+    let mut logs = replicas(&["1"], 3, &[(0, 1), (1, 2), (2, 3)]);
+    logs.extend(replicas(&["2"], 2, &[(0, 1), (1, 2), (2, 3)]));
+    let r = check(&h.events, &logs).unwrap();
+    assert_eq!(r.valid, Validity::Valid, "{:#?}", r.anomalies);
+    assert_eq!(r.stats["partitions-drained-partially"], 1);
+}
+
+#[test]
+fn a_drain_that_does_not_record_the_high_watermark_is_partial() {
+    // Histories from before final-polls carried the high watermark.
+    let mut h = H::default();
+    h.send_ok(0, 0, 1, 0).send_ok(0, 0, 2, 1);
+    h.poll_f("final-poll", 99, 0, 0, &[(0, 1)]);
+    let r = h.check();
+    assert_eq!(r.valid, Validity::Unknown, "{:#?}", r.anomalies);
+    let logs = replicas(&["1"], 2, &[(0, 1)]);
+    let r = check(&h.events, &logs).unwrap();
+    assert_eq!(only(&r, AnomalyKind::LostWrite).values, vec![json!(2)]);
+}
+
+#[test]
+fn a_lagging_replica_does_not_diverge() {
+    let mut h = H::default();
+    h.send_ok(0, 0, 1, 0)
+        .send_ok(0, 0, 2, 1)
+        .final_poll(0, &[(0, 1), (1, 2)]);
+    // Node 2 is behind: a shorter log and a lower high watermark.
+    let mut logs = replicas(&["1"], 2, &[(0, 1), (1, 2)]);
+    logs.extend(replicas(&["2"], 1, &[(0, 1)]));
+    // Node 3 holds offset 1 above its high watermark with another value: not
+    // committed there, so not a divergence either.
+    logs.extend(replicas(&["3"], 1, &[(0, 1), (1, 7)]));
+    let r = check(&h.events, &logs).unwrap();
+    assert_eq!(r.valid, Validity::Valid, "{:#?}", r.anomalies);
+
+    // KIP-101: both committed their own record at offset 1.
+    logs.extend(replicas(&["4"], 2, &[(0, 1), (1, 8)]));
+    let r = check(&h.events, &logs).unwrap();
+    let a = only(&r, AnomalyKind::ReplicaDivergence);
+    assert_eq!(a.offsets, vec![1]);
+    assert!(a.message.contains("node 4 has 8"), "{}", a.message);
 }

@@ -14,7 +14,7 @@ use checker::check::{Model, check};
 use checker::format::{self, Format};
 use checker::linear::Options;
 use checker::queue::{self, ReplicaLog};
-use checker::verdict::Validity;
+use checker::verdict::{Results, Validity};
 
 use crate::exit::Exit;
 
@@ -100,7 +100,12 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
     let folder = path
         .parent()
         .filter(|d| fmt == Format::Jsonl && d.join("run.json").is_file());
-    let workload = folder.and_then(run_json_workload);
+    let run_json = folder.and_then(read_run_json);
+    let workload = run_json
+        .as_ref()
+        .and_then(|v| v.get("workload"))
+        .and_then(|w| w.as_str())
+        .map(str::to_string);
     let replicas = match folder {
         Some(d) => final_logs(d)?,
         None => Vec::new(),
@@ -124,16 +129,23 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         time_limit: Some(Duration::from_secs_f64(args.time_limit)),
         ..Options::default()
     };
-    let results = check(fmt, &parsed.events, model, &replicas, &options).map_err(|e| {
-        match e.index.and_then(|i| parsed.line_of_index(i)) {
-            Some(line) => format!(
-                "{shown}:{line}: {} (checking as {})",
-                e.message,
-                model.name()
-            ),
-            None => format!("{shown}: {} (checking as {})", e.message, model.name()),
-        }
-    })?;
+    let mut results =
+        check(fmt, &parsed.events, model, &replicas, &options).map_err(|e| {
+            match e.index.and_then(|i| parsed.line_of_index(i)) {
+                Some(line) => format!(
+                    "{shown}:{line}: {} (checking as {})",
+                    e.message,
+                    model.name()
+                ),
+                None => format!("{shown}: {} (checking as {})", e.message, model.name()),
+            }
+        })?;
+
+    if model == Model::Queue
+        && let Some(run) = &run_json
+    {
+        cap_incomplete_run(&mut results, run);
+    }
 
     if args.json {
         let json = serde_json::to_string_pretty(&results).unwrap_or_default();
@@ -173,13 +185,39 @@ fn at(file: &str, e: &format::ParseError) -> String {
     }
 }
 
-/// `run.json`'s `workload`, if the file says.
-fn run_json_workload(dir: &Path) -> Option<String> {
+/// A run folder's `run.json`, if it reads as JSON.
+fn read_run_json(dir: &Path) -> Option<serde_json::Value> {
     let text = std::fs::read_to_string(dir.join("run.json")).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v.get("workload")
-        .and_then(|w| w.as_str())
-        .map(str::to_string)
+    serde_json::from_str(&text).ok()
+}
+
+/// A run whose end was incomplete (`"complete": false` in run.json: no
+/// convergence, a partial drain, missing logs) cannot rule out lost writes: a clean
+/// queue verdict is at best unknown, as `watermark run` judged it.
+fn cap_incomplete_run(results: &mut Results, run: &serde_json::Value) {
+    if run.get("complete").and_then(|c| c.as_bool()) != Some(false) {
+        return;
+    }
+    let notes: Vec<&str> = run
+        .get("notes")
+        .and_then(|n| n.as_array())
+        .map(|n| n.iter().filter_map(|s| s.as_str()).collect())
+        .unwrap_or_default();
+    let reason = if notes.is_empty() {
+        "the end of the run was incomplete, so lost writes cannot be ruled out".to_string()
+    } else {
+        format!(
+            "the end of the run was incomplete ({}), so lost writes cannot be ruled out",
+            notes.join("; ")
+        )
+    };
+    for c in results.checkers.values_mut() {
+        if c.valid == Validity::Valid {
+            c.valid = Validity::Unknown;
+            c.reason = Some(reason.clone());
+        }
+    }
+    *results = Results::new(std::mem::take(&mut results.checkers));
 }
 
 /// Every `nodes/<id>/final-log.jsonl` of a run folder, by node id.

@@ -96,7 +96,7 @@ pub fn execute(mut args: RunArgs, command_line: Vec<String>, replay_of: Option<P
     };
     let exit = runtime.block_on(async {
         tokio::select! {
-            exit = campaign(&args, &folder) => exit,
+            exit = campaign(&args, &folder, &mut record) => exit,
             signal = interrupted() => {
                 eprintln!(
                     "\nwatermark: {signal}: stopping; every broker process is killed; \
@@ -142,9 +142,10 @@ async fn interrupted() -> &'static str {
     }
 }
 
-/// The campaign; a harness failure is reported and becomes exit 3.
-async fn campaign(args: &RunArgs, folder: &RunFolder) -> Exit {
-    match campaign_inner(args, folder).await {
+/// The campaign; a harness failure is reported and becomes exit 3. How the end
+/// of the run went is noted in `record` (run.json).
+async fn campaign(args: &RunArgs, folder: &RunFolder, record: &mut RunRecord) -> Exit {
+    match campaign_inner(args, folder, record).await {
         Ok(exit) => exit,
         Err(e) => {
             eprintln!("watermark run: {e}");
@@ -157,7 +158,11 @@ async fn campaign(args: &RunArgs, folder: &RunFolder) -> Exit {
     }
 }
 
-async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
+async fn campaign_inner(
+    args: &RunArgs,
+    folder: &RunFolder,
+    record: &mut RunRecord,
+) -> Result<Exit> {
     let origin = Instant::now();
     let tally = Arc::new(Tally::default());
     let history = Arc::new(History::new(
@@ -345,6 +350,8 @@ async fn campaign_inner(args: &RunArgs, folder: &RunFolder) -> Result<Exit> {
         }
     }
     let results = Results::new(checkers);
+    record.complete = Some(complete);
+    record.notes = notes.clone();
     store::write_json_atomic(&folder.results_json(), &results)?;
     progress.finish();
     print!(

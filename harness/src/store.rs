@@ -105,6 +105,15 @@ pub struct RunRecord {
     pub outcome: Option<String>,
     /// The exit code.
     pub exit_code: Option<i32>,
+    /// Whether the end of the run went through: the healed cluster converged, the
+    /// final drain read every partition, every replica's log was dumped. `false`
+    /// caps a clean queue verdict at unknown, also when `watermark check` re-checks
+    /// the folder. `null` if the run did not get that far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complete: Option<bool>,
+    /// What went wrong at the end of the run (see `complete`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// The run folder this run repeats (`watermark replay`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_of: Option<PathBuf>,
@@ -138,6 +147,8 @@ impl RunRecord {
             ended_at: None,
             outcome: None,
             exit_code: None,
+            complete: None,
+            notes: Vec::new(),
             replay_of,
         }
     }

@@ -182,6 +182,53 @@ fn run_folder_queue_with_replica_logs() {
 }
 
 #[test]
+fn a_run_folder_whose_end_was_incomplete_is_at_best_unknown() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let history = [
+        line(0, 0, "invoke", "send", json!({"partition": 0, "value": 1})),
+        line(
+            1,
+            0,
+            "ok",
+            "send",
+            json!({"partition": 0, "value": 1, "offset": 0}),
+        ),
+        line(
+            2,
+            1,
+            "invoke",
+            "final-poll",
+            json!({"partition": 0, "offset": 0}),
+        ),
+        line(
+            3,
+            1,
+            "ok",
+            "final-poll",
+            json!({"partition": 0, "records": [[0, 1]], "high_watermark": 1}),
+        ),
+    ]
+    .join("\n");
+    std::fs::write(d.join("history.jsonl"), history + "\n").unwrap();
+    let run = |complete: bool| {
+        json!({"workload": "queue", "seed": 7, "complete": complete,
+               "notes": ["the healed cluster did not converge within 30s: node 2 lags"]})
+        .to_string()
+    };
+    std::fs::write(d.join("run.json"), run(true)).unwrap();
+    let o = watermark(&[path(d)]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+
+    // `watermark run` said the end was incomplete: the re-check agrees.
+    std::fs::write(d.join("run.json"), run(false)).unwrap();
+    let o = watermark(&[path(d)]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("node 2 lags"), "{}", stdout(&o));
+}
+
+#[test]
 fn incomplete_register_history_is_checked_and_at_best_unknown() {
     use serde_json::json;
     let dir = tempfile::tempdir().unwrap();

@@ -514,6 +514,8 @@ fn a_flood_of_one_kind_does_not_hide_the_others() {
         .position(|a| a["kind"] == "replica-divergence")
         .unwrap();
     let divergence = list.remove(divergence);
+    // The overwritten tail also shows as other kinds; only these two matter here.
+    list.retain(|a| a["kind"] == "lost-write");
     for _ in 0..300 {
         list.push(lost.clone());
     }

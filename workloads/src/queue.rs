@@ -334,14 +334,16 @@ async fn poll(
     }
 }
 
-/// The value of an ok poll: `{"partition":p,"records":[[offset,value],...]}`.
+/// The value of an ok poll: `{"partition":p,"records":[[offset,value],...],
+/// "high_watermark":hw}`. The high watermark the broker answered with tells the
+/// checker whether a final drain read the whole committed log.
 fn records_value(partition: u32, fetched: &crate::api::Fetched) -> Value {
     let records: Vec<Value> = fetched
         .records
         .iter()
         .map(|r| json!([r.offset, r.value]))
         .collect();
-    json!({"partition": partition, "records": records})
+    json!({"partition": partition, "records": records, "high_watermark": fetched.high_watermark})
 }
 
 /// The final drain: read every partition from offset 0 up to its high watermark as

@@ -176,7 +176,42 @@ fn parse_edn(text: &str) -> Result<EventsAndLines, ParseError> {
         events.push(e);
         lines.push(line);
     }
+    unwrap_independent(&mut events);
     Ok((events, lines))
+}
+
+/// A `jepsen.independent` tuple `[key value]`; a cas's value is itself a pair.
+fn tuple<'a>(f: &str, v: &'a Value) -> Option<(&'a Value, &'a Value)> {
+    match v.as_array().map(Vec::as_slice) {
+        Some([k, v]) if f != "cas" || v.as_array().is_some_and(|a| a.len() == 2) => Some((k, v)),
+        _ => None,
+    }
+}
+
+/// Jepsen's `independent` histories run one register per key, each op's value a
+/// tuple `[key value]` (a cas `[key [expected new]]`). When every client op is
+/// such a tuple (a completion may carry none), they become keyed ops
+/// `{"key":k,"value":v}`, so each key is checked on its own.
+fn unwrap_independent(events: &mut [Event]) {
+    let client = |e: &&mut Event| e.process != Process::Nemesis;
+    let mut invokes = 0;
+    for e in events.iter_mut().filter(client) {
+        let is_tuple = tuple(&e.f, &e.value).is_some();
+        match e.kind {
+            EventType::Invoke if is_tuple => invokes += 1,
+            EventType::Invoke => return,
+            _ if is_tuple || e.value.is_null() => {}
+            _ => return,
+        }
+    }
+    if invokes == 0 {
+        return;
+    }
+    for e in events.iter_mut().filter(client) {
+        if let Some((k, v)) = tuple(&e.f, &e.value) {
+            e.value = json!({"key": k, "value": v});
+        }
+    }
 }
 
 fn event_type(s: &str) -> Option<EventType> {

@@ -142,12 +142,20 @@ fn keyed(v: &Value) -> (Option<&Value>, &Value) {
     }
 }
 
-/// A key's name: strings as they are, other JSON as text ("" for no key).
+/// A key's identity: its JSON text, so the string "1" and the number 1 are two
+/// keys, and "" (not JSON) for no key, distinct from the empty string `""`.
 fn key_name(key: Option<&Value>) -> Cow<'_, str> {
     match key {
         None => Cow::Borrowed(""),
-        Some(Value::String(s)) => Cow::Borrowed(s),
         Some(v) => Cow::Owned(v.to_string()),
+    }
+}
+
+/// A key as shown: strings as they are, other JSON as text.
+fn key_label(key: &Value) -> String {
+    match key {
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
     }
 }
 
@@ -266,7 +274,7 @@ fn kv_parts<'a>(ops: &'a [Paired<'a>], split: bool) -> Result<KvParts<'a>, LinEr
         let k = match key_ids.get(&name) {
             Some(&k) => k,
             None => {
-                keys.push(name.to_string());
+                keys.push(key_label(key));
                 key_ids.insert(name, keys.len() as u32 - 1);
                 keys.len() as u32 - 1
             }

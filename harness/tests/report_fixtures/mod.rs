@@ -23,8 +23,9 @@ const MS: u64 = 1_000_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plant {
     Nothing,
-    /// The last records of partition 0 vanish from the final drain and from nodes
-    /// 1 and 2, while node 3 keeps them: lost writes and replica divergence.
+    /// The last records of partition 0 are replaced (truncated, then overwritten by
+    /// records no client sent) in the final drain and on nodes 1 and 2, while node 3
+    /// keeps them, all committed (KIP-101): lost writes and replica divergence.
     TruncatedTail,
 }
 
@@ -176,7 +177,9 @@ pub fn queue_run(dir: &Path, seed: u64, clients: u64, ops: usize, plant: Plant) 
     let keep_on_n3 = logs[0].clone();
     if plant == Plant::TruncatedTail {
         let n = logs[0].len();
-        logs[0].truncate(n.saturating_sub(2));
+        for (i, v) in logs[0].iter_mut().enumerate().skip(n.saturating_sub(2)) {
+            *v = json!(-(i as i64) - 1);
+        }
     }
     for (part, log) in logs.iter().enumerate() {
         let p = Process::Client(10_000 + part as u64);
@@ -189,7 +192,7 @@ pub fn queue_run(dir: &Path, seed: u64, clients: u64, ops: usize, plant: Plant) 
             p,
             EventType::Ok,
             "final-poll",
-            json!({"partition": part, "records": records}),
+            json!({"partition": part, "records": records, "high_watermark": log.len()}),
             None,
         );
     }
@@ -204,7 +207,7 @@ pub fn queue_run(dir: &Path, seed: u64, clients: u64, ops: usize, plant: Plant) 
         })
         .collect();
 
-    // Final logs: nodes 1 and 2 hold the (possibly truncated) logs; node 3 kept
+    // Final logs: nodes 1 and 2 hold the (possibly overwritten) logs; node 3 kept
     // partition 0's tail.
     let mut finals = BTreeMap::new();
     for node in ["1", "2", "3"] {
