@@ -568,3 +568,17 @@ fn times_out_of_order_do_not_break_the_report() {
     assert!(html.contains(r#"data-verdict="invalid""#));
     assert_anchors_resolve(&html);
 }
+
+#[test]
+fn an_explanation_whose_operations_are_not_in_the_history_still_renders() {
+    // A history cut short (e.g. a harness killed mid-write and re-checked from an
+    // older results.json) may lack every operation the explanation names.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("register");
+    register_run(&dir);
+    std::fs::write(dir.join("history.jsonl"), "").unwrap();
+    write_reports(&dir).unwrap();
+    let html = read(&dir.join("report.html"));
+    assert!(html.contains(r#"id="linearization-0""#));
+    assert_anchors_resolve(&html);
+}

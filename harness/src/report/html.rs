@@ -591,7 +591,7 @@ fn linearization(out: &mut String, n: usize, e: &Explanation, ctx: &Ctx) {
         .flat_map(|s| [s.0, s.1])
         .filter(|&t| t != u64::MAX)
         .max()
-        .unwrap_or(t0 + 1);
+        .unwrap_or(t0.saturating_add(1));
     let mut procs: Vec<u64> = shown.iter().map(|(r, _, _)| r.process).collect();
     procs.sort_unstable();
     procs.dedup();
