@@ -353,6 +353,14 @@ impl Cluster {
         self.admin.metadata(addr).await
     }
 
+    /// A node's own view of the replicas it hosts (`GET /debug/partitions`).
+    pub async fn debug_partitions(&self, id: i32) -> Result<crate::broker_api::DebugPartitions> {
+        let addr = self
+            .real_addr(Proc::Node(id))
+            .ok_or_else(|| HarnessError::new(format!("node {id} is not running")))?;
+        self.admin.debug_partitions(addr).await
+    }
+
     /// The current leader of a partition by the controller's metadata (None: no leader
     /// or no such partition).
     pub async fn leader_of(&self, topic: &str, partition: u32) -> Result<Option<i32>> {

@@ -15,6 +15,7 @@ pub mod progress;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod scenario;
 pub mod selftest;
 pub mod serve;
 pub mod store;

@@ -207,7 +207,7 @@ pub struct NemesisEvent {
 }
 
 impl NemesisEvent {
-    fn new(f: &str, value: Value) -> NemesisEvent {
+    pub fn new(f: &str, value: Value) -> NemesisEvent {
         NemesisEvent { f: f.into(), value }
     }
 }

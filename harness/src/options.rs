@@ -122,8 +122,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub linearizable_reads: bool,
 
-    /// A fixed fault script instead of the random schedule (e.g. kip101-data-loss;
-    /// not yet supported).
+    /// A fixed fault script instead of the random schedule (--nemesis is then
+    /// ignored): kip101-data-loss or kip101-divergence. It runs to its end (its waits
+    /// are bounded), then the run ends; --time-limit does not apply.
     #[arg(long, value_name = "NAME")]
     pub scenario: Option<String>,
 }
@@ -219,10 +220,15 @@ impl RunArgs {
     /// other options. The error is a usage message (exit 64).
     pub fn resolve(mut self) -> Result<RunArgs, String> {
         if let Some(name) = &self.scenario {
-            return Err(format!(
-                "--scenario {name}: fixed fault scripts are not yet supported; \
-                 leave out --scenario to use the random schedule of --nemesis"
-            ));
+            crate::scenario::Scenario::parse(name).map_err(|e| format!("--scenario: {e}"))?;
+            if self.nodes < 3 || self.replication_factor.is_some_and(|rf| rf < 3) {
+                return Err(format!(
+                    "--scenario {name} needs three replicas: --nodes 3 or more and \
+                     --replication-factor 3 or more"
+                ));
+            }
+            // The script replaces the random schedule.
+            self.nemesis = vec!["none".to_string()];
         }
         if self.workload == Workload::Register && self.acks != AcksArg::All {
             return Err(
@@ -284,6 +290,13 @@ impl RunArgs {
         args.extend(crate::nemesis::node_args(
             &self.faults().unwrap_or_default(),
         ));
+        if let Some(Ok(scenario)) = self
+            .scenario
+            .as_deref()
+            .map(crate::scenario::Scenario::parse)
+        {
+            args.extend(scenario.node_args());
+        }
         args
     }
 
@@ -363,7 +376,8 @@ mod tests {
     #[test]
     fn bad_combinations_are_usage_errors() {
         for argv in [
-            &["--scenario", "kip101-data-loss"][..],
+            &["--scenario", "kip999"][..],
+            &["--scenario", "kip101-data-loss", "--nodes", "2"],
             &["--nodes", "3", "--replication-factor", "4"],
             &["--min-insync", "3", "--replication-factor", "2"],
             &["--nemesis", "kill,explode"],

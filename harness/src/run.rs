@@ -30,6 +30,7 @@ use crate::exit::Exit;
 use crate::nemesis::{Nemesis, NemesisEvent, Planner};
 use crate::options::Workload;
 use crate::progress::{self, Progress, Tally};
+use crate::scenario::Scenario;
 use crate::store::{self, History, HistoryFile, RunFolder, RunRecord};
 
 pub use crate::options::RunArgs;
@@ -257,7 +258,19 @@ async fn campaign_inner(
             history.nemesis(EventType::Info, &e.f, e.value);
         };
         let started = Instant::now();
-        let run = nemesis.run(&mut cluster, limit, &mut on_event);
+        // A scenario's script runs to its end instead of the time limit.
+        let scenario = args
+            .scenario
+            .as_deref()
+            .map(Scenario::parse)
+            .transpose()
+            .map_err(HarnessError::new)?;
+        let run = async {
+            match scenario {
+                Some(s) => s.run(&mut cluster, topic, &mut on_event).await,
+                None => nemesis.run(&mut cluster, limit, &mut on_event).await,
+            }
+        };
         tokio::pin!(run);
         let mut ticker = tokio::time::interval(Duration::from_millis(250));
         let result = loop {
@@ -265,7 +278,7 @@ async fn campaign_inner(
                 r = &mut run => break r,
                 _ = ticker.tick() => {
                     progress.tick(&tally);
-                    if started.elapsed() >= limit && !*stop_tx.borrow() {
+                    if scenario.is_none() && started.elapsed() >= limit && !*stop_tx.borrow() {
                         let _ = stop_tx.send(true);
                         progress.phase("ending faults");
                     }

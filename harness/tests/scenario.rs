@@ -1,0 +1,164 @@
+//! `watermark run --scenario` end to end: each KIP-101 script loses or diverges data
+//! against `--truncation hw` and finds nothing against `--truncation epoch`, its steps
+//! recorded as nemesis events; an unknown or unsupported script is a usage error.
+//!
+//! Every wait is bounded; on timeout the harness is SIGKILLed and its brokers die with
+//! it (PR_SET_PDEATHSIG).
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const WATERMARK: &str = env!("CARGO_BIN_EXE_watermark");
+
+/// Run watermark to completion within `limit`; kill it if it takes longer.
+fn watermark(args: &[&str], limit: Duration) -> Output {
+    let child = Command::new(WATERMARK)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start watermark");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("wait for watermark"),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            panic!("watermark {args:?} did not finish within {limit:?}");
+        }
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Wait (bounded) until no process's command line mentions `needle`.
+fn assert_no_process_left(needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut left = Vec::new();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+                let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                if cmdline.contains(needle) {
+                    left.push(cmdline);
+                }
+            }
+        }
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes left behind: {left:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Run `scenario` against `truncation`; the exit code, the anomaly kinds and the
+/// nemesis steps (`f` of each nemesis event).
+fn scenario(name: &str, truncation: &str) -> (Option<i32>, Vec<String>, Vec<String>) {
+    let results = tempfile::tempdir().unwrap();
+    let dir = results.path().to_str().unwrap();
+    let out = watermark(
+        &[
+            "run",
+            "--scenario",
+            name,
+            "--truncation",
+            truncation,
+            "--seed",
+            "1",
+            "--results",
+            dir,
+        ],
+        Duration::from_secs(300),
+    );
+    assert_no_process_left(dir);
+    assert!(matches!(out.status.code(), Some(0..=2)), "{}", text(&out));
+    let folder = std::fs::canonicalize(results.path().join("latest")).unwrap();
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("results.json")).unwrap())
+            .unwrap();
+    let mut kinds: Vec<String> = r["checkers"]["queue"]["anomalies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["kind"].as_str().map(String::from))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    let steps = nemesis_steps(&folder);
+    (out.status.code(), kinds, steps)
+}
+
+fn nemesis_steps(folder: &Path) -> Vec<String> {
+    std::fs::read_to_string(folder.join("history.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["process"] == "nemesis")
+        .filter_map(|e| e["f"].as_str().map(String::from))
+        .collect()
+}
+
+#[test]
+fn kip101_data_loss_loses_acknowledged_writes_only_under_hw_truncation() {
+    let (code, kinds, steps) = scenario("kip101-data-loss", "hw");
+    assert_eq!(code, Some(1), "{kinds:?}");
+    assert!(kinds.contains(&"lost-write".to_string()), "{kinds:?}");
+    assert_eq!(steps, ["crash-all", "restart", "restart"]);
+    let (code, kinds, steps) = scenario("kip101-data-loss", "epoch");
+    assert_eq!((code, kinds), (Some(0), vec![]));
+    assert_eq!(steps, ["crash-all", "restart", "restart"]);
+}
+
+#[test]
+fn kip101_divergence_diverges_replicas_only_under_hw_truncation() {
+    let (code, kinds, steps) = scenario("kip101-divergence", "hw");
+    assert_eq!(code, Some(1), "{kinds:?}");
+    assert!(
+        kinds.contains(&"replica-divergence".to_string())
+            || kinds.contains(&"inconsistent-offsets".to_string()),
+        "{kinds:?}"
+    );
+    let expected = [
+        "lose-unflushed",
+        "pause",
+        "lose-unflushed",
+        "restart",
+        "restart",
+        "resume",
+    ];
+    assert_eq!(steps, expected);
+    let (code, kinds, steps) = scenario("kip101-divergence", "epoch");
+    assert_eq!((code, kinds), (Some(0), vec![]));
+    assert_eq!(steps, expected);
+}
+
+#[test]
+fn unknown_and_unsupported_scenarios_are_usage_errors() {
+    for name in ["kip999", "kip279-divergence"] {
+        let out = watermark(&["run", "--scenario", name], Duration::from_secs(30));
+        assert_eq!(out.status.code(), Some(64), "{}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("kip101-data-loss"), "{stderr}");
+    }
+}
