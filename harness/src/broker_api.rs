@@ -1,7 +1,8 @@
 //! The broker's HTTP API as the harness sees it (docs/api.md): metadata, topic
 //! creation, and the debug endpoints the end-of-run checks read. The harness talks to
-//! the broker like any user would, over HTTP/JSON, with its own small types — it does
-//! not link the broker crate.
+//! the broker like any user would, over HTTP/JSON — it does not link the broker
+//! crate. Metadata is read with the workloads' client types ([`workloads::api`]);
+//! only what no client needs (`/debug/partitions`, topic creation) is defined here.
 //!
 //! These calls go straight to a process's real address, never through the link
 //! proxies: the harness observes the cluster from outside the faults it injects.
@@ -13,54 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{HarnessError, Result};
 
-/// `GET /v1/metadata`, from the controller or a node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Metadata {
-    pub controller_epoch: i32,
-    pub brokers: Vec<BrokerInfo>,
-    pub topics: Vec<TopicMetadata>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BrokerInfo {
-    pub id: i32,
-    pub alive: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TopicMetadata {
-    pub name: String,
-    pub min_insync_replicas: u32,
-    pub partitions: Vec<PartitionMetadata>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PartitionMetadata {
-    pub partition: u32,
-    /// `-1` when no eligible replica is alive.
-    pub leader: i32,
-    pub leader_epoch: i32,
-    pub isr: Vec<i32>,
-    pub replicas: Vec<i32>,
-}
-
-impl Metadata {
-    pub fn partition(&self, topic: &str, partition: u32) -> Option<&PartitionMetadata> {
-        self.topics
-            .iter()
-            .find(|t| t.name == topic)?
-            .partitions
-            .iter()
-            .find(|p| p.partition == partition)
-    }
-
-    /// Every (topic, partition), in metadata order.
-    pub fn partitions(&self) -> impl Iterator<Item = (&str, &PartitionMetadata)> {
-        self.topics
-            .iter()
-            .flat_map(|t| t.partitions.iter().map(move |p| (t.name.as_str(), p)))
-    }
-}
+pub use workloads::api::{BrokerInfo, Metadata, PartitionMetadata, TopicMetadata};
 
 /// `GET /debug/partitions` on a node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,7 +31,7 @@ pub struct ReplicaState {
     /// `leader`, `follower` or `offline`.
     pub role: String,
     pub leader: i32,
-    pub leader_epoch: i32,
+    pub leader_epoch: i64,
     pub isr: Vec<i32>,
     pub replicas: Vec<i32>,
     pub log_end_offset: u64,

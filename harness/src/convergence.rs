@@ -105,7 +105,6 @@ mod tests {
             brokers: (1..=3).map(|id| BrokerInfo { id, alive: true }).collect(),
             topics: vec![TopicMetadata {
                 name: "queue".into(),
-                min_insync_replicas: 2,
                 partitions: vec![PartitionMetadata {
                     partition: 0,
                     leader,

@@ -10,88 +10,17 @@
 //! Every wait is bounded, and every child is killed on the way out (watermark is
 //! SIGKILLed past its bound; its brokers die with it by PR_SET_PDEATHSIG).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod support;
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::Duration;
 
 use serde_json::Value;
+use support::{assert_no_process_left, read_json, run_folder, text, watermark};
 
-const WATERMARK: &str = env!("CARGO_BIN_EXE_watermark");
 /// A run's bound: 17 s of faults, convergence, checking, and a loaded machine.
 const RUN_LIMIT: Duration = Duration::from_secs(150);
-
-/// Run watermark to completion within `limit`; kill it if it takes longer.
-fn watermark(args: &[&str], limit: Duration) -> Output {
-    let child = Command::new(WATERMARK)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start watermark");
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.expect("wait for watermark"),
-        Err(_) => {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-            panic!("watermark {args:?} did not finish within {limit:?}");
-        }
-    }
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn run_folder(results: &Path) -> PathBuf {
-    let latest = results.join("latest");
-    std::fs::canonicalize(&latest)
-        .unwrap_or_else(|e| panic!("{} does not point to a run folder: {e}", latest.display()))
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
-}
-
-/// Wait (bounded) until no process mentions `needle` (every broker of a run has
-/// the run's results folder in its --data-dir).
-fn assert_no_process_left(needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let mut left = Vec::new();
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-                continue;
-            };
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if cmdline.contains(needle) {
-                left.push(cmdline);
-            }
-        }
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "processes left behind: {left:#?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 /// One short register campaign under leader isolation.
 fn register_run(seed: u64, linearizable_reads: bool) -> (Output, PathBuf, tempfile::TempDir) {

@@ -7,113 +7,17 @@
 //! Every wait is bounded, and every child is killed on the way out (the watermark
 //! process through a guard; its brokers die with it by PR_SET_PDEATHSIG).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-const WATERMARK: &str = env!("CARGO_BIN_EXE_watermark");
-
-/// Kills the child on drop (a failed assertion must not leave a harness running).
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Run watermark to completion within `limit`; kill it if it takes longer.
-fn watermark(args: &[&str], limit: Duration) -> Output {
-    let child = Command::new(WATERMARK)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start watermark");
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.expect("wait for watermark"),
-        Err(_) => {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-            panic!("watermark {args:?} did not finish within {limit:?}");
-        }
-    }
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// The only run folder under `results`.
-fn run_folder(results: &Path) -> PathBuf {
-    let latest = results.join("latest");
-    std::fs::canonicalize(&latest)
-        .unwrap_or_else(|e| panic!("{} does not point to a run folder: {e}", latest.display()))
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
-}
-
-/// Processes whose command line mentions `needle` (e.g. a test's results folder,
-/// which every broker of that test has in its --data-dir).
-fn processes_mentioning(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in dir.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|s| s.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(needle) {
-            found.push(format!("{pid}: {cmdline}"));
-        }
-    }
-    found
-}
-
-/// Wait (bounded) until no process mentions `needle`.
-fn assert_no_process_left(needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let left = processes_mentioning(needle);
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "processes left behind: {left:#?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+use support::{
+    Guard, WATERMARK, assert_no_process_left, processes_mentioning, read_json, run_folder, text,
+    watermark,
+};
 
 #[test]
 fn bad_options_exit_64() {

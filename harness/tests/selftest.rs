@@ -5,70 +5,12 @@
 //! Every wait is bounded; on timeout the harness is SIGKILLed and its brokers die with
 //! it (PR_SET_PDEATHSIG).
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-const WATERMARK: &str = env!("CARGO_BIN_EXE_watermark");
-
-/// Run watermark to completion within `limit`; kill it if it takes longer.
-fn watermark(args: &[&str], limit: Duration) -> Output {
-    let child = Command::new(WATERMARK)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start watermark");
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.expect("wait for watermark"),
-        Err(_) => {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-            panic!("watermark {args:?} did not finish within {limit:?}");
-        }
-    }
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// Wait (bounded) until no process's command line mentions `needle`.
-fn assert_no_process_left(needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let mut left = Vec::new();
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-                let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-                if cmdline.contains(needle) {
-                    left.push(cmdline);
-                }
-            }
-        }
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "processes left behind: {left:#?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
+use support::{assert_no_process_left, text, watermark};
 
 /// The self-test folder under `results` (there is one).
 fn selftest_folder(results: &Path) -> std::path::PathBuf {

@@ -54,6 +54,13 @@ impl Metadata {
             .iter()
             .find(|p| p.partition == partition)
     }
+
+    /// Every (topic, partition), in metadata order.
+    pub fn partitions(&self) -> impl Iterator<Item = (&str, &PartitionMetadata)> {
+        self.topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(move |p| (t.name.as_str(), p)))
+    }
 }
 
 /// `200` answer of a produce.
