@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod client;
+pub mod pacing;
 pub mod queue;
 pub mod recorder;
 pub mod register;

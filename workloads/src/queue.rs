@@ -15,9 +15,10 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::client::{Acks, Client, ClientConfig, Failure, Outcome};
+use crate::client::{Acks, Client, ClientConfig, Outcome};
 use checker::history::EventType;
 
+use crate::pacing::{Ended, Pacer, run_workers};
 use crate::recorder::Recorder;
 
 /// The topic the queue workload writes.
@@ -34,9 +35,6 @@ const DRAIN_MAX_RECORDS: u32 = 1000;
 const SEEK_BACK_PROBABILITY: f64 = 0.05;
 /// Share of operations that are sends (the rest are polls).
 const SEND_PROBABILITY: f64 = 0.5;
-/// First pause after the cluster could not be reached; doubles while it stays so.
-const RECONNECT_BACKOFF: Duration = Duration::from_millis(50);
-const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// How to run the queue workload.
 #[derive(Debug, Clone)]
@@ -129,14 +127,10 @@ pub async fn run(
     recorder: std::sync::Arc<dyn Recorder>,
     stop: watch::Receiver<bool>,
 ) {
-    let mut tasks = tokio::task::JoinSet::new();
-    for w in 0..config.concurrency {
-        let config = config.clone();
-        let recorder = recorder.clone();
-        let stop = stop.clone();
-        tasks.spawn(async move { worker(config, w, recorder, stop).await });
-    }
-    while tasks.join_next().await.is_some() {}
+    run_workers(config.concurrency, |w| {
+        worker(config.clone(), w, recorder.clone(), stop.clone())
+    })
+    .await;
 }
 
 /// One worker; returns the last process number it used.
@@ -160,18 +154,9 @@ async fn worker(
         Err(_) => return process,
     };
     let mut offsets = vec![0u64; config.partitions as usize];
-    let mut next_at = Instant::now() + generator.delay();
-    let mut unreachable_streak = 0u32;
+    let mut pacer = Pacer::new(generator.delay());
     loop {
-        let now = Instant::now();
-        if next_at > now {
-            let pause = tokio::time::sleep(next_at - now);
-            tokio::select! {
-                _ = pause => {}
-                _ = stop.wait_for(|s| *s) => {}
-            }
-        }
-        if *stop.borrow() {
+        if !pacer.wait(&mut stop).await {
             return process;
         }
         let op = generator.next_op(&mut offsets);
@@ -199,19 +184,6 @@ async fn worker(
                 .await
             }
         };
-        // Like Kafka's client (reconnect.backoff.ms 50 → reconnect.backoff.max.ms
-        // 1000), back off exponentially while the cluster cannot be reached, instead
-        // of hammering a dead node at the full rate.
-        let pause = if ended.unreachable {
-            let backoff = RECONNECT_BACKOFF.saturating_mul(1 << unreachable_streak.min(5));
-            unreachable_streak += 1;
-            backoff
-                .min(RECONNECT_BACKOFF_MAX)
-                .mul_f64(generator.jitter())
-        } else {
-            unreachable_streak = 0;
-            Duration::ZERO
-        };
         if ended.crashed {
             // Jepsen: the old process is forever in doubt; carry on as a new one
             // with a fresh client (no connections or leader cache carried over).
@@ -221,37 +193,8 @@ async fn worker(
                 Err(_) => return process,
             }
         }
-        next_at = (next_at + generator.delay()).max(Instant::now() + pause);
-    }
-}
-
-/// How an operation ended, as far as the worker cares.
-struct Ended {
-    /// Unknown outcome: the process is done for.
-    crashed: bool,
-    /// The client could not get an answer from the cluster (connection lost, timed
-    /// out, no leader known), rather than a broker's error answer.
-    unreachable: bool,
-}
-
-impl Ended {
-    const OK: Ended = Ended {
-        crashed: false,
-        unreachable: false,
-    };
-
-    fn fail(f: &Failure) -> Ended {
-        Ended {
-            crashed: false,
-            unreachable: f.code.is_none(),
-        }
-    }
-
-    fn info(f: &Failure) -> Ended {
-        Ended {
-            crashed: true,
-            unreachable: f.code.is_none(),
-        }
+        let delay = generator.delay();
+        pacer.next(&ended, delay, || generator.jitter());
     }
 }
 
@@ -276,12 +219,12 @@ async fn send(
             Ended::OK
         }
         Outcome::Fail(f) => {
-            let ended = Ended::fail(&f);
+            let ended = Ended::failed(&f, false);
             recorder.record(process, EventType::Fail, "send", invoke, Some(f.message));
             ended
         }
         Outcome::Info(f) => {
-            let ended = Ended::info(&f);
+            let ended = Ended::failed(&f, true);
             recorder.record(process, EventType::Info, "send", invoke, Some(f.message));
             ended
         }
@@ -317,7 +260,7 @@ async fn poll(
             Ended::OK
         }
         Outcome::Fail(f) => {
-            let ended = Ended::fail(&f);
+            let ended = Ended::failed(&f, false);
             if let Some(hw) = f.high_watermark {
                 // Our position is past the end (the log was truncated, or a new
                 // leader is behind): start again from its high watermark.
@@ -327,7 +270,7 @@ async fn poll(
             ended
         }
         Outcome::Info(f) => {
-            let ended = Ended::info(&f);
+            let ended = Ended::failed(&f, true);
             recorder.record(process, EventType::Info, "poll", invoke, Some(f.message));
             ended
         }

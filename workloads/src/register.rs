@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use checker::history::EventType;
 use rand::{Rng, SeedableRng};
@@ -30,7 +30,8 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::client::{Client, ClientConfig, Failure, Outcome};
+use crate::client::{Client, ClientConfig, Outcome};
+use crate::pacing::{Ended, Pacer, run_workers};
 use crate::recorder::Recorder;
 
 /// The topic the register workload uses.
@@ -48,9 +49,6 @@ pub const WRITES_PER_WINDOW: u64 = 8;
 const READ_WEIGHT: u32 = 2;
 const WRITE_WEIGHT: u32 = 1;
 const CAS_WEIGHT: u32 = 1;
-/// First pause after the cluster could not be reached; doubles while it stays so.
-const RECONNECT_BACKOFF: Duration = Duration::from_millis(50);
-const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// The partition a key lives in: `crc32c(key) mod partitions` (docs/api.md).
 pub fn partition_for_key(key: &str, partitions: u32) -> u32 {
@@ -182,14 +180,10 @@ pub async fn run(
     recorder: Arc<dyn Recorder>,
     stop: watch::Receiver<bool>,
 ) {
-    let mut tasks = tokio::task::JoinSet::new();
-    for w in 0..config.concurrency {
-        let config = config.clone();
-        let recorder = recorder.clone();
-        let stop = stop.clone();
-        tasks.spawn(async move { worker(config, w, recorder, stop).await });
-    }
-    while tasks.join_next().await.is_some() {}
+    run_workers(config.concurrency, |w| {
+        worker(config.clone(), w, recorder.clone(), stop.clone())
+    })
+    .await;
 }
 
 /// One worker; returns the last process number it used.
@@ -210,34 +204,13 @@ async fn worker(
         _ => return process,
     };
     let mut known: HashMap<String, Value> = HashMap::new();
-    let mut next_at = Instant::now() + generator.delay();
-    let mut unreachable_streak = 0u32;
+    let mut pacer = Pacer::new(generator.delay());
     loop {
-        let now = Instant::now();
-        if next_at > now {
-            let pause = tokio::time::sleep(next_at - now);
-            tokio::select! {
-                _ = pause => {}
-                _ = stop.wait_for(|s| *s) => {}
-            }
-        }
-        if *stop.borrow() {
+        if !pacer.wait(&mut stop).await {
             return process;
         }
         let op = generator.next_op(&known);
         let ended = perform(&mut clients, &config, &*recorder, process, &op, &mut known).await;
-        // Back off exponentially while the cluster cannot be reached (as Kafka's
-        // client does), instead of hammering a dead node at the full rate.
-        let pause = if ended.unreachable {
-            let backoff = RECONNECT_BACKOFF.saturating_mul(1 << unreachable_streak.min(5));
-            unreachable_streak += 1;
-            backoff
-                .min(RECONNECT_BACKOFF_MAX)
-                .mul_f64(generator.jitter())
-        } else {
-            unreachable_streak = 0;
-            Duration::ZERO
-        };
         if ended.crashed {
             // Jepsen: the old process is forever in doubt; carry on as a new one,
             // with a fresh writing client (no connections or leader cache carried
@@ -248,7 +221,8 @@ async fn worker(
                 Err(_) => return process,
             }
         }
-        next_at = (next_at + generator.delay()).max(Instant::now() + pause);
+        let delay = generator.delay();
+        pacer.next(&ended, delay, || generator.jitter());
     }
 }
 
@@ -256,28 +230,6 @@ async fn worker(
 struct Clients {
     reader: Client,
     writer: Client,
-}
-
-/// How an operation ended, as far as the worker cares.
-struct Ended {
-    /// Unknown outcome of a write or cas: the process is done for.
-    crashed: bool,
-    /// No answer from the cluster (rather than a broker's error answer).
-    unreachable: bool,
-}
-
-impl Ended {
-    const OK: Ended = Ended {
-        crashed: false,
-        unreachable: false,
-    };
-
-    fn failed(f: &Failure, crashed: bool) -> Ended {
-        Ended {
-            crashed,
-            unreachable: f.code.is_none(),
-        }
-    }
 }
 
 /// Perform one operation and record its invocation and completion.
