@@ -2,11 +2,10 @@
 //! the nodes itself over real HTTP (heartbeats, alter-partition, and a small server
 //! per fake broker that records the LeaderAndIsr pushes it receives).
 
+mod support;
+
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,76 +14,39 @@ use broker::protocol::{
     PartitionState,
 };
 use serde_json::{Value, json};
+use support::Proc;
 
 const SESSION_TIMEOUT_MS: u64 = 3000;
 /// Every wait in these tests ends by then, even on a loaded machine.
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// A running controller, killed (and reaped) when dropped, also on panic.
+/// A running controller (the shared test `Proc`: its own process group, killed and
+/// reaped when dropped, also on panic).
 struct ControllerProc {
-    child: Child,
+    proc: Proc,
     url: String,
-    dir: PathBuf,
 }
 
 impl ControllerProc {
     fn start(dir: &Path, brokers: &str) -> ControllerProc {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join("controller.stderr"))
-            .expect("open the controller's log");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_broker"));
-        cmd.args(["controller", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir.join("data"))
-            .args(["--brokers", brokers])
-            .args(["--session-timeout-ms", &SESSION_TIMEOUT_MS.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log));
-        // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill the child
-        // when this (spawning) thread dies, so a crashed test leaves nothing behind.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().expect("spawn the broker binary");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            let _ = tx.send(lines.next());
-            for _ in lines {} // drain until the process exits
-        });
-        let mut proc = ControllerProc {
-            child,
-            url: String::new(),
-            dir: dir.to_path_buf(),
-        };
-        let line = match rx.recv_timeout(DEADLINE) {
-            Ok(Some(Ok(line))) => line,
-            other => panic!("no `listening on` line ({other:?}); log:\n{}", proc.log()),
-        };
-        let addr = line
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("first line is `{line}`"));
-        proc.url = format!("http://{addr}");
-        proc
+        let args = vec![
+            "controller".to_string(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--data-dir".into(),
+            dir.join("data").display().to_string(),
+            "--brokers".into(),
+            brokers.into(),
+            "--session-timeout-ms".into(),
+            SESSION_TIMEOUT_MS.to_string(),
+        ];
+        let proc = Proc::start(args, dir.join("controller.stderr"));
+        let url = format!("http://{}", proc.addr);
+        ControllerProc { proc, url }
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("controller.stderr")).unwrap_or_default()
-    }
-}
-
-impl Drop for ControllerProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.proc.log()
     }
 }
 
@@ -509,7 +471,7 @@ async fn a_paused_controller_does_not_declare_everyone_dead_when_it_resumes() {
     let (status, _) = post_json(&format!("{}/v1/topics", c.url), &topic_body("q", 3, 3, 2)).await;
     assert_eq!(status, 201);
 
-    let pid = Pid::from_raw(c.child.id() as i32);
+    let pid = Pid::from_raw(c.proc.pid());
     kill(pid, Signal::SIGSTOP).unwrap();
     tokio::time::sleep(Duration::from_millis(SESSION_TIMEOUT_MS + 2000)).await;
     kill(pid, Signal::SIGCONT).unwrap();
