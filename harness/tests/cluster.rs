@@ -2,6 +2,8 @@
 //! panic, when the harness itself is SIGKILLed), and the cluster of real brokers
 //! starts, survives kill / restart, blackholes a cut link and converges.
 
+mod support;
+
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -320,29 +322,9 @@ mod real {
         }
     }
 
-    /// Processes whose command line names `dir` (the cluster's root).
-    pub fn processes_under(dir: &Path) -> Vec<String> {
-        let out = std::process::Command::new("pgrep")
-            .args(["-a", "-f"])
-            .arg(dir)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(String::from)
-            .collect()
-    }
-
+    /// Wait (bounded) until no process of the cluster under `dir` is left.
     pub fn assert_nothing_left(dir: &Path) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !processes_under(dir).is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        assert_eq!(
-            processes_under(dir),
-            Vec::<String>::new(),
-            "processes left behind"
-        );
+        crate::support::assert_no_process_left(dir.to_str().expect("a UTF-8 temp dir"));
     }
 
     pub fn client(timeout: Duration) -> reqwest::Client {

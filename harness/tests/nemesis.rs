@@ -1,8 +1,10 @@
 //! The nemesis against a real cluster: a seeded schedule of every fault kind runs,
 //! reports each start and its end, and the cluster heals and converges afterwards.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use watermark::cluster::{Cluster, ClusterConfig};
 use watermark::nemesis::{FaultKind, Nemesis, NemesisEvent, Planner, node_args};
@@ -22,28 +24,9 @@ fn broker_bin() -> PathBuf {
     profile_dir.join("broker")
 }
 
-fn processes_under(dir: &Path) -> Vec<String> {
-    let out = std::process::Command::new("pgrep")
-        .args(["-a", "-f"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(String::from)
-        .collect()
-}
-
+/// Wait (bounded) until no process of the cluster under `dir` is left.
 fn assert_nothing_left(dir: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !processes_under(dir).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(
-        processes_under(dir),
-        Vec::<String>::new(),
-        "processes left behind"
-    );
+    support::assert_no_process_left(dir.to_str().expect("a UTF-8 temp dir"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,6 +4,9 @@
 //! no process of a test is left behind.
 //!
 //! Every wait here is bounded; the harness's brokers die with it (PR_SET_PDEATHSIG).
+//! Each test file uses a part of it.
+
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -14,7 +17,6 @@ use serde_json::Value;
 pub const WATERMARK: &str = env!("CARGO_BIN_EXE_watermark");
 
 /// Kills the child on drop (a failed assertion must not leave a harness running).
-#[allow(dead_code)]
 pub struct Guard(pub Child);
 
 impl Drop for Guard {
@@ -61,7 +63,6 @@ pub fn text(out: &Output) -> String {
 }
 
 /// The run folder `results/latest` points to.
-#[allow(dead_code)]
 pub fn run_folder(results: &Path) -> PathBuf {
     let latest = results.join("latest");
     std::fs::canonicalize(&latest)
@@ -69,7 +70,6 @@ pub fn run_folder(results: &Path) -> PathBuf {
 }
 
 /// The JSON file at `path`, or a panic naming it.
-#[allow(dead_code)]
 pub fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
@@ -102,9 +102,9 @@ pub fn processes_mentioning(needle: &str) -> Vec<String> {
     found
 }
 
-/// Wait (bounded, 20 s) until no process mentions `needle`.
+/// Wait (bounded, 30 s) until no process mentions `needle`.
 pub fn assert_no_process_left(needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let left = processes_mentioning(needle);
         if left.is_empty() {
