@@ -175,6 +175,13 @@ pub struct Row {
 }
 
 impl Row {
+    /// Whether a campaign of this row was interrupted (Ctrl-C).
+    fn interrupted(&self) -> bool {
+        self.campaigns
+            .iter()
+            .any(|c| c.exit == Exit::Interrupted as i32)
+    }
+
     fn new(bug: &str) -> Row {
         Row {
             bug: bug.to_string(),
@@ -242,10 +249,7 @@ pub fn run(args: SelftestArgs) -> Exit {
             max_runs,
             true,
         );
-        let interrupted = row
-            .campaigns
-            .iter()
-            .any(|c| c.exit == Exit::Interrupted as i32);
+        let interrupted = row.interrupted();
         rows.push(row);
         if interrupted {
             return Exit::Interrupted;
@@ -263,10 +267,7 @@ pub fn run(args: SelftestArgs) -> Exit {
         max_runs,
         false,
     );
-    let interrupted = clean
-        .campaigns
-        .iter()
-        .any(|c| c.exit == Exit::Interrupted as i32);
+    let interrupted = clean.interrupted();
     rows.push(clean);
     print!("{}", table(&rows));
     if let Err(e) = crate::store::write_json_atomic(&root.join("selftest.json"), &rows) {
