@@ -308,6 +308,15 @@ impl Cluster {
         }
     }
 
+    /// Restore the links a grudge names, leaving other cut links cut.
+    pub fn heal_links(&mut self, grudge: &Grudge) {
+        for pair in &grudge.cut {
+            if let Some(link) = self.links.get(pair) {
+                link.heal();
+            }
+        }
+    }
+
     /// Cut (or heal) the link clients use to reach `p`. No topology does this (clients
     /// reach every process, as in Jepsen); it is here for scenarios that want it.
     pub fn set_client_link_cut(&mut self, p: Proc, cut: bool) {

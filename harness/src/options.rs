@@ -123,8 +123,9 @@ pub struct RunArgs {
     pub linearizable_reads: bool,
 
     /// A fixed fault script instead of the random schedule (--nemesis is then
-    /// ignored): kip101-data-loss or kip101-divergence. It runs to its end (its waits
-    /// are bounded), then the run ends; --time-limit does not apply.
+    /// ignored): kip101-data-loss, kip101-divergence or kip279-divergence. Each loses or
+    /// diverges data under --truncation hw and finds nothing under epoch. It runs to its
+    /// end (its waits are bounded), then the run ends; --time-limit does not apply.
     #[arg(long, value_name = "NAME")]
     pub scenario: Option<String>,
 }

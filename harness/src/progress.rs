@@ -47,7 +47,10 @@ impl Tally {
                 let mut sorted = targets.clone();
                 sorted.sort();
                 let ends = |label: &String| match f {
-                    "heal" => label.starts_with("partition"),
+                    "heal" => match value.get("topology").and_then(Value::as_str) {
+                        Some(topology) => *label == format!("partition {topology}"),
+                        None => label.starts_with("partition"),
+                    },
                     "resume" => *label == format!("pause {}", targets.join(",")),
                     _ => {
                         *label == format!("kill {}", targets.join(","))
@@ -315,6 +318,18 @@ mod tests {
         t.nemesis("restart", &json!([2, 3, 1]));
         assert_eq!(t.faults(), "partition isolate-leader");
         t.nemesis("heal", &json!({"topology": "isolate-leader", "grudge": {}}));
+        assert_eq!(t.faults(), "none");
+    }
+
+    #[test]
+    fn a_heal_ends_the_partition_of_its_topology() {
+        let t = Tally::default();
+        let cut = |topology: &str| json!({"topology": topology, "grudge": {}});
+        t.nemesis("partition", &cut("one-way"));
+        t.nemesis("partition", &cut("isolate-from-peers"));
+        t.nemesis("heal", &cut("isolate-from-peers"));
+        assert_eq!(t.faults(), "partition one-way");
+        t.nemesis("heal", &json!(null));
         assert_eq!(t.faults(), "none");
     }
 

@@ -1,12 +1,12 @@
-//! Fixed fault scripts (`watermark run --scenario NAME`): the KIP-101 failures of
-//! pre-0.11 Kafka, reproduced on every run against `--truncation hw` and harmless
+//! Fixed fault scripts (`watermark run --scenario NAME`): the failures KIP-101 and
+//! KIP-279 fixed, reproduced on every run against `--truncation hw` and harmless
 //! against `--truncation epoch`.
 //!
 //! A script replaces the random schedule of the [`crate::nemesis`]. It is driven by
 //! what the harness can observe — the controller's metadata (who leads) and the
 //! nodes' `/debug/partitions` (each replica's HW and LEO) — and every step it takes is
 //! a nemesis event in history.jsonl, named as the random faults are (`crash-all`,
-//! `restart`, `pause`, `resume`, `lose-unflushed`). Every wait is bounded: a script
+//! `restart`, `pause`, `resume`, `kill`, `lose-unflushed`, `partition`, `heal`). Every wait is bounded: a script
 //! that does not see what it waits for goes on after its deadline (under epoch
 //! truncation some of what a script waits for never happens, by design).
 //!
@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::time::Instant;
 
-use crate::cluster::{Cluster, Proc};
+use crate::cluster::{Cluster, Grudge, Proc};
 use crate::error::{HarnessError, Result};
 use crate::nemesis::NemesisEvent;
 
@@ -33,6 +33,14 @@ const NEW_WRITES: Duration = Duration::from_secs(15);
 const MIN_COMMITTED: u64 = 100;
 /// Records a new leader should write past the old leader's end before it returns.
 const OVERWRITE: u64 = 20;
+/// How long a script lets uncommitted records pile up behind a stalled follower (well
+/// under the broker's 10 s replica lag time, so nobody leaves the ISR meanwhile).
+const PILE_UP: Duration = Duration::from_secs(4);
+/// Uncommitted records a script wants piled up before it goes on.
+const PILED: u64 = 3;
+/// How long a script waits after the HW moved for the acknowledgements to reach the
+/// clients.
+const ACKS_OUT: Duration = Duration::from_millis(300);
 
 /// The scripts `--scenario` accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,21 +57,26 @@ pub enum Scenario {
     /// leader already committed; the old leader returns, keeps what its HW covers, and
     /// the logs diverge.
     Kip101Divergence,
+    /// KIP-279's fast leader failover: leadership moves twice before a follower has
+    /// caught up with the first move. A follower cut off from its peers (not from the
+    /// controller) is told of the interim leader, truncates to its stale HW, and is
+    /// elected when the interim leader dies a moment later; the acknowledged records
+    /// its HW did not cover are gone, and the first leader's log diverges when it
+    /// returns. The interim leader's epoch is one the final leader never saw: its
+    /// follower asks about it after a restart, which is what KIP-279's answer (the
+    /// largest epoch at or below the one asked for) is for.
+    Kip279Divergence,
 }
 
 /// Every name, for error messages.
-pub const NAMES: &[&str] = &["kip101-data-loss", "kip101-divergence"];
+pub const NAMES: &[&str] = &["kip101-data-loss", "kip101-divergence", "kip279-divergence"];
 
 impl Scenario {
     pub fn parse(name: &str) -> std::result::Result<Scenario, String> {
         match name {
             "kip101-data-loss" => Ok(Scenario::Kip101DataLoss),
             "kip101-divergence" => Ok(Scenario::Kip101Divergence),
-            "kip279-divergence" => Err(
-                "--scenario kip279-divergence is not yet supported; choose kip101-data-loss \
-                 or kip101-divergence"
-                    .to_string(),
-            ),
+            "kip279-divergence" => Ok(Scenario::Kip279Divergence),
             other => Err(format!(
                 "unknown scenario `{other}`; choose from {}",
                 NAMES.join(", ")
@@ -75,13 +88,14 @@ impl Scenario {
         match self {
             Scenario::Kip101DataLoss => "kip101-data-loss",
             Scenario::Kip101Divergence => "kip101-divergence",
+            Scenario::Kip279Divergence => "kip279-divergence",
         }
     }
 
     /// Extra arguments of every `broker node` the script needs.
     pub fn node_args(self) -> Vec<String> {
         match self {
-            Scenario::Kip101DataLoss => Vec::new(),
+            Scenario::Kip101DataLoss | Scenario::Kip279Divergence => Vec::new(),
             // The followers must lose their unflushed bytes when killed: the last
             // second's, so the new leader soon writes past the old leader's end.
             Scenario::Kip101Divergence => ["--simulate-page-cache", "--flush-ms", "1000"]
@@ -106,6 +120,7 @@ impl Scenario {
         match self {
             Scenario::Kip101DataLoss => s.kip101_data_loss().await,
             Scenario::Kip101Divergence => s.kip101_divergence().await,
+            Scenario::Kip279Divergence => s.kip279_divergence().await,
         }
     }
 }
@@ -121,6 +136,7 @@ struct Script<'a> {
 struct Seen {
     leo: u64,
     hw: u64,
+    leader: i32,
 }
 
 impl Script<'_> {
@@ -140,6 +156,7 @@ impl Script<'_> {
             .map(|r| Seen {
                 leo: r.log_end_offset,
                 hw: r.high_watermark,
+                leader: r.leader,
             })
     }
 
@@ -202,13 +219,8 @@ impl Script<'_> {
 
     /// Wait (bounded) until `leader`'s log reaches `offset`.
     async fn wait_leo(&self, leader: i32, offset: u64) {
-        let deadline = Instant::now() + NEW_WRITES;
-        while Instant::now() < deadline {
-            if self.seen(leader).await.is_some_and(|s| s.leo >= offset) {
-                return;
-            }
-            tokio::time::sleep(POLL).await;
-        }
+        self.wait_seen(leader, NEW_WRITES, |s| s.leo >= offset)
+            .await;
     }
 
     async fn kip101_data_loss(&mut self) -> Result<()> {
@@ -268,6 +280,91 @@ impl Script<'_> {
         Ok(())
     }
 
+    async fn kip279_divergence(&mut self) -> Result<()> {
+        let (old, _, followers) = self.warm_up().await?;
+        // The controller elects the first live ISR member in replica order: `interim`
+        // leads after `old`, then `last` after `interim`.
+        let (interim, last) = (followers[0], followers[1]);
+        // The interim leader stops fetching from the leader (one direction only, so
+        // nothing else stalls), and acks=all records pile up above the HW on the
+        // leader and on `last`, which holds them but does not know they will commit.
+        let stall = Grudge {
+            cut: vec![(Proc::Node(interim), Proc::Node(old))],
+        };
+        self.cut(&stall, "one-way");
+        self.wait_seen(last, PILE_UP, |s| s.leo >= s.hw + PILED)
+            .await;
+        // `last` is cut off from its peers (it still reaches the controller), so it
+        // learns nothing more from any leader; then the interim leader catches up and
+        // the old leader commits and acknowledges the piled-up records.
+        let peers: Vec<Proc> = self
+            .cluster
+            .node_ids()
+            .into_iter()
+            .filter(|&id| id != last)
+            .map(Proc::Node)
+            .collect();
+        let isolate = Grudge::components(&[vec![Proc::Node(last)], peers]);
+        self.cut(&isolate, "isolate-from-peers");
+        self.heal(&stall, "one-way");
+        if let Some(held) = self.seen(last).await {
+            self.wait_seen(old, PILE_UP, |s| s.hw >= held.leo).await;
+        }
+        tokio::time::sleep(ACKS_OUT).await;
+        let end = self.seen(old).await.map_or(0, |s| s.leo);
+        // First failover: the old leader stalls; the controller elects the interim
+        // leader and tells `last`, which becomes its follower (under hw it truncates
+        // to its stale HW at once; under epoch it waits for the interim leader's
+        // OffsetsForLeaderEpoch answer, which never comes).
+        self.cluster.pause(Proc::Node(old)).await?;
+        self.event("pause", &[old]);
+        if self.wait_leader_moved(old).await.is_some() {
+            self.wait_seen(last, FAILOVER, |s| s.leader == interim)
+                .await;
+        }
+        // Second failover, before `last` caught up: the interim leader dies, and
+        // `last` is the only live ISR member left.
+        self.cluster.kill(Proc::Node(interim)).await?;
+        self.event("kill", &[interim]);
+        self.heal(&isolate, "isolate-from-peers");
+        let new = self.wait_leader_moved(interim).await;
+        // The interim leader comes back as a follower, so acks=all writes flow again,
+        // at offsets the old leader committed; then the old leader returns.
+        self.cluster.restart(Proc::Node(interim)).await?;
+        self.event("restart", &[interim]);
+        if let Some(new) = new {
+            self.wait_leo(new, end + OVERWRITE).await;
+        }
+        self.cluster.resume(Proc::Node(old)).await?;
+        self.event("resume", &[old]);
+        Ok(())
+    }
+
+    /// Cut the links of `grudge`, recorded as a `partition` named `topology`.
+    fn cut(&mut self, grudge: &Grudge, topology: &str) {
+        self.cluster.partition(grudge);
+        let value = json!({"topology": topology, "grudge": grudge.to_json()});
+        (self.on_event)(NemesisEvent::new("partition", value));
+    }
+
+    /// Restore the links of `grudge`, recorded as the `heal` of that partition.
+    fn heal(&mut self, grudge: &Grudge, topology: &str) {
+        self.cluster.heal_links(grudge);
+        let value = json!({"topology": topology, "grudge": grudge.to_json()});
+        (self.on_event)(NemesisEvent::new("heal", value));
+    }
+
+    /// Wait (at most `timeout`) until node `id`'s replica of partition 0 passes `test`.
+    async fn wait_seen(&self, id: i32, timeout: Duration, test: impl Fn(&Seen) -> bool) {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.seen(id).await.is_some_and(|s| test(&s)) {
+                return;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
     /// Wait (bounded) until the controller's ISR of partition 0 no longer holds `id`.
     async fn wait_isr_without(&self, id: i32) {
         let deadline = Instant::now() + FAILOVER;
@@ -295,12 +392,12 @@ mod tests {
         }
         let e = Scenario::parse("kip999").unwrap_err();
         assert!(e.contains("kip101-data-loss"), "{e}");
-        assert!(Scenario::parse("kip279-divergence").is_err());
     }
 
     #[test]
     fn only_the_divergence_script_needs_the_page_cache_simulation() {
         assert!(Scenario::Kip101DataLoss.node_args().is_empty());
+        assert!(Scenario::Kip279Divergence.node_args().is_empty());
         assert!(
             Scenario::Kip101Divergence
                 .node_args()

@@ -1,6 +1,7 @@
-//! `watermark run --scenario` end to end: each KIP-101 script loses or diverges data
-//! against `--truncation hw` and finds nothing against `--truncation epoch`, its steps
-//! recorded as nemesis events; an unknown or unsupported script is a usage error.
+//! `watermark run --scenario` end to end: each KIP-101 and KIP-279 script loses or
+//! diverges data against `--truncation hw` and finds nothing against
+//! `--truncation epoch`, its steps recorded as nemesis events; an unknown script is a
+//! usage error.
 //!
 //! Every wait is bounded; on timeout the harness is SIGKILLed and its brokers die with
 //! it (PR_SET_PDEATHSIG).
@@ -95,11 +96,36 @@ fn kip101_divergence_diverges_replicas_only_under_hw_truncation() {
 }
 
 #[test]
-fn unknown_and_unsupported_scenarios_are_usage_errors() {
-    for name in ["kip999", "kip279-divergence"] {
-        let out = watermark(&["run", "--scenario", name], Duration::from_secs(30));
-        assert_eq!(out.status.code(), Some(64), "{}", text(&out));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("kip101-data-loss"), "{stderr}");
+fn kip279_divergence_diverges_replicas_only_under_hw_truncation() {
+    let (code, kinds, steps) = scenario("kip279-divergence", "hw");
+    assert_eq!(code, Some(1), "{kinds:?}");
+    assert!(
+        kinds.contains(&"replica-divergence".to_string())
+            || kinds.contains(&"inconsistent-offsets".to_string()),
+        "{kinds:?}"
+    );
+    let expected = [
+        "partition",
+        "partition",
+        "heal",
+        "pause",
+        "kill",
+        "heal",
+        "restart",
+        "resume",
+    ];
+    assert_eq!(steps, expected);
+    let (code, kinds, steps) = scenario("kip279-divergence", "epoch");
+    assert_eq!((code, kinds), (Some(0), vec![]));
+    assert_eq!(steps, expected);
+}
+
+#[test]
+fn unknown_scenarios_are_usage_errors_that_list_the_known_ones() {
+    let out = watermark(&["run", "--scenario", "kip999"], Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for name in ["kip101-data-loss", "kip101-divergence", "kip279-divergence"] {
+        assert!(stderr.contains(name), "{stderr}");
     }
 }

@@ -9,8 +9,9 @@
 //! other while clients still reach every process (their links have proxies too, see
 //! `Cluster::set_client_link_cut`, but no topology cuts them).
 //!
-//! Every grudge is symmetric: if a cannot reach b, b cannot reach a (both directed
-//! links are cut), as with a DROP rule on each side.
+//! Every grudge the nemesis draws is symmetric: if a cannot reach b, b cannot reach a
+//! (both directed links are cut), as with a DROP rule on each side. Scenario scripts
+//! may cut one direction only (one node no longer fetching from another).
 
 use std::collections::BTreeMap;
 
