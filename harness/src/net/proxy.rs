@@ -17,16 +17,20 @@
 //!
 //! The target (B's real address) is settable: a restarted broker takes a fresh port
 //! (`--listen 127.0.0.1:0`), and the harness points the proxy at it, while A keeps the
-//! proxy's address. While B is down the target is `None` and new connections are
-//! closed at once, like a refused connection; connections to the old process end when
-//! it dies.
+//! proxy's address. While B is down the target is `None` and the proxy stops listening
+//! (its socket keeps the port), so A's new connections are refused, as they are by a
+//! dead process's port: A knows its request was never sent. While the link is cut the
+//! proxy listens even with B down, since a dropped SYN is never refused. Connections
+//! to the old process end when it dies.
 
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
@@ -51,13 +55,16 @@ impl Link {
         name: impl Into<String>,
         target: Option<SocketAddr>,
     ) -> std::io::Result<Link> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let listener = bind_own_port()?;
         let addr = listener.local_addr()?;
+        // Refusing from the start if the target is down.
+        let (port, switched) = Port::new(listener)?.switch(target.is_some());
+        switched?;
         let shared = Arc::new(Shared {
             target: watch::Sender::new(target),
             cut: watch::Sender::new(false),
         });
-        let accept_task = tokio::spawn(accept_loop(listener, shared.clone()));
+        let accept_task = tokio::spawn(accept_loop(port, shared.clone()));
         Ok(Link {
             name: name.into(),
             addr,
@@ -107,17 +114,118 @@ impl Drop for Link {
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+/// A loopback listener on a port of its own. The port is found by binding port 0, then
+/// bound again by number: a socket bound to an explicit port keeps it when it stops
+/// listening (Linux releases an automatically chosen one), so it can listen again on
+/// the same address.
+fn bind_own_port() -> std::io::Result<std::net::TcpListener> {
+    let mut last = None;
+    for _ in 0..16 {
+        let addr = std::net::TcpListener::bind(("127.0.0.1", 0))?.local_addr()?;
+        match std::net::TcpListener::bind(addr) {
+            Ok(listener) => {
+                listener.set_nonblocking(true)?;
+                return Ok(listener);
+            }
+            // Someone took the port in between: draw another.
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::ErrorKind::AddrInUse.into()))
+}
+
+/// Watch `socket` for incoming connections with tokio's reactor; on failure, the
+/// socket back with the error.
+fn register(
+    socket: std::net::TcpListener,
+) -> Result<AsyncFd<std::net::TcpListener>, (std::net::TcpListener, std::io::Error)> {
+    // SAFETY: a std TcpListener owns its file descriptor: it stays open, and is the one
+    // `as_raw_fd` returns, until the listener is dropped, which only the AsyncFd (or
+    // `into_inner`'s caller) can do.
+    unsafe { AsyncFd::register_with_interest(socket, Interest::READABLE) }
+        .map_err(|e| e.into_parts())
+}
+
+/// The proxy's socket: listening, or bound but refusing connections (B is down).
+enum Port {
+    Listening(AsyncFd<std::net::TcpListener>),
+    Refusing(std::net::TcpListener),
+}
+
+impl Port {
+    fn new(listener: std::net::TcpListener) -> std::io::Result<Port> {
+        register(listener).map(Port::Listening).map_err(|(_, e)| e)
+    }
+
+    /// Listen or refuse; on failure the port stays as it was.
+    fn switch(self, listen: bool) -> (Port, std::io::Result<()>) {
+        use nix::sys::socket::{Backlog, Shutdown, listen as listen_on, shutdown};
+        match (self, listen) {
+            (Port::Listening(fd), false) => {
+                // SHUT_RD on a listening socket stops it listening (pending connections
+                // are reset) and keeps it bound: SYNs to the port now get a RST.
+                match shutdown(fd.as_raw_fd(), Shutdown::Read) {
+                    Ok(()) => (Port::Refusing(fd.into_inner()), Ok(())),
+                    Err(e) => (Port::Listening(fd), Err(e.into())),
+                }
+            }
+            (Port::Refusing(socket), true) => {
+                if let Err(e) = listen_on(&socket, Backlog::MAXCONN) {
+                    return (Port::Refusing(socket), Err(e.into()));
+                }
+                // Registered afresh: no readiness left over from before.
+                match register(socket) {
+                    Ok(fd) => (Port::Listening(fd), Ok(())),
+                    Err((socket, e)) => (Port::Refusing(socket), Err(e)),
+                }
+            }
+            (port, _) => (port, Ok(())),
+        }
+    }
+
+    async fn accept(&self) -> std::io::Result<TcpStream> {
+        let Port::Listening(fd) = self else {
+            return std::future::pending().await;
+        };
+        loop {
+            let mut ready = fd.readable().await?;
+            if let Ok(accepted) = ready.try_io(|fd| fd.get_ref().accept()) {
+                let (client, _) = accepted?;
+                client.set_nonblocking(true)?;
+                return TcpStream::from_std(client);
+            }
+        }
+    }
+}
+
+/// Accept connections while the target is up or the link is cut; refuse them while
+/// the target is down.
+async fn accept_loop(mut port: Port, shared: Arc<Shared>) {
     let mut conns = JoinSet::new();
+    let mut target = shared.target.subscribe();
+    let mut cut = shared.cut.subscribe();
     loop {
+        let listen = target.borrow_and_update().is_some() || *cut.borrow_and_update();
+        let (next, switched) = port.switch(listen);
+        port = next;
+        let retry = async {
+            match switched {
+                Ok(()) => std::future::pending().await,
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+            }
+        };
         tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((client, _)) => {
+            accepted = port.accept() => match accepted {
+                Ok(client) => {
                     conns.spawn(serve(client, shared.clone()));
                 }
                 // E.g. EMFILE: back off instead of spinning.
                 Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
             },
+            _ = target.changed() => {}
+            _ = cut.changed() => {}
+            _ = retry => {}
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
         }
     }
@@ -187,6 +295,7 @@ async fn wait_healed(cut: &mut watch::Receiver<bool>) {
 mod tests {
     use super::*;
     use std::time::Duration;
+    use tokio::net::TcpListener;
 
     async fn echo_server() -> (SocketAddr, JoinHandle<()>) {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
@@ -251,23 +360,66 @@ mod tests {
         );
     }
 
+    /// Connect to `addr` until the outcome is a refusal (`refused`) or a connection,
+    /// within 20 s; the connection, if any.
+    async fn connect_until(addr: SocketAddr, refused: bool) -> Option<TcpStream> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let got = TcpStream::connect(addr).await;
+            match (&got, refused) {
+                (Err(e), true) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    return None;
+                }
+                (Ok(_), false) => return got.ok(),
+                _ => {}
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{addr}: still {got:?} after 20 s"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     #[tokio::test]
-    async fn a_down_target_refuses_and_a_new_target_is_used() {
+    async fn a_down_target_is_refused_on_the_same_address_until_it_is_back() {
         let link = Link::start("a->b", None).await.unwrap();
-        let mut s = TcpStream::connect(link.addr()).await.unwrap();
-        let mut buf = [0u8; 1];
-        let n = tokio::time::timeout(Duration::from_secs(20), s.read(&mut buf))
-            .await
-            .expect("a connection to a down target is closed")
-            .unwrap_or(0);
-        assert_eq!(n, 0);
+        let e = TcpStream::connect(link.addr()).await.unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
 
         let (echo, _server) = echo_server().await;
         link.set_target(Some(echo));
         assert_eq!(link.target(), Some(echo));
-        let mut s = TcpStream::connect(link.addr()).await.unwrap();
+        let mut s = connect_until(link.addr(), false).await.unwrap();
         let got = roundtrip(&mut s, b"hi", Duration::from_secs(20)).await;
         assert_eq!(got.as_deref(), Some(&b"hi"[..]));
+
+        // Down again, then back at a new address: the proxy's address stays the same.
+        link.set_target(None);
+        connect_until(link.addr(), true).await;
+        let (echo2, _server2) = echo_server().await;
+        link.set_target(Some(echo2));
+        let mut s = connect_until(link.addr(), false).await.unwrap();
+        let got = roundtrip(&mut s, b"again", Duration::from_secs(20)).await;
+        assert_eq!(got.as_deref(), Some(&b"again"[..]));
+    }
+
+    #[tokio::test]
+    async fn a_cut_link_to_a_down_target_holds_connections_instead_of_refusing() {
+        let link = Link::start("a->b", None).await.unwrap();
+        link.cut();
+        // A dropped SYN is never refused: the connection waits for the heal.
+        let mut held = connect_until(link.addr(), false).await.unwrap();
+        held.write_all(b"later").await.unwrap();
+        let (echo, _server) = echo_server().await;
+        link.set_target(Some(echo));
+        link.heal();
+        let mut got = [0u8; 5];
+        tokio::time::timeout(Duration::from_secs(20), held.read_exact(&mut got))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&got, b"later");
     }
 
     #[tokio::test]
