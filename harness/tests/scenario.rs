@@ -72,16 +72,25 @@ fn kip101_data_loss_loses_acknowledged_writes_only_under_hw_truncation() {
     assert_eq!(steps, ["crash-all", "restart", "restart"]);
 }
 
-#[test]
-fn kip101_divergence_diverges_replicas_only_under_hw_truncation() {
-    let (code, kinds, steps) = scenario("kip101-divergence", "hw");
+/// `name` diverges replicas under hw truncation and finds nothing under epoch, taking
+/// the `expected` steps both times.
+fn diverges_only_under_hw(name: &str, expected: &[&str]) {
+    let (code, kinds, steps) = scenario(name, "hw");
     assert_eq!(code, Some(1), "{kinds:?}");
     assert!(
         kinds.contains(&"replica-divergence".to_string())
             || kinds.contains(&"inconsistent-offsets".to_string()),
         "{kinds:?}"
     );
-    let expected = [
+    assert_eq!(steps, expected);
+    let (code, kinds, steps) = scenario(name, "epoch");
+    assert_eq!((code, kinds), (Some(0), vec![]));
+    assert_eq!(steps, expected);
+}
+
+#[test]
+fn kip101_divergence_diverges_replicas_only_under_hw_truncation() {
+    let steps = [
         "lose-unflushed",
         "pause",
         "lose-unflushed",
@@ -89,22 +98,12 @@ fn kip101_divergence_diverges_replicas_only_under_hw_truncation() {
         "restart",
         "resume",
     ];
-    assert_eq!(steps, expected);
-    let (code, kinds, steps) = scenario("kip101-divergence", "epoch");
-    assert_eq!((code, kinds), (Some(0), vec![]));
-    assert_eq!(steps, expected);
+    diverges_only_under_hw("kip101-divergence", &steps);
 }
 
 #[test]
 fn kip279_divergence_diverges_replicas_only_under_hw_truncation() {
-    let (code, kinds, steps) = scenario("kip279-divergence", "hw");
-    assert_eq!(code, Some(1), "{kinds:?}");
-    assert!(
-        kinds.contains(&"replica-divergence".to_string())
-            || kinds.contains(&"inconsistent-offsets".to_string()),
-        "{kinds:?}"
-    );
-    let expected = [
+    let steps = [
         "partition",
         "partition",
         "heal",
@@ -114,10 +113,7 @@ fn kip279_divergence_diverges_replicas_only_under_hw_truncation() {
         "restart",
         "resume",
     ];
-    assert_eq!(steps, expected);
-    let (code, kinds, steps) = scenario("kip279-divergence", "epoch");
-    assert_eq!((code, kinds), (Some(0), vec![]));
-    assert_eq!(steps, expected);
+    diverges_only_under_hw("kip279-divergence", &steps);
 }
 
 #[test]
