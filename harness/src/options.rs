@@ -191,7 +191,9 @@ fn parse_fault(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
-fn parse_bug(s: &str) -> Result<String, String> {
+/// A planted bug's name (surrounding blanks ignored, as in a comma-separated list).
+pub(crate) fn parse_bug(s: &str) -> Result<String, String> {
+    let s = s.trim();
     if BUGS.contains(&s) {
         Ok(s.to_string())
     } else {
@@ -209,7 +211,8 @@ fn parse_positive(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_positive_secs(s: &str) -> Result<f64, String> {
+/// Seconds in (0, 86400].
+pub(crate) fn parse_positive_secs(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
         _ => Err(format!("`{s}` is not a number of seconds in (0, 86400]")),

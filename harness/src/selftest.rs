@@ -17,14 +17,14 @@ use clap::Parser;
 use serde::Serialize;
 
 use crate::exit::Exit;
-use crate::options::{BUGS, RunArgs};
+use crate::options::{BUGS, RunArgs, parse_bug, parse_positive_secs};
 
 /// Options of `watermark selftest`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SelftestArgs {
     /// Seconds of campaigns per bug, and for the clean broker (a campaign is started
     /// while the budget lasts).
-    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = parse_secs)]
+    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = parse_positive_secs)]
     pub time_limit: f64,
 
     /// At most this many campaigns per bug, and for the clean broker [default: as many
@@ -49,25 +49,6 @@ pub struct SelftestArgs {
     /// The broker executable [default: the `broker` built alongside watermark].
     #[arg(long, value_name = "PATH")]
     pub broker_bin: Option<PathBuf>,
-}
-
-fn parse_secs(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
-        _ => Err(format!("`{s}` is not a number of seconds in (0, 86400]")),
-    }
-}
-
-fn parse_bug(s: &str) -> Result<String, String> {
-    let s = s.trim();
-    if BUGS.contains(&s) {
-        Ok(s.to_string())
-    } else {
-        Err(format!(
-            "unknown bug `{s}`; choose from {}",
-            BUGS.join(", ")
-        ))
-    }
 }
 
 /// The campaign that can reveal a bug: `watermark run` options besides `--bug`, the
