@@ -33,7 +33,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::history::{Event, Op, Outcome, PairError, pair};
-use crate::verdict::{Anomaly, AnomalyKind, CheckerResult, OpRef, Validity};
+use crate::verdict::{Anomaly, AnomalyKind, CheckerResult, OpRef};
 
 /// One replica's log of one partition, as dumped at the end of a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -602,19 +602,17 @@ pub fn check(events: &[Event], replicas: &[ReplicaLog]) -> Result<CheckerResult,
     anomalies
         .sort_by(|a, b| (a.kind, a.partition, &a.offsets).cmp(&(b.kind, b.partition, &b.offsets)));
     let mut result = CheckerResult::from_anomalies(anomalies);
-    if result.valid == Validity::Valid && !unjudged.is_empty() {
-        result.valid = Validity::Unknown;
-        result.reason = Some(format!(
+    if !unjudged.is_empty() {
+        result.cap_unknown(format!(
             "no final drain or replica log for partitions {unjudged:?}: lost writes cannot be judged"
         ));
     }
-    if result.valid == Validity::Valid && !in_doubt.is_empty() {
+    if !in_doubt.is_empty() {
         let why: Vec<String> = in_doubt
             .iter()
             .map(|(p, n)| format!("partition {p}: {n} values missing, {}", partial[p]))
             .collect();
-        result.valid = Validity::Unknown;
-        result.reason = Some(format!(
+        result.cap_unknown(format!(
             "the final drain is partial and there are no replica logs to judge by, so lost writes cannot be judged ({})",
             why.join("; ")
         ));

@@ -247,6 +247,24 @@ impl CheckerResult {
         }
     }
 
+    /// No verdict could be reached, for `reason`.
+    pub fn unknown(reason: impl Into<String>) -> CheckerResult {
+        CheckerResult {
+            valid: Validity::Unknown,
+            reason: Some(reason.into()),
+            anomalies: Vec::new(),
+            stats: BTreeMap::new(),
+        }
+    }
+
+    /// A clean verdict becomes unknown, for `reason`; anomalies found stand.
+    pub fn cap_unknown(&mut self, reason: impl Into<String>) {
+        if self.valid == Validity::Valid {
+            self.valid = Validity::Unknown;
+            self.reason = Some(reason.into());
+        }
+    }
+
     /// Anomaly counts by kind.
     pub fn counts(&self) -> BTreeMap<AnomalyKind, usize> {
         let mut m = BTreeMap::new();
@@ -424,5 +442,25 @@ mod tests {
         assert!(text.contains("verdict: INVALID"), "{text}");
         assert!(text.contains("1 lost-write"), "{text}");
         assert!(text.contains("[3..5] process 2: send 7"), "{text}");
+    }
+
+    #[test]
+    fn only_a_clean_verdict_is_capped_at_unknown() {
+        let mut clean = CheckerResult::from_anomalies(Vec::new());
+        clean.cap_unknown("incomplete");
+        assert_eq!(clean.valid, Validity::Unknown);
+        assert_eq!(clean.reason.as_deref(), Some("incomplete"));
+        clean.cap_unknown("again");
+        assert_eq!(
+            clean.reason.as_deref(),
+            Some("incomplete"),
+            "the first reason stays"
+        );
+        let mut bad =
+            CheckerResult::from_anomalies(vec![Anomaly::new(AnomalyKind::LostWrite, "gone")]);
+        bad.cap_unknown("incomplete");
+        assert_eq!((bad.valid, bad.reason), (Validity::Invalid, None));
+        let u = CheckerResult::unknown("cannot parse");
+        assert_eq!((u.valid, u.anomalies.len()), (Validity::Unknown, 0));
     }
 }

@@ -212,10 +212,7 @@ fn cap_incomplete_run(results: &mut Results, run: &serde_json::Value) {
         )
     };
     for c in results.checkers.values_mut() {
-        if c.valid == Validity::Valid {
-            c.valid = Validity::Unknown;
-            c.reason = Some(reason.clone());
-        }
+        c.cap_unknown(reason.clone());
     }
     *results = Results::new(std::mem::take(&mut results.checkers));
 }

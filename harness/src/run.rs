@@ -386,15 +386,8 @@ fn check_registers(events: &[checker::history::Event]) -> CheckerResult {
         time_limit: Some(LINEARIZABILITY_TIME_LIMIT),
         ..Default::default()
     };
-    match checker::linear::check(events, checker::linear::ModelKind::CasRegister, &options) {
-        Ok(r) => r,
-        Err(e) => CheckerResult {
-            valid: Validity::Unknown,
-            reason: Some(format!("the history cannot be analysed: {e}")),
-            anomalies: Vec::new(),
-            stats: BTreeMap::new(),
-        },
-    }
+    checker::linear::check(events, checker::linear::ModelKind::CasRegister, &options)
+        .unwrap_or_else(|e| CheckerResult::unknown(format!("the history cannot be analysed: {e}")))
 }
 
 /// Judge the history against the replicas' final logs. An incomplete end of run
@@ -431,20 +424,11 @@ fn check(
             }
         }
     }
-    let mut result = match queue::check(events, &replicas) {
-        Ok(r) => r,
-        Err(e) => CheckerResult {
-            valid: Validity::Unknown,
-            reason: Some(format!("the history cannot be analysed: {e}")),
-            anomalies: Vec::new(),
-            stats: BTreeMap::new(),
-        },
-    };
-    if result.valid == Validity::Valid && !(complete && logs_ok) {
-        result.valid = Validity::Unknown;
-        result.reason = Some(
-            "the end of the run was incomplete (see the notes), so lost writes cannot be ruled out"
-                .to_string(),
+    let mut result = queue::check(events, &replicas)
+        .unwrap_or_else(|e| CheckerResult::unknown(format!("the history cannot be analysed: {e}")));
+    if !(complete && logs_ok) {
+        result.cap_unknown(
+            "the end of the run was incomplete (see the notes), so lost writes cannot be ruled out",
         );
     }
     result

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::history::{Event, Outcome, PairError, Paired, pair_events};
-use crate::verdict::{Anomaly, AnomalyKind, CheckerResult, Explanation, OpRef, Validity};
+use crate::verdict::{Anomaly, AnomalyKind, CheckerResult, Explanation, OpRef};
 use fx::FxMap;
 use kv::{Kv, KvOp, KvStore, TextsBuilder};
 use model::{CasOutcome, CasRegister, Model, NIL, RegisterOp, Val};
@@ -489,9 +489,8 @@ fn run<M: Model>(
         }
     }
     let mut result = CheckerResult::from_anomalies(anomalies);
-    if let Some(why) = gave_up.filter(|_| result.valid == Validity::Valid) {
-        result.valid = Validity::Unknown;
-        result.reason = Some(match why {
+    if let Some(why) = gave_up {
+        result.cap_unknown(match why {
             GaveUp::Time => format!(
                 "time limit of {:.1}s reached",
                 options.time_limit.unwrap_or_default().as_secs_f64()
