@@ -13,10 +13,11 @@ use std::time::Duration;
 use checker::check::{Model, check};
 use checker::format::{self, Format};
 use checker::linear::Options;
-use checker::queue::{self, ReplicaLog};
+use checker::queue::ReplicaLog;
 use checker::verdict::{Results, Validity};
 
 use crate::exit::Exit;
+use crate::store::FinalLogs;
 
 /// A history file's format (`auto`: detected from the content).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -217,28 +218,11 @@ fn cap_incomplete_run(results: &mut Results, run: &serde_json::Value) {
     *results = Results::new(std::mem::take(&mut results.checkers));
 }
 
-/// Every `nodes/<id>/final-log.jsonl` of a run folder, by node id.
+/// Every final log of a run folder; an unreadable or malformed one is an error.
 fn final_logs(dir: &Path) -> Result<Vec<ReplicaLog>, String> {
-    let Ok(entries) = std::fs::read_dir(dir.join("nodes")) else {
-        return Ok(Vec::new());
-    };
-    let mut nodes: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    nodes.sort();
-    let mut logs = Vec::new();
-    for node in nodes {
-        let file = node.join("final-log.jsonl");
-        if !file.is_file() {
-            continue;
-        }
-        let name = node
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-        let parsed = queue::parse_final_log(&name, &text)
-            .map_err(|e| format!("{}:{}: {}", file.display(), e.line, e.message))?;
-        logs.extend(parsed);
+    let logs = FinalLogs::read(&dir.join("nodes"));
+    match logs.errors.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(logs.replicas),
     }
-    Ok(logs)
 }

@@ -479,7 +479,7 @@ impl Cluster {
                 .config
                 .root
                 .join(id.to_string())
-                .join("final-log.jsonl");
+                .join(crate::store::FINAL_LOG);
             std::fs::write(&path, out)
                 .map_err(|e| HarnessError::new(format!("cannot write {}: {e}", path.display())))?;
         }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use checker::history::{EventType, Process};
-use checker::queue::{self, ReplicaLog};
+use checker::queue;
 use checker::verdict::{CheckerResult, Results, Validity};
 use tokio::sync::watch;
 use workloads::client::ClientConfig;
@@ -31,7 +31,7 @@ use crate::nemesis::{Nemesis, NemesisEvent, Planner};
 use crate::options::Workload;
 use crate::progress::{self, Progress, Tally};
 use crate::scenario::Scenario;
-use crate::store::{self, History, HistoryFile, RunFolder, RunRecord};
+use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord};
 
 pub use crate::options::RunArgs;
 
@@ -398,32 +398,15 @@ fn check(
     complete: bool,
     notes: &mut Vec<String>,
 ) -> CheckerResult {
-    let mut replicas: Vec<ReplicaLog> = Vec::new();
-    let mut logs_ok = true;
-    if let Ok(dir) = std::fs::read_dir(nodes) {
-        let mut entries: Vec<_> = dir.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        for entry in entries {
-            let node = entry.file_name().to_string_lossy().to_string();
-            let path = entry.path().join("final-log.jsonl");
-            if node == "controller" || !entry.path().is_dir() {
-                continue;
-            }
-            match std::fs::read_to_string(&path) {
-                Ok(text) => match queue::parse_final_log(&node, &text) {
-                    Ok(logs) => replicas.extend(logs),
-                    Err(e) => {
-                        logs_ok = false;
-                        notes.push(e.to_string());
-                    }
-                },
-                Err(e) => {
-                    logs_ok = false;
-                    notes.push(format!("cannot read {}: {e}", path.display()));
-                }
-            }
-        }
-    }
+    let logs = FinalLogs::read(nodes);
+    let logs_ok = logs.missing.is_empty() && logs.errors.is_empty();
+    notes.extend(logs.errors);
+    notes.extend(
+        logs.missing
+            .iter()
+            .map(|f| format!("no final log {}", f.display())),
+    );
+    let replicas = logs.replicas;
     let mut result = queue::check(events, &replicas)
         .unwrap_or_else(|e| CheckerResult::unknown(format!("the history cannot be analysed: {e}")));
     if !(complete && logs_ok) {

@@ -12,6 +12,7 @@ use checker::verdict::Results;
 use serde_json::Value;
 
 use super::ReportError;
+use crate::store::FinalLogs;
 
 /// The files of one run folder, parsed.
 #[derive(Debug, Clone)]
@@ -108,7 +109,12 @@ pub fn load(dir: &Path) -> Result<RunData, ReportError> {
     }
     let results: Results = parse_json(&results_json, &read(&results_json)?)?;
 
-    let replicas = load_final_logs(&dir.join("nodes"))?;
+    // A run that died before the final dump has no final logs.
+    let logs = FinalLogs::read(&dir.join("nodes"));
+    if let Some(e) = logs.errors.into_iter().next() {
+        return Err(ReportError::input(e));
+    }
+    let replicas = logs.replicas;
     Ok(RunData {
         dir: dir.to_path_buf(),
         config,
@@ -173,30 +179,4 @@ fn parse_history(
         }
     }
     Ok(events)
-}
-
-/// Every `nodes/<id>/final-log.jsonl`; a run that died before the final dump has none.
-fn load_final_logs(nodes: &Path) -> Result<Vec<ReplicaLog>, ReportError> {
-    let Ok(entries) = fs::read_dir(nodes) else {
-        return Ok(Vec::new());
-    };
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    let mut logs = Vec::new();
-    for d in dirs {
-        let file = d.join("final-log.jsonl");
-        if !file.exists() {
-            continue;
-        }
-        let node = folder_name(&d);
-        let text = read(&file)?;
-        let parsed = checker::queue::parse_final_log(&node, &text).map_err(|e| {
-            ReportError::input(format!("{}:{}: {}", file.display(), e.line, e.message))
-        })?;
-        logs.extend(parsed);
-    }
-    Ok(logs)
 }
