@@ -3,12 +3,16 @@
 //! (`reconnect.backoff.ms` 50 → `reconnect.backoff.max.ms` 1000), and how an
 //! operation ended as far as pacing and process numbers care.
 //!
-//! The random draws (the stagger, the backoff's jitter) stay with each workload's
-//! generator, so its seeded streams are its own; this module only schedules.
+//! The random draws come from a worker's [`Draws`], which its workload's generator
+//! owns: the stagger shares the stream the generator draws operations from, so a
+//! seed gives each worker one sequence of operations and pauses, and the backoff's
+//! jitter has a stream of its own, so failures do not shift that sequence.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use tokio::sync::watch;
 
 use crate::client::Failure;
@@ -16,6 +20,42 @@ use crate::client::Failure;
 /// First pause after the cluster could not be reached; doubles while it stays so.
 const RECONNECT_BACKOFF: Duration = Duration::from_millis(50);
 const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// A worker's seeded randomness.
+#[derive(Debug, Clone)]
+pub struct Draws {
+    /// The stream of operations (drawn by the workload's generator) and the stagger.
+    pub ops: ChaCha8Rng,
+    backoff: ChaCha8Rng,
+    /// Mean pause between this worker's operations.
+    mean_delay: Duration,
+}
+
+impl Draws {
+    /// Worker `worker` of `concurrency`, which share `rate` operations per second.
+    pub fn new(seed: u64, worker: u32, concurrency: u32, rate: f64) -> Draws {
+        let mut ops = ChaCha8Rng::seed_from_u64(seed);
+        ops.set_stream(u64::from(worker) + 1);
+        let mut backoff = ChaCha8Rng::seed_from_u64(seed);
+        backoff.set_stream((1 << 32) + u64::from(worker));
+        let per_worker = (rate / f64::from(concurrency.max(1))).max(1e-3);
+        Draws {
+            ops,
+            backoff,
+            mean_delay: Duration::from_secs_f64(1.0 / per_worker),
+        }
+    }
+
+    /// A pause drawn uniformly from [0, 2 × mean] (Jepsen's stagger).
+    pub fn delay(&mut self) -> Duration {
+        self.mean_delay.mul_f64(self.ops.random_range(0.0..2.0))
+    }
+
+    /// A factor in [0.5, 1.5) to spread backoffs.
+    pub fn jitter(&mut self) -> f64 {
+        self.backoff.random_range(0.5..1.5)
+    }
+}
 
 /// How an operation ended, as far as the worker cares.
 pub struct Ended {

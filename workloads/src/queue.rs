@@ -10,15 +10,14 @@
 
 use std::time::{Duration, Instant};
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::client::{Acks, Client, ClientConfig, Outcome};
 use checker::history::EventType;
 
-use crate::pacing::{Ended, Pacer, run_workers};
+use crate::pacing::{Draws, Ended, Pacer, run_workers};
 use crate::recorder::Recorder;
 
 /// The topic the queue workload writes.
@@ -59,63 +58,43 @@ pub enum Op {
 /// A worker's seeded source of operations and pauses.
 #[derive(Debug, Clone)]
 pub struct Generator {
-    rng: ChaCha8Rng,
-    backoff_rng: ChaCha8Rng,
+    /// The worker's operations and pauses.
+    pub draws: Draws,
     worker: u32,
     concurrency: u32,
     partitions: u32,
     sends: u64,
-    /// Mean pause between this worker's operations.
-    mean_delay: Duration,
 }
 
 impl Generator {
     pub fn new(seed: u64, worker: u32, concurrency: u32, partitions: u32, rate: f64) -> Self {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        rng.set_stream(u64::from(worker) + 1);
-        let mut backoff_rng = ChaCha8Rng::seed_from_u64(seed);
-        backoff_rng.set_stream((1 << 32) + u64::from(worker));
-        let per_worker = (rate / f64::from(concurrency.max(1))).max(1e-3);
         Generator {
-            rng,
-            backoff_rng,
+            draws: Draws::new(seed, worker, concurrency, rate),
             worker,
             concurrency: concurrency.max(1),
             partitions: partitions.max(1),
             sends: 0,
-            mean_delay: Duration::from_secs_f64(1.0 / per_worker),
         }
     }
 
     /// The next operation; `offsets` is the worker's position in each partition.
     pub fn next_op(&mut self, offsets: &mut [u64]) -> Op {
-        let partition = self.rng.random_range(0..self.partitions);
-        if self.rng.random_bool(SEND_PROBABILITY) {
+        let partition = self.draws.ops.random_range(0..self.partitions);
+        if self.draws.ops.random_bool(SEND_PROBABILITY) {
             // Unique across the run: worker w sends w, w + c, w + 2c, ...
             let value = u64::from(self.worker) + u64::from(self.concurrency) * self.sends;
             self.sends += 1;
             Op::Send { partition, value }
         } else {
             let pos = &mut offsets[partition as usize];
-            if *pos > 0 && self.rng.random_bool(SEEK_BACK_PROBABILITY) {
-                *pos = self.rng.random_range(0..=*pos);
+            if *pos > 0 && self.draws.ops.random_bool(SEEK_BACK_PROBABILITY) {
+                *pos = self.draws.ops.random_range(0..=*pos);
             }
             Op::Poll {
                 partition,
                 offset: *pos,
             }
         }
-    }
-
-    /// A factor in [0.5, 1.5) to spread backoffs (from its own stream, so failures
-    /// do not shift the sequence of operations).
-    pub fn jitter(&mut self) -> f64 {
-        self.backoff_rng.random_range(0.5..1.5)
-    }
-
-    /// A pause drawn uniformly from [0, 2 × mean] (Jepsen's stagger).
-    pub fn delay(&mut self) -> Duration {
-        self.mean_delay.mul_f64(self.rng.random_range(0.0..2.0))
     }
 }
 
@@ -154,7 +133,7 @@ async fn worker(
         Err(_) => return process,
     };
     let mut offsets = vec![0u64; config.partitions as usize];
-    let mut pacer = Pacer::new(generator.delay());
+    let mut pacer = Pacer::new(generator.draws.delay());
     loop {
         if !pacer.wait(&mut stop).await {
             return process;
@@ -193,8 +172,8 @@ async fn worker(
                 Err(_) => return process,
             }
         }
-        let delay = generator.delay();
-        pacer.next(&ended, delay, || generator.jitter());
+        let delay = generator.draws.delay();
+        pacer.next(&ended, delay, || generator.draws.jitter());
     }
 }
 
@@ -428,7 +407,7 @@ mod tests {
     #[test]
     fn delays_average_to_the_rate() {
         let mut g = Generator::new(1, 0, 4, 2, 200.0);
-        let total: Duration = (0..4000).map(|_| g.delay()).sum();
+        let total: Duration = (0..4000).map(|_| g.draws.delay()).sum();
         let mean = total.as_secs_f64() / 4000.0;
         // 200 ops/s over 4 workers: 50 ops/s each, 20 ms apart.
         assert!((mean - 0.020).abs() < 0.002, "mean delay {mean}");

@@ -22,16 +22,14 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use checker::history::EventType;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::client::{Client, ClientConfig, Outcome};
-use crate::pacing::{Ended, Pacer, run_workers};
+use crate::pacing::{Draws, Ended, Pacer, run_workers};
 use crate::recorder::Recorder;
 
 /// The topic the register workload uses.
@@ -108,29 +106,21 @@ impl Op {
 /// A worker's seeded source of operations and pauses.
 #[derive(Debug, Clone)]
 pub struct Generator {
-    rng: ChaCha8Rng,
-    backoff_rng: ChaCha8Rng,
+    /// The worker's operations and pauses.
+    pub draws: Draws,
     worker: u32,
     concurrency: u32,
     /// Writes and cas drawn so far (they pick the window and the unique values).
     writes: u64,
-    mean_delay: Duration,
 }
 
 impl Generator {
     pub fn new(seed: u64, worker: u32, concurrency: u32, rate: f64) -> Self {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        rng.set_stream(u64::from(worker) + 1);
-        let mut backoff_rng = ChaCha8Rng::seed_from_u64(seed);
-        backoff_rng.set_stream((1 << 32) + u64::from(worker));
-        let per_worker = (rate / f64::from(concurrency.max(1))).max(1e-3);
         Generator {
-            rng,
-            backoff_rng,
+            draws: Draws::new(seed, worker, concurrency, rate),
             worker,
             concurrency: concurrency.max(1),
             writes: 0,
-            mean_delay: Duration::from_secs_f64(1.0 / per_worker),
         }
     }
 
@@ -139,10 +129,11 @@ impl Generator {
     /// expected unwritten).
     pub fn next_op(&mut self, known: &HashMap<String, Value>) -> Op {
         let window = self.writes / WRITES_PER_WINDOW;
-        let slot = self.rng.random_range(0..ACTIVE_KEYS);
+        let slot = self.draws.ops.random_range(0..ACTIVE_KEYS);
         let key = format!("k{}", window * ACTIVE_KEYS + slot);
         let draw = self
-            .rng
+            .draws
+            .ops
             .random_range(0..READ_WEIGHT + WRITE_WEIGHT + CAS_WEIGHT);
         if draw < READ_WEIGHT {
             return Op::Read { key };
@@ -159,17 +150,6 @@ impl Generator {
                 new: value,
             }
         }
-    }
-
-    /// A factor in [0.5, 1.5) to spread backoffs (its own stream, so failures do not
-    /// shift the sequence of operations).
-    pub fn jitter(&mut self) -> f64 {
-        self.backoff_rng.random_range(0.5..1.5)
-    }
-
-    /// A pause drawn uniformly from [0, 2 × mean] (Jepsen's stagger).
-    pub fn delay(&mut self) -> Duration {
-        self.mean_delay.mul_f64(self.rng.random_range(0.0..2.0))
     }
 }
 
@@ -204,7 +184,7 @@ async fn worker(
         _ => return process,
     };
     let mut known: HashMap<String, Value> = HashMap::new();
-    let mut pacer = Pacer::new(generator.delay());
+    let mut pacer = Pacer::new(generator.draws.delay());
     loop {
         if !pacer.wait(&mut stop).await {
             return process;
@@ -221,8 +201,8 @@ async fn worker(
                 Err(_) => return process,
             }
         }
-        let delay = generator.delay();
-        pacer.next(&ended, delay, || generator.jitter());
+        let delay = generator.draws.delay();
+        pacer.next(&ended, delay, || generator.draws.jitter());
     }
 }
 
