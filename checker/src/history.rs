@@ -205,9 +205,9 @@ pub struct Paired<'a> {
     pub complete_pos: Option<usize>,
 }
 
-impl Paired<'_> {
+impl<'a> Paired<'a> {
     /// The completion's value (`Null` when there was none).
-    pub fn value(&self) -> &Value {
+    pub fn value(&self) -> &'a Value {
         static NULL: Value = Value::Null;
         self.completion.map_or(&NULL, |c| &c.value)
     }

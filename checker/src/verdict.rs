@@ -69,7 +69,8 @@ impl<'de> Deserialize<'de> for Validity {
     }
 }
 
-/// The anomaly names of SPEC §7 (Jepsen's Kafka checker's names).
+/// The kinds of anomaly, defined in docs/anomalies.md (the queue kinds carry the
+/// names of Jepsen's Kafka checker).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AnomalyKind {
@@ -86,7 +87,21 @@ pub enum AnomalyKind {
 }
 
 impl AnomalyKind {
-    /// The SPEC §7 name.
+    /// Every kind, in the order results list them.
+    pub const ALL: [AnomalyKind; 10] = [
+        AnomalyKind::LostWrite,
+        AnomalyKind::InconsistentOffsets,
+        AnomalyKind::Duplicate,
+        AnomalyKind::Unexpected,
+        AnomalyKind::AbortedRead,
+        AnomalyKind::PollSkip,
+        AnomalyKind::NonmonotonicPoll,
+        AnomalyKind::NonmonotonicSend,
+        AnomalyKind::ReplicaDivergence,
+        AnomalyKind::Nonlinearizable,
+    ];
+
+    /// The name in results.json (docs/anomalies.md).
     pub fn name(self) -> &'static str {
         match self {
             AnomalyKind::LostWrite => "lost-write",

@@ -1,0 +1,143 @@
+//! Kafka queue analysis: did the log keep every acknowledged write, give each
+//! offset one value, and hand consumers a gap-free, ordered view?
+//!
+//! The history is read once into an [`Analysis`](analysis::Analysis) — its sends
+//! and polls, each partition's final log, and the indices the checks share — and
+//! each anomaly kind is one function over it ([`anomalies`]), as in Jepsen's Kafka
+//! checker, whose names they carry. Every kind is defined in docs/anomalies.md;
+//! the history's shapes are in docs/history.md.
+//!
+//! Every judgement is made against the *final log* of a partition: what the final
+//! drain (`final-poll` ops) read from offset 0 after the cluster healed, or, without
+//! a drain, the replicas' final logs. Without either, whether writes were lost
+//! cannot be judged and the verdict is at best unknown; so it is when the drain is
+//! partial and there are no replica logs to say what it missed.
+//!
+//! What counts as what:
+//! - a send `ok` *with* an offset was acknowledged; an `ok` without an offset
+//!   (acks=0) promised nothing, so, like an `info` send, it may or may not appear;
+//! - a send that ended in `fail` certainly did not happen: reading it is an
+//!   aborted read;
+//! - polls only return records below the high watermark, so a value any poll saw
+//!   was committed and must survive.
+//!
+//! This module does no file I/O: the caller passes the history's events and the
+//! text of each `nodes/<id>/final-log.jsonl` (docs/run-folder.md).
+
+mod analysis;
+mod anomalies;
+mod final_log;
+mod ops;
+
+pub use final_log::{LogError, ReplicaLog, parse_final_log};
+
+use crate::history::{Event, Outcome, PairError};
+use crate::verdict::CheckerResult;
+use analysis::Analysis;
+
+/// A queue history that cannot be analysed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueError {
+    /// Invocations and completions do not pair up.
+    Pair(PairError),
+    /// An operation's value lacks what docs/history.md says it carries.
+    Shape { index: u64, message: String },
+}
+
+impl std::fmt::Display for QueueError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QueueError::Pair(e) => e.fmt(f),
+            QueueError::Shape { index, message } => write!(f, "event index {index}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for QueueError {}
+
+impl From<PairError> for QueueError {
+    fn from(e: PairError) -> Self {
+        QueueError::Pair(e)
+    }
+}
+
+/// Analyse a queue history (docs/history.md) against the replicas' final logs.
+///
+/// `replicas` may be empty (no run folder): replica-divergence is then not judged,
+/// and the final drain in the history is the only final log.
+pub fn check(events: &[Event], replicas: &[ReplicaLog]) -> Result<CheckerResult, QueueError> {
+    let a = Analysis::new(events, replicas)?;
+    let mut found = Vec::new();
+    for (kind, check) in anomalies::CHECKS {
+        let of_kind = check(&a);
+        debug_assert!(of_kind.iter().all(|x| x.kind == kind), "{kind} check");
+        found.extend(of_kind);
+    }
+    found.sort_by(|x, y| (x.kind, x.partition, &x.offsets).cmp(&(y.kind, y.partition, &y.offsets)));
+    let mut result = CheckerResult::from_anomalies(found);
+
+    let unjudged = a.unjudged();
+    if !unjudged.is_empty() {
+        result.cap_unknown(format!(
+            "no final drain or replica log for partitions {unjudged:?}: lost writes cannot be judged"
+        ));
+    }
+    let mut in_doubt = std::collections::BTreeMap::<i64, u64>::new();
+    for (s, _) in a.missing_sends() {
+        if a.in_doubt(s.partition) {
+            *in_doubt.entry(s.partition).or_default() += 1;
+        }
+    }
+    if !in_doubt.is_empty() {
+        let why: Vec<String> = in_doubt
+            .iter()
+            .map(|(p, n)| {
+                let partial = a.finals[p].partial.as_deref().unwrap_or_default();
+                format!("partition {p}: {n} values missing, {partial}")
+            })
+            .collect();
+        result.cap_unknown(format!(
+            "the final drain is partial and there are no replica logs to judge by, so lost writes cannot be judged ({})",
+            why.join("; ")
+        ));
+    }
+
+    let partial = a.finals.values().filter(|l| l.partial.is_some()).count();
+    let sends = |f: &dyn Fn(&ops::Send) -> bool| a.sends.iter().filter(|s| f(s)).count() as u64;
+    let stats = [
+        ("partitions-drained-partially", partial as u64),
+        ("sends", a.sends.len() as u64),
+        ("sends-acknowledged", sends(&|s| s.offset.is_some())),
+        ("sends-failed", sends(&|s| s.op.outcome == Outcome::Fail)),
+        (
+            "sends-indeterminate",
+            sends(&|s| s.op.outcome == Outcome::Info),
+        ),
+        (
+            "polls",
+            a.polls.iter().filter(|p| !p.is_final).count() as u64,
+        ),
+        ("partitions", a.partitions.len() as u64),
+    ];
+    result
+        .stats
+        .extend(stats.map(|(name, n)| (name.to_string(), n)));
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::anomalies::CHECKS;
+    use crate::verdict::AnomalyKind;
+
+    #[test]
+    fn every_queue_kind_has_one_check() {
+        let kinds: Vec<AnomalyKind> = CHECKS.iter().map(|(k, _)| *k).collect();
+        let mut distinct = kinds.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), kinds.len(), "{kinds:?}");
+        assert!(!kinds.contains(&AnomalyKind::Nonlinearizable));
+        assert_eq!(kinds.len() + 1, AnomalyKind::ALL.len());
+    }
+}
