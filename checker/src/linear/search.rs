@@ -53,11 +53,6 @@ impl Limits {
         }
     }
 
-    /// Memo bytes used so far (as last reported by the searches).
-    pub fn bytes(&self) -> usize {
-        self.bytes.load(Ordering::Relaxed)
-    }
-
     /// Add `n` bytes of memo; an error once a limit is exceeded (then every
     /// search stops).
     fn charge(&self, n: usize) -> Result<(), GaveUp> {
@@ -105,13 +100,6 @@ pub enum Outcome<S> {
     Linearizable,
     Illegal(Failure<S>),
     GaveUp(GaveUp),
-}
-
-/// What a search found, and how much memo it used.
-#[derive(Debug, Clone)]
-pub struct Report<S> {
-    pub outcome: Outcome<S>,
-    pub cache_entries: usize,
 }
 
 const NIL: u32 = u32::MAX;
@@ -297,20 +285,6 @@ impl List {
     fn unlift(&mut self, call: u32) {
         self.relink(self.ret[call as usize]);
         self.relink(call);
-    }
-}
-
-/// Is there a linearization of `ops` for `model`? Deterministic for a given input.
-pub fn search<M: Model>(model: &M, ops: &[LinOp<M::Op>], limits: &Limits) -> Report<M::State> {
-    let mut s = Search::new(model, ops);
-    let outcome = loop {
-        if let Some(o) = s.run(model, ops, limits, usize::MAX) {
-            break o;
-        }
-    };
-    Report {
-        outcome,
-        cache_entries: s.cache_entries(),
     }
 }
 

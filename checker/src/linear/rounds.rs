@@ -1,0 +1,186 @@
+//! Checking every key of a history: each key's search on a bounded number of
+//! threads, in rounds of growing memo budgets, and the keys' verdicts folded into
+//! one result, a non-linearizable key explained (docs/anomalies.md).
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use super::Options;
+use super::model::Model;
+use super::search::{GaveUp, Limits, Outcome as SearchOutcome, Search};
+use super::split::Part;
+use crate::verdict::{Anomaly, AnomalyKind, CheckerResult, Explanation, OpRef};
+
+/// A key's verdict, with states already described.
+enum KeyVerdict {
+    Ok,
+    Illegal {
+        prefix: Vec<usize>,
+        states: Vec<String>,
+        blocked: usize,
+        pending: Vec<usize>,
+    },
+    GaveUp(GaveUp),
+}
+
+/// The first round's memo budget per key; each round multiplies it by four.
+const FIRST_ROUND: usize = 1 << 12;
+
+/// A key being checked: its search (once started) and its verdict (once known).
+struct Slot<M: Model> {
+    search: Option<Search<M>>,
+    verdict: Option<KeyVerdict>,
+    entries: usize,
+}
+
+/// Check every key, on a bounded number of threads, in rounds of growing memo
+/// budgets. A round ends when every open key has finished or reached the budget;
+/// after a round that proved some key non-linearizable, the open keys are left
+/// unjudged (the history is invalid either way, as in Porcupine, which stops at
+/// the first violation). Because each search is deterministic and budgets count
+/// memo entries, not time, the keys reported do not depend on thread timing.
+pub(super) fn run<M: Model>(
+    model: &M,
+    parts: Vec<Part<'_, M::Op>>,
+    limits: &Limits,
+    options: &Options,
+) -> CheckerResult {
+    let mut slots: Vec<Slot<M>> = parts
+        .iter()
+        .map(|_| Slot {
+            search: None,
+            verdict: None,
+            entries: 0,
+        })
+        .collect();
+    let threads = options.threads.clamp(1, parts.len().max(1));
+    let mut budget = FIRST_ROUND;
+    loop {
+        let open: Vec<(usize, &mut Slot<M>)> = slots
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, s)| s.verdict.is_none())
+            .collect();
+        if open.is_empty() {
+            break;
+        }
+        let queue = Mutex::new(open);
+        let work = || {
+            loop {
+                let Some((p, slot)) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop() else {
+                    break;
+                };
+                let ops = &parts[p].ops;
+                let search = slot.search.get_or_insert_with(|| Search::new(model, ops));
+                let outcome = search.run(model, ops, limits, budget);
+                slot.verdict = outcome.map(|outcome| match outcome {
+                    SearchOutcome::Linearizable => KeyVerdict::Ok,
+                    SearchOutcome::GaveUp(why) => KeyVerdict::GaveUp(why),
+                    SearchOutcome::Illegal(f) => KeyVerdict::Illegal {
+                        states: f
+                            .states
+                            .iter()
+                            .map(|s| search.describe_state(model, s))
+                            .collect(),
+                        prefix: f.prefix,
+                        blocked: f.blocked,
+                        pending: f.pending,
+                    },
+                });
+                slot.entries = search.cache_entries();
+                if slot.verdict.is_some() {
+                    slot.search = None; // free the memo
+                }
+            }
+        };
+        if threads == 1 {
+            work();
+        } else {
+            // The calling thread works too: one spawn fewer, and it is already
+            // running when other threads may still wait for a core.
+            std::thread::scope(|s| {
+                for _ in 1..threads {
+                    s.spawn(work);
+                }
+                work();
+            });
+        }
+        let done =
+            |f: fn(&KeyVerdict) -> bool| slots.iter().any(|s| s.verdict.as_ref().is_some_and(f));
+        if done(|v| matches!(v, KeyVerdict::Illegal { .. } | KeyVerdict::GaveUp(_))) {
+            break;
+        }
+        budget = budget.saturating_mul(4);
+    }
+    let verdicts: Vec<Option<(KeyVerdict, usize)>> = slots
+        .into_iter()
+        .map(|s| s.verdict.map(|v| (v, s.entries)))
+        .collect();
+
+    let mut anomalies = Vec::new();
+    let mut gave_up: Option<GaveUp> = None;
+    let mut entries = 0u64;
+    let mut unjudged = 0u64;
+    for (part, v) in parts.iter().zip(verdicts) {
+        let Some((verdict, used)) = v else {
+            unjudged += 1;
+            continue;
+        };
+        entries += used as u64;
+        match verdict {
+            KeyVerdict::Ok => {}
+            KeyVerdict::GaveUp(why) => {
+                if gave_up.is_none() || why != GaveUp::Stopped {
+                    gave_up = Some(why);
+                }
+            }
+            KeyVerdict::Illegal {
+                prefix,
+                states,
+                blocked,
+                pending,
+            } => {
+                let r = |i: usize| OpRef::of(part.origin[i], model.describe_op(&part.ops[i].op));
+                let op = r(blocked);
+                let mut a = Anomaly::new(
+                    AnomalyKind::Nonlinearizable,
+                    format!(
+                        "{} cannot be linearized after the longest linearizable prefix ({} of {} operations)",
+                        op.text,
+                        prefix.len(),
+                        part.ops.len()
+                    ),
+                );
+                a.key = part.key.clone();
+                a.ops = vec![op.clone()];
+                a.explanation = Some(Explanation {
+                    op,
+                    prefix: prefix.into_iter().map(r).collect(),
+                    states,
+                    pending: pending.into_iter().map(r).collect(),
+                });
+                anomalies.push(a);
+            }
+        }
+    }
+    let mut result = CheckerResult::from_anomalies(anomalies);
+    if let Some(why) = gave_up {
+        result.cap_unknown(match why {
+            GaveUp::Time => format!(
+                "time limit of {:.1}s reached",
+                options.time_limit.unwrap_or_default().as_secs_f64()
+            ),
+            GaveUp::Memory | GaveUp::Stopped => {
+                format!("memory budget of {} MiB reached", options.max_memory >> 20)
+            }
+        });
+    }
+    let total_ops: usize = parts.iter().map(|p| p.ops.len()).sum();
+    result.stats = BTreeMap::from([
+        ("ops".to_string(), total_ops as u64),
+        ("keys".to_string(), parts.len() as u64),
+        ("memo-entries".to_string(), entries),
+        ("keys-unjudged".to_string(), unjudged),
+    ]);
+    result
+}

@@ -1,0 +1,250 @@
+//! A history read into model operations, one part per key: the register's values
+//! interned to integers, the kv store's strings to text ids, and each operation
+//! kept with the history operation it came from, for explanations. What each
+//! outcome means for the search (docs/history.md): `ok` happened; `info`, and an
+//! invocation never completed, may take effect at any point after its invocation
+//! or never (no completion position); `fail` did not happen and is dropped —
+//! except that a failed cas can be read as an observation (Porcupine's etcd
+//! histories).
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use super::LinError;
+use super::fx::FxMap;
+use super::kv::KvOp;
+use super::model::{CasOutcome, CasRegister, NIL, RegisterOp, Val};
+use super::search::LinOp;
+use super::strings::{TextId, Texts, TextsBuilder};
+use crate::history::{Outcome, Paired};
+
+/// One key's operations, with the history operation each came from.
+pub(super) struct Part<'a, O> {
+    pub(super) key: Option<Value>,
+    pub(super) ops: Vec<LinOp<O>>,
+    pub(super) origin: Vec<&'a Paired<'a>>,
+}
+
+fn shape(op: &Paired, message: String) -> LinError {
+    LinError::Shape {
+        index: op.invoke.index,
+        message,
+    }
+}
+
+/// The key and the payload of an operation's value: `{"key":k,"value":v}`, or a
+/// bare value for single-register histories.
+fn keyed(v: &Value) -> (Option<&Value>, &Value) {
+    match v {
+        Value::Object(m) => match m.get("key") {
+            Some(k) => (Some(k), m.get("value").unwrap_or(&Value::Null)),
+            None => (None, v),
+        },
+        _ => (None, v),
+    }
+}
+
+/// A key's identity: its JSON text, so the string "1" and the number 1 are two
+/// keys, and "" (not JSON) for no key, distinct from the empty string `""`.
+fn key_name(key: Option<&Value>) -> Cow<'_, str> {
+    match key {
+        None => Cow::Borrowed(""),
+        Some(v) => Cow::Owned(v.to_string()),
+    }
+}
+
+/// A key as shown: strings as they are, other JSON as text.
+fn key_label(key: &Value) -> String {
+    match key {
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
+fn part_for<'a, 'o, O>(
+    parts: &'a mut Vec<Part<'o, O>>,
+    index: &mut FxMap<Cow<'o, str>, usize>,
+    key: Option<&'o Value>,
+) -> &'a mut Part<'o, O> {
+    let name = key_name(key);
+    let i = match index.get(&name) {
+        Some(&i) => i,
+        None => {
+            parts.push(Part {
+                key: key.cloned(),
+                ops: Vec::new(),
+                origin: Vec::new(),
+            });
+            index.insert(name, parts.len() - 1);
+            parts.len() - 1
+        }
+    };
+    &mut parts[i]
+}
+
+pub(super) fn register_parts<'a>(
+    ops: &'a [Paired<'a>],
+    failed_cas_observes: bool,
+) -> Result<(CasRegister, Vec<Part<'a, RegisterOp>>), LinError> {
+    let mut names: Vec<String> = vec!["nil".to_string()];
+    let mut ids: FxMap<String, Val> = FxMap::default();
+    let mut intern = |v: &Value| -> Val {
+        if v.is_null() {
+            return NIL;
+        }
+        let s = v.to_string();
+        *ids.entry(s.clone()).or_insert_with(|| {
+            names.push(s);
+            (names.len() - 1) as Val
+        })
+    };
+    let mut parts = Vec::new();
+    let mut index = FxMap::default();
+    for op in ops {
+        let (key, arg) = keyed(&op.invoke.value);
+        let failed = op.outcome == Outcome::Fail;
+        let complete = if op.outcome == Outcome::Info {
+            None
+        } else {
+            op.complete_pos
+        };
+        let rop = match op.invoke.f.as_str() {
+            "read" => match op.outcome {
+                Outcome::Ok => RegisterOp::Read(Some(intern(keyed(op.value()).1))),
+                Outcome::Fail if !failed_cas_observes => continue,
+                _ => RegisterOp::Read(None),
+            },
+            "write" if failed => continue,
+            "write" => RegisterOp::Write(intern(arg)),
+            "cas" => {
+                let Some([from, to]) = arg.as_array().map(Vec::as_slice) else {
+                    return Err(shape(op, format!("cas expects [expected, new], got {arg}")));
+                };
+                let outcome = match op.outcome {
+                    Outcome::Ok => CasOutcome::Ok,
+                    Outcome::Fail if failed_cas_observes => CasOutcome::Failed,
+                    Outcome::Fail => continue,
+                    Outcome::Info => CasOutcome::Unknown,
+                };
+                RegisterOp::Cas {
+                    from: intern(from),
+                    to: intern(to),
+                    outcome,
+                }
+            }
+            f => {
+                return Err(shape(
+                    op,
+                    format!("a register knows read, write and cas, not {f:?}"),
+                ));
+            }
+        };
+        let part = part_for(&mut parts, &mut index, key);
+        part.ops.push(LinOp {
+            op: rop,
+            invoke: op.invoke_pos,
+            complete,
+        });
+        part.origin.push(op);
+    }
+    Ok((CasRegister { names }, parts))
+}
+
+/// A kv history read for checking.
+pub(super) struct KvParts<'a> {
+    /// The key names, by key number.
+    pub(super) keys: Vec<String>,
+    /// The distinct string values.
+    pub(super) texts: Texts,
+    /// The operations of each part: each key, or one part for the whole store.
+    pub(super) parts: Vec<Part<'a, KvOp>>,
+}
+
+pub(super) fn kv_parts<'a>(ops: &'a [Paired<'a>], split: bool) -> Result<KvParts<'a>, LinError> {
+    let mut keys: Vec<String> = Vec::new();
+    let mut key_ids: FxMap<Cow<str>, u32> = FxMap::default();
+    let mut texts = TextsBuilder::default();
+    let mut parts = Vec::new();
+    for op in ops {
+        let (Some(key), arg) = keyed(&op.invoke.value) else {
+            return Err(shape(
+                op,
+                format!(
+                    "kv expects {{\"key\":k,\"value\":v}}, got {}",
+                    op.invoke.value
+                ),
+            ));
+        };
+        if op.outcome == Outcome::Fail {
+            continue;
+        }
+        let name = key_name(Some(key));
+        let k = match key_ids.get(&name) {
+            Some(&k) => k,
+            None => {
+                keys.push(key_label(key));
+                key_ids.insert(name, keys.len() as u32 - 1);
+                keys.len() as u32 - 1
+            }
+        };
+        let mut text = |v: &'a Value| -> Result<TextId, LinError> {
+            match v {
+                Value::String(s) => Ok(texts.intern(s)),
+                Value::Null => Ok(texts.intern("")),
+                other => Err(shape(op, format!("kv values are strings, got {other}"))),
+            }
+        };
+        let kop = match op.invoke.f.as_str() {
+            "get" if op.outcome == Outcome::Ok => KvOp::Get {
+                key: k,
+                value: Some(text(keyed(op.value()).1)?),
+            },
+            "get" => KvOp::Get {
+                key: k,
+                value: None,
+            },
+            "put" => KvOp::Put {
+                key: k,
+                value: text(arg)?,
+            },
+            "append" => KvOp::Append {
+                key: k,
+                value: text(arg)?,
+            },
+            f => {
+                return Err(shape(
+                    op,
+                    format!("kv knows get, put and append, not {f:?}"),
+                ));
+            }
+        };
+        let complete = if op.outcome == Outcome::Info {
+            None
+        } else {
+            op.complete_pos
+        };
+        // Parts are made in the order keys first appear, so with a split the
+        // key's number is its part's.
+        let p = if split { k as usize } else { 0 };
+        if p == parts.len() {
+            parts.push(Part {
+                key: split.then(|| key.clone()),
+                ops: Vec::new(),
+                origin: Vec::new(),
+            });
+        }
+        let part = &mut parts[p];
+        part.ops.push(LinOp {
+            op: kop,
+            invoke: op.invoke_pos,
+            complete,
+        });
+        part.origin.push(op);
+    }
+    Ok(KvParts {
+        keys,
+        texts: texts.finish(),
+        parts,
+    })
+}
