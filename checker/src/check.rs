@@ -19,17 +19,6 @@ pub enum Model {
 }
 
 impl Model {
-    /// Parse a `--model` name.
-    pub fn from_name(name: &str) -> Option<Model> {
-        Some(match name {
-            "register" => Model::Register,
-            "cas-register" => Model::CasRegister,
-            "kv" => Model::Kv,
-            "queue" => Model::Queue,
-            _ => return None,
-        })
-    }
-
     pub fn name(self) -> &'static str {
         match self {
             Model::Register => "register",
@@ -133,7 +122,7 @@ pub fn check(
 }
 
 /// Client invocations without a completion at the end of the history.
-pub fn open_invocations(events: &[Event]) -> usize {
+fn open_invocations(events: &[Event]) -> usize {
     let mut open = std::collections::HashSet::new();
     for e in events {
         if let Process::Client(p) = e.process {

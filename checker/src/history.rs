@@ -167,15 +167,6 @@ pub struct Op {
     pub error: Option<String>,
 }
 
-impl Op {
-    /// The history indices of this operation's events.
-    pub fn indices(&self) -> Vec<u64> {
-        let mut v = vec![self.invoke_index];
-        v.extend(self.complete_index);
-        v
-    }
-}
-
 /// A history that cannot be paired: which event, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PairError {
@@ -195,7 +186,7 @@ impl std::error::Error for PairError {}
 /// An invocation and its completion, borrowed from the events (no copies): what
 /// checkers that only read need.
 #[derive(Debug, Clone, Copy)]
-pub struct Paired<'a> {
+pub(crate) struct Paired<'a> {
     pub invoke: &'a Event,
     /// `None`: the invocation never completed.
     pub completion: Option<&'a Event>,
@@ -220,7 +211,7 @@ impl<'a> Paired<'a> {
     }
 
     /// An owned copy.
-    pub fn to_op(&self) -> Op {
+    fn to_op(self) -> Op {
         Op {
             process: self.process(),
             f: self.invoke.f.clone(),
@@ -245,11 +236,14 @@ impl<'a> Paired<'a> {
 /// behind is still checkable. A completion without an open invocation, or a second
 /// invocation while one is open, is an error.
 pub fn pair(events: &[Event]) -> Result<Vec<Op>, PairError> {
-    Ok(pair_events(events)?.iter().map(Paired::to_op).collect())
+    Ok(pair_events(events)?
+        .into_iter()
+        .map(Paired::to_op)
+        .collect())
 }
 
 /// [`pair`] without copying: the pairs borrow the events.
-pub fn pair_events(events: &[Event]) -> Result<Vec<Paired<'_>>, PairError> {
+pub(crate) fn pair_events(events: &[Event]) -> Result<Vec<Paired<'_>>, PairError> {
     use std::collections::HashMap;
     let mut open: HashMap<u64, usize> = HashMap::new(); // process -> op slot
     let mut ops: Vec<Paired> = Vec::new();
@@ -393,7 +387,7 @@ mod tests {
             (ops[2].outcome, ops[2].complete_index),
             (Outcome::Info, None)
         );
-        assert_eq!(ops[0].indices(), vec![0, 3]);
+        assert_eq!((ops[0].invoke_index, ops[0].complete_index), (0, Some(3)));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::fmt::{self, Write as _};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::history::{Op, Paired};
+use crate::history::Paired;
 
 /// `true`, `false` or `"unknown"` in JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -139,22 +139,12 @@ pub struct OpRef {
 
 impl OpRef {
     /// From a borrowed pair of events.
-    pub fn of(op: &Paired, text: impl Into<String>) -> OpRef {
+    pub(crate) fn of(op: &Paired, text: impl Into<String>) -> OpRef {
         OpRef {
             invoke: op.invoke.index,
             complete: op.completion.map(|c| c.index),
             process: op.process(),
             f: op.invoke.f.clone(),
-            text: text.into(),
-        }
-    }
-
-    pub fn new(op: &Op, text: impl Into<String>) -> OpRef {
-        OpRef {
-            invoke: op.invoke_index,
-            complete: op.complete_index,
-            process: op.process,
-            f: op.f.clone(),
             text: text.into(),
         }
     }

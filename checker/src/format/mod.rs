@@ -5,7 +5,7 @@
 //! Parsers take the text, never a path; errors give the 1-based line and what was
 //! expected there, for the caller to prefix with the file name.
 
-pub mod edn;
+mod edn;
 
 use std::fmt;
 

@@ -13,8 +13,11 @@ use super::ops::Send;
 use crate::history::Outcome;
 use crate::verdict::{Anomaly, AnomalyKind, OpRef};
 
+/// A check: the anomalies of one kind in an analysed history.
+pub(super) type Check = fn(&Analysis<'_>) -> Vec<Anomaly>;
+
 /// Every queue check, by the kind it finds.
-pub(super) const CHECKS: [(AnomalyKind, fn(&Analysis<'_>) -> Vec<Anomaly>); 9] = [
+pub(super) const CHECKS: [(AnomalyKind, Check); 9] = [
     (AnomalyKind::LostWrite, lost_writes),
     (AnomalyKind::InconsistentOffsets, inconsistent_offsets),
     (AnomalyKind::Duplicate, duplicates),
