@@ -67,7 +67,8 @@ impl std::error::Error for CheckError {}
 /// Check a history: the queue analysis for queues (with the replicas' final logs,
 /// if any), linearizability for registers and key-value stores. Jepsen log
 /// histories read a failed cas as an observation, as Porcupine does. A history
-/// with invocations that never completed is at best unknown (SPEC §2).
+/// with invocations that never completed is at best unknown (docs/anomalies.md,
+/// "Verdicts").
 pub fn check(
     format: Format,
     events: &[Event],

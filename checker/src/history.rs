@@ -1,4 +1,4 @@
-//! The history: what clients asked for and what they were told (SPEC §4).
+//! The history: what clients asked for and what they were told (docs/history.md).
 //!
 //! A history is a sequence of [`Event`]s — one JSON object per line in
 //! `history.jsonl` — in the order they happened. Checkers do not reason about

@@ -1,9 +1,10 @@
 //! Pure history checkers for watermark: history in, verdict out.
 //!
-//! - [`history`]: events (SPEC §4) and their pairing into operations;
+//! - [`history`]: events (docs/history.md) and their pairing into operations;
 //! - [`format`]: reading history.jsonl, Jepsen EDN and logs, Porcupine kv logs;
 //! - [`linear`]: linearizability — the Wing–Gong–Lowe search over small models;
-//! - [`queue`]: Kafka queue analysis (lost writes, inconsistent offsets, ...);
+//! - [`queue`]: Kafka queue analysis (lost writes, inconsistent offsets, ...;
+//!   every kind is defined in docs/anomalies.md);
 //! - [`verdict`]: results.json — validity, per-checker results, anomalies;
 //! - [`check`]: choosing the checker for a history and running it.
 //!

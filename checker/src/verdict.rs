@@ -450,6 +450,19 @@ mod tests {
     }
 
     #[test]
+    fn every_kind_is_defined_in_the_docs() {
+        let doc = include_str!("../../docs/anomalies.md");
+        for kind in AnomalyKind::ALL {
+            let heading = doc
+                .lines()
+                .any(|l| l.trim_start_matches('#').trim() == kind.name() && l.starts_with("##"));
+            assert!(heading, "docs/anomalies.md has no section for {kind}");
+            let json = serde_json::to_value(kind).unwrap();
+            assert_eq!(json, json!(kind.name()));
+        }
+    }
+
+    #[test]
     fn only_a_clean_verdict_is_capped_at_unknown() {
         let mut clean = CheckerResult::from_anomalies(Vec::new());
         clean.cap_unknown("incomplete");

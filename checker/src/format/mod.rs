@@ -16,7 +16,7 @@ use crate::history::{Event, EventType, Process};
 /// A history file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
-    /// `history.jsonl`: one JSON event per line (SPEC §4).
+    /// `history.jsonl`: one JSON event per line (docs/history.md).
     Jsonl,
     /// Jepsen `history.edn`: one EDN map per op, or one vector of them.
     Edn,
