@@ -208,6 +208,17 @@ impl<'a> Analysis<'a> {
             && !self.replicas_of.contains_key(&partition)
     }
 
+    /// Per partition in doubt, how many sends are missing from its partial drain.
+    pub(super) fn writes_in_doubt(&self) -> BTreeMap<i64, u64> {
+        let mut in_doubt = BTreeMap::new();
+        for (s, _) in self.missing_sends() {
+            if self.in_doubt(s.partition) {
+                *in_doubt.entry(s.partition).or_default() += 1;
+            }
+        }
+        in_doubt
+    }
+
     /// Sends that must be in the final log and are not — acknowledged with an
     /// offset, or read by a poll, and not failed — with the first poll that read
     /// each. A partially drained partition's final log is what the drain read and

@@ -29,6 +29,19 @@ pub(super) const CHECKS: [(AnomalyKind, Check); 9] = [
     (AnomalyKind::ReplicaDivergence, replica_divergence),
 ];
 
+/// Every anomaly in the history, by kind (in the order of [`CHECKS`]), then
+/// partition, then offsets.
+pub(super) fn all(a: &Analysis) -> Vec<Anomaly> {
+    let mut found = Vec::new();
+    for (kind, check) in CHECKS {
+        let of_kind = check(a);
+        debug_assert!(of_kind.iter().all(|x| x.kind == kind), "{kind} check");
+        found.extend(of_kind);
+    }
+    found.sort_by(|x, y| (x.kind, x.partition, &x.offsets).cmp(&(y.kind, y.partition, &y.offsets)));
+    found
+}
+
 fn anomaly(kind: AnomalyKind, partition: i64, message: String) -> Anomaly {
     let mut a = Anomaly::new(kind, message);
     a.partition = Some(partition);

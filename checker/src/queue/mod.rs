@@ -31,6 +31,8 @@ mod ops;
 
 pub use final_log::{LogError, ReplicaLog, parse_final_log};
 
+use std::collections::BTreeMap;
+
 use crate::history::{Event, Outcome, PairError};
 use crate::verdict::CheckerResult;
 use analysis::Analysis;
@@ -67,27 +69,14 @@ impl From<PairError> for QueueError {
 /// and the final drain in the history is the only final log.
 pub fn check(events: &[Event], replicas: &[ReplicaLog]) -> Result<CheckerResult, QueueError> {
     let a = Analysis::new(events, replicas)?;
-    let mut found = Vec::new();
-    for (kind, check) in anomalies::CHECKS {
-        let of_kind = check(&a);
-        debug_assert!(of_kind.iter().all(|x| x.kind == kind), "{kind} check");
-        found.extend(of_kind);
-    }
-    found.sort_by(|x, y| (x.kind, x.partition, &x.offsets).cmp(&(y.kind, y.partition, &y.offsets)));
-    let mut result = CheckerResult::from_anomalies(found);
-
+    let mut result = CheckerResult::from_anomalies(anomalies::all(&a));
     let unjudged = a.unjudged();
     if !unjudged.is_empty() {
         result.cap_unknown(format!(
             "no final drain or replica log for partitions {unjudged:?}: lost writes cannot be judged"
         ));
     }
-    let mut in_doubt = std::collections::BTreeMap::<i64, u64>::new();
-    for (s, _) in a.missing_sends() {
-        if a.in_doubt(s.partition) {
-            *in_doubt.entry(s.partition).or_default() += 1;
-        }
-    }
+    let in_doubt = a.writes_in_doubt();
     if !in_doubt.is_empty() {
         let why: Vec<String> = in_doubt
             .iter()
@@ -101,28 +90,32 @@ pub fn check(events: &[Event], replicas: &[ReplicaLog]) -> Result<CheckerResult,
             why.join("; ")
         ));
     }
+    result.stats = stats(&a);
+    Ok(result)
+}
 
+/// The counts results.json shows for a queue history.
+fn stats(a: &Analysis) -> BTreeMap<String, u64> {
+    let sends = |f: fn(&ops::Send) -> bool| a.sends.iter().filter(|s| f(s)).count() as u64;
     let partial = a.finals.values().filter(|l| l.partial.is_some()).count();
-    let sends = |f: &dyn Fn(&ops::Send) -> bool| a.sends.iter().filter(|s| f(s)).count() as u64;
-    let stats = [
+    [
         ("partitions-drained-partially", partial as u64),
         ("sends", a.sends.len() as u64),
-        ("sends-acknowledged", sends(&|s| s.offset.is_some())),
-        ("sends-failed", sends(&|s| s.op.outcome == Outcome::Fail)),
+        ("sends-acknowledged", sends(|s| s.offset.is_some())),
+        ("sends-failed", sends(|s| s.op.outcome == Outcome::Fail)),
         (
             "sends-indeterminate",
-            sends(&|s| s.op.outcome == Outcome::Info),
+            sends(|s| s.op.outcome == Outcome::Info),
         ),
         (
             "polls",
             a.polls.iter().filter(|p| !p.is_final).count() as u64,
         ),
         ("partitions", a.partitions.len() as u64),
-    ];
-    result
-        .stats
-        .extend(stats.map(|(name, n)| (name.to_string(), n)));
-    Ok(result)
+    ]
+    .into_iter()
+    .map(|(name, n)| (name.to_string(), n))
+    .collect()
 }
 
 #[cfg(test)]
