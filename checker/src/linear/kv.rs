@@ -7,7 +7,7 @@ use super::model::Model;
 use super::strings::{EMPTY, NONE, StrId, Strings, TextId, Texts};
 
 /// An operation on a string key-value store (Porcupine's kv model).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KvOp {
     /// `key`: the key's number (only [`KvStore`] uses it).
     Get {
@@ -68,6 +68,9 @@ impl Model for Kv {
     }
     fn step(&self, strings: &mut Strings, s: &StrId, op: &KvOp) -> Option<StrId> {
         kv_step(strings, &self.texts, *s, op)
+    }
+    fn inert(&self, op: &KvOp) -> bool {
+        matches!(op, KvOp::Get { value: None, .. })
     }
     fn describe_op(&self, op: &KvOp) -> String {
         kv_describe(&self.texts, op, None)
@@ -162,6 +165,9 @@ impl Model for KvStore {
         scratch[key] = new;
         stores.scratch = scratch;
         Some(stores.intern(hash, n))
+    }
+    fn inert(&self, op: &KvOp) -> bool {
+        matches!(op, KvOp::Get { value: None, .. })
     }
     fn describe_op(&self, op: &KvOp) -> String {
         kv_describe(&self.texts, op, Some(&self.keys))

@@ -12,8 +12,9 @@ use std::hash::Hash;
 
 /// A sequential object: the initial state and the transition relation.
 pub trait Model: Sync {
-    /// An operation with its observed outcome.
-    type Op: Debug + Send + Sync;
+    /// An operation with its observed outcome. Equal operations are
+    /// interchangeable (the search takes identical indeterminate ones in order).
+    type Op: Debug + Send + Sync + Eq + Hash;
     type State: Clone + Eq + Hash + Debug + Send;
     /// What one search keeps for the model besides its states (the kv models'
     /// strings, so that a state is an id into it). One per search: keys checked
@@ -28,6 +29,11 @@ pub trait Model: Sync {
         state: &Self::State,
         op: &Self::Op,
     ) -> Option<Self::State>;
+    /// Does `op` accept every state and change none (a read whose result is
+    /// unknown)? It constrains nothing, and the search leaves it out.
+    fn inert(&self, _op: &Self::Op) -> bool {
+        false
+    }
     /// The operation in words, starting with its name (`write 3`, `cas 1→2 ok`).
     fn describe_op(&self, op: &Self::Op) -> String;
     fn describe_state(&self, arena: &Self::Arena, state: &Self::State) -> String;
@@ -45,7 +51,7 @@ pub type Val = u32;
 pub const NIL: Val = 0;
 
 /// What a compare-and-set's client was told.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CasOutcome {
     /// It swapped.
     Ok,
@@ -57,7 +63,7 @@ pub enum CasOutcome {
 }
 
 /// An operation on a register.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RegisterOp {
     /// A read that returned the value (`None`: the result is unknown).
     Read(Option<Val>),
@@ -70,11 +76,14 @@ pub enum RegisterOp {
 }
 
 /// A register with read, write and compare-and-set (Jepsen's `register` and
-/// `cas-register`, and each key of the broker's key-value view). Initially nil.
+/// `cas-register`, and each key of the broker's key-value view). Initially nil,
+/// or the value given.
 #[derive(Debug, Clone, Default)]
 pub struct CasRegister {
     /// Interned values by id, for descriptions (`NIL` is `names[0]`).
     pub names: Vec<String>,
+    /// The value before any operation.
+    pub init: Val,
 }
 
 impl CasRegister {
@@ -89,7 +98,7 @@ impl Model for CasRegister {
     type Arena = ();
 
     fn init(&self, _: &mut ()) -> Val {
-        NIL
+        self.init
     }
 
     fn step(&self, _: &mut (), s: &Val, op: &RegisterOp) -> Option<Val> {
@@ -103,6 +112,10 @@ impl Model for CasRegister {
                 CasOutcome::Unknown => Some(if from == *s { to } else { *s }),
             },
         }
+    }
+
+    fn inert(&self, op: &RegisterOp) -> bool {
+        *op == RegisterOp::Read(None)
     }
 
     fn describe_op(&self, op: &RegisterOp) -> String {
