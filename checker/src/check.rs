@@ -7,7 +7,7 @@ use crate::format::Format;
 use crate::history::{Event, EventType, Process};
 use crate::linear::{self, ModelKind, Options};
 use crate::queue::{self, ReplicaLog};
-use crate::verdict::{Results, Validity};
+use crate::verdict::Results;
 
 /// What a history is checked as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,10 +65,11 @@ impl std::fmt::Display for CheckError {
 impl std::error::Error for CheckError {}
 
 /// Check a history: the queue analysis for queues (with the replicas' final logs,
-/// if any), linearizability for registers and key-value stores. Jepsen log
-/// histories read a failed cas as an observation, as Porcupine does. A history
-/// with invocations that never completed is at best unknown (docs/anomalies.md,
-/// "Verdicts").
+/// if any), linearizability for the other models. Jepsen log histories read a
+/// failed cas as an observation, as Porcupine does; Jepsen EDN histories read a
+/// nil read as matching any value, as Knossos does. Invocations that never
+/// completed are indeterminate, like `info` (docs/history.md): they are counted
+/// and noted, and the verdict is what the checker finds.
 pub fn check(
     format: Format,
     events: &[Event],
@@ -94,6 +95,7 @@ pub fn check(
         };
         let options = Options {
             failed_cas_observes: format == Format::JepsenLog,
+            nil_read_unknown: format == Format::Edn,
             ..options.clone()
         };
         let r = linear::check(events, kind, &options).map_err(|e| CheckError {
@@ -105,17 +107,18 @@ pub fn check(
         })?;
         checkers.insert("linearizable".to_string(), r);
     }
-    // A history whose writer stopped mid-way (invocations never completed) was
-    // checked with those operations as indeterminate; it can show anomalies, but
-    // it cannot show that the whole run was valid.
     let open = open_invocations(events);
     for r in checkers.values_mut() {
         r.stats
             .insert("ops-never-completed".to_string(), open as u64);
-        if open > 0 && r.valid == Validity::Valid {
-            r.valid = Validity::Unknown;
-            r.reason = Some(format!(
-                "the history is incomplete: {open} invocations never completed (checked as indeterminate)"
+        if open > 0 {
+            let (n, were) = if open == 1 {
+                ("1 invocation".to_string(), "it was")
+            } else {
+                (format!("{open} invocations"), "they were")
+            };
+            r.notes.push(format!(
+                "{n} never completed: {were} checked as indeterminate (taking effect at any point after the invocation, or never)"
             ));
         }
     }
