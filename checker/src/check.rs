@@ -9,42 +9,95 @@ use crate::linear::{self, ModelKind, Options};
 use crate::queue::{self, ReplicaLog};
 use crate::verdict::Results;
 
-/// What a history is checked as.
+/// What a history is checked as: Knossos's models by their Knossos names, the kv
+/// store of Porcupine's logs, and the Kafka queue analysis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Model {
     Register,
     CasRegister,
+    Mutex,
+    MultiRegister,
+    Set,
+    FifoQueue,
+    UnorderedQueue,
     Kv,
     Queue,
 }
 
 impl Model {
+    /// Every model, in the order `--model` lists them.
+    pub const ALL: [Model; 9] = [
+        Model::Register,
+        Model::CasRegister,
+        Model::Mutex,
+        Model::MultiRegister,
+        Model::Set,
+        Model::FifoQueue,
+        Model::UnorderedQueue,
+        Model::Kv,
+        Model::Queue,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Model::Register => "register",
             Model::CasRegister => "cas-register",
+            Model::Mutex => "mutex",
+            Model::MultiRegister => "multi-register",
+            Model::Set => "set",
+            Model::FifoQueue => "fifo-queue",
+            Model::UnorderedQueue => "unordered-queue",
             Model::Kv => "kv",
             Model::Queue => "queue",
         }
     }
 
-    /// The model a file format implies, or the operations' names suggest.
+    /// The model a file format implies, or the operations' names suggest:
+    /// `send`/`poll` → queue, `txn` → multi-register, `acquire`/`release` →
+    /// mutex, `add` → set, `get`/`put`/`append` → kv, `read`/`write`/`cas` →
+    /// cas-register. `enqueue`/`dequeue` could be either queue: `None`.
     pub fn infer(format: Format, events: &[Event]) -> Option<Model> {
         match format {
             Format::JepsenLog => return Some(Model::CasRegister),
             Format::PorcupineKv => return Some(Model::Kv),
             Format::Jsonl | Format::Edn => {}
         }
-        let client = events.iter().filter(|e| e.process != Process::Nemesis);
-        for e in client {
-            match e.f.as_str() {
-                "send" | "poll" | "final-poll" => return Some(Model::Queue),
-                "read" | "write" | "cas" => return Some(Model::CasRegister),
-                "get" | "put" | "append" => return Some(Model::Kv),
-                _ => {}
-            }
+        let fs: std::collections::BTreeSet<&str> = events
+            .iter()
+            .filter(|e| e.process != Process::Nemesis)
+            .map(|e| e.f.as_str())
+            .collect();
+        let any = |names: &[&str]| names.iter().any(|f| fs.contains(f));
+        if any(&["send", "poll", "final-poll"]) {
+            Some(Model::Queue)
+        } else if any(&["enqueue", "dequeue"]) {
+            None
+        } else if any(&["txn"]) {
+            Some(Model::MultiRegister)
+        } else if any(&["acquire", "release"]) {
+            Some(Model::Mutex)
+        } else if any(&["add"]) {
+            Some(Model::Set)
+        } else if any(&["get", "put", "append"]) {
+            Some(Model::Kv)
+        } else if any(&["read", "write", "cas"]) {
+            Some(Model::CasRegister)
+        } else {
+            None
         }
-        None
+    }
+}
+
+impl std::str::FromStr for Model {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Model, String> {
+        Model::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Model::ALL.iter().map(|m| m.name()).collect();
+                format!("unknown model {s:?}: expected one of {}", names.join(", "))
+            })
     }
 }
 
@@ -91,7 +144,12 @@ pub fn check(
         let kind = match model {
             Model::Register => ModelKind::Register,
             Model::CasRegister => ModelKind::CasRegister,
-            _ => ModelKind::Kv,
+            Model::Mutex => ModelKind::Mutex,
+            Model::MultiRegister => ModelKind::MultiRegister,
+            Model::Set => ModelKind::Set,
+            Model::FifoQueue => ModelKind::FifoQueue,
+            Model::UnorderedQueue => ModelKind::UnorderedQueue,
+            Model::Kv | Model::Queue => ModelKind::Kv,
         };
         let options = Options {
             failed_cas_observes: format == Format::JepsenLog,
@@ -102,6 +160,7 @@ pub fn check(
             index: match &e {
                 linear::LinError::Pair(p) => events.get(p.position).map(|e| e.index),
                 linear::LinError::Shape { index, .. } => Some(*index),
+                linear::LinError::Initial(_) => None,
             },
             message: e.to_string(),
         })?;

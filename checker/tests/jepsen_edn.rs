@@ -75,6 +75,26 @@ fn one_list_after_a_comment_with_a_discarded_form() {
 }
 
 #[test]
+fn one_pretty_printed_vector() {
+    let (p, model, r) = judge("mutex-vector.edn");
+    assert_eq!(model, Model::Mutex);
+    assert_eq!(p.events.len(), 8);
+    assert_eq!(p.lines[1], 8);
+    assert_eq!(r.valid, Validity::Invalid, "{}", r.render_text());
+    let a = &r.checkers["linearizable"].anomalies[0];
+    assert_eq!(a.ops[0].text, "acquire");
+    assert_eq!(a.ops[0].process, 1);
+}
+
+#[test]
+fn knossos_tuples() {
+    let (p, model, r) = judge("set-tuples.edn");
+    assert_eq!(model, Model::Set);
+    assert_eq!(p.lines, (2..10).collect::<Vec<_>>());
+    assert_eq!(r.valid, Validity::Valid, "{}", r.render_text());
+}
+
+#[test]
 fn detection_of_every_shape_and_what_is_not_a_history() {
     for text in [
         "{:type :invoke, :f :read, :process 0}",

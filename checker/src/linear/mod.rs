@@ -4,8 +4,9 @@
 //! - [`split`] turns paired operations into model operations (per model) and
 //!   splits them by key: linearizability is compositional (Herlihy & Wing's
 //!   locality), so each key is checked on its own;
-//! - [`model`] holds the sequential objects ([`kv`] the string store, over the
-//!   [`strings`] arena);
+//! - [`model`] holds the sequential objects and the register ([`kv`] the string
+//!   store, over the [`strings`] arena; Knossos's [`mutex`], [`multi_register`],
+//!   [`set`] and [`queues`], over the [`rows`] arena, read by [`knossos`]);
 //! - [`prune`] leaves out operations that cannot change a verdict, and [`zones`]
 //!   decides read/write registers with unique values without searching;
 //! - [`search`] is the Wing–Gong–Lowe search of one key, over the real-time
@@ -18,12 +19,18 @@
 
 mod entries;
 mod fx;
+mod knossos;
 mod kv;
 mod memo;
 mod model;
+mod multi_register;
+mod mutex;
 mod prune;
+mod queues;
 mod rounds;
+mod rows;
 mod search;
+mod set;
 mod split;
 mod strings;
 mod zones;
@@ -39,13 +46,26 @@ use model::{CasRegister, Model, RegisterOp};
 use search::{Limits, Outcome, Search};
 use split::{Part, RegisterReading};
 
-/// Which sequential object a history is checked against.
+/// Which sequential object a history is checked against (docs/checker.md,
+/// "Models"). Every model but `KvUnsplit` is checked key by key when the
+/// operations carry keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModelKind {
-    /// Read/write register, nil initially (split by key when ops carry one).
+    /// Read/write register, nil initially (Knossos's `register`: no cas).
     Register,
-    /// Register with compare-and-set (split by key when ops carry one).
+    /// Register with compare-and-set (Knossos's `cas-register`).
     CasRegister,
+    /// A lock: acquire and release (Knossos's `mutex`).
+    Mutex,
+    /// Registers by key read and written by transactions (Knossos's
+    /// `multi-register`).
+    MultiRegister,
+    /// A set: add, and read the whole set (Knossos's `set`).
+    Set,
+    /// A first-in first-out queue: enqueue, dequeue (Knossos's `fifo-queue`).
+    FifoQueue,
+    /// A queue in any order: enqueue, dequeue (Knossos's `unordered-queue`).
+    UnorderedQueue,
     /// String key-value store with get/put/append, split by key.
     Kv,
     /// The same store checked as one state over all keys (no split).
@@ -114,6 +134,8 @@ pub enum LinError {
         index: u64,
         message: String,
     },
+    /// The initial state given does not fit the model.
+    Initial(String),
 }
 
 impl std::fmt::Display for LinError {
@@ -121,6 +143,7 @@ impl std::fmt::Display for LinError {
         match self {
             LinError::Pair(e) => e.fmt(f),
             LinError::Shape { index, message } => write!(f, "event index {index}: {message}"),
+            LinError::Initial(message) => f.write_str(message),
         }
     }
 }
@@ -159,6 +182,29 @@ pub fn check(
                 .insert("keys-unique-values".to_string(), fast as u64);
             Ok(with_counts(r, ops, keys))
         }
+        ModelKind::Mutex => {
+            let (model, parts) = knossos::mutex(&ops, options.initial.as_ref())?;
+            Ok(searched(&model, parts, &limits, options))
+        }
+        ModelKind::MultiRegister => {
+            let (model, parts) = knossos::multi_register(&ops, options.initial.as_ref())?;
+            Ok(searched(&model, parts, &limits, options))
+        }
+        ModelKind::Set => {
+            let (model, parts) = knossos::set(&ops, options.initial.as_ref())?;
+            Ok(searched(&model, parts, &limits, options))
+        }
+        ModelKind::FifoQueue => {
+            let (model, parts) = knossos::fifo_queue(&ops, options.initial.as_ref())?;
+            Ok(searched(&model, parts, &limits, options))
+        }
+        ModelKind::UnorderedQueue => {
+            let (model, parts) = knossos::unordered_queue(&ops, options.initial.as_ref())?;
+            Ok(searched(&model, parts, &limits, options))
+        }
+        ModelKind::Kv | ModelKind::KvUnsplit if options.initial.is_some() => Err(
+            LinError::Initial("the kv model starts empty; it takes no initial state".into()),
+        ),
         ModelKind::Kv => {
             let kv = split::kv_parts(&ops, true)?;
             let model = Kv { texts: kv.texts };

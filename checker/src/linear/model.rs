@@ -4,8 +4,14 @@
 //! client saw), whether the operation could have happened there and what state it
 //! leaves. The search knows nothing else about registers or stores. States are
 //! compared and hashed for the search's memo cache, so they are kept small: values
-//! are interned to integers before checking, and the kv models' strings live in a
-//! per-search arena ([`super::kv`]) so that a state is an integer there too.
+//! are interned to integers before checking ([`Values`]), and states that are
+//! strings or rows live in a per-search arena ([`super::strings`],
+//! [`super::rows`]) so that a state is an integer there too.
+//!
+//! The models: [`CasRegister`] here (also `register`, without cas); the kv store
+//! ([`super::kv`]); Knossos's mutex ([`super::mutex`]), multi-register
+//! ([`super::multi_register`]), set ([`super::set`]) and queues
+//! ([`super::queues`]).
 
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -45,10 +51,58 @@ pub trait Model: Sync {
     }
 }
 
-/// An interned register value; [`NIL`] is the initial "no value".
+/// An interned value; [`NIL`] is `nil` / `null`.
 pub type Val = u32;
-/// The register's initial value (`nil` / `null`).
+/// `nil` / `null`: a register's initial value.
 pub const NIL: Val = 0;
+
+/// A history's values interned to [`Val`]s by their JSON text (so `1` and `"1"`
+/// differ), `null` being [`NIL`].
+#[derive(Debug, Clone)]
+pub struct Values {
+    names: Vec<String>,
+    ids: super::fx::FxMap<String, Val>,
+}
+
+impl Default for Values {
+    fn default() -> Self {
+        Values {
+            names: vec!["nil".to_string()],
+            ids: Default::default(),
+        }
+    }
+}
+
+impl Values {
+    pub fn intern(&mut self, v: &serde_json::Value) -> Val {
+        if v.is_null() {
+            return NIL;
+        }
+        let s = v.to_string();
+        if let Some(&id) = self.ids.get(&s) {
+            return id;
+        }
+        self.names.push(s.clone());
+        let id = (self.names.len() - 1) as Val;
+        self.ids.insert(s, id);
+        id
+    }
+
+    /// How many values, `nil` included.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// The values by id, for descriptions.
+    pub fn into_names(self) -> Vec<String> {
+        self.names
+    }
+}
+
+/// A value's name, from interned names.
+pub fn name(names: &[String], v: Val) -> &str {
+    names.get(v as usize).map_or("?", String::as_str)
+}
 
 /// What a compare-and-set's client was told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -88,7 +142,7 @@ pub struct CasRegister {
 
 impl CasRegister {
     fn name(&self, v: Val) -> &str {
-        self.names.get(v as usize).map_or("?", String::as_str)
+        name(&self.names, v)
     }
 }
 

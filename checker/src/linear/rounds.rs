@@ -145,12 +145,12 @@ pub(super) fn run<M: Model>(
                 let r = |i: usize| OpRef::of(part.origin[i], model.describe_op(&part.ops[i].op));
                 let op = r(blocked);
                 let of = match part.narrowed_from {
-                    None => format!("{} of {} operations", prefix.len(), part.ops.len()),
-                    Some(all) => format!(
-                        "{} of the {} operations that conflict, among the key's {all}",
+                    Some(all) if all > part.ops.len() => format!(
+                        "{} of the {} operations that conflict, of {all} in all",
                         prefix.len(),
                         part.ops.len()
                     ),
+                    _ => format!("{} of {} operations", prefix.len(), part.ops.len()),
                 };
                 let mut a = Anomaly::new(
                     AnomalyKind::Nonlinearizable,

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::LinError;
 use super::fx::FxMap;
 use super::kv::KvOp;
-use super::model::{CasOutcome, CasRegister, NIL, RegisterOp, Val};
+use super::model::{CasOutcome, CasRegister, RegisterOp, Values};
 use super::search::LinOp;
 use super::strings::{TextId, Texts, TextsBuilder};
 use crate::history::{Outcome, Paired};
@@ -72,13 +72,6 @@ impl<'a, O> Part<'a, O> {
     }
 }
 
-fn shape(op: &Paired, message: String) -> LinError {
-    LinError::Shape {
-        index: op.invoke.index,
-        message,
-    }
-}
-
 /// The key and the payload of an operation's value: `{"key":k,"value":v}`, or a
 /// bare value for single-register histories.
 fn keyed(v: &Value) -> (Option<&Value>, &Value) {
@@ -101,7 +94,7 @@ fn key_name(key: Option<&Value>) -> Cow<'_, str> {
 }
 
 /// A key as shown: strings as they are, other JSON as text.
-fn key_label(key: &Value) -> String {
+pub(super) fn key_label(key: &Value) -> String {
     match key {
         Value::String(s) => s.clone(),
         v => v.to_string(),
@@ -125,6 +118,47 @@ fn part_for<'a, 'o, O>(
     &mut parts[i]
 }
 
+/// Read every operation that did not fail with `read` (`Ok(None)`: left out),
+/// one part per key: `read` gets the operation, its invocation's value and its
+/// completion's (without the key), and an `ok` operation is placed at its
+/// completion, another one anywhere after its invocation.
+pub(super) fn parts_by_key<'a, O>(
+    ops: &'a [Paired<'a>],
+    mut read: impl FnMut(&'a Paired<'a>, &'a Value, &'a Value) -> Result<Option<O>, LinError>,
+) -> Result<Vec<Part<'a, O>>, LinError> {
+    let mut parts = Vec::new();
+    let mut index = FxMap::default();
+    for op in ops {
+        if op.outcome == Outcome::Fail {
+            continue;
+        }
+        let (key, arg) = keyed(&op.invoke.value);
+        let Some(mop) = read(op, arg, keyed(op.value()).1)? else {
+            continue;
+        };
+        let part = part_for(&mut parts, &mut index, key);
+        part.ops.push(LinOp {
+            op: mop,
+            invoke: op.invoke_pos,
+            complete: if op.outcome == Outcome::Ok {
+                op.complete_pos
+            } else {
+                None
+            },
+        });
+        part.origin.push(op);
+    }
+    Ok(parts)
+}
+
+/// An operation that does not fit the model: where, and why.
+pub(super) fn shape(op: &Paired, message: String) -> LinError {
+    LinError::Shape {
+        index: op.invoke.index,
+        message,
+    }
+}
+
 /// How a history's register operations are read.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct RegisterReading<'v> {
@@ -144,19 +178,9 @@ pub(super) fn register_parts<'a>(
     ops: &'a [Paired<'a>],
     reading: RegisterReading,
 ) -> Result<(CasRegister, Vec<Part<'a, RegisterOp>>), LinError> {
-    let mut names: Vec<String> = vec!["nil".to_string()];
-    let mut ids: FxMap<String, Val> = FxMap::default();
-    let mut intern = |v: &Value| -> Val {
-        if v.is_null() {
-            return NIL;
-        }
-        let s = v.to_string();
-        *ids.entry(s.clone()).or_insert_with(|| {
-            names.push(s);
-            (names.len() - 1) as Val
-        })
-    };
-    let init = intern(reading.initial);
+    let mut values = Values::default();
+    let init = values.intern(reading.initial);
+    let mut intern = |v: &Value| values.intern(v);
     let observes = reading.failed_cas_observes;
     let mut parts = Vec::new();
     let mut index = FxMap::default();
@@ -219,6 +243,7 @@ pub(super) fn register_parts<'a>(
         });
         part.origin.push(op);
     }
+    let names = values.into_names();
     Ok((CasRegister { names, init }, parts))
 }
 
