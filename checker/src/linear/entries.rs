@@ -25,6 +25,8 @@ pub(super) struct Timeline {
     pub(super) ret: Vec<u32>,
     /// The entry's position in the history's event order.
     pub(super) pos: Vec<usize>,
+    /// The operation's number among the timeline's (its bit in the search's set).
+    pub(super) num: Vec<u32>,
 }
 
 impl Timeline {
@@ -32,10 +34,12 @@ impl Timeline {
     /// its return after every event (the plain search's reading of `info`).
     pub(super) fn new<O>(all: &[LinOp<O>], ops: &[u32]) -> Timeline {
         let mut entries: Vec<(usize, bool, u32)> = Vec::with_capacity(ops.len() * 2);
-        for &i in ops {
+        let mut num = vec![0u32; all.len()];
+        for (k, &i) in ops.iter().enumerate() {
             let o = &all[i as usize];
             entries.push((o.invoke, false, i));
             entries.push((o.complete.unwrap_or(usize::MAX), true, i));
+            num[i as usize] = k as u32;
         }
         entries.sort_unstable();
         let n = entries.len() + 1;
@@ -45,12 +49,14 @@ impl Timeline {
             op: vec![NIL; n],
             ret: vec![NIL; n],
             pos: vec![0; n],
+            num: vec![0; n],
         };
         let mut ret_node = vec![NIL; all.len()];
         for (k, &(pos, is_ret, op)) in entries.iter().enumerate() {
             let node = k as u32 + 1;
             l.op[node as usize] = op;
             l.pos[node as usize] = pos;
+            l.num[node as usize] = num[op as usize];
             if is_ret {
                 ret_node[op as usize] = node;
             }
@@ -66,10 +72,12 @@ impl Timeline {
         l
     }
 
+    #[inline(always)]
     pub(super) fn first(&self) -> u32 {
         self.next[HEAD as usize]
     }
 
+    #[inline(always)]
     fn unlink(&mut self, e: u32) {
         let (p, n) = (self.prev[e as usize], self.next[e as usize]);
         self.next[p as usize] = n;
@@ -78,6 +86,7 @@ impl Timeline {
         }
     }
 
+    #[inline(always)]
     fn relink(&mut self, e: u32) {
         let (p, n) = (self.prev[e as usize], self.next[e as usize]);
         self.next[p as usize] = e;
@@ -87,12 +96,14 @@ impl Timeline {
     }
 
     /// Take a call and its return out of the list.
+    #[inline(always)]
     pub(super) fn lift(&mut self, call: u32) {
         self.unlink(call);
         self.unlink(self.ret[call as usize]);
     }
 
     /// Undo `lift`, in reverse order.
+    #[inline(always)]
     pub(super) fn unlift(&mut self, call: u32) {
         self.relink(self.ret[call as usize]);
         self.relink(call);
@@ -137,10 +148,12 @@ impl Pending {
         p
     }
 
+    #[inline(always)]
     pub(super) fn first(&self) -> u32 {
         self.next[HEAD as usize]
     }
 
+    #[inline(always)]
     pub(super) fn lift(&mut self, e: u32) {
         let (p, n) = (self.prev[e as usize], self.next[e as usize]);
         self.next[p as usize] = n;
@@ -149,6 +162,7 @@ impl Pending {
         }
     }
 
+    #[inline(always)]
     pub(super) fn unlift(&mut self, e: u32) {
         let (p, n) = (self.prev[e as usize], self.next[e as usize]);
         self.next[p as usize] = e;

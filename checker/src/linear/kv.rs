@@ -118,6 +118,7 @@ impl Model for KvStore {
     type Arena = Stores;
     fn init(&self, stores: &mut Stores) -> StoreId {
         let n = self.keys.len();
+        stores.rows.fixed(n);
         let hash = (0..n).fold(0u64, |h, k| h.wrapping_add(keyed(k, EMPTY)));
         stores.rows.intern_hashed(hash, &vec![EMPTY; n])
     }

@@ -13,7 +13,7 @@
 //!
 //! Each distinct (determinate set, state) is one *key*, in flat arrays, found
 //! through an open-addressing table whose slots hold the high half of the key's
-//! hash and its id, so a probe that misses touches only the slot array. A key
+//! hash and its id, so a probe that misses touches only the slot table. A key
 //! heads a chain of the indeterminate sets explored with it, kept minimal: a new
 //! set removes the chain's supersets of it.
 
@@ -22,14 +22,17 @@ pub(super) struct Memo<S> {
     words: usize,
     info_words: usize,
     hashes: Vec<u64>,
+    /// `words` per key.
     bits: Vec<u64>,
     states: Vec<S>,
-    slots: Vec<u64>,
-    /// Per key, its first indeterminate set (`NONE`: none left).
+    /// Per key, its first indeterminate set (`NONE`: none left); empty without
+    /// indeterminate operations.
     chain: Vec<u32>,
-    /// The indeterminate sets, `info_words` each, and the next set of the chain.
+    /// The indeterminate sets, `info_words` each, and the next set of each one's
+    /// chain.
     sets: Vec<u64>,
     next: Vec<u32>,
+    slots: Vec<u64>,
     /// Sets explored, counting those later superseded.
     entries: usize,
 }
@@ -37,7 +40,7 @@ pub(super) struct Memo<S> {
 const TAG: u64 = 0xffff_ffff_0000_0000;
 const NONE: u32 = u32::MAX;
 
-impl<S: Eq + Clone> Memo<S> {
+impl<S: Eq + Copy + Default> Memo<S> {
     /// A memo for `words` words of determinate bitset and `info_words` of
     /// indeterminate bitset.
     pub(super) fn new(words: usize, info_words: usize) -> Self {
@@ -47,10 +50,10 @@ impl<S: Eq + Clone> Memo<S> {
             hashes: Vec::new(),
             bits: Vec::new(),
             states: Vec::new(),
-            slots: vec![0; 1024],
             chain: Vec::new(),
             sets: Vec::new(),
             next: Vec::new(),
+            slots: vec![0; 1024],
             entries: 0,
         }
     }
@@ -60,28 +63,10 @@ impl<S: Eq + Clone> Memo<S> {
         self.entries
     }
 
-    /// Make room for `entries` in all, so that growing to them copies nothing.
-    pub(super) fn reserve(&mut self, entries: usize) {
-        let more = entries.saturating_sub(self.hashes.len());
-        self.hashes.reserve(more);
-        self.bits.reserve(more * self.words);
-        self.states.reserve(more);
-        self.chain.reserve(more);
-        if self.info_words > 0 {
-            let more = entries.saturating_sub(self.next.len());
-            self.sets.reserve(more * self.info_words);
-            self.next.reserve(more);
-        }
-        let slots = (entries * 2).next_power_of_two();
-        if slots > self.slots.len() {
-            self.rehash(slots);
-        }
-    }
-
     /// Bytes a configuration costs at most: a key (bitset, hash, state, chain
-    /// head, two slots at most half full) and an indeterminate set.
+    /// head) and an indeterminate set; the slot table is charged apart.
     pub(super) fn entry_bytes(&self) -> usize {
-        let key = self.words * 8 + 8 + std::mem::size_of::<S>() + 4 + 2 * 8;
+        let key = self.words * 8 + 8 + size_of::<S>() + 4;
         let set = if self.info_words > 0 {
             self.info_words * 8 + 4
         } else {
@@ -90,8 +75,37 @@ impl<S: Eq + Clone> Memo<S> {
         key + set
     }
 
+    /// Bytes of the slot table.
+    pub(super) fn table_bytes(&self) -> usize {
+        self.slots.len() * 8
+    }
+
+    /// Must the slot table grow (to twice its size) before the next insert?
+    #[inline]
+    pub(super) fn full(&self) -> bool {
+        (self.hashes.len() + 1) * 2 > self.slots.len()
+    }
+
+    /// Make room for `keys` keys, so that growing to them copies nothing.
+    pub(super) fn reserve(&mut self, keys: usize) {
+        let more = keys.saturating_sub(self.hashes.len());
+        self.hashes.reserve(more);
+        self.bits.reserve(more * self.words);
+        self.states.reserve(more);
+        let slots = (keys * 2).next_power_of_two();
+        if slots > self.slots.len() {
+            self.rehash(slots);
+        }
+    }
+
+    /// Double the slot table (the caller charges the new table first).
+    pub(super) fn grow(&mut self) {
+        self.rehash(self.slots.len() * 2);
+    }
+
     /// Record the configuration unless it, or one that dominates it, is known;
     /// true if it is new. `hash` covers `bits` and `state`.
+    #[inline(always)]
     pub(super) fn insert(&mut self, hash: u64, bits: &[u64], info: &[u64], state: &S) -> bool {
         let mask = self.slots.len() - 1;
         let mut i = (hash as usize) & mask;
@@ -105,20 +119,27 @@ impl<S: Eq + Clone> Memo<S> {
                 if self.states[k] == *state
                     && same(&self.bits[k * self.words..(k + 1) * self.words], bits)
                 {
-                    return self.add_set(k, info);
+                    // Without indeterminate operations, a key is explored once.
+                    return self.info_words > 0 && self.add_set(k, info);
                 }
             }
             i = (i + 1) & mask;
+        }
+        if self.full() {
+            // The caller did not grow the table: keep it at most half full.
+            self.grow();
+            return self.insert(hash, bits, info, state);
         }
         let k = self.hashes.len();
         self.slots[i] = (hash & TAG) | (k as u64 + 1);
         self.hashes.push(hash);
         self.bits.extend_from_slice(bits);
-        self.states.push(state.clone());
-        self.chain.push(NONE);
-        if self.hashes.len() * 2 > self.slots.len() {
-            self.rehash(self.slots.len() * 2);
+        self.states.push(*state);
+        if self.info_words == 0 {
+            self.entries += 1;
+            return true;
         }
+        self.chain.push(NONE);
         self.add_set(k, info)
     }
 
@@ -126,15 +147,6 @@ impl<S: Eq + Clone> Memo<S> {
     /// chain's supersets of it.
     fn add_set(&mut self, k: usize, info: &[u64]) -> bool {
         let w = self.info_words;
-        if w == 0 {
-            // No indeterminate operations: a key is explored once.
-            if self.chain[k] == NONE {
-                self.chain[k] = 0;
-                self.entries += 1;
-                return true;
-            }
-            return false;
-        }
         let (mut prev, mut c) = (NONE, self.chain[k]);
         while c != NONE {
             let set = &self.sets[c as usize * w..(c as usize + 1) * w];

@@ -21,7 +21,8 @@ pub trait Model: Sync {
     /// An operation with its observed outcome. Equal operations are
     /// interchangeable (the search takes identical indeterminate ones in order).
     type Op: Debug + Send + Sync + Eq + Hash;
-    type State: Clone + Eq + Hash + Debug + Send;
+    /// Small and `Copy`: an integer, or an id into the search's arena.
+    type State: Copy + Default + Eq + Hash + Debug + Send;
     /// What one search keeps for the model besides its states (the kv models'
     /// strings, so that a state is an id into it). One per search: keys checked
     /// in parallel share nothing, and it is freed in one piece with the search.

@@ -37,6 +37,7 @@ impl Model for MultiRegister {
     type Arena = Rows;
 
     fn init(&self, rows: &mut Rows) -> RowId {
+        rows.fixed(self.init.len());
         rows.intern(&self.init)
     }
 

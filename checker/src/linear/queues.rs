@@ -104,6 +104,7 @@ impl Model for UnorderedQueue {
     type Arena = Rows;
 
     fn init(&self, rows: &mut Rows) -> RowId {
+        rows.fixed(self.init.len());
         rows.intern(&self.init)
     }
 

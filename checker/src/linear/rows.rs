@@ -14,8 +14,10 @@ const NONE: u32 = u32::MAX;
 /// One search's rows.
 #[derive(Debug, Default)]
 pub struct Rows {
-    /// Row `i` is `data[start[i]..start[i] + len[i]]`.
+    /// Row `i` is `data[start[i]..start[i] + len[i]]`, or, when every row has
+    /// the same `width`, `data[i·width..(i+1)·width]`.
     data: Vec<u32>,
+    width: Option<usize>,
     start: Vec<u32>,
     len: Vec<u32>,
     hashes: Vec<u64>,
@@ -33,9 +35,22 @@ pub fn hash(row: &[u32]) -> u64 {
 }
 
 impl Rows {
+    /// Rows of `width` values each (before the first row is stored): a row is
+    /// found without looking up where it starts.
+    pub fn fixed(&mut self, width: usize) {
+        debug_assert!(self.hashes.is_empty());
+        self.width = Some(width);
+    }
+
+    #[inline]
     pub fn get(&self, id: RowId) -> &[u32] {
-        let s = self.start[id as usize] as usize;
-        &self.data[s..s + self.len[id as usize] as usize]
+        match self.width {
+            Some(w) => &self.data[id as usize * w..(id as usize + 1) * w],
+            None => {
+                let s = self.start[id as usize] as usize;
+                &self.data[s..s + self.len[id as usize] as usize]
+            }
+        }
     }
 
     /// The hash the row was interned with.
@@ -68,8 +83,10 @@ impl Rows {
             c = self.same[c as usize];
         }
         let id = self.hashes.len() as RowId;
-        self.start.push(self.data.len() as u32);
-        self.len.push(row.len() as u32);
+        if self.width.is_none() {
+            self.start.push(self.data.len() as u32);
+            self.len.push(row.len() as u32);
+        }
         self.data.extend_from_slice(row);
         self.hashes.push(hash);
         self.same.push(head);
@@ -105,6 +122,12 @@ mod tests {
             (r.get(a), r.get(b), r.get(e)),
             (&[1, 2, 3][..], &[1, 2][..], &[][..])
         );
+        // Fixed-width rows.
+        let mut f = Rows::default();
+        f.fixed(2);
+        let (p, q) = (f.intern(&[1, 2]), f.intern(&[3, 4]));
+        assert_eq!(f.intern(&[3, 4]), q);
+        assert_eq!((f.get(p), f.get(q)), (&[1, 2][..], &[3, 4][..]));
         // Colliding hashes are told apart by content.
         let x = r.intern_hashed(7, &[9]);
         let y = r.intern_hashed(7, &[8]);

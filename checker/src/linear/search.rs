@@ -121,7 +121,9 @@ pub enum Outcome<S> {
 const CHARGE_EVERY: usize = 1024;
 const MAX_STATES: usize = 4;
 /// A paused search makes room for its whole budget up front, up to this many
-/// entries (past it, a budget is more than most searches use).
+/// entries (past it, a budget is more than most searches use), and never for
+/// more than the memory budget holds (an entry of a long history's search is
+/// large: a bit per operation).
 const RESERVE_UP_TO: usize = 1 << 16;
 
 fn state_hash<S: Hash>(s: &S) -> u64 {
@@ -146,8 +148,6 @@ enum Cursor {
 pub struct Search<M: Model> {
     /// Per determinate operation (by its number), its random word.
     zobrist: Vec<u64>,
-    /// Per operation, its number among the determinate or the indeterminate ones.
-    number: Vec<u32>,
     timeline: Timeline,
     pending: Pending,
     memo: Memo<M::State>,
@@ -180,14 +180,9 @@ impl<M: Model> Search<M> {
             }
         }
         info.sort_by_key(|&i| ops[i as usize].invoke);
-        let mut number = vec![0u32; ops.len()];
-        for (k, &i) in det.iter().enumerate() {
-            number[i as usize] = k as u32;
-        }
         let mut classes: FxMap<&M::Op, u32> = FxMap::default();
         let mut class = Vec::with_capacity(info.len());
-        for (k, &i) in info.iter().enumerate() {
-            number[i as usize] = k as u32;
+        for &i in &info {
             let next = classes.len() as u32;
             class.push(*classes.entry(&ops[i as usize].op).or_insert(next));
         }
@@ -201,7 +196,6 @@ impl<M: Model> Search<M> {
             zobrist: (0..det.len() as u64)
                 .map(|i| mix(i.wrapping_add(0x9e37_79b9_7f4a_7c15)))
                 .collect(),
-            number,
             timeline,
             pending: Pending::new(ops, &info, &class),
             memo: Memo::new(words, info_words),
@@ -259,8 +253,15 @@ impl<M: Model> Search<M> {
         pause_at: usize,
     ) -> Option<Outcome<M::State>> {
         if pause_at <= RESERVE_UP_TO {
-            self.memo.reserve(pause_at);
-            model.reserve(&mut self.arena, pause_at);
+            let room = pause_at.min(limits.max_bytes / (self.memo.entry_bytes() + 16) / 2);
+            let before = self.memo.table_bytes();
+            self.memo.reserve(room);
+            model.reserve(&mut self.arena, room);
+            if self.memo.table_bytes() > before {
+                if let Err(why) = limits.charge(self.memo.table_bytes()) {
+                    return Some(Outcome::GaveUp(why));
+                }
+            }
         }
         let mut cursor = self.cursor;
         while self.timeline.first() != NIL {
@@ -278,44 +279,50 @@ impl<M: Model> Search<M> {
             }
             cursor = match cursor {
                 Cursor::Timeline(e) if self.timeline.ret[e as usize] != NIL => {
-                    if self.try_call(model, ops, e) {
-                        Cursor::Timeline(self.timeline.first())
-                    } else {
-                        Cursor::Timeline(self.timeline.next[e as usize])
+                    match self.try_call(model, ops, e, limits) {
+                        Ok(true) => Cursor::Timeline(self.timeline.first()),
+                        Ok(false) => Cursor::Timeline(self.timeline.next[e as usize]),
+                        Err(why) => {
+                            self.cursor = cursor;
+                            return Some(Outcome::GaveUp(why));
+                        }
                     }
                 }
                 // The first return: the calls before it are tried; now the
-                // indeterminate operations invoked before it.
-                Cursor::Timeline(ret) => Cursor::Pending {
-                    node: self.pending.first(),
-                    ret,
-                },
+                // indeterminate operations invoked before it, if any.
+                Cursor::Timeline(ret) => {
+                    let node = self.pending.first();
+                    if node != NIL
+                        && self.pending.invoke[node as usize] < self.timeline.pos[ret as usize]
+                    {
+                        Cursor::Pending { node, ret }
+                    } else {
+                        match self.fail(ret) {
+                            Some(c) => c,
+                            None => return Some(self.illegal(cursor)),
+                        }
+                    }
+                }
                 Cursor::Pending { node, ret }
                     if node != NIL
                         && self.pending.invoke[node as usize] < self.timeline.pos[ret as usize] =>
                 {
-                    if self.try_pending(model, ops, node, ret) {
-                        Cursor::Timeline(self.timeline.first())
-                    } else {
-                        Cursor::Pending {
+                    match self.try_pending(model, ops, node, ret, limits) {
+                        Ok(true) => Cursor::Timeline(self.timeline.first()),
+                        Ok(false) => Cursor::Pending {
                             node: self.pending.next[node as usize],
                             ret,
-                        }
-                    }
-                }
-                // Nothing fits before the return: its operation cannot be placed
-                // here. Remember how far we got, then backtrack.
-                Cursor::Pending { ret, .. } => {
-                    self.note_failure(ret);
-                    match self.backtrack() {
-                        Some(c) => c,
-                        None => {
+                        },
+                        Err(why) => {
                             self.cursor = cursor;
-                            let f = self.best.take().expect("a failure was just noted");
-                            return Some(Outcome::Illegal(f));
+                            return Some(Outcome::GaveUp(why));
                         }
                     }
                 }
+                Cursor::Pending { ret, .. } => match self.fail(ret) {
+                    Some(c) => c,
+                    None => return Some(self.illegal(cursor)),
+                },
             };
         }
         self.cursor = cursor;
@@ -326,12 +333,20 @@ impl<M: Model> Search<M> {
 
     /// Linearize the timeline call `e` if the model accepts it and the
     /// configuration is new.
-    fn try_call(&mut self, model: &M, ops: &[LinOp<M::Op>], e: u32) -> bool {
+    #[inline]
+    fn try_call(
+        &mut self,
+        model: &M,
+        ops: &[LinOp<M::Op>],
+        e: u32,
+        limits: &Limits,
+    ) -> Result<bool, GaveUp> {
         let op = self.timeline.op[e as usize] as usize;
         let Some(next) = model.step(&mut self.arena, &self.state, &ops[op].op) else {
-            return false;
+            return Ok(false);
         };
-        let k = self.number[op] as usize;
+        self.make_room(limits)?;
+        let k = self.timeline.num[e as usize] as usize;
         self.bits[k / 64] |= 1 << (k % 64);
         let h = self.bits_hash ^ self.zobrist[k];
         if self.memo.insert(
@@ -344,24 +359,43 @@ impl<M: Model> Search<M> {
             let before = std::mem::replace(&mut self.state, next);
             self.calls.push((Cursor::Timeline(e), before));
             self.timeline.lift(e);
-            return true;
+            return Ok(true);
         }
         self.bits[k / 64] &= !(1 << (k % 64));
-        false
+        Ok(false)
+    }
+
+    /// The memo's slot table doubles when half full: the new table is charged
+    /// before it is made (the old one, freed after, stays charged).
+    #[inline]
+    fn make_room(&mut self, limits: &Limits) -> Result<(), GaveUp> {
+        if self.memo.full() {
+            limits.charge(2 * self.memo.table_bytes())?;
+            self.memo.grow();
+        }
+        Ok(())
     }
 
     /// Linearize the pending operation `node` if it is in turn, changes the state
     /// (one that changes nothing is as good as not yet taken effect) and the
     /// configuration is not dominated.
-    fn try_pending(&mut self, model: &M, ops: &[LinOp<M::Op>], node: u32, ret: u32) -> bool {
+    fn try_pending(
+        &mut self,
+        model: &M,
+        ops: &[LinOp<M::Op>],
+        node: u32,
+        ret: u32,
+        limits: &Limits,
+    ) -> Result<bool, GaveUp> {
         if !self.in_turn(node) {
-            return false;
+            return Ok(false);
         }
         let op = self.pending.op[node as usize] as usize;
         let next = match model.step(&mut self.arena, &self.state, &ops[op].op) {
             Some(next) if next != self.state => next,
-            _ => return false,
+            _ => return Ok(false),
         };
+        self.make_room(limits)?;
         let k = node as usize - 1;
         self.info_bits[k / 64] |= 1 << (k % 64);
         if self.memo.insert(
@@ -373,19 +407,35 @@ impl<M: Model> Search<M> {
             let before = std::mem::replace(&mut self.state, next);
             self.calls.push((Cursor::Pending { node, ret }, before));
             self.pending.lift(node);
-            return true;
+            return Ok(true);
         }
         self.info_bits[k / 64] &= !(1 << (k % 64));
-        false
+        Ok(false)
+    }
+
+    /// Nothing fits before the return `ret`: its operation cannot be placed
+    /// here. Remember how far we got, then backtrack: where to go on trying
+    /// (`None`: nothing to undo, the history is not linearizable).
+    #[inline(always)]
+    fn fail(&mut self, ret: u32) -> Option<Cursor> {
+        self.note_failure(ret);
+        self.backtrack()
+    }
+
+    /// The failure noted last: the history is not linearizable.
+    fn illegal(&mut self, cursor: Cursor) -> Outcome<M::State> {
+        self.cursor = cursor;
+        Outcome::Illegal(self.best.take().expect("a failure was noted"))
     }
 
     /// Undo the last move; where to go on trying (`None`: nothing to undo).
+    #[inline(always)]
     fn backtrack(&mut self) -> Option<Cursor> {
         let (mv, before) = self.calls.pop()?;
         self.state = before;
         Some(match mv {
             Cursor::Timeline(call) => {
-                let k = self.number[self.timeline.op[call as usize] as usize] as usize;
+                let k = self.timeline.num[call as usize] as usize;
                 self.bits[k / 64] &= !(1 << (k % 64));
                 self.bits_hash ^= self.zobrist[k];
                 self.timeline.unlift(call);
@@ -418,7 +468,7 @@ impl<M: Model> Search<M> {
             Some(b) if b.prefix.len() > depth => {}
             Some(b) if b.prefix.len() == depth => {
                 if b.states.len() < MAX_STATES && !b.states.contains(&self.state) {
-                    b.states.push(self.state.clone());
+                    b.states.push(self.state);
                 }
             }
             _ => {
@@ -436,7 +486,7 @@ impl<M: Model> Search<M> {
                 }
                 self.best = Some(Failure {
                     prefix: self.calls.iter().map(|(mv, _)| self.op_of(*mv)).collect(),
-                    states: vec![self.state.clone()],
+                    states: vec![self.state],
                     blocked: self.timeline.op[ret as usize] as usize,
                     pending,
                 });

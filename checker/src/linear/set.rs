@@ -52,6 +52,7 @@ impl Model for Set {
     type Arena = Rows;
 
     fn init(&self, rows: &mut Rows) -> RowId {
+        rows.fixed(self.init.len());
         rows.intern(&self.init)
     }
 
