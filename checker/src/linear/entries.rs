@@ -25,8 +25,6 @@ pub(super) struct Timeline {
     pub(super) ret: Vec<u32>,
     /// The entry's position in the history's event order.
     pub(super) pos: Vec<usize>,
-    /// The operation's number among the timeline's (its bit in the search's set).
-    pub(super) num: Vec<u32>,
 }
 
 impl Timeline {
@@ -34,12 +32,10 @@ impl Timeline {
     /// its return after every event (the plain search's reading of `info`).
     pub(super) fn new<O>(all: &[LinOp<O>], ops: &[u32]) -> Timeline {
         let mut entries: Vec<(usize, bool, u32)> = Vec::with_capacity(ops.len() * 2);
-        let mut num = vec![0u32; all.len()];
-        for (k, &i) in ops.iter().enumerate() {
+        for &i in ops {
             let o = &all[i as usize];
             entries.push((o.invoke, false, i));
             entries.push((o.complete.unwrap_or(usize::MAX), true, i));
-            num[i as usize] = k as u32;
         }
         entries.sort_unstable();
         let n = entries.len() + 1;
@@ -49,14 +45,12 @@ impl Timeline {
             op: vec![NIL; n],
             ret: vec![NIL; n],
             pos: vec![0; n],
-            num: vec![0; n],
         };
         let mut ret_node = vec![NIL; all.len()];
         for (k, &(pos, is_ret, op)) in entries.iter().enumerate() {
             let node = k as u32 + 1;
             l.op[node as usize] = op;
             l.pos[node as usize] = pos;
-            l.num[node as usize] = num[op as usize];
             if is_ret {
                 ret_node[op as usize] = node;
             }

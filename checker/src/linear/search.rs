@@ -132,13 +132,22 @@ fn state_hash<S: Hash>(s: &S) -> u64 {
     mix(h.finish())
 }
 
-/// Where the search is in trying the moves of one configuration: a call in the
-/// timeline, or (once the timeline's calls before its first return `ret` are
-/// tried) an indeterminate operation in the pending list.
+/// A move the search made: a call in the timeline, or an indeterminate operation
+/// in the pending list, with the timeline's first return `ret` it was tried
+/// before (where the search resumes trying when it is undone).
 #[derive(Debug, Clone, Copy)]
-enum Cursor {
+enum Move {
     Timeline(u32),
     Pending { node: u32, ret: u32 },
+}
+
+/// What comes after the pending operations at a return were tried.
+enum Next {
+    /// Go on walking the timeline from this node.
+    Walk(u32),
+    /// No move is left to undo: not linearizable.
+    Illegal,
+    GaveUp(GaveUp),
 }
 
 /// A search that can pause when its memo reaches a size and resume later, so that
@@ -146,7 +155,8 @@ enum Cursor {
 /// is cheap to prove is found before an expensive one is finished, and which keys
 /// finish in which round does not depend on thread timing.
 pub struct Search<M: Model> {
-    /// Per determinate operation (by its number), its random word.
+    /// Per operation, its random word. The determinate set is a bitset over
+    /// all operations (the indeterminate ones' bits stay clear).
     zobrist: Vec<u64>,
     timeline: Timeline,
     pending: Pending,
@@ -154,13 +164,13 @@ pub struct Search<M: Model> {
     bits: Vec<u64>,
     info_bits: Vec<u64>,
     bits_hash: u64,
-    /// The moves made (a timeline call node, or a pending node with the return
-    /// it was tried before), each with the state before it.
-    calls: Vec<(Cursor, M::State)>,
+    /// The moves made, each with the state before it.
+    calls: Vec<(Move, M::State)>,
     state: M::State,
     arena: M::Arena,
     arena_charged: usize,
-    cursor: Cursor,
+    /// The timeline node to try next (where a paused search resumes).
+    entry: u32,
     best: Option<Failure<M::State>>,
     charged: usize,
     steps: usize,
@@ -186,14 +196,14 @@ impl<M: Model> Search<M> {
             let next = classes.len() as u32;
             class.push(*classes.entry(&ops[i as usize].op).or_insert(next));
         }
-        let words = det.len().div_ceil(64).max(1);
+        let words = ops.len().div_ceil(64).max(1);
         let info_words = info.len().div_ceil(64);
         let timeline = Timeline::new(ops, &det);
-        let cursor = Cursor::Timeline(timeline.first());
+        let entry = timeline.first();
         let mut arena = M::Arena::default();
         let state = model.init(&mut arena);
         Search {
-            zobrist: (0..det.len() as u64)
+            zobrist: (0..ops.len() as u64)
                 .map(|i| mix(i.wrapping_add(0x9e37_79b9_7f4a_7c15)))
                 .collect(),
             timeline,
@@ -206,7 +216,7 @@ impl<M: Model> Search<M> {
             state,
             arena,
             arena_charged: 0,
-            cursor,
+            entry,
             best: None,
             charged: 0,
             steps: 0,
@@ -263,72 +273,90 @@ impl<M: Model> Search<M> {
                 }
             }
         }
-        let mut cursor = self.cursor;
+        let mut entry = self.entry;
         while self.timeline.first() != NIL {
             if self.memo.len() >= pause_at {
-                self.cursor = cursor;
+                self.entry = entry;
                 return None;
             }
             self.steps += 1;
             if self.steps % CHARGE_EVERY == 0 {
                 let used = self.uncharged(model);
                 if let Err(why) = limits.charge(used) {
-                    self.cursor = cursor;
+                    self.entry = entry;
                     return Some(Outcome::GaveUp(why));
                 }
             }
-            cursor = match cursor {
-                Cursor::Timeline(e) if self.timeline.ret[e as usize] != NIL => {
-                    match self.try_call(model, ops, e, limits) {
-                        Ok(true) => Cursor::Timeline(self.timeline.first()),
-                        Ok(false) => Cursor::Timeline(self.timeline.next[e as usize]),
-                        Err(why) => {
-                            self.cursor = cursor;
-                            return Some(Outcome::GaveUp(why));
-                        }
+            let e = entry;
+            if self.timeline.ret[e as usize] != NIL {
+                entry = match self.try_call(model, ops, e, limits) {
+                    Ok(true) => self.timeline.first(),
+                    Ok(false) => self.timeline.next[e as usize],
+                    Err(why) => {
+                        self.entry = entry;
+                        return Some(Outcome::GaveUp(why));
                     }
+                };
+                continue;
+            }
+            // The first return: the calls before it are tried.
+            entry = match self.at_return(model, ops, e, limits) {
+                Next::Walk(next) => next,
+                Next::Illegal => {
+                    self.entry = entry;
+                    let f = self.best.take().expect("a failure was noted");
+                    return Some(Outcome::Illegal(f));
                 }
-                // The first return: the calls before it are tried; now the
-                // indeterminate operations invoked before it, if any.
-                Cursor::Timeline(ret) => {
-                    let node = self.pending.first();
-                    if node != NIL
-                        && self.pending.invoke[node as usize] < self.timeline.pos[ret as usize]
-                    {
-                        Cursor::Pending { node, ret }
-                    } else {
-                        match self.fail(ret) {
-                            Some(c) => c,
-                            None => return Some(self.illegal(cursor)),
-                        }
-                    }
+                Next::GaveUp(why) => {
+                    self.entry = entry;
+                    return Some(Outcome::GaveUp(why));
                 }
-                Cursor::Pending { node, ret }
-                    if node != NIL
-                        && self.pending.invoke[node as usize] < self.timeline.pos[ret as usize] =>
-                {
-                    match self.try_pending(model, ops, node, ret, limits) {
-                        Ok(true) => Cursor::Timeline(self.timeline.first()),
-                        Ok(false) => Cursor::Pending {
-                            node: self.pending.next[node as usize],
-                            ret,
-                        },
-                        Err(why) => {
-                            self.cursor = cursor;
-                            return Some(Outcome::GaveUp(why));
-                        }
-                    }
-                }
-                Cursor::Pending { ret, .. } => match self.fail(ret) {
-                    Some(c) => c,
-                    None => return Some(self.illegal(cursor)),
-                },
             };
         }
-        self.cursor = cursor;
+        self.entry = entry;
         let used = self.uncharged(model);
         let _ = limits.charge(used);
         Some(Outcome::Linearizable)
+    }
+
+    /// At the timeline's first return `ret`, its calls tried: try the
+    /// indeterminate operations invoked before it; when none fits, the return's
+    /// operation cannot be placed here — remember how far the search got, undo
+    /// the last move and go on trying after it (within the pending list, when
+    /// that move was an indeterminate operation).
+    fn at_return(&mut self, model: &M, ops: &[LinOp<M::Op>], ret: u32, limits: &Limits) -> Next {
+        let (mut node, mut ret) = (self.pending.first(), ret);
+        loop {
+            while node != NIL
+                && self.pending.invoke[node as usize] < self.timeline.pos[ret as usize]
+            {
+                match self.try_pending(model, ops, node, ret, limits) {
+                    Ok(true) => return Next::Walk(self.timeline.first()),
+                    Ok(false) => node = self.pending.next[node as usize],
+                    Err(why) => return Next::GaveUp(why),
+                }
+            }
+            self.note_failure(ret);
+            let Some((mv, before)) = self.calls.pop() else {
+                return Next::Illegal;
+            };
+            self.state = before;
+            match mv {
+                Move::Timeline(call) => {
+                    let k = self.timeline.op[call as usize] as usize;
+                    self.bits[k / 64] &= !(1 << (k % 64));
+                    self.bits_hash ^= self.zobrist[k];
+                    self.timeline.unlift(call);
+                    return Next::Walk(self.timeline.next[call as usize]);
+                }
+                Move::Pending { node: n, ret: r } => {
+                    let k = n as usize - 1;
+                    self.info_bits[k / 64] &= !(1 << (k % 64));
+                    self.pending.unlift(n);
+                    (node, ret) = (self.pending.next[n as usize], r);
+                }
+            }
+        }
     }
 
     /// Linearize the timeline call `e` if the model accepts it and the
@@ -346,7 +374,7 @@ impl<M: Model> Search<M> {
             return Ok(false);
         };
         self.make_room(limits)?;
-        let k = self.timeline.num[e as usize] as usize;
+        let k = op;
         self.bits[k / 64] |= 1 << (k % 64);
         let h = self.bits_hash ^ self.zobrist[k];
         if self.memo.insert(
@@ -357,7 +385,7 @@ impl<M: Model> Search<M> {
         ) {
             self.bits_hash = h;
             let before = std::mem::replace(&mut self.state, next);
-            self.calls.push((Cursor::Timeline(e), before));
+            self.calls.push((Move::Timeline(e), before));
             self.timeline.lift(e);
             return Ok(true);
         }
@@ -405,7 +433,7 @@ impl<M: Model> Search<M> {
             &next,
         ) {
             let before = std::mem::replace(&mut self.state, next);
-            self.calls.push((Cursor::Pending { node, ret }, before));
+            self.calls.push((Move::Pending { node, ret }, before));
             self.pending.lift(node);
             return Ok(true);
         }
@@ -413,51 +441,11 @@ impl<M: Model> Search<M> {
         Ok(false)
     }
 
-    /// Nothing fits before the return `ret`: its operation cannot be placed
-    /// here. Remember how far we got, then backtrack: where to go on trying
-    /// (`None`: nothing to undo, the history is not linearizable).
-    #[inline(always)]
-    fn fail(&mut self, ret: u32) -> Option<Cursor> {
-        self.note_failure(ret);
-        self.backtrack()
-    }
-
-    /// The failure noted last: the history is not linearizable.
-    fn illegal(&mut self, cursor: Cursor) -> Outcome<M::State> {
-        self.cursor = cursor;
-        Outcome::Illegal(self.best.take().expect("a failure was noted"))
-    }
-
-    /// Undo the last move; where to go on trying (`None`: nothing to undo).
-    #[inline(always)]
-    fn backtrack(&mut self) -> Option<Cursor> {
-        let (mv, before) = self.calls.pop()?;
-        self.state = before;
-        Some(match mv {
-            Cursor::Timeline(call) => {
-                let k = self.timeline.num[call as usize] as usize;
-                self.bits[k / 64] &= !(1 << (k % 64));
-                self.bits_hash ^= self.zobrist[k];
-                self.timeline.unlift(call);
-                Cursor::Timeline(self.timeline.next[call as usize])
-            }
-            Cursor::Pending { node, ret } => {
-                let k = node as usize - 1;
-                self.info_bits[k / 64] &= !(1 << (k % 64));
-                self.pending.unlift(node);
-                Cursor::Pending {
-                    node: self.pending.next[node as usize],
-                    ret,
-                }
-            }
-        })
-    }
-
     /// The operation a move linearized.
-    fn op_of(&self, mv: Cursor) -> usize {
+    fn op_of(&self, mv: Move) -> usize {
         match mv {
-            Cursor::Timeline(call) => self.timeline.op[call as usize] as usize,
-            Cursor::Pending { node, .. } => self.pending.op[node as usize] as usize,
+            Move::Timeline(call) => self.timeline.op[call as usize] as usize,
+            Move::Pending { node, .. } => self.pending.op[node as usize] as usize,
         }
     }
 
