@@ -224,7 +224,7 @@ impl RunArgs {
     /// other options. The error is a usage message (exit 64).
     pub fn resolve(mut self) -> Result<RunArgs, String> {
         if let Some(name) = &self.scenario {
-            crate::scenario::Scenario::parse(name).map_err(|e| format!("--scenario: {e}"))?;
+            crate::nemesis::Scenario::parse(name).map_err(|e| format!("--scenario: {e}"))?;
             if self.nodes < 3 || self.replication_factor.is_some_and(|rf| rf < 3) {
                 return Err(format!(
                     "--scenario {name} needs three replicas: --nodes 3 or more and \
@@ -297,7 +297,7 @@ impl RunArgs {
         if let Some(Ok(scenario)) = self
             .scenario
             .as_deref()
-            .map(crate::scenario::Scenario::parse)
+            .map(crate::nemesis::Scenario::parse)
         {
             args.extend(scenario.node_args());
         }

@@ -27,10 +27,10 @@ use workloads::register::RegisterConfig;
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
+use crate::nemesis::Scenario;
 use crate::nemesis::{Nemesis, NemesisEvent, Planner};
 use crate::options::Workload;
 use crate::progress::{self, Progress, Tally};
-use crate::scenario::Scenario;
 use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord};
 
 pub use crate::options::RunArgs;
@@ -61,10 +61,10 @@ pub fn run(args: RunArgs) -> Exit {
 /// Run a campaign with resolved options (`RunArgs::resolve`); `replay_of` names the
 /// run folder a replay repeats.
 pub fn execute(mut args: RunArgs, command_line: Vec<String>, replay_of: Option<PathBuf>) -> Exit {
-    crate::supervisor::install_panic_hook();
+    crate::cluster::supervisor::install_panic_hook();
     let seed = args.seed.unwrap_or_default();
     eprintln!("watermark: seed {seed} (repeat this run with --seed {seed})");
-    match crate::broker_bin::locate(args.broker_bin.as_deref()) {
+    match crate::cluster::broker_bin::locate(args.broker_bin.as_deref()) {
         Ok(bin) => args.broker_bin = Some(bin),
         Err(e) => {
             eprintln!("watermark run: {e}");
@@ -111,7 +111,7 @@ pub fn execute(mut args: RunArgs, command_line: Vec<String>, replay_of: Option<P
     // Dropping the runtime drops every task, and with them the cluster, which kills
     // its processes.
     runtime.shutdown_timeout(Duration::from_secs(10));
-    crate::supervisor::kill_all();
+    crate::cluster::supervisor::kill_all();
     record.finish(SystemTime::now(), exit);
     if let Err(e) = folder.write_json(&folder.run_json(), &record) {
         eprintln!("watermark run: {e}");
@@ -336,7 +336,10 @@ async fn campaign_inner(
         }
     }
     progress.phase("dumping every replica's log");
-    if let Err(e) = cluster.dump_logs().await {
+    if let Err(e) = cluster
+        .dump_logs(|id, text| folder.write_final_log(id, text))
+        .await
+    {
         complete = false;
         notes.push(format!(
             "the replicas' final logs could not all be dumped: {e}"

@@ -197,7 +197,7 @@ pub fn run(args: SelftestArgs) -> Exit {
     let seed = args
         .seed
         .unwrap_or_else(|| u64::from(rand::random::<u32>()));
-    let broker_bin = match crate::broker_bin::locate(args.broker_bin.as_deref()) {
+    let broker_bin = match crate::cluster::broker_bin::locate(args.broker_bin.as_deref()) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("watermark selftest: {e}");

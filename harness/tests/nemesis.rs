@@ -97,7 +97,13 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
         .wait_converged(Duration::from_secs(120))
         .await
         .unwrap();
-    cluster.dump_logs().await.unwrap();
+    cluster
+        .dump_logs(|id, text| {
+            let path = dir.path().join(id.to_string()).join("final-log.jsonl");
+            Ok(std::fs::write(path, text)?)
+        })
+        .await
+        .unwrap();
     cluster.shutdown().await.unwrap();
     assert_nothing_left(dir.path());
 }
@@ -105,9 +111,10 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
     use rand::SeedableRng;
-    use watermark::cluster::{Grudge, Proc};
     use watermark::nemesis::{Fault, Step};
+    use watermark::net::Grudge;
     use watermark::net::topology::Topology;
+    use watermark::proc::Proc;
 
     let dir = tempfile::tempdir().unwrap();
     let config = ClusterConfig {
@@ -134,8 +141,8 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
         Fault::Pause(Proc::Controller),
         Fault::LoseUnflushed(3),
         Fault::CrashAll(vec![2, 3, 1]),
-        partition(Topology::Halves, Grudge::halves(&all, &mut rng)),
-        partition(Topology::Bridge, Grudge::bridge(&all, &mut rng)),
+        partition(Topology::Halves, Topology::Halves.draw(&all, &mut rng)),
+        partition(Topology::Bridge, Topology::Bridge.draw(&all, &mut rng)),
         partition(
             Topology::IsolateController,
             Grudge::isolate(Proc::Controller, &all),

@@ -17,9 +17,11 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::time::Instant;
 
-use crate::cluster::{Cluster, Grudge, Proc};
+use super::fault::NemesisEvent;
+use crate::cluster::Cluster;
 use crate::error::{HarnessError, Result};
-use crate::nemesis::NemesisEvent;
+use crate::net::Grudge;
+use crate::proc::Proc;
 
 /// How often a script looks at the cluster while it waits.
 const POLL: Duration = Duration::from_millis(100);
