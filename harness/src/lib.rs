@@ -5,6 +5,7 @@ pub mod cli;
 pub mod cluster;
 pub mod error;
 pub mod exit;
+mod names;
 pub mod nemesis;
 pub mod net;
 pub mod options;

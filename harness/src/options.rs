@@ -1,28 +1,21 @@
-//! The options of `watermark run` (SPEC §2): how they read on the command line, how
-//! they are checked, and how they are stored in run.json so that `watermark replay`
-//! can repeat a run exactly.
+//! The options of `watermark run` (docs/running.md#options): how they read on the
+//! command line ([`RunArgs`]), how they are checked and resolved — once, defaults
+//! included — into [`Resolved`], and how they are stored in run.json so that
+//! `watermark replay` can repeat a run exactly.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
-use crate::nemesis::FaultKind;
+use crate::error::HarnessError;
+use crate::names::{Names, by_name};
+use crate::nemesis::{FaultKind, Scenario};
 
-/// Bugs a broker can plant (SPEC §7).
-pub const BUGS: &[&str] = &[
-    "hw-truncation",
-    "ack-before-replicate",
-    "isr-unchecked",
-    "stale-read",
-    "no-epoch-fence",
-];
-
-/// Options of `watermark run`.
-///
-/// Stored as-is in run.json under `options`, with every default resolved (the seed,
-/// the replication factor, the concurrency, the broker binary), so a replay needs
-/// nothing else.
-#[derive(Debug, Clone, clap::Args, Serialize, Deserialize, PartialEq)]
+/// Options of `watermark run`, as typed. [`RunArgs::resolve`] checks them and fills
+/// in every default.
+#[derive(Debug, Clone, clap::Args, PartialEq)]
 pub struct RunArgs {
     /// Number of broker nodes (ids 1..=N), each its own OS process.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
@@ -58,19 +51,18 @@ pub struct RunArgs {
     /// What the clients do: `queue` (producers and consumers on a partitioned topic)
     /// or `register` (reads, writes and compare-and-set on keys, checked for
     /// linearizability).
-    #[arg(long, value_enum, default_value_t = Workload::Queue)]
-    pub workload: Workload,
+    #[arg(long, value_enum, default_value_t = WorkloadKind::Queue)]
+    pub workload: WorkloadKind,
 
-    /// Faults to schedule, comma-separated: kill, pause, partition, crash-all,
-    /// isolate-leader, isolate-controller, lose-unflushed, or none.
+    /// Faults to schedule, comma-separated, or none.
     #[arg(
         long,
         value_name = "LIST",
         default_value = "kill,pause,partition",
         value_delimiter = ',',
-        value_parser = parse_fault
+        value_parser = Names::<FaultKind>::new("fault").or("none", "no faults at all (on its own)")
     )]
-    pub nemesis: Vec<String>,
+    pub nemesis: Vec<Option<FaultKind>>,
 
     /// Mean seconds between faults (each is drawn with jitter from the seed).
     #[arg(long, value_name = "SECS", default_value_t = 5.0, value_parser = parse_positive_secs)]
@@ -102,10 +94,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub broker_bin: Option<PathBuf>,
 
-    /// Plant a known bug in every broker: hw-truncation, ack-before-replicate,
-    /// isr-unchecked, stale-read, no-epoch-fence.
-    #[arg(long, value_name = "NAME", value_parser = parse_bug)]
-    pub bug: Option<String>,
+    /// Plant a known bug in every broker.
+    #[arg(long, value_name = "NAME", value_parser = Names::<Bug>::new("bug"))]
+    pub bug: Option<Bug>,
 
     /// Brokers fsync their log after this many messages (default: never, like Kafka).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -114,7 +105,6 @@ pub struct RunArgs {
     /// A follower behind the leader for longer than this leaves the ISR (the brokers'
     /// replica.lag.time.max.ms) [default: the broker's, 10000].
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_lag_time_max_ms: Option<u64>,
 
     /// Register workload: read with `?linearizable=true` (the leader confirms it
@@ -123,23 +113,21 @@ pub struct RunArgs {
     pub linearizable_reads: bool,
 
     /// A fixed fault script instead of the random schedule (--nemesis is then
-    /// ignored): kip101-data-loss, kip101-divergence or kip279-divergence. Each loses or
-    /// diverges data under --truncation hw and finds nothing under epoch. It runs to its
-    /// end (its waits are bounded), then the run ends; --time-limit does not apply.
-    #[arg(long, value_name = "NAME")]
-    pub scenario: Option<String>,
+    /// ignored). Each loses or diverges data under --truncation hw and finds nothing
+    /// under epoch. It runs to its end (its waits are bounded), then the run ends;
+    /// --time-limit does not apply.
+    #[arg(long, value_name = "NAME", value_parser = Names::<Scenario>::new("scenario"))]
+    pub scenario: Option<Scenario>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+/// `--acks`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AcksArg {
     #[value(name = "0")]
-    #[serde(rename = "0")]
     Zero,
     #[value(name = "1")]
-    #[serde(rename = "1")]
     One,
     #[value(name = "all")]
-    #[serde(rename = "all")]
     All,
 }
 
@@ -153,56 +141,42 @@ impl AcksArg {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// `--truncation`: the brokers' rule for truncating a follower's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Truncation {
     Epoch,
     Hw,
 }
 
-impl Truncation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Truncation::Epoch => "epoch",
-            Truncation::Hw => "hw",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Workload {
+/// `--workload`: what the clients do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WorkloadKind {
     Queue,
     Register,
 }
 
-impl Workload {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Workload::Queue => "queue",
-            Workload::Register => "register",
-        }
-    }
+/// A bug the brokers can plant (`broker node --bug NAME`), so the harness can be
+/// seen to catch it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Bug {
+    /// Truncate a follower to its high watermark, as `--truncation hw` does.
+    HwTruncation,
+    /// Answer acks=all once the leader appended, before the ISR has the record.
+    AckBeforeReplicate,
+    /// Let the leader shrink its ISR on its own, without the controller.
+    IsrUnchecked,
+    /// Answer linearizable reads without the leadership check.
+    StaleRead,
+    /// Keep the records of epochs the new leader never wrote (no epoch fencing).
+    NoEpochFence,
 }
 
-fn parse_fault(s: &str) -> Result<String, String> {
-    let s = s.trim();
-    crate::nemesis::parse_nemesis(s)?;
-    Ok(s.to_string())
-}
-
-/// A planted bug's name (surrounding blanks ignored, as in a comma-separated list).
-pub(crate) fn parse_bug(s: &str) -> Result<String, String> {
-    let s = s.trim();
-    if BUGS.contains(&s) {
-        Ok(s.to_string())
-    } else {
-        Err(format!(
-            "unknown bug `{s}`; choose from {}",
-            BUGS.join(", ")
-        ))
-    }
-}
+by_name!(
+    AcksArg => "acks",
+    Truncation => "truncation",
+    WorkloadKind => "workload",
+    Bug => "bug",
+);
 
 fn parse_positive(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -219,86 +193,181 @@ pub(crate) fn parse_positive_secs(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The options of a run with every default resolved: what the campaign runs with,
+/// and what run.json stores under `options` (in the shape `RunArgs` reads back for
+/// `watermark replay`). The optional fields stay optional because "none" is what
+/// they mean: no planted bug, no scenario, never fsync, the broker's own lag time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resolved {
+    pub nodes: u32,
+    pub partitions: u32,
+    pub replication_factor: u32,
+    pub min_insync: u32,
+    pub acks: AcksArg,
+    pub truncation: Truncation,
+    pub unclean_election: bool,
+    pub workload: WorkloadKind,
+    /// The faults to schedule (none: stored as `["none"]`).
+    #[serde(with = "fault_list")]
+    pub nemesis: Vec<FaultKind>,
+    pub nemesis_interval: f64,
+    pub time_limit: f64,
+    pub rate: f64,
+    pub concurrency: u32,
+    pub seed: u64,
+    pub results: PathBuf,
+    pub broker_bin: PathBuf,
+    pub bug: Option<Bug>,
+    pub flush_messages: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_lag_time_max_ms: Option<u64>,
+    pub linearizable_reads: bool,
+    pub scenario: Option<Scenario>,
+}
+
+/// Why options cannot be resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResolveError {
+    /// A bad option or combination (exit 64).
+    Usage(String),
+    /// The broker executable is missing and cannot be built (exit 3).
+    Harness(HarnessError),
+}
+
 impl RunArgs {
-    /// Check what clap cannot check alone and fill in the defaults that depend on
-    /// other options. The error is a usage message (exit 64).
-    pub fn resolve(mut self) -> Result<RunArgs, String> {
-        if let Some(name) = &self.scenario {
-            crate::nemesis::Scenario::parse(name).map_err(|e| format!("--scenario: {e}"))?;
-            if self.nodes < 3 || self.replication_factor.is_some_and(|rf| rf < 3) {
-                return Err(format!(
-                    "--scenario {name} needs three replicas: --nodes 3 or more and \
-                     --replication-factor 3 or more"
-                ));
-            }
-            // The script replaces the random schedule.
-            self.nemesis = vec!["none".to_string()];
+    /// Check what clap cannot check alone and fill in every default; the broker
+    /// executable is found (or built) by `cluster::broker_bin::locate`.
+    pub fn resolve(self) -> Result<Resolved, ResolveError> {
+        self.resolve_with(crate::cluster::broker_bin::locate)
+    }
+
+    /// [`RunArgs::resolve`], finding the broker executable with `locate`.
+    pub fn resolve_with(
+        self,
+        locate: impl FnOnce(Option<&std::path::Path>) -> crate::error::Result<PathBuf>,
+    ) -> Result<Resolved, ResolveError> {
+        let usage = ResolveError::Usage;
+        if let Some(scenario) = self.scenario
+            && (self.nodes < 3 || self.replication_factor.is_some_and(|rf| rf < 3))
+        {
+            return Err(usage(format!(
+                "--scenario {scenario} needs three replicas: --nodes 3 or more and \
+                 --replication-factor 3 or more"
+            )));
         }
-        if self.workload == Workload::Register && self.acks != AcksArg::All {
-            return Err(
+        if self.workload == WorkloadKind::Register && self.acks != AcksArg::All {
+            return Err(usage(
                 "--workload register writes with acks=all (a register's writes must be \
                  committed to be judged); leave out --acks"
                     .to_string(),
-            );
+            ));
         }
-        if self.linearizable_reads && self.workload != Workload::Register {
-            return Err("--linearizable-reads applies to --workload register only".to_string());
+        if self.linearizable_reads && self.workload != WorkloadKind::Register {
+            return Err(usage(
+                "--linearizable-reads applies to --workload register only".to_string(),
+            ));
         }
         let rf = self.replication_factor.unwrap_or(self.nodes);
         if rf > self.nodes {
-            return Err(format!(
+            return Err(usage(format!(
                 "--replication-factor {rf} is more than --nodes {}; each replica needs its own node",
                 self.nodes
-            ));
+            )));
         }
         let min_insync = self.min_insync.unwrap_or(rf.min(2));
         if min_insync > rf {
-            return Err(format!(
+            return Err(usage(format!(
                 "--min-insync {min_insync} is more than the replication factor {rf}; no acks=all write could ever succeed"
-            ));
+            )));
         }
-        self.min_insync = Some(min_insync);
-        let faults = self.faults()?;
-        self.nemesis = if faults.is_empty() {
-            vec!["none".to_string()]
-        } else {
-            faults.iter().map(|k| k.name().to_string()).collect()
+        let nemesis = match self.scenario {
+            // The script replaces the random schedule.
+            Some(_) => Vec::new(),
+            None => fault_list::resolve(&self.nemesis).map_err(usage)?,
         };
-        self.replication_factor = Some(rf);
-        self.concurrency = Some(self.concurrency.unwrap_or(2 * self.nodes));
-        self.seed = Some(
-            self.seed
+        let broker_bin = locate(self.broker_bin.as_deref()).map_err(ResolveError::Harness)?;
+        Ok(Resolved {
+            nodes: self.nodes,
+            partitions: self.partitions,
+            replication_factor: rf,
+            min_insync,
+            acks: self.acks,
+            truncation: self.truncation,
+            unclean_election: self.unclean_election,
+            workload: self.workload,
+            nemesis,
+            nemesis_interval: self.nemesis_interval,
+            time_limit: self.time_limit,
+            rate: self.rate,
+            concurrency: self.concurrency.unwrap_or(2 * self.nodes),
+            seed: self
+                .seed
                 .unwrap_or_else(|| u64::from(rand::random::<u32>())),
-        );
-        Ok(self)
+            results: self.results,
+            broker_bin,
+            bug: self.bug,
+            flush_messages: self.flush_messages,
+            replica_lag_time_max_ms: self.replica_lag_time_max_ms,
+            linearizable_reads: self.linearizable_reads,
+            scenario: self.scenario,
+        })
+    }
+}
+
+impl From<Resolved> for RunArgs {
+    /// The options as if typed, to be resolved again (`watermark replay`).
+    fn from(r: Resolved) -> RunArgs {
+        RunArgs {
+            nodes: r.nodes,
+            partitions: r.partitions,
+            replication_factor: Some(r.replication_factor),
+            min_insync: Some(r.min_insync),
+            acks: r.acks,
+            truncation: r.truncation,
+            unclean_election: r.unclean_election,
+            workload: r.workload,
+            nemesis: fault_list::entries(&r.nemesis),
+            nemesis_interval: r.nemesis_interval,
+            time_limit: r.time_limit,
+            rate: r.rate,
+            concurrency: Some(r.concurrency),
+            seed: Some(r.seed),
+            results: r.results,
+            broker_bin: Some(r.broker_bin),
+            bug: r.bug,
+            flush_messages: r.flush_messages,
+            replica_lag_time_max_ms: r.replica_lag_time_max_ms,
+            linearizable_reads: r.linearizable_reads,
+            scenario: r.scenario,
+        }
+    }
+}
+
+impl Resolved {
+    /// How long the workload and the faults run.
+    pub fn time_limit(&self) -> Duration {
+        Duration::from_secs_f64(self.time_limit)
     }
 
-    /// The faults to schedule (empty for `none`).
-    pub fn faults(&self) -> Result<Vec<FaultKind>, String> {
-        crate::nemesis::parse_nemesis(&self.nemesis.join(","))
-            .map_err(|e| format!("--nemesis: {e}"))
+    /// The mean time between two steps of the nemesis.
+    pub fn nemesis_interval(&self) -> Duration {
+        Duration::from_secs_f64(self.nemesis_interval)
     }
 
     /// Extra arguments of every `broker node`.
     pub fn node_args(&self) -> Vec<String> {
-        let mut args = vec!["--truncation".to_string(), self.truncation.as_str().into()];
+        let mut args = vec!["--truncation".to_string(), self.truncation.to_string()];
         if let Some(n) = self.flush_messages {
             args.extend(["--flush-messages".to_string(), n.to_string()]);
         }
         if let Some(ms) = self.replica_lag_time_max_ms {
             args.extend(["--replica-lag-time-max-ms".to_string(), ms.to_string()]);
         }
-        if let Some(bug) = &self.bug {
-            args.extend(["--bug".to_string(), bug.clone()]);
+        if let Some(bug) = self.bug {
+            args.extend(["--bug".to_string(), bug.to_string()]);
         }
-        args.extend(crate::nemesis::node_args(
-            &self.faults().unwrap_or_default(),
-        ));
-        if let Some(Ok(scenario)) = self
-            .scenario
-            .as_deref()
-            .map(crate::nemesis::Scenario::parse)
-        {
+        args.extend(crate::nemesis::node_args(&self.nemesis));
+        if let Some(scenario) = self.scenario {
             args.extend(scenario.node_args());
         }
         args
@@ -314,6 +383,71 @@ impl RunArgs {
     }
 }
 
+/// `--nemesis` between what is typed (each entry a fault, or `none`) and what is
+/// scheduled (the faults in the order first named; none at all is stored as
+/// `["none"]`).
+mod fault_list {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::names;
+    use crate::nemesis::FaultKind;
+
+    /// The faults the entries name, each once, in the order first named; `none`
+    /// must stand alone.
+    pub fn resolve(entries: &[Option<FaultKind>]) -> Result<Vec<FaultKind>, String> {
+        if entries == [None] {
+            return Ok(Vec::new());
+        }
+        if entries.contains(&None) {
+            let typed: Vec<String> = entries
+                .iter()
+                .map(|e| e.map_or_else(|| "none".to_string(), |k| k.to_string()))
+                .collect();
+            return Err(format!(
+                "--nemesis: `none` cannot be combined with other faults in `{}`",
+                typed.join(",")
+            ));
+        }
+        let mut kinds = Vec::new();
+        for kind in entries.iter().flatten() {
+            if !kinds.contains(kind) {
+                kinds.push(*kind);
+            }
+        }
+        Ok(kinds)
+    }
+
+    /// The entries that name `kinds` (`none` for no fault).
+    pub fn entries(kinds: &[FaultKind]) -> Vec<Option<FaultKind>> {
+        if kinds.is_empty() {
+            vec![None]
+        } else {
+            kinds.iter().copied().map(Some).collect()
+        }
+    }
+
+    pub fn serialize<S: Serializer>(kinds: &[FaultKind], s: S) -> Result<S::Ok, S::Error> {
+        let names: Vec<String> = entries(kinds)
+            .iter()
+            .map(|e| e.map_or_else(|| "none".to_string(), |k| k.to_string()))
+            .collect();
+        names.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<FaultKind>, D::Error> {
+        let names = Vec::<String>::deserialize(d)?;
+        let entries = names
+            .iter()
+            .map(|n| match n.trim() {
+                "none" => Ok(None),
+                n => names::parse::<FaultKind>("fault", n).map(Some),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(serde::de::Error::custom)?;
+        resolve(&entries).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,40 +459,44 @@ mod tests {
         args: RunArgs,
     }
 
-    fn parse(argv: &[&str]) -> Result<RunArgs, String> {
+    fn parse(argv: &[&str]) -> Result<Resolved, String> {
         let mut all = vec!["run"];
         all.extend_from_slice(argv);
-        T::try_parse_from(all)
-            .map_err(|e| e.to_string())
-            .and_then(|t| t.args.resolve())
+        let args = T::try_parse_from(all).map_err(|e| e.to_string())?.args;
+        args.resolve_with(|bin| Ok(bin.map_or_else(|| PathBuf::from("/bin/broker"), Into::into)))
+            .map_err(|e| format!("{e:?}"))
     }
 
     #[test]
-    fn defaults_follow_the_spec() {
+    fn defaults_follow_the_docs() {
         let a = parse(&["--seed", "5"]).unwrap();
         assert_eq!(
             (a.nodes, a.partitions, a.replication_factor, a.min_insync),
-            (3, 2, Some(3), Some(2))
+            (3, 2, 3, 2)
         );
         assert_eq!(
             (a.acks, a.truncation, a.workload),
-            (AcksArg::All, Truncation::Epoch, Workload::Queue)
+            (AcksArg::All, Truncation::Epoch, WorkloadKind::Queue)
         );
-        assert_eq!(a.nemesis, ["kill", "pause", "partition"]);
+        assert_eq!(
+            a.nemesis,
+            [FaultKind::Kill, FaultKind::Pause, FaultKind::Partition]
+        );
         assert_eq!(
             (a.nemesis_interval, a.time_limit, a.rate),
             (5.0, 60.0, 200.0)
         );
-        assert_eq!((a.concurrency, a.seed), (Some(6), Some(5)));
+        assert_eq!((a.concurrency, a.seed), (6, 5));
         assert_eq!(a.results, PathBuf::from("results"));
+        assert_eq!(a.broker_bin, PathBuf::from("/bin/broker"));
         assert_eq!(a.node_args(), ["--truncation", "epoch"]);
     }
 
     #[test]
     fn a_single_node_needs_no_min_insync_option() {
         let a = parse(&["--nodes", "1", "--seed", "1"]).unwrap();
-        assert_eq!((a.replication_factor, a.min_insync), (Some(1), Some(1)));
-        assert_eq!(a.concurrency, Some(2));
+        assert_eq!((a.replication_factor, a.min_insync), (1, 1));
+        assert_eq!(a.concurrency, 2);
     }
 
     #[test]
@@ -372,9 +510,71 @@ mod tests {
             "stale-read",
         ])
         .unwrap();
-        let json = serde_json::to_string(&a).unwrap();
-        assert_eq!(serde_json::from_str::<RunArgs>(&json).unwrap(), a);
+        let json = serde_json::to_value(&a).unwrap();
+        assert_eq!(
+            json["nemesis"],
+            serde_json::json!(["kill", "lose-unflushed"])
+        );
+        assert_eq!(
+            (&json["acks"], &json["bug"]),
+            (&"1".into(), &"stale-read".into())
+        );
+        assert_eq!(serde_json::from_value::<Resolved>(json).unwrap(), a);
         assert!(a.node_args().contains(&"--simulate-page-cache".to_string()));
+        let again = RunArgs::from(a.clone())
+            .resolve_with(|bin| Ok(bin.unwrap().to_path_buf()))
+            .unwrap();
+        assert_eq!(again, a);
+    }
+
+    #[test]
+    fn no_faults_are_stored_as_none_and_read_back() {
+        let a = parse(&["--nemesis", "none", "--seed", "1"]).unwrap();
+        assert!(a.nemesis.is_empty());
+        let json = serde_json::to_value(&a).unwrap();
+        assert_eq!(json["nemesis"], serde_json::json!(["none"]));
+        assert_eq!(serde_json::from_value::<Resolved>(json).unwrap(), a);
+        let s = parse(&["--scenario", "kip101-divergence", "--seed", "1"]).unwrap();
+        assert!(s.nemesis.is_empty());
+        assert_eq!(
+            serde_json::to_value(&s).unwrap()["scenario"],
+            "kip101-divergence"
+        );
+        assert!(s.node_args().contains(&"--flush-ms".to_string()));
+    }
+
+    #[test]
+    fn fault_names_are_trimmed_kept_once_and_none_stands_alone() {
+        use FaultKind::*;
+        let a = parse(&["--nemesis", " crash-all , kill,kill"]).unwrap();
+        assert_eq!(a.nemesis, [CrashAll, Kill]);
+        let e = parse(&["--nemesis", "kill,explode"]).unwrap_err();
+        assert!(
+            e.contains("unknown fault `explode`") && e.contains("lose-unflushed, or none"),
+            "{e}"
+        );
+        let e = parse(&["--nemesis", "none,kill"]).unwrap_err();
+        assert!(e.contains("`none` cannot be combined"), "{e}");
+    }
+
+    #[test]
+    fn serde_and_the_command_line_spell_every_name_alike() {
+        fn same<T: ValueEnum + Serialize>() {
+            for v in T::value_variants() {
+                let name = crate::names::name(v);
+                assert_eq!(serde_json::to_value(v).unwrap(), name);
+            }
+        }
+        same::<AcksArg>();
+        same::<Truncation>();
+        same::<WorkloadKind>();
+        same::<Bug>();
+        same::<FaultKind>();
+        same::<Scenario>();
+        assert_eq!(
+            crate::names::list::<Bug>(),
+            "hw-truncation, ack-before-replicate, isr-unchecked, stale-read, no-epoch-fence"
+        );
     }
 
     #[test]
@@ -395,5 +595,16 @@ mod tests {
         ] {
             assert!(parse(argv).is_err(), "{argv:?} was accepted");
         }
+    }
+
+    #[test]
+    fn a_missing_broker_is_a_harness_failure_not_bad_usage() {
+        let mut all = vec!["run"];
+        all.extend_from_slice(&["--seed", "1"]);
+        let args = T::try_parse_from(all).unwrap().args;
+        let e = args
+            .resolve_with(|_| Err(HarnessError::new("no broker")))
+            .unwrap_err();
+        assert_eq!(e, ResolveError::Harness(HarnessError::new("no broker")));
     }
 }

@@ -27,9 +27,8 @@ use workloads::register::RegisterConfig;
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
-use crate::nemesis::Scenario;
 use crate::nemesis::{Nemesis, NemesisEvent, Planner};
-use crate::options::Workload;
+use crate::options::{ResolveError, Resolved, WorkloadKind};
 use crate::progress::{self, Progress, Tally};
 use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord};
 
@@ -48,31 +47,34 @@ const LINEARIZABILITY_TIME_LIMIT: Duration = Duration::from_secs(120);
 
 /// Run `watermark run` from the command line.
 pub fn run(args: RunArgs) -> Exit {
-    let args = match args.resolve() {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!("watermark run: {msg}");
-            return Exit::Usage;
-        }
-    };
-    execute(args, std::env::args().collect(), None)
+    match args.resolve() {
+        Ok(args) => execute(args, std::env::args().collect(), None),
+        Err(e) => refused("watermark run", e),
+    }
 }
 
-/// Run a campaign with resolved options (`RunArgs::resolve`); `replay_of` names the
-/// run folder a replay repeats.
-pub fn execute(mut args: RunArgs, command_line: Vec<String>, replay_of: Option<PathBuf>) -> Exit {
-    crate::cluster::supervisor::install_panic_hook();
-    let seed = args.seed.unwrap_or_default();
-    eprintln!("watermark: seed {seed} (repeat this run with --seed {seed})");
-    match crate::cluster::broker_bin::locate(args.broker_bin.as_deref()) {
-        Ok(bin) => args.broker_bin = Some(bin),
-        Err(e) => {
-            eprintln!("watermark run: {e}");
-            return Exit::HarnessFailed;
+/// Say why options were refused; the exit code says whose fault it is.
+pub fn refused(command: &str, e: ResolveError) -> Exit {
+    match e {
+        ResolveError::Usage(msg) => {
+            eprintln!("{command}: {msg}");
+            Exit::Usage
+        }
+        ResolveError::Harness(e) => {
+            eprintln!("{command}: {e}");
+            Exit::HarnessFailed
         }
     }
+}
+
+/// Run a campaign with resolved options; `replay_of` names the run folder a replay
+/// repeats.
+pub fn execute(args: Resolved, command_line: Vec<String>, replay_of: Option<PathBuf>) -> Exit {
+    crate::cluster::supervisor::install_panic_hook();
+    let seed = args.seed;
+    eprintln!("watermark: seed {seed} (repeat this run with --seed {seed})");
     let started = SystemTime::now();
-    let folder = match RunFolder::create(&args.results, args.workload.as_str(), seed, started) {
+    let folder = match RunFolder::create(&args.results, &args.workload.to_string(), seed, started) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("watermark run: {e}");
@@ -145,7 +147,7 @@ async fn interrupted() -> &'static str {
 
 /// The campaign; a harness failure is reported and becomes exit 3. How the end
 /// of the run went is noted in `record` (run.json).
-async fn campaign(args: &RunArgs, folder: &RunFolder, record: &mut RunRecord) -> Exit {
+async fn campaign(args: &Resolved, folder: &RunFolder, record: &mut RunRecord) -> Exit {
     match campaign_inner(args, folder, record).await {
         Ok(exit) => exit,
         Err(e) => {
@@ -160,7 +162,7 @@ async fn campaign(args: &RunArgs, folder: &RunFolder, record: &mut RunRecord) ->
 }
 
 async fn campaign_inner(
-    args: &RunArgs,
+    args: &Resolved,
     folder: &RunFolder,
     record: &mut RunRecord,
 ) -> Result<Exit> {
@@ -170,12 +172,12 @@ async fn campaign_inner(
         HistoryFile::create(&folder.history(), origin)?,
         tally.clone(),
     ));
-    let limit = Duration::from_secs_f64(args.time_limit);
+    let limit = args.time_limit();
     let mut progress = Progress::start(limit);
     progress.phase("starting the cluster");
 
     let cluster = Cluster::start(ClusterConfig {
-        broker_bin: args.broker_bin.clone().unwrap_or_default(),
+        broker_bin: args.broker_bin.clone(),
         nodes: args.nodes,
         root: folder.nodes(),
         node_args: args.node_args(),
@@ -189,21 +191,20 @@ async fn campaign_inner(
 
     progress.phase("creating the topic");
     let topic = match args.workload {
-        Workload::Queue => workloads::queue::TOPIC,
-        Workload::Register => workloads::register::TOPIC,
+        WorkloadKind::Queue => workloads::queue::TOPIC,
+        WorkloadKind::Register => workloads::register::TOPIC,
     };
-    let rf = args.replication_factor.unwrap_or(args.nodes);
     cluster
         .create_topic(
             topic,
             args.partitions,
-            rf,
-            args.min_insync.unwrap_or(rf.min(2)),
+            args.replication_factor,
+            args.min_insync,
         )
         .await?;
 
-    let seed = args.seed.unwrap_or_default();
-    let concurrency = args.concurrency.unwrap_or(2 * args.nodes);
+    let seed = args.seed;
+    let concurrency = args.concurrency;
     let queue_config = QueueConfig {
         partitions: args.partitions,
         acks: args.acks.to_client(),
@@ -229,11 +230,11 @@ async fn campaign_inner(
     let workload = {
         let recorder: Arc<dyn workloads::recorder::Recorder> = history.clone();
         match args.workload {
-            Workload::Queue => {
+            WorkloadKind::Queue => {
                 let config = queue_config.clone();
                 tokio::spawn(async move { workloads::queue::run(&config, recorder, stop_rx).await })
             }
-            Workload::Register => {
+            WorkloadKind::Register => {
                 let config = register_config.clone();
                 tokio::spawn(
                     async move { workloads::register::run(&config, recorder, stop_rx).await },
@@ -241,13 +242,12 @@ async fn campaign_inner(
             }
         }
     };
-    let faults = args.faults().map_err(HarnessError::new)?;
     let planner = Planner::new(
         seed,
-        &faults,
+        &args.nemesis,
         &cluster.node_ids(),
         args.partitions,
-        Duration::from_secs_f64(args.nemesis_interval),
+        args.nemesis_interval(),
     );
     let mut nemesis = Nemesis::new(planner, topic);
     let mut notes = Vec::new();
@@ -259,12 +259,7 @@ async fn campaign_inner(
         };
         let started = Instant::now();
         // A scenario's script runs to its end instead of the time limit.
-        let scenario = args
-            .scenario
-            .as_deref()
-            .map(Scenario::parse)
-            .transpose()
-            .map_err(HarnessError::new)?;
+        let scenario = args.scenario;
         let run = async {
             match scenario {
                 Some(s) => s.run(&mut cluster, topic, &mut on_event).await,
@@ -314,7 +309,7 @@ async fn campaign_inner(
             CONVERGE_TIMEOUT.as_secs()
         ));
     }
-    if args.workload == Workload::Queue {
+    if args.workload == WorkloadKind::Queue {
         progress.phase("draining every partition (final-poll)");
         let drain_deadline = Instant::now() + DRAIN_TIMEOUT;
         // The drain runs as a process number no client ever used.
@@ -356,11 +351,11 @@ async fn campaign_inner(
     let events = history.events();
     let mut checkers = BTreeMap::new();
     match args.workload {
-        Workload::Queue => {
+        WorkloadKind::Queue => {
             let result = check(&events, &folder.nodes(), complete, &mut notes);
             checkers.insert(workloads::queue::CHECKER.to_string(), result);
         }
-        Workload::Register => {
+        WorkloadKind::Register => {
             let result = check_registers(&events);
             checkers.insert(workloads::register::CHECKER.to_string(), result);
         }

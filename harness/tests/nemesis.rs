@@ -6,6 +6,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use clap::ValueEnum;
+
 use watermark::cluster::{Cluster, ClusterConfig};
 use watermark::nemesis::{FaultKind, Nemesis, NemesisEvent, Planner, node_args};
 
@@ -32,25 +34,19 @@ fn assert_nothing_left(dir: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
     let dir = tempfile::tempdir().unwrap();
-    let kinds = FaultKind::ALL;
+    let kinds = FaultKind::value_variants();
     let config = ClusterConfig {
         broker_bin: broker_bin(),
         nodes: 3,
         root: dir.path().to_path_buf(),
-        node_args: node_args(&kinds),
+        node_args: node_args(kinds),
         controller_args: vec![],
         start_timeout: Duration::from_secs(60),
     };
     let mut cluster = Cluster::start(config).await.unwrap();
     cluster.create_topic("queue", 2, 3, 2).await.unwrap();
 
-    let planner = Planner::new(
-        7,
-        &kinds,
-        &cluster.node_ids(),
-        2,
-        Duration::from_millis(700),
-    );
+    let planner = Planner::new(7, kinds, &cluster.node_ids(), 2, Duration::from_millis(700));
     let mut nemesis = Nemesis::new(planner, "queue");
     let mut events: Vec<NemesisEvent> = Vec::new();
     nemesis

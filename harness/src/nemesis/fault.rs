@@ -1,24 +1,27 @@
 //! The faults of docs/faults.md: the kinds a user asks for with `--nemesis`, a fault
 //! with its targets drawn, and the history events of its start and end.
 
+use clap::ValueEnum;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::names::by_name;
 use crate::net::{Grudge, Topology};
 use crate::proc::Proc;
 
 /// A fault the user can ask for with `--nemesis`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum)]
 pub enum FaultKind {
     /// SIGKILL a node or the controller, restart it later on the same data dir.
     Kill,
     /// SIGSTOP a node or the controller, SIGCONT it later.
     Pause,
-    /// Any partition topology: isolate-one, isolate-leader, isolate-controller, halves, bridge.
+    /// Cut the network in any of the shapes: isolate-one, isolate-leader,
+    /// isolate-controller, halves, bridge; heal it later.
     Partition,
-    /// Only the isolate-leader topology.
+    /// Cut the leader of a random partition off from every other process.
     IsolateLeader,
-    /// Only the isolate-controller topology.
+    /// Cut the controller off from every node.
     IsolateController,
     /// SIGKILL every node at once, restart them in random order.
     CrashAll,
@@ -26,68 +29,18 @@ pub enum FaultKind {
     LoseUnflushed,
 }
 
+by_name!(FaultKind => "fault");
+
 impl FaultKind {
-    pub const ALL: [FaultKind; 7] = [
-        FaultKind::Kill,
-        FaultKind::Pause,
-        FaultKind::Partition,
-        FaultKind::IsolateLeader,
-        FaultKind::IsolateController,
-        FaultKind::CrashAll,
-        FaultKind::LoseUnflushed,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            FaultKind::Kill => "kill",
-            FaultKind::Pause => "pause",
-            FaultKind::Partition => "partition",
-            FaultKind::IsolateLeader => "isolate-leader",
-            FaultKind::IsolateController => "isolate-controller",
-            FaultKind::CrashAll => "crash-all",
-            FaultKind::LoseUnflushed => "lose-unflushed",
-        }
-    }
-
     /// The partition shapes this kind draws from (empty for non-partition kinds).
     pub fn topologies(self) -> &'static [Topology] {
         match self {
-            FaultKind::Partition => &Topology::ALL,
+            FaultKind::Partition => Topology::value_variants(),
             FaultKind::IsolateLeader => &[Topology::IsolateLeader],
             FaultKind::IsolateController => &[Topology::IsolateController],
             _ => &[],
         }
     }
-}
-
-/// Parse `--nemesis`: a comma-separated list of fault names, or `none`.
-pub fn parse_nemesis(list: &str) -> std::result::Result<Vec<FaultKind>, String> {
-    let names: Vec<&str> = list.split(',').map(str::trim).collect();
-    if names == ["none"] {
-        return Ok(Vec::new());
-    }
-    let mut kinds = Vec::new();
-    for name in names {
-        if name == "none" {
-            return Err(format!(
-                "`none` cannot be combined with other faults in `{list}`"
-            ));
-        }
-        let kind = FaultKind::ALL
-            .into_iter()
-            .find(|k| k.name() == name)
-            .ok_or_else(|| {
-                let known: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
-                format!(
-                    "unknown fault `{name}` in --nemesis `{list}`; known faults: {}, or none",
-                    known.join(", ")
-                )
-            })?;
-        if !kinds.contains(&kind) {
-            kinds.push(kind);
-        }
-    }
-    Ok(kinds)
 }
 
 /// Extra `broker node` arguments the faults need: `lose-unflushed` needs every node
@@ -148,7 +101,7 @@ impl Fault {
                 topology, grudge, ..
             } => NemesisEvent::new(
                 "partition",
-                json!({"topology": topology.name(), "grudge": grudge.to_json()}),
+                json!({"topology": topology.to_string(), "grudge": grudge.to_json()}),
             ),
         }
     }
@@ -164,7 +117,7 @@ impl Fault {
                 topology, grudge, ..
             } => NemesisEvent::new(
                 "heal",
-                json!({"topology": topology.name(), "grudge": grudge.to_json()}),
+                json!({"topology": topology.to_string(), "grudge": grudge.to_json()}),
             ),
         }
     }
@@ -188,24 +141,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_parse_and_unknown_ones_are_refused_clearly() {
+    fn lose_unflushed_needs_the_page_cache_simulation() {
         use FaultKind::*;
-        assert_eq!(
-            parse_nemesis("kill,pause,partition"),
-            Ok(vec![Kill, Pause, Partition])
-        );
-        assert_eq!(
-            parse_nemesis(" crash-all , kill,kill"),
-            Ok(vec![CrashAll, Kill])
-        );
-        assert_eq!(parse_nemesis("none"), Ok(vec![]));
-        let err = parse_nemesis("kill,explode").unwrap_err();
-        assert!(
-            err.contains("unknown fault `explode`") && err.contains("lose-unflushed"),
-            "{err}"
-        );
-        assert!(parse_nemesis("none,kill").unwrap_err().contains("`none`"));
-        assert!(parse_nemesis("").is_err());
         assert_eq!(
             node_args(&[Kill, LoseUnflushed]),
             vec!["--simulate-page-cache"]

@@ -24,7 +24,7 @@ pub mod planner;
 pub mod runner;
 pub mod scenario;
 
-pub use fault::{Fault, FaultKind, NemesisEvent, node_args, parse_nemesis};
+pub use fault::{Fault, FaultKind, NemesisEvent, node_args};
 pub use planner::{Planner, Step};
 pub use runner::Nemesis;
 pub use scenario::Scenario;

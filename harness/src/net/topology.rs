@@ -15,14 +15,16 @@
 //! directed links are cut), as with a DROP rule on each side. Scenario scripts may cut
 //! one direction only (one node no longer fetching from another).
 
+use clap::ValueEnum;
 use rand::Rng;
 use rand::seq::SliceRandom;
 
 use super::grudge::Grudge;
+use crate::names::by_name;
 use crate::proc::Proc;
 
 /// The shapes of partition the nemesis draws from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum)]
 pub enum Topology {
     /// One random process (node or controller) cut from all others.
     IsolateOne,
@@ -36,25 +38,9 @@ pub enum Topology {
     Bridge,
 }
 
+by_name!(Topology => "topology");
+
 impl Topology {
-    pub const ALL: [Topology; 5] = [
-        Topology::IsolateOne,
-        Topology::IsolateLeader,
-        Topology::IsolateController,
-        Topology::Halves,
-        Topology::Bridge,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Topology::IsolateOne => "isolate-one",
-            Topology::IsolateLeader => "isolate-leader",
-            Topology::IsolateController => "isolate-controller",
-            Topology::Halves => "halves",
-            Topology::Bridge => "bridge",
-        }
-    }
-
     /// The grudge of this shape over `all`, drawn from `rng` where the shape is random.
     /// `isolate-leader` needs the cluster's state (who leads): it is empty here, and
     /// the nemesis fills it in when it applies the fault.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::timestamp::rfc3339;
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
-use crate::options::RunArgs;
+use crate::options::Resolved;
 
 /// `run.json`: everything needed to understand and repeat a run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -20,7 +20,7 @@ pub struct RunRecord {
     pub workload: String,
     pub seed: u64,
     /// Every option of `watermark run`, defaults resolved.
-    pub options: RunArgs,
+    pub options: Resolved,
     /// The command line as typed.
     pub command_line: Vec<String>,
     /// The broker executable the cluster ran.
@@ -57,20 +57,20 @@ pub struct Versions {
 
 impl RunRecord {
     pub fn new(
-        args: &RunArgs,
+        args: &Resolved,
         command_line: Vec<String>,
         started: SystemTime,
         replay_of: Option<PathBuf>,
     ) -> RunRecord {
         RunRecord {
-            workload: args.workload.as_str().to_string(),
-            seed: args.seed.unwrap_or_default(),
+            workload: args.workload.to_string(),
+            seed: args.seed,
             options: args.clone(),
             command_line,
-            broker_bin: args.broker_bin.clone(),
+            broker_bin: Some(args.broker_bin.clone()),
             versions: Versions {
                 watermark: env!("CARGO_PKG_VERSION").to_string(),
-                broker: args.broker_bin.as_deref().and_then(broker_version),
+                broker: broker_version(&args.broker_bin),
             },
             started_at: rfc3339(started),
             ended_at: None,
