@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
+use workloads::Workload;
+use workloads::client::ClientConfig;
+use workloads::queue::QueueConfig;
+use workloads::register::RegisterConfig;
 
 use crate::error::HarnessError;
 use crate::names::{Names, by_name};
@@ -352,6 +356,28 @@ impl Resolved {
     /// The mean time between two steps of the nemesis.
     pub fn nemesis_interval(&self) -> Duration {
         Duration::from_secs_f64(self.nemesis_interval)
+    }
+
+    /// The workload to run, its clients reaching the cluster as `client` says.
+    pub fn workload(&self, client: ClientConfig) -> Box<dyn Workload> {
+        match self.workload {
+            WorkloadKind::Queue => Box::new(QueueConfig {
+                partitions: self.partitions,
+                acks: self.acks.to_client(),
+                concurrency: self.concurrency,
+                rate: self.rate,
+                seed: self.seed,
+                client,
+            }),
+            WorkloadKind::Register => Box::new(RegisterConfig {
+                partitions: self.partitions,
+                concurrency: self.concurrency,
+                rate: self.rate,
+                seed: self.seed,
+                linearizable_reads: self.linearizable_reads,
+                client,
+            }),
+        }
     }
 
     /// Extra arguments of every `broker node`.

@@ -12,23 +12,21 @@
 //! and exit 130, leaving the history streamed so far readable by `watermark check`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use checker::history::{EventType, Process};
-use checker::queue;
+use checker::history::EventType;
 use checker::verdict::{CheckerResult, Results, Validity};
 use tokio::sync::watch;
+use workloads::Workload;
 use workloads::client::ClientConfig;
-use workloads::queue::QueueConfig;
-use workloads::register::RegisterConfig;
 
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
 use crate::nemesis::{Nemesis, NemesisEvent, Planner};
-use crate::options::{ResolveError, Resolved, WorkloadKind};
+use crate::options::{ResolveError, Resolved};
 use crate::progress::{self, Progress, Tally};
 use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord};
 
@@ -38,12 +36,10 @@ pub use crate::options::RunArgs;
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the healed cluster may take to converge (full ISR, HW = LEO).
 const CONVERGE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long the final drain may take.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the workload's final step (the queue's drain) may take.
+const FINAL_STEP_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long in-flight operations may take to finish after the time limit.
 const WORKLOAD_STOP_TIMEOUT: Duration = Duration::from_secs(30);
-/// The linearizability checker's budget; past it the verdict is unknown.
-const LINEARIZABILITY_TIME_LIMIT: Duration = Duration::from_secs(120);
 
 /// Run `watermark run` from the command line.
 pub fn run(args: RunArgs) -> Exit {
@@ -166,17 +162,14 @@ async fn campaign_inner(
     folder: &RunFolder,
     record: &mut RunRecord,
 ) -> Result<Exit> {
-    let origin = Instant::now();
     let tally = Arc::new(Tally::default());
     let history = Arc::new(History::new(
-        HistoryFile::create(&folder.history(), origin)?,
+        HistoryFile::create(&folder.history(), Instant::now())?,
         tally.clone(),
     ));
-    let limit = args.time_limit();
-    let mut progress = Progress::start(limit);
+    let mut progress = Progress::start(args.time_limit());
     progress.phase("starting the cluster");
-
-    let cluster = Cluster::start(ClusterConfig {
+    let mut cluster = Cluster::start(ClusterConfig {
         broker_bin: args.broker_bin.clone(),
         nodes: args.nodes,
         root: folder.nodes(),
@@ -186,71 +179,84 @@ async fn campaign_inner(
     })
     .await
     .map_err(|e| HarnessError::new(format!("the cluster did not start: {e}")))?;
-    let mut cluster = cluster;
-    let client_config = ClientConfig::new(cluster.client_addrs(), cluster.controller_addr());
+    let workload = args.workload(ClientConfig::new(
+        cluster.client_addrs(),
+        cluster.controller_addr(),
+    ));
 
     progress.phase("creating the topic");
-    let topic = match args.workload {
-        WorkloadKind::Queue => workloads::queue::TOPIC,
-        WorkloadKind::Register => workloads::register::TOPIC,
-    };
     cluster
         .create_topic(
-            topic,
+            workload.topic(),
             args.partitions,
             args.replication_factor,
             args.min_insync,
         )
         .await?;
 
-    let seed = args.seed;
-    let concurrency = args.concurrency;
-    let queue_config = QueueConfig {
-        partitions: args.partitions,
-        acks: args.acks.to_client(),
-        concurrency,
-        rate: args.rate,
-        seed,
-        client: client_config.clone(),
-    };
-    let register_config = RegisterConfig {
-        partitions: args.partitions,
-        concurrency,
-        rate: args.rate,
-        seed,
-        linearizable_reads: args.linearizable_reads,
-        client: client_config,
-    };
+    let mut notes = Vec::new();
+    clients_and_faults(
+        args,
+        &mut cluster,
+        &*workload,
+        &history,
+        &mut progress,
+        &mut notes,
+    )
+    .await?;
+    let complete = end_of_run(
+        cluster,
+        &*workload,
+        &history,
+        folder,
+        &mut progress,
+        &mut notes,
+    )
+    .await?;
 
-    // The campaign proper: clients and faults until the time limit. The nemesis
-    // ends its faults at the limit; the clients stop then too, letting operations
-    // in flight complete.
+    progress.phase("checking");
+    let result = judge(&*workload, &history.events(), folder, complete, &mut notes);
+    let results = Results::new(BTreeMap::from([(workload.checker().to_string(), result)]));
+    record.complete = Some(complete);
+    record.notes = notes.clone();
+    store::write_json_atomic(&folder.results_json(), &results)?;
+    progress.finish();
+    print!(
+        "{}",
+        progress::summary(&results, &notes, tally.counts(), &folder.path)
+    );
+    Ok(match results.valid {
+        Validity::Valid => Exit::Valid,
+        Validity::Invalid => Exit::Invalid,
+        Validity::Unknown => Exit::Unknown,
+    })
+}
+
+/// The campaign proper: the clients and the faults (the random schedule, or a
+/// scenario's script) until the time limit. The nemesis ends its faults at the limit;
+/// the clients stop then too, letting operations in flight complete. A nemesis that
+/// failed is noted; clients that do not stop are a harness failure.
+async fn clients_and_faults(
+    args: &Resolved,
+    cluster: &mut Cluster,
+    workload: &dyn Workload,
+    history: &Arc<History>,
+    progress: &mut Progress,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    let limit = args.time_limit();
+    let tally = history.tally();
     progress.begin_running();
     let (stop_tx, stop_rx) = watch::channel(false);
-    let workload = {
-        let recorder: Arc<dyn workloads::recorder::Recorder> = history.clone();
-        match args.workload {
-            WorkloadKind::Queue => {
-                let config = queue_config.clone();
-                tokio::spawn(async move { workloads::queue::run(&config, recorder, stop_rx).await })
-            }
-            WorkloadKind::Register => {
-                let config = register_config.clone();
-                tokio::spawn(
-                    async move { workloads::register::run(&config, recorder, stop_rx).await },
-                )
-            }
-        }
-    };
+    let clients = tokio::spawn(workload.run(history.clone(), stop_rx));
     let planner = Planner::new(
-        seed,
+        args.seed,
         &args.nemesis,
         &cluster.node_ids(),
         args.partitions,
         args.nemesis_interval(),
     );
-    let mut nemesis = Nemesis::new(planner, topic);
-    let mut notes = Vec::new();
+    let mut nemesis = Nemesis::new(planner, workload.topic());
     {
         let (history, fault_tally) = (history.clone(), tally.clone());
         let mut on_event = move |e: NemesisEvent| {
@@ -262,8 +268,8 @@ async fn campaign_inner(
         let scenario = args.scenario;
         let run = async {
             match scenario {
-                Some(s) => s.run(&mut cluster, topic, &mut on_event).await,
-                None => nemesis.run(&mut cluster, limit, &mut on_event).await,
+                Some(s) => s.run(cluster, workload.topic(), &mut on_event).await,
+                None => nemesis.run(cluster, limit, &mut on_event).await,
             }
         };
         tokio::pin!(run);
@@ -286,18 +292,28 @@ async fn campaign_inner(
     }
     let _ = stop_tx.send(true);
     progress.phase("waiting for operations in flight");
-    match tokio::time::timeout(WORKLOAD_STOP_TIMEOUT, workload).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => return Err(HarnessError::new(format!("the workload task failed: {e}"))),
-        Err(_) => {
-            return Err(HarnessError::new(format!(
-                "client operations still running {}s after the time limit",
-                WORKLOAD_STOP_TIMEOUT.as_secs()
-            )));
-        }
-    };
+    match tokio::time::timeout(WORKLOAD_STOP_TIMEOUT, clients).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(HarnessError::new(format!("the workload task failed: {e}"))),
+        Err(_) => Err(HarnessError::new(format!(
+            "client operations still running {}s after the time limit",
+            WORKLOAD_STOP_TIMEOUT.as_secs()
+        ))),
+    }
+}
 
-    // The end of the run: heal, converge, drain, dump.
+/// The end of the run: heal everything, wait for the cluster to converge, the
+/// workload's final step, dump every replica's log into the run folder, stop the
+/// cluster. Whether it all went through is returned (see `RunRecord::complete`);
+/// what did not is noted.
+async fn end_of_run(
+    mut cluster: Cluster,
+    workload: &dyn Workload,
+    history: &History,
+    folder: &RunFolder,
+    progress: &mut Progress,
+    notes: &mut Vec<String>,
+) -> Result<bool> {
     progress.phase("healing the cluster");
     cluster.heal_all().await?;
     progress.phase("waiting for the cluster to converge");
@@ -309,22 +325,12 @@ async fn campaign_inner(
             CONVERGE_TIMEOUT.as_secs()
         ));
     }
-    if args.workload == WorkloadKind::Queue {
-        progress.phase("draining every partition (final-poll)");
-        let drain_deadline = Instant::now() + DRAIN_TIMEOUT;
-        // The drain runs as a process number no client ever used.
-        let first_free = history
-            .events()
-            .iter()
-            .filter_map(|e| match e.process {
-                Process::Client(p) => Some(p + 1),
-                Process::Nemesis => None,
-            })
-            .max()
-            .unwrap_or(0);
-        if let Err(e) =
-            workloads::queue::final_drain(&queue_config, &*history, first_free, drain_deadline)
-                .await
+    if let Some(step) = workload.final_step() {
+        progress.phase(step);
+        let deadline = Instant::now() + FINAL_STEP_TIMEOUT;
+        if let Err(e) = workload
+            .finish(history, history.first_free_process(), deadline)
+            .await
         {
             complete = false;
             notes.push(e);
@@ -346,57 +352,23 @@ async fn campaign_inner(
     if let Some(e) = history.write_failure() {
         notes.push(e);
     }
-
-    progress.phase("checking");
-    let events = history.events();
-    let mut checkers = BTreeMap::new();
-    match args.workload {
-        WorkloadKind::Queue => {
-            let result = check(&events, &folder.nodes(), complete, &mut notes);
-            checkers.insert(workloads::queue::CHECKER.to_string(), result);
-        }
-        WorkloadKind::Register => {
-            let result = check_registers(&events);
-            checkers.insert(workloads::register::CHECKER.to_string(), result);
-        }
-    }
-    let results = Results::new(checkers);
-    record.complete = Some(complete);
-    record.notes = notes.clone();
-    store::write_json_atomic(&folder.results_json(), &results)?;
-    progress.finish();
-    print!(
-        "{}",
-        progress::summary(&results, &notes, tally.counts(), &folder.path)
-    );
-    Ok(match results.valid {
-        Validity::Valid => Exit::Valid,
-        Validity::Invalid => Exit::Invalid,
-        Validity::Unknown => Exit::Unknown,
-    })
+    Ok(complete)
 }
 
-/// Judge a register history: each key, on its own, against the cas-register model
-/// (a cas that failed did not happen; one in doubt may have). The replicas' final
-/// logs play no part, so an incomplete end of run does not weaken the verdict.
-fn check_registers(events: &[checker::history::Event]) -> CheckerResult {
-    let options = checker::linear::Options {
-        time_limit: Some(LINEARIZABILITY_TIME_LIMIT),
-        ..Default::default()
-    };
-    checker::linear::check(events, checker::linear::ModelKind::CasRegister, &options)
-        .unwrap_or_else(|e| CheckerResult::unknown(format!("the history cannot be analysed: {e}")))
-}
-
-/// Judge the history against the replicas' final logs. An incomplete end of run
-/// (no convergence, no full drain, missing logs) caps a clean verdict at unknown.
-fn check(
+/// Judge the history, with the replicas' final logs if the workload reads them. For
+/// such a workload an incomplete end of run (no convergence, no full final step,
+/// missing logs) caps a clean verdict at unknown.
+fn judge(
+    workload: &dyn Workload,
     events: &[checker::history::Event],
-    nodes: &Path,
+    folder: &RunFolder,
     complete: bool,
     notes: &mut Vec<String>,
 ) -> CheckerResult {
-    let logs = FinalLogs::read(nodes);
+    if !workload.judges_final_logs() {
+        return workload.check(events, &[]);
+    }
+    let logs = FinalLogs::read(&folder.nodes());
     let logs_ok = logs.missing.is_empty() && logs.errors.is_empty();
     notes.extend(logs.errors);
     notes.extend(
@@ -404,9 +376,7 @@ fn check(
             .iter()
             .map(|f| format!("no final log {}", f.display())),
     );
-    let replicas = logs.replicas;
-    let mut result = queue::check(events, &replicas)
-        .unwrap_or_else(|e| CheckerResult::unknown(format!("the history cannot be analysed: {e}")));
+    let mut result = workload.check(events, &logs.replicas);
     if !(complete && logs_ok) {
         result.cap_unknown(
             "the end of the run was incomplete (see the notes), so lost writes cannot be ruled out",

@@ -132,6 +132,26 @@ impl History {
         inner.events.clone()
     }
 
+    /// The counts the progress display shows.
+    pub fn tally(&self) -> Arc<Tally> {
+        self.tally.clone()
+    }
+
+    /// A client process number no event so far used (one past the highest), for
+    /// operations that must not be mistaken for any client's.
+    pub fn first_free_process(&self) -> u64 {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner
+            .events
+            .iter()
+            .filter_map(|e| match e.process {
+                Process::Client(p) => Some(p + 1),
+                Process::Nemesis => None,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Why the history on disk is incomplete, if it is.
     pub fn write_failure(&self) -> Option<String> {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
