@@ -2,16 +2,18 @@
 //! command line ([`RunArgs`]), how they are checked and resolved — once, defaults
 //! included — into [`Resolved`], and how they are stored in run.json so that
 //! `watermark replay` can repeat a run exactly.
+//!
+//! - [`Resolved`] ([`resolved`]): the options with every default applied;
+//! - `fault_list`: `--nemesis` between the typed list and the scheduled faults.
 
 use std::path::PathBuf;
-use std::time::Duration;
+
+mod fault_list;
+pub mod resolved;
 
 use clap::ValueEnum;
-use serde::{Deserialize, Serialize};
-use workloads::Workload;
-use workloads::client::ClientConfig;
-use workloads::queue::QueueConfig;
-use workloads::register::RegisterConfig;
+
+pub use resolved::Resolved;
 
 use crate::error::HarnessError;
 use crate::names::{Names, by_name};
@@ -197,38 +199,6 @@ pub(crate) fn parse_positive_secs(s: &str) -> Result<f64, String> {
     }
 }
 
-/// The options of a run with every default resolved: what the campaign runs with,
-/// and what run.json stores under `options` (in the shape `RunArgs` reads back for
-/// `watermark replay`). The optional fields stay optional because "none" is what
-/// they mean: no planted bug, no scenario, never fsync, the broker's own lag time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Resolved {
-    pub nodes: u32,
-    pub partitions: u32,
-    pub replication_factor: u32,
-    pub min_insync: u32,
-    pub acks: AcksArg,
-    pub truncation: Truncation,
-    pub unclean_election: bool,
-    pub workload: WorkloadKind,
-    /// The faults to schedule (none: stored as `["none"]`).
-    #[serde(with = "fault_list")]
-    pub nemesis: Vec<FaultKind>,
-    pub nemesis_interval: f64,
-    pub time_limit: f64,
-    pub rate: f64,
-    pub concurrency: u32,
-    pub seed: u64,
-    pub results: PathBuf,
-    pub broker_bin: PathBuf,
-    pub bug: Option<Bug>,
-    pub flush_messages: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replica_lag_time_max_ms: Option<u64>,
-    pub linearizable_reads: bool,
-    pub scenario: Option<Scenario>,
-}
-
 /// Why options cannot be resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ResolveError {
@@ -347,133 +317,6 @@ impl From<Resolved> for RunArgs {
     }
 }
 
-impl Resolved {
-    /// How long the workload and the faults run.
-    pub fn time_limit(&self) -> Duration {
-        Duration::from_secs_f64(self.time_limit)
-    }
-
-    /// The mean time between two steps of the nemesis.
-    pub fn nemesis_interval(&self) -> Duration {
-        Duration::from_secs_f64(self.nemesis_interval)
-    }
-
-    /// The workload to run, its clients reaching the cluster as `client` says.
-    pub fn workload(&self, client: ClientConfig) -> Box<dyn Workload> {
-        match self.workload {
-            WorkloadKind::Queue => Box::new(QueueConfig {
-                partitions: self.partitions,
-                acks: self.acks.to_client(),
-                concurrency: self.concurrency,
-                rate: self.rate,
-                seed: self.seed,
-                client,
-            }),
-            WorkloadKind::Register => Box::new(RegisterConfig {
-                partitions: self.partitions,
-                concurrency: self.concurrency,
-                rate: self.rate,
-                seed: self.seed,
-                linearizable_reads: self.linearizable_reads,
-                client,
-            }),
-        }
-    }
-
-    /// Extra arguments of every `broker node`.
-    pub fn node_args(&self) -> Vec<String> {
-        let mut args = vec!["--truncation".to_string(), self.truncation.to_string()];
-        if let Some(n) = self.flush_messages {
-            args.extend(["--flush-messages".to_string(), n.to_string()]);
-        }
-        if let Some(ms) = self.replica_lag_time_max_ms {
-            args.extend(["--replica-lag-time-max-ms".to_string(), ms.to_string()]);
-        }
-        if let Some(bug) = self.bug {
-            args.extend(["--bug".to_string(), bug.to_string()]);
-        }
-        args.extend(crate::nemesis::node_args(&self.nemesis));
-        if let Some(scenario) = self.scenario {
-            args.extend(scenario.node_args());
-        }
-        args
-    }
-
-    /// Extra arguments of `broker controller`.
-    pub fn controller_args(&self) -> Vec<String> {
-        if self.unclean_election {
-            vec!["--unclean-election".to_string()]
-        } else {
-            Vec::new()
-        }
-    }
-}
-
-/// `--nemesis` between what is typed (each entry a fault, or `none`) and what is
-/// scheduled (the faults in the order first named; none at all is stored as
-/// `["none"]`).
-mod fault_list {
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    use crate::names;
-    use crate::nemesis::FaultKind;
-
-    /// The faults the entries name, each once, in the order first named; `none`
-    /// must stand alone.
-    pub fn resolve(entries: &[Option<FaultKind>]) -> Result<Vec<FaultKind>, String> {
-        if entries == [None] {
-            return Ok(Vec::new());
-        }
-        if entries.contains(&None) {
-            let typed: Vec<String> = entries
-                .iter()
-                .map(|e| e.map_or_else(|| "none".to_string(), |k| k.to_string()))
-                .collect();
-            return Err(format!(
-                "--nemesis: `none` cannot be combined with other faults in `{}`",
-                typed.join(",")
-            ));
-        }
-        let mut kinds = Vec::new();
-        for kind in entries.iter().flatten() {
-            if !kinds.contains(kind) {
-                kinds.push(*kind);
-            }
-        }
-        Ok(kinds)
-    }
-
-    /// The entries that name `kinds` (`none` for no fault).
-    pub fn entries(kinds: &[FaultKind]) -> Vec<Option<FaultKind>> {
-        if kinds.is_empty() {
-            vec![None]
-        } else {
-            kinds.iter().copied().map(Some).collect()
-        }
-    }
-
-    pub fn serialize<S: Serializer>(kinds: &[FaultKind], s: S) -> Result<S::Ok, S::Error> {
-        let names: Vec<String> = entries(kinds)
-            .iter()
-            .map(|e| e.map_or_else(|| "none".to_string(), |k| k.to_string()))
-            .collect();
-        names.serialize(s)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<FaultKind>, D::Error> {
-        let names = Vec::<String>::deserialize(d)?;
-        let entries = names
-            .iter()
-            .map(|n| match n.trim() {
-                "none" => Ok(None),
-                n => names::parse::<FaultKind>("fault", n).map(Some),
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(serde::de::Error::custom)?;
-        resolve(&entries).map_err(serde::de::Error::custom)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -585,7 +428,7 @@ mod tests {
 
     #[test]
     fn serde_and_the_command_line_spell_every_name_alike() {
-        fn same<T: ValueEnum + Serialize>() {
+        fn same<T: ValueEnum + serde::Serialize>() {
             for v in T::value_variants() {
                 let name = crate::names::name(v);
                 assert_eq!(serde_json::to_value(v).unwrap(), name);
