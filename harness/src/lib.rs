@@ -1,6 +1,12 @@
-//! watermark: the harness. A thin binary (`main.rs`) over these modules.
+//! watermark: the harness. A thin binary (`main.rs`) over these modules; the public
+//! ones are what the binary, the integration tests and the benchmarks use.
+//!
+//! Imports go one way: `proc` and `net` (plain data, the proxies) at the bottom, then
+//! `cluster` (processes and links), `nemesis` (faults on a cluster), `options`, the
+//! run folder (`store`) and `report`, and the commands (`run`, `replay`, `check`,
+//! `selftest`, `serve`) on top, under `cli`.
 
-pub mod check;
+mod check;
 pub mod cli;
 pub mod cluster;
 pub mod error;
@@ -8,12 +14,12 @@ pub mod exit;
 mod names;
 pub mod nemesis;
 pub mod net;
-pub mod options;
+mod options;
 pub mod proc;
-pub mod progress;
-pub mod replay;
+mod progress;
+mod replay;
 pub mod report;
-pub mod run;
-pub mod selftest;
-pub mod serve;
-pub mod store;
+mod run;
+mod selftest;
+mod serve;
+mod store;

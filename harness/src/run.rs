@@ -219,7 +219,7 @@ async fn campaign_inner(
     let results = Results::new(BTreeMap::from([(workload.checker().to_string(), result)]));
     record.complete = Some(complete);
     record.notes = notes.clone();
-    store::write_json_atomic(&folder.results_json(), &results)?;
+    store::write_json(&folder.results_json(), &results)?;
     progress.finish();
     print!(
         "{}",

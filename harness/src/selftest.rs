@@ -252,7 +252,7 @@ pub fn run(args: SelftestArgs) -> Exit {
     let interrupted = clean.interrupted();
     rows.push(clean);
     print!("{}", table(&rows));
-    if let Err(e) = crate::store::write_json_atomic(&root.join("selftest.json"), &rows) {
+    if let Err(e) = crate::store::write_json(&root.join("selftest.json"), &rows) {
         eprintln!("watermark selftest: {e}");
     }
     println!("self-test folder: {}", root.display());

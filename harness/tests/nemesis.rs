@@ -109,7 +109,7 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
     use rand::SeedableRng;
     use watermark::nemesis::{Fault, Step};
     use watermark::net::Grudge;
-    use watermark::net::topology::Topology;
+    use watermark::net::Topology;
     use watermark::proc::Proc;
 
     let dir = tempfile::tempdir().unwrap();

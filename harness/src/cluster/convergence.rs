@@ -97,7 +97,8 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::api::{BrokerInfo, PartitionMetadata, ReplicaState, TopicMetadata};
+    use crate::cluster::api::ReplicaState;
+    use workloads::api::{BrokerInfo, PartitionMetadata, TopicMetadata};
 
     fn meta(leader: i32, isr: Vec<i32>) -> Metadata {
         Metadata {

@@ -1,8 +1,8 @@
 //! A broker cluster under the harness's control: the controller and N nodes as OS
-//! processes ([`supervisor`], running the [`broker_bin`]), a TCP proxy on every
+//! processes ([`supervisor`], running the `broker_bin`), a TCP proxy on every
 //! directed link (see `net`), and the operations the nemesis and the end of a run
 //! need: kill, pause, restart, cut links, read the controller's metadata ([`api`]),
-//! wait until the cluster has [`convergence`]d, dump every replica's log.
+//! wait until the cluster has converged (`convergence`), dump every replica's log.
 //!
 //! Layout under `root`: `<id>/data` and `<id>/broker.log` for node `id`, and
 //! `controller/data`, `controller/broker.log` for the controller. Where the final
@@ -20,8 +20,8 @@
 //! the processes' real addresses, outside the faults.
 
 pub mod api;
-pub mod broker_bin;
-pub mod convergence;
+pub(crate) mod broker_bin;
+mod convergence;
 pub mod supervisor;
 
 use std::collections::BTreeMap;
@@ -94,11 +94,11 @@ impl Cluster {
         for &to in &procs {
             for &from in &procs {
                 if from != to {
-                    let link = Link::start(format!("{}->{}", from.key(), to.key()), None).await?;
+                    let link = Link::start(None).await?;
                     links.insert((from, to), link);
                 }
             }
-            let link = Link::start(format!("client->{}", to.key()), None).await?;
+            let link = Link::start(None).await?;
             client_links.insert(to, link);
         }
         let mut cluster = Cluster {
@@ -196,10 +196,6 @@ impl Cluster {
             }
             tokio::time::sleep(POLL).await;
         }
-    }
-
-    pub fn config(&self) -> &ClusterConfig {
-        &self.config
     }
 
     /// Node ids, ascending.
@@ -309,14 +305,6 @@ impl Cluster {
             if let Some(link) = self.links.get(pair) {
                 link.heal();
             }
-        }
-    }
-
-    /// Cut (or heal) the link clients use to reach `p`. No topology does this (clients
-    /// reach every process, as in Jepsen); it is here for scenarios that want it.
-    pub fn set_client_link_cut(&mut self, p: Proc, cut: bool) {
-        if let Some(link) = self.client_links.get(&p) {
-            if cut { link.cut() } else { link.heal() }
         }
     }
 

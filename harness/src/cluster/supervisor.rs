@@ -81,10 +81,6 @@ impl Supervised {
         Ok(s)
     }
 
-    pub fn spec(&self) -> &ProcessSpec {
-        &self.spec
-    }
-
     /// The address the process announced, while it runs.
     pub fn addr(&self) -> Option<SocketAddr> {
         self.running.as_ref().map(|r| r.addr)

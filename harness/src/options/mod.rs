@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 mod fault_list;
-pub mod resolved;
+mod resolved;
 
 use clap::ValueEnum;
 

@@ -86,20 +86,14 @@ pub fn write_reports(run_dir: &Path) -> Result<Written, ReportError> {
     Ok(written)
 }
 
-/// Write through a temporary file and a rename, so a reader (or `watermark serve`)
-/// never sees half a report.
+/// Write a report file through [`crate::store::write_atomic`], so a reader (or
+/// `watermark serve`) never sees half a report.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    let tmp = path.with_extension("tmp");
-    let fail = |e: std::io::Error| {
+    crate::store::write_atomic(path, bytes).map_err(|e| {
         ReportError::Write(format!(
             "cannot write {}: {e} (is the run folder writable?)",
             path.display()
         ))
-    };
-    std::fs::write(&tmp, bytes).map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(e)
     })
 }
 

@@ -2,13 +2,13 @@
 //! `results/latest` link to the newest, and where each of its files goes
 //! (docs/run-folder.md).
 
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::Serialize;
 
+use super::atomic::{write_atomic, write_json};
 use super::final_logs::FINAL_LOG;
 use super::timestamp::compact_timestamp;
 use crate::error::{HarnessError, Result};
@@ -75,17 +75,17 @@ impl RunFolder {
         self.nodes().join(id.to_string()).join(FINAL_LOG)
     }
 
-    /// Write node `id`'s final log (one line per partition it holds).
+    /// Write node `id`'s final log (one line per partition it holds), durably and
+    /// atomically: a crash leaves it whole or missing.
     pub fn write_final_log(&self, id: i32, text: &str) -> Result<()> {
         let path = self.final_log(id);
-        fs::write(&path, text)
+        write_atomic(&path, text.as_bytes())
             .map_err(|e| HarnessError::new(format!("cannot write {}: {e}", path.display())))
     }
 
-    /// Write a JSON file of the run folder atomically (temp file, then rename), so a
-    /// reader never sees half of it.
+    /// Write a JSON file of the run folder (durably and atomically).
     pub fn write_json<T: Serialize>(&self, path: &Path, value: &T) -> Result<()> {
-        write_json_atomic(path, value)
+        write_json(path, value)
     }
 }
 
@@ -101,21 +101,6 @@ fn point_latest(results: &Path, name: &str) -> Result<()> {
             let _ = fs::remove_file(&tmp);
             HarnessError::new(format!("cannot point {} at {name}: {e}", latest.display()))
         })
-}
-
-/// Serialize `value` as pretty JSON into `path` via a temporary file and a rename.
-pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|e| HarnessError::new(format!("cannot encode {}: {e}", path.display())))?;
-    let tmp = path.with_extension("json.tmp");
-    let write = || -> std::io::Result<()> {
-        let mut f = File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.write_all(b"\n")?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    };
-    write().map_err(|e| HarnessError::new(format!("cannot write {}: {e}", path.display())))
 }
 
 #[cfg(test)]

@@ -7,16 +7,19 @@
 //! - [`folder`] — the folder, `latest`, and where each file goes;
 //! - [`record`] — `run.json`;
 //! - [`history`] — `history.jsonl`, streamed;
-//! - [`final_logs`] — the replicas' logs at the end of the run, and their one reader.
+//! - [`final_logs`] — the replicas' logs at the end of the run, and their one reader;
+//! - [`atomic`] — how every whole file is written (temp file, fsync, rename, fsync dir).
 
-pub mod final_logs;
-pub mod folder;
-pub mod history;
-pub mod record;
-pub mod timestamp;
+mod atomic;
+mod final_logs;
+mod folder;
+mod history;
+mod record;
+mod timestamp;
 
-pub use final_logs::{FINAL_LOG, FinalLogs};
-pub use folder::{RunFolder, write_json_atomic};
+pub use atomic::{write_atomic, write_json};
+pub use final_logs::FinalLogs;
+pub use folder::RunFolder;
 pub use history::{History, HistoryFile};
 pub use record::RunRecord;
-pub use timestamp::{compact_timestamp, rfc3339};
+pub use timestamp::compact_timestamp;
