@@ -1,8 +1,8 @@
 //! `watermark selftest`: proof that the harness finds what it claims to find.
 //!
-//! For each planted broker bug (SPEC §7, `broker node --bug NAME`) it runs seeded
-//! random campaigns — with the workload and faults that can reveal that bug — until
-//! one ends INVALID or the bug's budget is spent. Then it runs the clean broker for the
+//! For each planted broker bug (docs/selftest.md#planted-bugs, `broker node --bug
+//! NAME`) it runs seeded random campaigns — with the workload and faults that can
+//! reveal that bug — until one ends INVALID or the bug's budget is spent. Then it runs the clean broker for the
 //! same budget, cycling through the same campaign profiles, which must find nothing.
 //! Every campaign is an ordinary `watermark run` (its run folder lands under the
 //! self-test's folder), so a caught bug can be replayed and browsed like any run.
