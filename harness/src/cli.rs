@@ -51,7 +51,7 @@ enum Command {
 
 Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3 harness failure, 64 bad usage,
 130 interrupted (Ctrl-C; every broker process is killed, the history stays readable).")]
-    Run(Box<crate::run::RunArgs>),
+    Run(Box<crate::options::RunArgs>),
     /// Check a history file offline (ours, Jepsen EDN, Porcupine logs).
     Check(crate::check::CheckArgs),
     /// Run again with the configuration and seed stored in a run folder's run.json.

@@ -1,11 +1,11 @@
 //! `watermark run`: one campaign from start to verdict.
 //!
-//! make the run folder → run.json → start the cluster → create the topic → workload
-//! and nemesis until the time limit → end every fault → heal, resume and restart
-//! everything → wait (bounded) until the cluster converged → final drain (queue
-//! workload only: a register's history needs none) → dump every replica's log →
-//! check (the queue analysis, or linearizability per key for registers) →
-//! results.json → summary → report.html and junit.xml → exit code.
+//! make the run folder → run.json → start the cluster → create the workload's topic →
+//! clients and nemesis until the time limit → end every fault → heal, resume and
+//! restart everything → wait (bounded) until the cluster converged → the workload's
+//! final step (the queue's drain; a register needs none) → dump every replica's log →
+//! the workload's checker → results.json → summary → report.html and junit.xml → exit
+//! code. The workload is a value ([`Workload`]): nothing here depends on which.
 //!
 //! Whatever happens, no broker process outlives the campaign: the cluster kills its
 //! processes when dropped, and Ctrl-C / SIGTERM stop the campaign, kill every child
@@ -26,11 +26,9 @@ use crate::cluster::{Cluster, ClusterConfig};
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
 use crate::nemesis::{Nemesis, NemesisEvent, Planner};
-use crate::options::{ResolveError, Resolved};
+use crate::options::{ResolveError, Resolved, RunArgs};
 use crate::progress::{self, Progress, Tally};
 use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord};
-
-pub use crate::options::RunArgs;
 
 /// How long the cluster may take to start and elect leaders.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
