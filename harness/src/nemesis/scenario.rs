@@ -14,12 +14,16 @@
 
 use std::time::Duration;
 
+use clap::ValueEnum;
 use serde_json::json;
 use tokio::time::Instant;
 
-use crate::cluster::{Cluster, Grudge, Proc};
+use super::fault::NemesisEvent;
+use crate::cluster::Cluster;
 use crate::error::{HarnessError, Result};
-use crate::nemesis::NemesisEvent;
+use crate::names::by_name;
+use crate::net::Grudge;
+use crate::proc::Proc;
 
 /// How often a script looks at the cluster while it waits.
 const POLL: Duration = Duration::from_millis(100);
@@ -43,13 +47,17 @@ const PILED: u64 = 3;
 const ACKS_OUT: Duration = Duration::from_millis(300);
 
 /// The scripts `--scenario` accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Scenario {
+    /// KIP-101's first failure: acknowledged records lost after every node crashed.
+    ///
     /// KIP-101 scenario 1: every node crashes; the followers come back first, learn
     /// the (still dead) leader, truncate to their stale HW; the controller then elects
     /// one of them; acknowledged records are lost, and the old leader's log diverges
     /// when it returns.
     Kip101DataLoss,
+    /// KIP-101's second failure: logs diverge after two followers lost unflushed bytes.
+    ///
     /// KIP-101 scenario 2: one follower loses its unflushed bytes (power cut) and
     /// leaves the ISR; then the leader stalls while the other follower loses its
     /// unflushed bytes and comes back at once; it is elected with a shorter log and
@@ -57,6 +65,8 @@ pub enum Scenario {
     /// leader already committed; the old leader returns, keeps what its HW covers, and
     /// the logs diverge.
     Kip101Divergence,
+    /// KIP-279's failure: leadership moves twice before a follower caught up.
+    ///
     /// KIP-279's fast leader failover: leadership moves twice before a follower has
     /// caught up with the first move. A follower cut off from its peers (not from the
     /// controller) is told of the interim leader, truncates to its stale HW, and is
@@ -68,30 +78,9 @@ pub enum Scenario {
     Kip279Divergence,
 }
 
-/// Every name, for error messages.
-pub const NAMES: &[&str] = &["kip101-data-loss", "kip101-divergence", "kip279-divergence"];
+by_name!(Scenario => "scenario");
 
 impl Scenario {
-    pub fn parse(name: &str) -> std::result::Result<Scenario, String> {
-        match name {
-            "kip101-data-loss" => Ok(Scenario::Kip101DataLoss),
-            "kip101-divergence" => Ok(Scenario::Kip101Divergence),
-            "kip279-divergence" => Ok(Scenario::Kip279Divergence),
-            other => Err(format!(
-                "unknown scenario `{other}`; choose from {}",
-                NAMES.join(", ")
-            )),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Scenario::Kip101DataLoss => "kip101-data-loss",
-            Scenario::Kip101Divergence => "kip101-divergence",
-            Scenario::Kip279Divergence => "kip279-divergence",
-        }
-    }
-
     /// Extra arguments of every `broker node` the script needs.
     pub fn node_args(self) -> Vec<String> {
         match self {
@@ -384,15 +373,6 @@ impl Script<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_round_trip_and_unknown_ones_are_refused_with_the_list() {
-        for name in NAMES {
-            assert_eq!(Scenario::parse(name).unwrap().name(), *name);
-        }
-        let e = Scenario::parse("kip999").unwrap_err();
-        assert!(e.contains("kip101-data-loss"), "{e}");
-    }
 
     #[test]
     fn only_the_divergence_script_needs_the_page_cache_simulation() {

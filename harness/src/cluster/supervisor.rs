@@ -19,7 +19,7 @@
 //!
 //! stdout and stderr are appended to the process's log file (`broker.log`); stdout goes
 //! through a pipe that a thread copies into the log, watching for the `listening on
-//! ADDR` line a broker prints first (SPEC §5.1).
+//! ADDR` line a broker prints first (docs/api.md, the broker's command line).
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -79,10 +79,6 @@ impl Supervised {
         };
         s.launch().await?;
         Ok(s)
-    }
-
-    pub fn spec(&self) -> &ProcessSpec {
-        &self.spec
     }
 
     /// The address the process announced, while it runs.

@@ -1,20 +1,28 @@
 //! A broker cluster under the harness's control: the controller and N nodes as OS
-//! processes (see `supervisor`), a TCP proxy on every directed link (see `net`), and
-//! the operations the nemesis and the end-of-run need.
+//! processes ([`supervisor`], running the `broker_bin`), a TCP proxy on every
+//! directed link (see `net`), and the operations the nemesis and the end of a run
+//! need: kill, pause, restart, cut links, read the controller's metadata ([`api`]),
+//! wait until the cluster has converged (`convergence`), dump every replica's log.
 //!
-//! Layout under `root`: `<id>/data`, `<id>/broker.log`, `<id>/final-log.jsonl` for node
-//! `id`, and `controller/data`, `controller/broker.log` for the controller.
+//! Layout under `root`: `<id>/data` and `<id>/broker.log` for node `id`, and
+//! `controller/data`, `controller/broker.log` for the controller. Where the final
+//! logs go is the caller's business ([`Cluster::dump_logs`] hands them over).
 //!
 //! Links: every directed pair of processes (node → node, node → controller,
 //! controller → node) has its own proxy ([`Link`]), and each process is given the
 //! proxies' addresses in `--peers` / `--controller` / `--brokers`. Clients reach each
 //! process through one more proxy per process (`client_addrs`, `controller_addr`);
-//! partitions never cut those (see `net::topology`). A restarted process listens on a
+//! partitions never cut those (see `crate::net::topology`). A restarted process listens on a
 //! fresh port (`--listen 127.0.0.1:0` again): the proxies are pointed at it, so every
 //! peer and client keeps using the addresses it was given at the start.
 //!
 //! The harness's own calls (metadata, debug endpoints, topic creation) go straight to
 //! the processes' real addresses, outside the faults.
+
+pub mod api;
+pub(crate) mod broker_bin;
+mod convergence;
+pub mod supervisor;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -22,26 +30,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::broker_api::{Admin, CreateTopic, Metadata};
+use api::{Admin, CreateTopic, Metadata};
+use supervisor::{ProcessSpec, Supervised};
+
 use crate::error::{HarnessError, Result};
+use crate::net::Grudge;
 use crate::net::proxy::Link;
-use crate::supervisor::{ProcessSpec, Supervised};
-
-/// A process of the cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Proc {
-    Controller,
-    Node(i32),
-}
-
-/// Who can no longer reach whom: a set of cut directed links between processes.
-/// `Grudge::isolate(p, all)` etc. build the topologies of SPEC §6.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Grudge {
-    /// (from, to): traffic from `from` to `to` is blackholed (both directions of the
-    /// TCP connection that `from` opened to `to`).
-    pub cut: Vec<(Proc, Proc)>,
-}
+use crate::proc::Proc;
 
 /// How to start a cluster.
 #[derive(Debug, Clone)]
@@ -99,11 +94,11 @@ impl Cluster {
         for &to in &procs {
             for &from in &procs {
                 if from != to {
-                    let link = Link::start(format!("{}->{}", from.key(), to.key()), None).await?;
+                    let link = Link::start(None).await?;
                     links.insert((from, to), link);
                 }
             }
-            let link = Link::start(format!("client->{}", to.key()), None).await?;
+            let link = Link::start(None).await?;
             client_links.insert(to, link);
         }
         let mut cluster = Cluster {
@@ -201,10 +196,6 @@ impl Cluster {
             }
             tokio::time::sleep(POLL).await;
         }
-    }
-
-    pub fn config(&self) -> &ClusterConfig {
-        &self.config
     }
 
     /// Node ids, ascending.
@@ -317,14 +308,6 @@ impl Cluster {
         }
     }
 
-    /// Cut (or heal) the link clients use to reach `p`. No topology does this (clients
-    /// reach every process, as in Jepsen); it is here for scenarios that want it.
-    pub fn set_client_link_cut(&mut self, p: Proc, cut: bool) {
-        if let Some(link) = self.client_links.get(&p) {
-            if cut { link.cut() } else { link.heal() }
-        }
-    }
-
     /// The directed links currently cut.
     pub fn cut_links(&self) -> Vec<(Proc, Proc)> {
         self.links
@@ -363,7 +346,7 @@ impl Cluster {
     }
 
     /// A node's own view of the replicas it hosts (`GET /debug/partitions`).
-    pub async fn debug_partitions(&self, id: i32) -> Result<crate::broker_api::DebugPartitions> {
+    pub async fn debug_partitions(&self, id: i32) -> Result<api::DebugPartitions> {
         let addr = self
             .real_addr(Proc::Node(id))
             .ok_or_else(|| HarnessError::new(format!("node {id} is not running")))?;
@@ -438,12 +421,12 @@ impl Cluster {
             };
             replicas.insert(id, state);
         }
-        crate::convergence::check(&self.node_ids(), &meta, &replicas)
+        convergence::check(&self.node_ids(), &meta, &replicas)
     }
 
-    /// Write every node's log (GET /debug/log for each partition it holds) to
-    /// `<root>/<id>/final-log.jsonl` (docs/run-folder.md).
-    pub async fn dump_logs(&self) -> Result<()> {
+    /// Read every node's log (GET /debug/log for each partition it holds, one line per
+    /// partition) and hand it to `save`, node by node, in node order.
+    pub async fn dump_logs(&self, mut save: impl FnMut(i32, &str) -> Result<()>) -> Result<()> {
         for id in self.node_ids() {
             let addr = self.real_addr(Proc::Node(id)).ok_or_else(|| {
                 HarnessError::new(format!("cannot dump node {id}'s log: it is not running"))
@@ -475,13 +458,7 @@ impl Cluster {
                 out.push_str(&line);
                 out.push('\n');
             }
-            let path = self
-                .config
-                .root
-                .join(id.to_string())
-                .join(crate::store::FINAL_LOG);
-            std::fs::write(&path, out)
-                .map_err(|e| HarnessError::new(format!("cannot write {}: {e}", path.display())))?;
+            save(id, &out)?;
         }
         Ok(())
     }

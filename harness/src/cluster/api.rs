@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{HarnessError, Result};
 
-pub use workloads::api::{BrokerInfo, Metadata, PartitionMetadata, TopicMetadata};
+pub use workloads::api::Metadata;
 
 /// `GET /debug/partitions` on a node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::broker_api::{DebugPartitions, Metadata};
+use super::api::{DebugPartitions, Metadata};
 
 /// Ok if converged; else every reason it is not, e.g.
 /// `queue-0: replica 2 has HW 40 < LEO 45`.
@@ -97,7 +97,8 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::broker_api::{BrokerInfo, PartitionMetadata, ReplicaState, TopicMetadata};
+    use crate::cluster::api::ReplicaState;
+    use workloads::api::{BrokerInfo, PartitionMetadata, TopicMetadata};
 
     fn meta(leader: i32, isr: Vec<i32>) -> Metadata {
         Metadata {
