@@ -77,7 +77,7 @@ pub async fn send(node: Arc<Node>, part: Arc<Partition>, req: AlterPartition, se
                 );
                 replica_manager::apply_partition_state(&node, state);
                 // Applied now, or a newer state was already: either way answered.
-                part.lock().clear_pending_isr(&sent);
+                replica_manager::update(&node, &part, |r| r.clear_pending_isr(&sent));
                 break;
             }
             Verdict::Stale(e) => {
@@ -92,7 +92,7 @@ pub async fn send(node: Arc<Node>, part: Arc<Partition>, req: AlterPartition, se
                 let retry_at = node.now_ms() + ISR_RETRY_BACKOFF.as_millis() as u64;
                 part.isr_retry_at_ms.store(retry_at, Ordering::Relaxed);
                 eprintln!("{name}: ISR {old_isr:?} -> {:?} refused: {e}", req.new_isr);
-                part.lock().clear_pending_isr(&sent);
+                replica_manager::update(&node, &part, |r| r.clear_pending_isr(&sent));
                 break;
             }
             Verdict::NoAnswer(e) => {

@@ -13,6 +13,7 @@ use crate::node::Node;
 use crate::partition::Partition;
 use crate::protocol::{BrokerId, EpochEndOffset, Fetch, LeaderEpoch, OffsetsForLeaderEpoch};
 use crate::replica::{FetchResponse, ReplicaError, Role};
+use crate::replica_manager::update;
 use crate::rpc::{self, CallError};
 
 /// Records per FETCH.
@@ -47,20 +48,22 @@ async fn run(node: Arc<Node>, part: Arc<Partition>, leader: BrokerId, epoch: Lea
         Duration::from_millis(node.args.replica_fetch_wait_max_ms) + Duration::from_secs(3);
     let mut failures = 0u32;
     loop {
-        let step = {
-            let mut r = part.lock();
+        let step = update(&node, &part, |r| {
             if r.role() != Role::Follower || r.leader_epoch() != epoch || r.leader() != leader {
-                return;
+                return (None, Default::default());
             }
-            match r.truncation_epoch() {
+            let (next, fx) = r.truncation_epoch();
+            let step = match next {
                 Ok(Some(e)) => Step::Truncate(e),
                 Ok(None) => Step::Fetch(r.log_end_offset()),
                 Err(e) => {
                     eprintln!("{name}: truncation: {e}");
                     Step::Backoff
                 }
-            }
-        };
+            };
+            (Some(step), fx)
+        });
+        let Some(step) = step else { return };
         let ok = match step {
             Step::Backoff => false,
             Step::Truncate(e) => {
@@ -81,14 +84,19 @@ async fn run(node: Arc<Node>, part: Arc<Partition>, leader: BrokerId, epoch: Lea
                 .await;
                 match answer {
                     Ok(a) => {
-                        let mut r = part.lock();
-                        if r.role() != Role::Follower || r.leader_epoch() != epoch {
+                        let applied = update(&node, &part, |r| {
+                            if r.role() != Role::Follower || r.leader_epoch() != epoch {
+                                return (None, Default::default());
+                            }
+                            let before = r.log_end_offset();
+                            let (result, fx) = r.apply_epoch_end_offset(a.to_answer());
+                            (Some((before, r.log_end_offset(), result)), fx)
+                        });
+                        let Some((before, after, result)) = applied else {
                             return;
-                        }
-                        let before = r.log_end_offset();
-                        match r.apply_epoch_end_offset(a.to_answer()) {
+                        };
+                        match result {
                             Ok(done) => {
-                                let after = r.log_end_offset();
                                 if after < before || done {
                                     eprintln!(
                                         "{name}: epoch truncation: leader {leader} answered \
@@ -102,7 +110,6 @@ async fn run(node: Arc<Node>, part: Arc<Partition>, leader: BrokerId, epoch: Lea
                             }
                             Err(err) => eprintln!("{name}: truncating: {err}"),
                         }
-                        let _ = part.checkpoint_epochs(&mut r);
                         true
                     }
                     Err(err) => {
@@ -125,13 +132,14 @@ async fn run(node: Arc<Node>, part: Arc<Partition>, leader: BrokerId, epoch: Lea
                     rpc::post(&node.client, &addr, "/internal/fetch", &req, fetch_timeout).await;
                 match answer {
                     Ok(resp) => {
-                        let mut r = part.lock();
-                        if r.role() != Role::Follower || r.leader_epoch() != epoch {
-                            return;
-                        }
-                        let result = r.apply_fetch_response(resp);
-                        let _ = part.checkpoint_epochs(&mut r);
-                        drop(r);
+                        let result = update(&node, &part, |r| {
+                            if r.role() != Role::Follower || r.leader_epoch() != epoch {
+                                return (None, Default::default());
+                            }
+                            let (result, fx) = r.apply_fetch_response(resp);
+                            (Some(result), fx)
+                        });
+                        let Some(result) = result else { return };
                         match result {
                             Ok(()) => true,
                             Err(ReplicaError::Io(e)) => {
@@ -146,18 +154,21 @@ async fn run(node: Arc<Node>, part: Arc<Partition>, leader: BrokerId, epoch: Lea
                         // cut ours to its end.
                         let leo = e.extra.get("log_end_offset").and_then(|v| v.as_u64());
                         if let Some(leo) = leo {
-                            let mut r = part.lock();
-                            if r.role() != Role::Follower || r.leader_epoch() != epoch {
-                                return;
-                            }
+                            let result = update(&node, &part, |r| {
+                                if r.role() != Role::Follower || r.leader_epoch() != epoch {
+                                    return (None, Default::default());
+                                }
+                                let (result, fx) = r.truncate_to_leader_end(leo);
+                                (Some(result), fx)
+                            });
+                            let Some(result) = result else { return };
                             eprintln!(
                                 "{name}: fetch offset {offset} is past leader's LEO {leo}: \
                                  truncating to it"
                             );
-                            if let Err(e) = r.truncate_to_leader_end(leo) {
+                            if let Err(e) = result {
                                 eprintln!("{name}: truncating: {e}");
                             }
-                            let _ = part.checkpoint_epochs(&mut r);
                         }
                         false
                     }

@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::time::Instant;
 
 use serde_json::Value;
 
@@ -132,9 +131,6 @@ impl<L: ReplicaLog> ReplicaLog for KeyedLog<L> {
             }
         }
         Ok(())
-    }
-    fn flush_if_due(&mut self, now: Instant) -> io::Result<()> {
-        self.inner.flush_if_due(now)
     }
 }
 

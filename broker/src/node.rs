@@ -13,14 +13,14 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::bugs::Bugs;
-use crate::cli::{Bug, NodeArgs, Truncation};
+use crate::cli::{self, Bug, NodeArgs};
 use crate::error::Code;
 use crate::log::LogConfig;
 use crate::protocol::{
     AlterPartition, BrokerId, ConfirmLeadership, Heartbeat, HeartbeatResponse, IsrMemberEpoch,
     Metadata, PartitionState,
 };
-use crate::replica::ReplicaLog;
+use crate::replica::{IsrChange, Truncation};
 use crate::replica_manager::{self, ReplicaManager};
 use crate::rpc::{self, CallError};
 use crate::{alter_partition, api, server};
@@ -60,13 +60,13 @@ impl Node {
     /// A node over `args`; `--bug hw-truncation` becomes `--truncation hw`.
     pub fn new(mut args: NodeArgs) -> std::io::Result<Node> {
         if args.bug == Some(Bug::HwTruncation) {
-            args.truncation = Truncation::Hw;
+            args.truncation = cli::Truncation::Hw;
         }
         let broker_epoch = broker_epoch(&args)?;
         Ok(Node {
             id: args.id,
             broker_epoch,
-            bugs: Bugs::from_cli(args.bug),
+            bugs: planted_bugs(args.bug),
             peers: args.peers.0.iter().cloned().collect(),
             active_controller: Mutex::new(args.controller[0].clone()),
             args,
@@ -80,6 +80,14 @@ impl Node {
     /// Milliseconds since this process started (the replicas' clock).
     pub fn now_ms(&self) -> u64 {
         self.start.elapsed().as_millis() as u64
+    }
+
+    /// How a follower truncates (`--truncation`).
+    pub fn truncation(&self) -> Truncation {
+        match self.args.truncation {
+            cli::Truncation::Epoch => Truncation::Epoch,
+            cli::Truncation::Hw => Truncation::Hw,
+        }
     }
 
     /// How to reach broker `id` (from `--peers`).
@@ -190,7 +198,7 @@ fn broker_epoch(args: &NodeArgs) -> std::io::Result<u64> {
     let fresh = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64);
-    if args.truncation != Truncation::Hw {
+    if args.truncation != cli::Truncation::Hw {
         return Ok(fresh);
     }
     let path = args.data_dir.join("broker-epoch");
@@ -215,6 +223,19 @@ fn broker_epoch(args: &NodeArgs) -> std::io::Result<u64> {
             format!("{}: {e}", path.display()),
         )),
     }
+}
+
+/// The rule flags for `--bug` (none for `hw-truncation`, which is a truncation mode).
+fn planted_bugs(bug: Option<Bug>) -> Bugs {
+    let mut b = Bugs::default();
+    match bug {
+        None | Some(Bug::HwTruncation) => {}
+        Some(Bug::AckBeforeReplicate) => b.ack_before_replicate = true,
+        Some(Bug::IsrUnchecked) => b.isr_unchecked = true,
+        Some(Bug::StaleRead) => b.stale_read = true,
+        Some(Bug::NoEpochFence) => b.no_epoch_fence = true,
+    }
+    b
 }
 
 fn next_in(list: &[String], addr: &str) -> String {
@@ -287,7 +308,7 @@ fn shut_down(node: &Node) {
             if let Err(e) = r.log_mut().inner_mut().flush() {
                 eprintln!("{name}: flush: {e}");
             }
-            if let Err(e) = part.checkpoint_epochs(&mut r) {
+            if let Err(e) = part.checkpoint_epochs(r.epochs().entries()) {
                 eprintln!("{name}: epoch checkpoint: {e}");
             }
         }
@@ -340,54 +361,44 @@ async fn isr_loop(node: Arc<Node>) {
             if now < part.isr_retry_at_ms.load(Ordering::Relaxed) {
                 continue;
             }
-            let proposal = {
-                let mut r = part.lock();
-                match (r.isr_proposal(now), r.state()) {
-                    (Some(new_isr), Some(_))
-                        if node.bugs.isr_unchecked && new_isr.len() < r.isr().len() =>
-                    {
-                        // PLANTED BUG (isr-unchecked): a shrink skips AlterPartition.
-                        let old_isr = r.isr().to_vec();
-                        if r.shrink_isr_unchecked(&new_isr, now) {
-                            eprintln!(
-                                "node {}: {}-{}: ISR {old_isr:?} -> {new_isr:?} without the controller (--bug isr-unchecked)",
-                                node.id, part.tp.topic, part.tp.partition
-                            );
-                        }
-                        drop(r);
-                        part.purgatory.wake();
-                        None
-                    }
-                    (Some(new_isr), Some(state)) => {
-                        let new_isr_epochs = new_isr
-                            .iter()
-                            .filter(|&&b| b != node.id)
-                            .filter_map(|&b| {
-                                let broker_epoch = r.follower(b)?.broker_epoch?;
-                                Some(IsrMemberEpoch {
-                                    broker_id: b,
-                                    broker_epoch,
-                                })
-                            })
-                            .collect();
-                        let req = AlterPartition {
-                            broker_id: node.id,
-                            broker_epoch: node.broker_epoch,
-                            topic: state.topic.clone(),
-                            partition: state.partition,
-                            leader_epoch: state.leader_epoch,
-                            partition_epoch: state.partition_epoch,
-                            new_isr: new_isr.clone(),
-                            new_isr_epochs,
-                        };
-                        let sent = r.set_pending_isr(new_isr);
-                        Some((req, sent))
-                    }
-                    _ => None,
+            let change = replica_manager::update(&node, &part, |r| {
+                let (change, fx) = r.propose_isr(now);
+                ((change, r.state().cloned()), fx)
+            });
+            let (req, sent) = match change {
+                (None, _) | (_, None) => continue,
+                (Some(IsrChange::ShrunkUnchecked { from, to }), _) => {
+                    eprintln!(
+                        "node {}: {}-{}: ISR {from:?} -> {to:?} without the controller (--bug isr-unchecked)",
+                        node.id, part.tp.topic, part.tp.partition
+                    );
+                    continue;
                 }
-            };
-            let Some((req, sent)) = proposal else {
-                continue;
+                (
+                    Some(IsrChange::Propose {
+                        pending,
+                        member_epochs,
+                    }),
+                    Some(state),
+                ) => {
+                    let req = AlterPartition {
+                        broker_id: node.id,
+                        broker_epoch: node.broker_epoch,
+                        topic: state.topic.clone(),
+                        partition: state.partition,
+                        leader_epoch: pending.leader_epoch,
+                        partition_epoch: pending.partition_epoch,
+                        new_isr: pending.isr.clone(),
+                        new_isr_epochs: member_epochs
+                            .into_iter()
+                            .map(|(broker_id, broker_epoch)| IsrMemberEpoch {
+                                broker_id,
+                                broker_epoch,
+                            })
+                            .collect(),
+                    };
+                    (req, pending)
+                }
             };
             tokio::spawn(alter_partition::send(node.clone(), part, req, sent));
         }
@@ -407,7 +418,7 @@ async fn housekeeping_loop(node: Arc<Node>) {
         for part in node.manager.all() {
             if node.args.flush_ms.is_some() {
                 let mut r = part.lock();
-                if let Err(e) = r.log_mut().flush_if_due(Instant::now()) {
+                if let Err(e) = r.log_mut().inner_mut().flush_if_due(Instant::now()) {
                     eprintln!(
                         "node {}: {}-{}: flush: {e}",
                         node.id, part.tp.topic, part.tp.partition
@@ -422,6 +433,33 @@ async fn housekeeping_loop(node: Arc<Node>) {
                     );
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_bug_sets_exactly_its_flag() {
+        assert_eq!(planted_bugs(None), Bugs::default());
+        assert_eq!(planted_bugs(Some(Bug::HwTruncation)), Bugs::default());
+        let all = [
+            Bug::AckBeforeReplicate,
+            Bug::IsrUnchecked,
+            Bug::StaleRead,
+            Bug::NoEpochFence,
+        ];
+        for bug in all {
+            let b = planted_bugs(Some(bug));
+            let set = [
+                b.ack_before_replicate,
+                b.isr_unchecked,
+                b.stale_read,
+                b.no_epoch_fence,
+            ];
+            assert_eq!(set.iter().filter(|x| **x).count(), 1, "{bug:?}: {b:?}");
         }
     }
 }

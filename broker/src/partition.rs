@@ -13,10 +13,11 @@ use std::sync::{Mutex, MutexGuard};
 use tokio::task::JoinHandle;
 
 use crate::kv::KeyedLog;
+use crate::log::Record;
 use crate::log::{Log, LogConfig, checkpoint};
 use crate::protocol::{BrokerId, TopicPartition, check_topic_name};
 use crate::purgatory::Purgatory;
-use crate::replica::Replica;
+use crate::replica::{Effects, Replica, ReplicaLog};
 
 /// The replica type a node runs: the real log, with the register view on top.
 pub type NodeReplica = Replica<KeyedLog<Log>>;
@@ -42,14 +43,15 @@ impl Partition {
         id: BrokerId,
         config: LogConfig,
         lag_time_max_ms: u64,
-    ) -> io::Result<Partition> {
+    ) -> io::Result<(Partition, Effects)> {
         // It becomes a directory name: the same rule as the controller's.
         check_topic_name(&tp.topic).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let dir = data_dir.join(format!("{}-{}", tp.topic, tp.partition));
         let log = Log::open(&dir.join("log"), config)?;
         let epochs = checkpoint::read_epochs(&dir.join("leader-epoch-checkpoint"))?;
         let hw = checkpoint::read_high_watermark(&dir.join("high-watermark"))?;
-        let replica = Replica::open(id, KeyedLog::open(log)?, &epochs, hw, lag_time_max_ms)?;
+        let (replica, effects) =
+            Replica::open(id, KeyedLog::open(log)?, &epochs, hw, lag_time_max_ms)?;
         let part = Partition {
             tp,
             dir,
@@ -59,11 +61,7 @@ impl Partition {
             fetcher: Mutex::new(None),
             isr_retry_at_ms: AtomicU64::new(0),
         };
-        {
-            let mut r = part.lock();
-            part.checkpoint_epochs(&mut r)?;
-        }
-        Ok(part)
+        Ok((part, effects))
     }
 
     /// The replica, locked. Never held across an `.await`.
@@ -71,13 +69,10 @@ impl Partition {
         self.replica.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Write the epoch cache if it changed (call with the lock held, right after the
+    /// Write the epoch cache's checkpoint (call with the lock held, right after the
     /// change, as Kafka flushes its leader-epoch file on every assignment).
-    pub fn checkpoint_epochs(&self, r: &mut NodeReplica) -> io::Result<()> {
-        if let Some(epochs) = r.take_dirty_epochs() {
-            checkpoint::write_epochs(&self.dir.join("leader-epoch-checkpoint"), &epochs)?;
-        }
-        Ok(())
+    pub fn checkpoint_epochs(&self, epochs: &[(i32, u64)]) -> io::Result<()> {
+        checkpoint::write_epochs(&self.dir.join("leader-epoch-checkpoint"), epochs)
     }
 
     /// Write the high watermark if it moved since the last checkpoint.
@@ -99,5 +94,33 @@ impl Partition {
             old.abort();
         }
         *f = task;
+    }
+}
+
+impl ReplicaLog for Log {
+    fn log_end_offset(&self) -> u64 {
+        Log::log_end_offset(self)
+    }
+    fn log_start_offset(&self) -> u64 {
+        Log::log_start_offset(self)
+    }
+    fn flushed_offset(&self) -> u64 {
+        Log::flushed_offset(self)
+    }
+    fn append(
+        &mut self,
+        leader_epoch: i32,
+        entries: Vec<(Option<String>, serde_json::Value)>,
+    ) -> io::Result<u64> {
+        Log::append(self, leader_epoch, entries)
+    }
+    fn append_replicated(&mut self, records: Vec<Record>) -> io::Result<()> {
+        Log::append_replicated(self, records)
+    }
+    fn read(&self, offset: u64, max_records: usize, limit: u64) -> io::Result<Vec<Record>> {
+        Log::read(self, offset, max_records, limit)
+    }
+    fn truncate_to(&mut self, offset: u64) -> io::Result<()> {
+        Log::truncate_to(self, offset)
     }
 }

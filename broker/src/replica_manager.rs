@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use crate::error::{ApiError, Code};
 use crate::fetcher;
 use crate::node::Node;
-use crate::partition::Partition;
+use crate::partition::{NodeReplica, Partition};
 use crate::protocol::{BrokerInfo, Metadata, PartitionState, TopicPartition};
-use crate::replica::Transition;
+use crate::replica::{Effects, FetchTask, Transition};
 
 /// What this node last heard from the controller, beyond partitions.
 #[derive(Debug, Clone, Default)]
@@ -96,13 +96,17 @@ impl ReplicaManager {
         if let Some(p) = map.get(tp) {
             return Ok(p.clone());
         }
-        let part = Arc::new(Partition::open(
+        let (part, effects) = Partition::open(
             &node.args.data_dir,
             tp.clone(),
             node.id,
             node.log_config(),
             node.args.replica_lag_time_max_ms,
-        )?);
+        )?;
+        if let Some(epochs) = &effects.checkpoint_epochs {
+            part.checkpoint_epochs(epochs)?;
+        }
+        let part = Arc::new(part);
         part.lock().plant(node.bugs);
         map.insert(tp.clone(), part.clone());
         Ok(part)
@@ -150,47 +154,57 @@ pub fn apply_partition_state(node: &Arc<Node>, state: PartitionState) {
             return;
         }
     };
-    // The fetch task is swapped under the replica lock, so two controller messages
-    // applied concurrently cannot leave the older one's task running.
-    let (transition, epoch) = {
-        let mut r = part.lock();
-        let t = match r.apply_state(state, node.args.truncation, node.now_ms()) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!(
-                    "node {}: {}-{}: applying state: {e}",
-                    node.id, tp.topic, tp.partition
-                );
-                return;
-            }
-        };
-        if let Err(e) = part.checkpoint_epochs(&mut r) {
-            eprintln!(
-                "node {}: {}-{}: epoch checkpoint: {e}",
-                node.id, tp.topic, tp.partition
-            );
-        }
-        let epoch = r.leader_epoch();
-        match t {
-            Transition::Ignored => return,
-            Transition::IsrUpdated => {}
-            Transition::BecameLeader | Transition::BecameOffline => part.set_fetcher(None),
-            Transition::BecameFollower { leader } => {
-                part.set_fetcher(Some(fetcher::spawn(
-                    node.clone(),
-                    part.clone(),
-                    leader,
-                    epoch,
-                )));
-            }
-        }
-        (t, epoch)
-    };
-    if transition != Transition::IsrUpdated {
+    let truncation = node.truncation();
+    let now = node.now_ms();
+    let (transition, epoch) = update(node, &part, |r| {
+        let (t, fx) = r.apply_state(state, truncation, now);
+        ((t, r.leader_epoch()), fx)
+    });
+    if transition != Transition::IsrUpdated && transition != Transition::Ignored {
         eprintln!(
             "node {}: {}-{}: {transition:?} at leader epoch {epoch}",
             node.id, tp.topic, tp.partition
         );
     }
-    part.purgatory.wake();
+}
+
+/// Run one replica event under the partition lock and carry out its effects: the
+/// epoch checkpoint and the fetch task change under the lock (so two events cannot
+/// leave the older one's checkpoint or fetch task last), then wake the waiters.
+pub fn update<T>(
+    node: &Arc<Node>,
+    part: &Arc<Partition>,
+    event: impl FnOnce(&mut NodeReplica) -> (T, Effects),
+) -> T {
+    let name = format!("node {}: {}-{}", node.id, part.tp.topic, part.tp.partition);
+    let (answer, fx) = {
+        let mut r = part.lock();
+        let (answer, fx) = event(&mut r);
+        if let Some(epochs) = &fx.checkpoint_epochs {
+            if let Err(e) = part.checkpoint_epochs(epochs) {
+                eprintln!("{name}: epoch checkpoint: {e}");
+            }
+        }
+        match fx.fetch_task {
+            None => {}
+            Some(FetchTask::Stop) => part.set_fetcher(None),
+            Some(FetchTask::Start {
+                leader,
+                leader_epoch,
+            }) => part.set_fetcher(Some(fetcher::spawn(
+                node.clone(),
+                part.clone(),
+                leader,
+                leader_epoch,
+            ))),
+        }
+        (answer, fx)
+    };
+    for w in &fx.warnings {
+        eprintln!("{name}: {w}");
+    }
+    if fx.wake {
+        part.purgatory.wake();
+    }
+    answer
 }

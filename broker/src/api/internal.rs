@@ -53,15 +53,8 @@ pub(super) async fn fetch(
         leader_epoch: req.leader_epoch,
         max_records: req.max_records.clamp(1, MAX_RECORDS),
     };
-    let (resp, hw_moved) = {
-        let mut r = part.lock();
-        let before = r.high_watermark();
-        let resp = r.fetch_as_leader(&rreq, node.now_ms());
-        (resp, r.high_watermark() != before)
-    };
-    if hw_moved {
-        part.purgatory.wake();
-    }
+    let now = node.now_ms();
+    let resp = replica_manager::update(&node, &part, |r| r.fetch_as_leader(&rreq, now));
     let resp = resp.map_err(|e| replica_error(&part, e))?;
     if !resp.records.is_empty() {
         return Ok(Json(resp).into_response());

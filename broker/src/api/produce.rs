@@ -17,8 +17,9 @@ use super::{
 };
 use crate::error::{ApiError, Code};
 use crate::node::Node;
-use crate::partition::Partition;
-use crate::replica::{AckStatus, ReplicaError, Role};
+use crate::partition::{NodeReplica, Partition};
+use crate::replica::{AckStatus, Appended, Effects, ReplicaError, Role};
+use crate::replica_manager;
 
 /// A produce body, checked field by field for clear errors.
 struct ProduceBody {
@@ -178,38 +179,46 @@ pub(super) async fn produce(
 
 /// The leader's append, with the `if_value` check judged under the same lock.
 fn append(
-    node: &Node,
-    part: &Partition,
+    node: &Arc<Node>,
+    part: &Arc<Partition>,
     body: ProduceBody,
     acks_all: bool,
-) -> Result<crate::replica::Appended, ApiError> {
-    let mut r = part.lock();
-    if let Some(expected) = &body.if_value {
-        if r.role() != Role::Leader {
-            return Err(replica_error(
-                part,
-                ReplicaError::NotLeader { leader: r.leader() },
-            ));
+) -> Result<Appended, ApiError> {
+    let now = node.now_ms();
+    replica_manager::update(node, part, |r| {
+        if let Some(expected) = &body.if_value {
+            if let Err(e) = check_if_value(part, r, &body.entries, expected) {
+                return (Err(e), Effects::default());
+            }
         }
-        let key = body.entries[0]
-            .0
-            .as_deref()
-            .expect("checked: if_value has a key");
-        let current = r.log().latest(key).map_or(Value::Null, |(_, v)| v.clone());
-        if &current != expected {
-            return Err(ApiError::new(
-                Code::PreconditionFailed,
-                format!("key `{key}` holds {current}, not {expected}"),
-            )
-            .with("current", current));
-        }
+        let (result, fx) = r.append_as_leader(body.entries, acks_all, now);
+        (result.map_err(|e| replica_error(part, e)), fx)
+    })
+}
+
+/// The `if_value` condition: this replica leads, and the key's newest value in its
+/// log is `expected`.
+fn check_if_value(
+    part: &Partition,
+    r: &NodeReplica,
+    entries: &[(Option<String>, Value)],
+    expected: &Value,
+) -> Result<(), ApiError> {
+    if r.role() != Role::Leader {
+        let leader = r.leader();
+        return Err(replica_error(part, ReplicaError::NotLeader { leader }));
     }
-    let result = r.append_as_leader(body.entries, acks_all, node.now_ms());
-    if let Err(e) = part.checkpoint_epochs(&mut r) {
-        eprintln!("node {}: epoch checkpoint: {e}", node.id);
+    let key = entries[0]
+        .0
+        .as_deref()
+        .expect("checked: if_value has a key");
+    let current = r.log().latest(key).map_or(Value::Null, |(_, v)| v.clone());
+    if &current != expected {
+        return Err(ApiError::new(
+            Code::PreconditionFailed,
+            format!("key `{key}` holds {current}, not {expected}"),
+        )
+        .with("current", current));
     }
-    drop(r);
-    let appended = result.map_err(|e| replica_error(part, e))?;
-    part.purgatory.wake();
-    Ok(appended)
+    Ok(())
 }
