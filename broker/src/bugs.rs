@@ -4,7 +4,7 @@
 //! `if bugs.NAME { /* PLANTED BUG */ … }`; without `--bug` all flags are false and
 //! the broker follows its rules unchanged.
 //!
-//! `hw-truncation` is no flag here: it is `--truncation hw` (see [`crate::cli`]).
+//! `hw-truncation` is no flag here: it is `--truncation hw`.
 
 /// Which rule, if any, this broker breaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -47,6 +47,7 @@ impl<L: ReplicaLog> KeyedLog<L> {
         Ok(kl)
     }
 
+    #[cfg(test)]
     pub fn inner(&self) -> &L {
         &self.inner
     }

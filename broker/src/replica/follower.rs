@@ -1,7 +1,8 @@
 //! The follower's side: becoming follower (which starts the truncation the
 //! `truncation` rules settle) and applying the leader's FETCH answers.
 
-use super::{Effects, FetchResponse, Replica, ReplicaError, ReplicaLog, Role, Truncation};
+use super::{Effects, Replica, ReplicaError, ReplicaLog, Role, Truncation};
+use crate::protocol::FetchResponse;
 
 impl<L: ReplicaLog> Replica<L> {
     pub(super) fn become_follower(&mut self, truncation: Truncation, fx: &mut Effects) {

@@ -53,7 +53,7 @@ impl<L: ReplicaLog> Replica<L> {
     /// Leader: an ISR change to propose to the controller, if any: first drop members
     /// not caught up for longer than the lag time, else add one replica that has caught
     /// up to the HW within this leader epoch. Nothing while a proposal is in flight.
-    pub fn isr_proposal(&self, now_ms: u64) -> Option<Vec<BrokerId>> {
+    pub(super) fn isr_proposal(&self, now_ms: u64) -> Option<Vec<BrokerId>> {
         if self.role != Role::Leader || self.pending_isr.is_some() {
             return None;
         }
@@ -116,7 +116,11 @@ impl<L: ReplicaLog> Replica<L> {
     /// never asking the controller (the partition epoch stays the controller's, so the
     /// controller's next change still applies, and expansions still go through it).
     /// Returns whether the ISR shrank.
-    pub fn shrink_isr_unchecked(&mut self, isr: &[BrokerId], now_ms: u64) -> (bool, Effects) {
+    pub(super) fn shrink_isr_unchecked(
+        &mut self,
+        isr: &[BrokerId],
+        now_ms: u64,
+    ) -> (bool, Effects) {
         let mut fx = Effects::default();
         if self.role != Role::Leader || !self.bugs.isr_unchecked {
             return (false, fx);
@@ -141,7 +145,7 @@ impl<L: ReplicaLog> Replica<L> {
     /// Leader: we send `isr` to the controller under the current epochs; until a
     /// definite answer (or a newer partition state), HW also waits for the replicas it
     /// adds. Returns the proposal, to match the answer against.
-    pub fn set_pending_isr(&mut self, isr: Vec<BrokerId>) -> PendingIsr {
+    pub(super) fn set_pending_isr(&mut self, isr: Vec<BrokerId>) -> PendingIsr {
         let pending = PendingIsr {
             leader_epoch: self.leader_epoch(),
             partition_epoch: self.state.as_ref().map_or(-1, |s| s.partition_epoch),

@@ -2,12 +2,10 @@
 //! leader learns from it about each follower), the high-watermark rule and the
 //! `acks=all` completion rule, and OffsetsForLeaderEpoch answers.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Effects, Replica, ReplicaError, ReplicaLog, Role};
-use crate::log::Record;
-use crate::protocol::{BrokerId, LeaderEpoch, PartitionState};
+use crate::protocol::{BrokerId, FetchResponse, LeaderEpoch, PartitionState};
 
 /// What the leader knows about one follower.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -74,15 +72,6 @@ pub struct FetchRequest {
     pub fetch_offset: u64,
     pub leader_epoch: LeaderEpoch,
     pub max_records: usize,
-}
-
-/// The leader's FETCH answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FetchResponse {
-    pub leader_epoch: LeaderEpoch,
-    pub high_watermark: u64,
-    pub log_end_offset: u64,
-    pub records: Vec<Record>,
 }
 
 impl<L: ReplicaLog> Replica<L> {

@@ -47,7 +47,7 @@ mod tests;
 
 pub use epoch_cache::EpochCache;
 pub use isr::{IsrChange, PendingIsr};
-pub use leader::{AckStatus, Appended, FetchRequest, FetchResponse, FollowerState};
+pub use leader::{AckStatus, Appended, FetchRequest, FollowerState};
 pub use truncation::Truncation;
 
 /// What the replica needs from a partition's log.
@@ -162,19 +162,6 @@ pub enum FetchTask {
 }
 
 impl Effects {
-    /// Both effects, in order (`later`'s epoch checkpoint and fetch task win).
-    pub fn merge(&mut self, later: Effects) {
-        if later.checkpoint_epochs.is_some() {
-            self.checkpoint_epochs = later.checkpoint_epochs;
-        }
-        self.hw_moved |= later.hw_moved;
-        self.wake |= later.wake;
-        if later.fetch_task.is_some() {
-            self.fetch_task = later.fetch_task;
-        }
-        self.warnings.extend(later.warnings);
-    }
-
     /// The epoch cache is now `cache`.
     fn epochs_changed(&mut self, cache: &EpochCache) {
         self.checkpoint_epochs = Some(cache.entries().to_vec());

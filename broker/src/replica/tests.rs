@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::mem::MemLog;
 use super::*;
+use crate::protocol::FetchResponse;
 
 const LAG: u64 = 1000;
 

@@ -13,13 +13,12 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::{
-    ACK_TIMEOUT, ApiResult, MAX_RECORDS, body_bytes, parse_partition, path, query, replica_error,
+    ACK_TIMEOUT, ApiResult, MAX_RECORDS, Shared, body_bytes, parse_partition, path, query,
+    replica_error,
 };
 use crate::error::{ApiError, Code};
-use crate::node::Node;
-use crate::partition::{NodeReplica, Partition};
+use crate::node::partitions::{NodeReplica, Partition, ReplicaManager};
 use crate::replica::{AckStatus, Appended, Effects, ReplicaError, Role};
-use crate::replica_manager;
 
 /// A produce body, checked field by field for clear errors.
 struct ProduceBody {
@@ -94,7 +93,7 @@ enum Acks {
 }
 
 pub(super) async fn produce(
-    State(node): State<Arc<Node>>,
+    State(node): Shared,
     p: Result<Path<(String, String)>, PathRejection>,
     q: Result<Query<HashMap<String, String>>, QueryRejection>,
     body: Result<Bytes, BytesRejection>,
@@ -113,7 +112,7 @@ pub(super) async fn produce(
         }
     };
     let body = parse_produce(&body_bytes(body)?)?;
-    let part = node.manager.require(&topic, partition)?;
+    let part = node.require(&topic, partition)?;
     if acks == Acks::None {
         let node = node.clone();
         tokio::spawn(async move {
@@ -128,7 +127,7 @@ pub(super) async fn produce(
             .purgatory
             .wait_until(deadline, || {
                 match part
-                    .lock()
+                    .read()
                     .ack_status(appended.end_offset, appended.leader_epoch)
                 {
                     AckStatus::Pending => None,
@@ -140,7 +139,7 @@ pub(super) async fn produce(
         match status {
             Some(AckStatus::Committed) => {}
             Some(AckStatus::CommittedBelowMinIsr) => {
-                let isr = part.lock().isr().to_vec();
+                let isr = part.read().isr().to_vec();
                 return Err(ApiError::new(
                     Code::NotEnoughReplicasAfterAppend,
                     format!(
@@ -179,13 +178,13 @@ pub(super) async fn produce(
 
 /// The leader's append, with the `if_value` check judged under the same lock.
 fn append(
-    node: &Arc<Node>,
+    node: &ReplicaManager,
     part: &Arc<Partition>,
     body: ProduceBody,
     acks_all: bool,
 ) -> Result<Appended, ApiError> {
-    let now = node.now_ms();
-    replica_manager::update(node, part, |r| {
+    let now = node.ctx().now_ms();
+    node.update(part, |r| {
         if let Some(expected) = &body.if_value {
             if let Err(e) = check_if_value(part, r, &body.entries, expected) {
                 return (Err(e), Effects::default());
