@@ -164,11 +164,12 @@ impl Follower {
             }
         };
         let applied = self.event(|r| {
-            let before = r.log_end_offset();
+            let (before, epochs) = (r.log_end_offset(), r.epochs().clone());
             let (result, fx) = r.apply_epoch_end_offset(a.to_answer());
-            ((before, r.log_end_offset(), result), fx)
+            let moved = r.log_end_offset() != before || *r.epochs() != epochs;
+            ((before, r.log_end_offset(), moved, result), fx)
         });
-        let Some((before, after, result)) = applied else {
+        let Some((before, after, moved, result)) = applied else {
             return Next::Stop;
         };
         match &result {
@@ -180,10 +181,15 @@ impl Follower {
                 a.end_offset,
                 if *done { " (done)" } else { "" }
             ),
+            Ok(_) if !moved => eprintln!(
+                "{name}: epoch truncation: leader {} answered epoch {} ends at {} for our \
+                 epoch {e}, which moves nothing; asking again after a pause",
+                self.leader, a.leader_epoch, a.end_offset
+            ),
             Ok(_) => {}
             Err(err) => eprintln!("{name}: truncating: {err}"),
         }
-        after_truncation(&result)
+        after_truncation(&result, moved)
     }
 
     /// One FETCH round from `offset`.
@@ -238,10 +244,14 @@ impl Follower {
     }
 }
 
-/// After applying an OffsetsForLeaderEpoch answer: whether to go on at once.
-fn after_truncation(result: &io::Result<bool>) -> Next {
+/// After applying an OffsetsForLeaderEpoch answer (`moved`: it changed the log or
+/// the epoch cache): whether to go on at once. An answer that settles nothing and
+/// moves nothing would only be asked for again, so the next round waits.
+fn after_truncation(result: &io::Result<bool>, moved: bool) -> Next {
     match result {
-        Ok(_) => Next::Continue,
+        Ok(true) => Next::Continue,
+        Ok(false) if moved => Next::Continue,
+        Ok(false) => Next::Backoff,
         // Logged by the caller; the next round asks again.
         Err(_) => Next::Continue,
     }
@@ -254,4 +264,24 @@ fn note_failure(name: &str, failures: &mut u32, err: &CallError) {
         eprintln!("{name}: {err}");
     }
     *failures += 1;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_truncation_round_that_moves_nothing_pauses_before_asking_again() {
+        assert_eq!(
+            after_truncation(&Ok(true), false),
+            Next::Continue,
+            "settled"
+        );
+        assert_eq!(
+            after_truncation(&Ok(false), true),
+            Next::Continue,
+            "cut: ask on"
+        );
+        assert_eq!(after_truncation(&Ok(false), false), Next::Backoff);
+    }
 }

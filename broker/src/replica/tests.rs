@@ -616,6 +616,49 @@ fn truncation_repeats_when_the_leader_answers_an_epoch_we_lack() {
     assert_eq!(b.values(a), b.values(bb));
 }
 
+/// A follower whose latest epoch starts at its LEO (it led that epoch and wrote
+/// nothing), under a leader that never had that epoch: the leader answers an older
+/// epoch of its own that ends past our LEO, we lack that one too, and the cut lands at
+/// our LEO. The cut must still drop the empty epoch from our cache, as Kafka's
+/// truncation does even when the target is at or past LEO; otherwise we ask about
+/// the same epoch again, get the same answer, and never fetch.
+#[test]
+fn an_empty_epoch_the_leader_lacks_is_dropped_though_the_cut_is_at_leo() {
+    let (a, bb) = (1, 2);
+    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
+    let rec = |o: u64, e: i32| Record {
+        offset: o,
+        leader_epoch: e,
+        key: None,
+        value: json!(o as i64 * 10 + e as i64),
+    };
+    // A: epoch 1 (0-1), then it led epoch 2 (offset 2) without B.
+    let la = MemLog {
+        records: vec![rec(0, 1), rec(1, 1), rec(2, 2)],
+        ..MemLog::default()
+    };
+    // B: epoch 1 (0-1), then it led epoch 3 and wrote nothing: epoch 3 starts at LEO 2.
+    let lb = MemLog {
+        records: vec![rec(0, 1), rec(1, 1)],
+        ..MemLog::default()
+    };
+    b.r.insert(a, Replica::open(a, la, &[], 2, LAG).unwrap().0);
+    b.r.insert(
+        bb,
+        Replica::open(bb, lb, &[(1, 0), (3, 2)], 2, LAG).unwrap().0,
+    );
+    assert_eq!(b.get(bb).epochs().entries(), &[(1, 0), (3, 2)]);
+    // A leads epoch 4 (it starts at A's LEO 3).
+    b.tell(&[a, bb], state(a, 4, 1, &[a], &[a, bb]), 0);
+    // Round 1: B asks for 3; A answers (2, 3); B lacks 2, its epochs below 2 end at
+    // 2 = its LEO: nothing to cut from the log, but epoch 3 goes. Round 2: B asks
+    // for 1; A answers (1, 2): done.
+    assert_eq!(b.settle(bb, a), 2);
+    assert_eq!(b.get(bb).epochs().entries(), &[(1, 0)]);
+    b.fetch(bb, a, 1);
+    assert_eq!(b.values(a), b.values(bb));
+}
+
 #[test]
 fn open_rebuilds_epochs_from_the_log_and_keeps_an_empty_leader_epoch() {
     let mut log = MemLog::default();

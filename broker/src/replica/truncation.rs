@@ -24,13 +24,19 @@ pub enum Truncation {
 
 impl<L: ReplicaLog> Replica<L> {
     /// Cut the log at `offset`, with the epoch cache and the HW.
+    ///
+    /// The epoch cache is cut even when `offset` is at or past LEO, as Kafka's
+    /// `truncateTo` does: an epoch that starts at LEO (this replica led it and wrote
+    /// nothing) may be one the leader never had, and kept, it would make the follower
+    /// ask the leader about it again and again.
     pub(super) fn truncate(&mut self, offset: u64, fx: &mut Effects) -> io::Result<()> {
-        if offset < self.log.log_end_offset() {
+        let leo = self.log.log_end_offset();
+        if offset < leo {
             self.log.truncate_to(offset)?;
             fx.wake = true;
-            if self.epochs.truncate_from_end(offset) {
-                fx.epochs_changed(&self.epochs);
-            }
+        }
+        if self.epochs.truncate_from_end(offset.min(leo)) {
+            fx.epochs_changed(&self.epochs);
         }
         let hw = self.high_watermark.min(self.log.log_end_offset());
         self.set_high_watermark(hw, fx);
