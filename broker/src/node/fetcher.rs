@@ -246,14 +246,13 @@ impl Follower {
 
 /// After applying an OffsetsForLeaderEpoch answer (`moved`: it changed the log or
 /// the epoch cache): whether to go on at once. An answer that settles nothing and
-/// moves nothing would only be asked for again, so the next round waits.
+/// moves nothing would only be asked for again, and a storage error (logged by the
+/// caller) would only strike again at once, so the next round waits.
 fn after_truncation(result: &io::Result<bool>, moved: bool) -> Next {
     match result {
         Ok(true) => Next::Continue,
         Ok(false) if moved => Next::Continue,
-        Ok(false) => Next::Backoff,
-        // Logged by the caller; the next round asks again.
-        Err(_) => Next::Continue,
+        Ok(false) | Err(_) => Next::Backoff,
     }
 }
 
@@ -283,5 +282,14 @@ mod tests {
             "cut: ask on"
         );
         assert_eq!(after_truncation(&Ok(false), false), Next::Backoff);
+    }
+
+    /// A disk that keeps failing must not turn the fetch task into a busy loop of
+    /// OffsetsForLeaderEpoch calls: a storage error pauses like a failed call.
+    #[test]
+    fn a_storage_error_while_truncating_pauses_before_the_next_round() {
+        let failed = Err(io::Error::other("the disk refuses to truncate"));
+        assert_eq!(after_truncation(&failed, false), Next::Backoff);
+        assert_eq!(after_truncation(&failed, true), Next::Backoff);
     }
 }
