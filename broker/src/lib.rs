@@ -3,7 +3,7 @@
 //! all traffic is JSON over HTTP (see docs/api.md).
 //!
 //! Layers, each importing only those above it: `protocol`, `error`, `bugs` (shared
-//! words); `log` (storage); `replica` (the replication rules, pure) and `kv` (the
+//! words); `fsutil` (durable file replacement); `log` (storage); `replica` (the replication rules, pure) and `kv` (the
 //! register view over a log); `rpc`, `server` (HTTP plumbing); `cli` (the command
 //! line); then the two roles, `controller` and `node`.
 //!
@@ -14,6 +14,7 @@ mod bugs;
 pub mod cli;
 pub mod controller;
 mod error;
+mod fsutil;
 mod kv;
 pub mod log;
 pub mod node;

@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use crate::bugs::Bugs;
 use crate::cli::{self, Bug, NodeArgs};
 use crate::error::Code;
+use crate::fsutil;
 use crate::log::LogConfig;
 use crate::protocol::{BrokerId, ConfirmLeadership, Metadata, PartitionState};
 use crate::replica::Truncation;
@@ -213,10 +214,7 @@ fn broker_epoch(truncation: Truncation, data_dir: &std::path::Path) -> std::io::
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             std::fs::create_dir_all(data_dir)?;
-            let tmp = data_dir.join("broker-epoch.tmp");
-            std::fs::write(&tmp, format!("{fresh}\n"))?;
-            std::fs::File::open(&tmp)?.sync_all()?;
-            std::fs::rename(&tmp, &path)?;
+            fsutil::write_atomic(&path, format!("{fresh}\n").as_bytes())?;
             Ok(fresh)
         }
         Err(e) => Err(std::io::Error::new(
