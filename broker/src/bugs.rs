@@ -1,6 +1,6 @@
-//! Planted bugs (`broker node --bug NAME`, SPEC §7): known ways a replicated log goes
-//! wrong, planted on purpose so `watermark selftest` can show the harness catches
-//! each of them. Every planted deviation in the broker reads
+//! Planted bugs (`broker node --bug NAME`, docs/selftest.md): known ways a
+//! replicated log goes wrong, planted on purpose so `watermark selftest` can show the
+//! harness catches each of them. Every planted deviation in the broker reads
 //! `if bugs.NAME { /* PLANTED BUG */ … }`; without `--bug` all flags are false and
 //! the broker follows its rules unchanged.
 //!
