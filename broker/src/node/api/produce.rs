@@ -116,6 +116,8 @@ pub(super) async fn produce(
     if acks == Acks::None {
         let node = node.clone();
         tokio::spawn(async move {
+            // acks=0: nobody waits for the outcome (the append's effects are carried
+            // out all the same).
             let _ = append(&node, &part, body, false);
         });
         return Ok(Json(json!({"base_offset": null})).into_response());
