@@ -182,6 +182,7 @@ impl Context {
             .await
     }
 
+    /// The controller address that answered last (the first `--controller` at start).
     fn active_controller(&self) -> String {
         self.active_controller
             .lock()

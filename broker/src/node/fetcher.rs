@@ -79,13 +79,18 @@ enum Step {
 
 /// One partition's fetch task.
 struct Follower {
+    /// The node's partitions (and, through them, its context).
     manager: Arc<ReplicaManager>,
+    /// The partition it fetches.
     part: Arc<Partition>,
+    /// Whom it fetches from…
     leader: BrokerId,
+    /// …in which leader epoch.
     epoch: LeaderEpoch,
 }
 
 impl Follower {
+    /// Settle the log, then fetch, until the replica moves on.
     async fn run(self) {
         let name = format!("node {}: {}", self.manager.ctx().id, self.part.name());
         let Some(addr) = self

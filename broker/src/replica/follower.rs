@@ -5,6 +5,8 @@ use super::{Effects, Replica, ReplicaError, ReplicaLog, Role, Truncation};
 use crate::protocol::FetchResponse;
 
 impl<L: ReplicaLog> Replica<L> {
+    /// Follow (the state is set): truncate at once under `hw`, or mark the log to be
+    /// settled with the leader under `epoch`.
     pub(super) fn become_follower(&mut self, truncation: Truncation, fx: &mut Effects) {
         self.role = Role::Follower;
         if self.bugs.no_epoch_fence {

@@ -75,6 +75,8 @@ pub struct FetchRequest {
 }
 
 impl<L: ReplicaLog> Replica<L> {
+    /// Lead `epoch` (the state is set): enter the epoch at LEO, and start every
+    /// follower's state afresh (ISR members counted as caught up now).
     pub(super) fn become_leader(&mut self, epoch: LeaderEpoch, now_ms: u64, fx: &mut Effects) {
         let leo = self.log.log_end_offset();
         self.role = Role::Leader;
@@ -106,6 +108,7 @@ impl<L: ReplicaLog> Replica<L> {
         self.advance_hw(now_ms, fx);
     }
 
+    /// Our partition state, if we lead; else `NOT_LEADER` with the leader we know.
     pub(super) fn check_leader(&self) -> Result<&PartitionState, ReplicaError> {
         match (&self.state, self.role) {
             (Some(s), Role::Leader) => Ok(s),
@@ -221,6 +224,8 @@ impl<L: ReplicaLog> Replica<L> {
         (answer.and_then(|()| self.read_for_follower(req)), fx)
     }
 
+    /// What a FETCH tells the leader about its follower (its LEO, whether it is caught
+    /// up), after the fencing checks; then the HW may move.
     fn register_fetch(
         &mut self,
         req: &FetchRequest,

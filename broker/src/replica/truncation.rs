@@ -95,6 +95,7 @@ impl<L: ReplicaLog> Replica<L> {
         (result, fx)
     }
 
+    /// [`apply_epoch_end_offset`](Self::apply_epoch_end_offset) with its effects noted in `fx`.
     fn settle_epoch(
         &mut self,
         answer: Option<(LeaderEpoch, u64)>,

@@ -37,7 +37,9 @@ struct ControllerView {
 
 /// An order for the fetcher: start or stop fetching one partition.
 pub struct FetchOrder {
+    /// The partition to fetch, or to stop fetching.
     pub part: Arc<Partition>,
+    /// What to do.
     pub task: FetchTask,
 }
 
@@ -46,9 +48,14 @@ pub type FetchOrders = mpsc::UnboundedReceiver<FetchOrder>;
 
 /// The node's partitions.
 pub struct ReplicaManager {
+    /// The node's id, settings, clock and links.
     ctx: Arc<Context>,
+    /// The hosted partitions; one is added when the controller first names this node
+    /// among its replicas, and never removed (topics are never deleted).
     partitions: RwLock<BTreeMap<TopicPartition, Arc<Partition>>>,
+    /// The controller epoch and brokers the controller last told.
     view: Mutex<ControllerView>,
+    /// Where the fetcher's orders go.
     fetch_orders: mpsc::UnboundedSender<FetchOrder>,
 }
 
@@ -250,6 +257,7 @@ impl ReplicaManager {
         }
     }
 
+    /// The hosted partition `tp`, opened (recovering its log) on first use.
     fn get_or_open(&self, tp: &TopicPartition) -> std::io::Result<Arc<Partition>> {
         if let Some(p) = self.get(tp) {
             return Ok(p);

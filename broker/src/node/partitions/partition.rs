@@ -35,9 +35,11 @@ pub(super) const EPOCHS_FILE: &str = "leader-epoch-checkpoint";
 
 /// One partition on this node.
 pub struct Partition {
+    /// Which partition.
     pub tp: TopicPartition,
     /// `DATA_DIR/<topic>-<partition>`.
     pub(super) dir: PathBuf,
+    /// The replica state machine, over the log (locked: see [`Partition::read`]).
     replica: Mutex<NodeReplica>,
     /// Where its delayed FETCHes, acks=all produces and linearizable reads wait.
     pub purgatory: Purgatory,
