@@ -68,7 +68,8 @@ impl Brokers {
     fn tell(&mut self, to: &[BrokerId], s: PartitionState, now: u64) {
         let mode = self.mode;
         for id in to {
-            let _ = self.get(*id).apply_state(s.clone(), mode, now);
+            let (_, fx) = self.get(*id).apply_state(s.clone(), mode, now);
+            assert!(fx.warnings.is_empty(), "{:?}", fx.warnings);
         }
     }
 
