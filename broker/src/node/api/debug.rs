@@ -1,33 +1,24 @@
 //! The node's metadata view and the debug routes: each partition's LEO, HW, epochs,
 //! ISR and follower state, and the whole local log, for the harness's final checks.
 
-use std::sync::Arc;
-
 use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::response::IntoResponse;
 use serde_json::{Map, Value, json};
 
-use super::{ApiResult, parse_partition, path, replica_error};
-use crate::node::Node;
-use crate::replica::{ReplicaLog, Role};
+use super::{ApiResult, Shared, parse_partition, path, replica_error};
+use crate::replica::ReplicaLog;
 
-pub(super) async fn metadata(State(node): State<Arc<Node>>) -> Json<Value> {
-    Json(serde_json::to_value(node.manager.metadata()).unwrap_or(Value::Null))
+pub(super) async fn metadata(State(node): Shared) -> Json<Value> {
+    Json(serde_json::to_value(node.metadata()).unwrap_or(Value::Null))
 }
 
-pub(super) async fn partitions(State(node): State<Arc<Node>>) -> Json<Value> {
+pub(super) async fn partitions(State(node): Shared) -> Json<Value> {
     let mut parts = Vec::new();
-    for part in node.manager.all() {
-        let r = part.lock();
+    for part in node.all() {
+        let r = part.read();
         let state = r.state();
-        let role = match (state, r.role()) {
-            (None, _) => "offline",
-            (_, Role::Leader) => "leader",
-            (_, Role::Follower) => "follower",
-            (_, Role::Offline) => "offline",
-        };
         let mut followers = Map::new();
         for id in state.map(|s| s.replicas.clone()).unwrap_or_default() {
             if let Some(f) = r.follower(id) {
@@ -41,7 +32,8 @@ pub(super) async fn partitions(State(node): State<Arc<Node>>) -> Json<Value> {
         parts.push(json!({
             "topic": part.tp.topic,
             "partition": part.tp.partition,
-            "role": role,
+            // Offline until the controller's first word.
+            "role": r.role(),
             "leader": r.leader(),
             "leader_epoch": r.leader_epoch(),
             "partition_epoch": state.map_or(-1, |s| s.partition_epoch),
@@ -55,17 +47,17 @@ pub(super) async fn partitions(State(node): State<Arc<Node>>) -> Json<Value> {
             "followers": followers,
         }));
     }
-    Json(json!({"broker": node.id, "partitions": parts}))
+    Json(json!({"broker": node.ctx().id, "partitions": parts}))
 }
 
 pub(super) async fn log(
-    State(node): State<Arc<Node>>,
+    State(node): Shared,
     p: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult {
     let (topic, partition) = path(p)?;
     let partition = parse_partition(&partition)?;
-    let part = node.manager.require(&topic, partition)?;
-    let r = part.lock();
+    let part = node.require(&topic, partition)?;
+    let r = part.read();
     let leo = r.log_end_offset();
     let records = r
         .log()

@@ -2,7 +2,6 @@
 //! (reads at the HW; linearizable ones confirm leadership with the controller).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -12,17 +11,16 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::{
-    ACK_TIMEOUT, ApiResult, MAX_RECORDS, parse_bool, parse_partition, parse_u64, path, query,
-    replica_error,
+    ACK_TIMEOUT, ApiResult, MAX_RECORDS, Shared, parse_bool, parse_partition, parse_u64, path,
+    query, replica_error,
 };
 use crate::error::{ApiError, Code};
 use crate::kv::partition_for_key;
-use crate::node::Node;
 use crate::replica::{ReplicaError, ReplicaLog, Role};
 use crate::rpc::CallError;
 
 pub(super) async fn consume(
-    State(node): State<Arc<Node>>,
+    State(node): Shared,
     p: Result<Path<(String, String)>, PathRejection>,
     q: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> ApiResult {
@@ -36,8 +34,8 @@ pub(super) async fn consume(
             "`max_records` must be 1 to {MAX_RECORDS}, got {max}"
         )));
     }
-    let part = node.manager.require(&topic, partition)?;
-    let r = part.lock();
+    let part = node.require(&topic, partition)?;
+    let r = part.read();
     if r.role() != Role::Leader {
         return Err(replica_error(
             &part,
@@ -65,14 +63,14 @@ pub(super) async fn consume(
 }
 
 pub(super) async fn read_key(
-    State(node): State<Arc<Node>>,
+    State(node): Shared,
     p: Result<Path<(String, String)>, PathRejection>,
     q: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> ApiResult {
     let (topic, key) = path(p)?;
     let q = query(q)?;
     let linearizable = parse_bool(&q, "linearizable")?;
-    let partitions = match node.topic_size(&topic).await {
+    let partitions = match node.ctx().topic_size(&topic).await {
         Ok(Some(n)) => n,
         Ok(None) => {
             return Err(ApiError::new(
@@ -88,7 +86,7 @@ pub(super) async fn read_key(
         }
     };
     let partition = partition_for_key(&key, partitions);
-    let part = node.manager.require(&topic, partition).map_err(|_| {
+    let part = node.require(&topic, partition).map_err(|_| {
         ApiError::new(
             Code::NotLeader,
             format!("this broker does not host {topic}-{partition}, where key `{key}` lives"),
@@ -101,7 +99,7 @@ pub(super) async fn read_key(
     let read = part
         .purgatory
         .wait_until(deadline, || {
-            let r = part.lock();
+            let r = part.read();
             if r.role() != Role::Leader {
                 return Some(Err(replica_error(
                     &part,
@@ -126,9 +124,13 @@ pub(super) async fn read_key(
         }
     };
     // PLANTED BUG (stale-read): with `--bug stale-read` the leadership check is skipped.
-    if linearizable && !node.bugs.stale_read {
-        match node.confirm_leadership(&topic, partition, epoch).await {
-            Ok(state) if state.leader == node.id && state.leader_epoch == epoch => {}
+    if linearizable && !node.ctx().config.bugs.stale_read {
+        match node
+            .ctx()
+            .confirm_leadership(&topic, partition, epoch)
+            .await
+        {
+            Ok(state) if state.leader == node.ctx().id && state.leader_epoch == epoch => {}
             Ok(state) => {
                 return Err(ApiError::new(
                     Code::NotLeader,

@@ -13,12 +13,12 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::{
-    ACK_TIMEOUT, ApiResult, MAX_RECORDS, body_bytes, parse_partition, path, query, replica_error,
+    ACK_TIMEOUT, ApiResult, MAX_RECORDS, Shared, body_bytes, parse_partition, path, query,
+    replica_error,
 };
 use crate::error::{ApiError, Code};
-use crate::node::Node;
-use crate::partition::Partition;
-use crate::replica::{AckStatus, ReplicaError, Role};
+use crate::node::partitions::{NodeReplica, Partition, ReplicaManager};
+use crate::replica::{AckStatus, Appended, Effects, ReplicaError, Role};
 
 /// A produce body, checked field by field for clear errors.
 struct ProduceBody {
@@ -93,7 +93,7 @@ enum Acks {
 }
 
 pub(super) async fn produce(
-    State(node): State<Arc<Node>>,
+    State(node): Shared,
     p: Result<Path<(String, String)>, PathRejection>,
     q: Result<Query<HashMap<String, String>>, QueryRejection>,
     body: Result<Bytes, BytesRejection>,
@@ -112,10 +112,12 @@ pub(super) async fn produce(
         }
     };
     let body = parse_produce(&body_bytes(body)?)?;
-    let part = node.manager.require(&topic, partition)?;
+    let part = node.require(&topic, partition)?;
     if acks == Acks::None {
         let node = node.clone();
         tokio::spawn(async move {
+            // acks=0: nobody waits for the outcome (the append's effects are carried
+            // out all the same).
             let _ = append(&node, &part, body, false);
         });
         return Ok(Json(json!({"base_offset": null})).into_response());
@@ -127,7 +129,7 @@ pub(super) async fn produce(
             .purgatory
             .wait_until(deadline, || {
                 match part
-                    .lock()
+                    .read()
                     .ack_status(appended.end_offset, appended.leader_epoch)
                 {
                     AckStatus::Pending => None,
@@ -139,7 +141,7 @@ pub(super) async fn produce(
         match status {
             Some(AckStatus::Committed) => {}
             Some(AckStatus::CommittedBelowMinIsr) => {
-                let isr = part.lock().isr().to_vec();
+                let isr = part.read().isr().to_vec();
                 return Err(ApiError::new(
                     Code::NotEnoughReplicasAfterAppend,
                     format!(
@@ -178,38 +180,46 @@ pub(super) async fn produce(
 
 /// The leader's append, with the `if_value` check judged under the same lock.
 fn append(
-    node: &Node,
-    part: &Partition,
+    node: &ReplicaManager,
+    part: &Arc<Partition>,
     body: ProduceBody,
     acks_all: bool,
-) -> Result<crate::replica::Appended, ApiError> {
-    let mut r = part.lock();
-    if let Some(expected) = &body.if_value {
-        if r.role() != Role::Leader {
-            return Err(replica_error(
-                part,
-                ReplicaError::NotLeader { leader: r.leader() },
-            ));
+) -> Result<Appended, ApiError> {
+    let now = node.ctx().now_ms();
+    node.update(part, |r| {
+        if let Some(expected) = &body.if_value {
+            if let Err(e) = check_if_value(part, r, &body.entries, expected) {
+                return (Err(e), Effects::default());
+            }
         }
-        let key = body.entries[0]
-            .0
-            .as_deref()
-            .expect("checked: if_value has a key");
-        let current = r.log().latest(key).map_or(Value::Null, |(_, v)| v.clone());
-        if &current != expected {
-            return Err(ApiError::new(
-                Code::PreconditionFailed,
-                format!("key `{key}` holds {current}, not {expected}"),
-            )
-            .with("current", current));
-        }
+        let (result, fx) = r.append_as_leader(body.entries, acks_all, now);
+        (result.map_err(|e| replica_error(part, e)), fx)
+    })
+}
+
+/// The `if_value` condition: this replica leads, and the key's newest value in its
+/// log is `expected`.
+fn check_if_value(
+    part: &Partition,
+    r: &NodeReplica,
+    entries: &[(Option<String>, Value)],
+    expected: &Value,
+) -> Result<(), ApiError> {
+    if r.role() != Role::Leader {
+        let leader = r.leader();
+        return Err(replica_error(part, ReplicaError::NotLeader { leader }));
     }
-    let result = r.append_as_leader(body.entries, acks_all, node.now_ms());
-    if let Err(e) = part.checkpoint_epochs(&mut r) {
-        eprintln!("node {}: epoch checkpoint: {e}", node.id);
+    let key = entries[0]
+        .0
+        .as_deref()
+        .expect("checked: if_value has a key");
+    let current = r.log().latest(key).map_or(Value::Null, |(_, v)| v.clone());
+    if &current != expected {
+        return Err(ApiError::new(
+            Code::PreconditionFailed,
+            format!("key `{key}` holds {current}, not {expected}"),
+        )
+        .with("current", current));
     }
-    drop(r);
-    let appended = result.map_err(|e| replica_error(part, e))?;
-    part.purgatory.wake();
-    Ok(appended)
+    Ok(())
 }

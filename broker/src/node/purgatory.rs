@@ -24,6 +24,7 @@ impl Default for Purgatory {
 }
 
 impl Purgatory {
+    /// No waiters yet.
     pub fn new() -> Self {
         Purgatory {
             version: watch::Sender::new(0),

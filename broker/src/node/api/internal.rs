@@ -1,7 +1,6 @@
 //! Internal routes: LeaderAndIsr from the controller, and the leader's side of
 //! replication — FETCH (with its purgatory) and OffsetsForLeaderEpoch.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
@@ -12,40 +11,35 @@ use axum::response::IntoResponse;
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::{ApiResult, MAX_RECORDS, json_body, replica_error};
+use super::{ApiResult, MAX_RECORDS, Shared, json_body, replica_error};
 use crate::error::{ApiError, Code};
-use crate::node::Node;
 use crate::protocol::{EpochEndOffset, Fetch, LeaderAndIsr, OffsetsForLeaderEpoch};
 use crate::replica::{FetchRequest, ReplicaError, Role};
-use crate::replica_manager;
 
 pub(super) async fn leader_and_isr(
-    State(node): State<Arc<Node>>,
+    State(node): Shared,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let msg: LeaderAndIsr = json_body(body)?;
     // Broker-epoch fencing: a push meant for an earlier process of this broker (sent
     // before it restarted, delivered late) must not act on this one.
-    if let Some(e) = msg.broker_epoch.filter(|&e| e != node.broker_epoch) {
+    if let Some(e) = msg.broker_epoch.filter(|&e| e != node.ctx().broker_epoch) {
         return Err(ApiError::new(
             Code::FencedLeaderEpoch,
             format!(
                 "LeaderAndIsr for broker epoch {e}, this process has broker epoch {}",
-                node.broker_epoch
+                node.ctx().broker_epoch
             ),
         )
-        .with("broker_epoch", node.broker_epoch));
+        .with("broker_epoch", node.ctx().broker_epoch));
     }
-    replica_manager::apply(&node, msg.controller_epoch, msg.brokers, msg.partitions)?;
+    node.apply_controller(msg.controller_epoch, msg.brokers, msg.partitions)?;
     Ok(Json(json!({})).into_response())
 }
 
-pub(super) async fn fetch(
-    State(node): State<Arc<Node>>,
-    body: Result<Bytes, BytesRejection>,
-) -> ApiResult {
+pub(super) async fn fetch(State(node): Shared, body: Result<Bytes, BytesRejection>) -> ApiResult {
     let req: Fetch = json_body(body)?;
-    let part = node.manager.require(&req.topic, req.partition)?;
+    let part = node.require(&req.topic, req.partition)?;
     let rreq = FetchRequest {
         replica_id: req.replica_id,
         broker_epoch: req.broker_epoch,
@@ -53,23 +47,17 @@ pub(super) async fn fetch(
         leader_epoch: req.leader_epoch,
         max_records: req.max_records.clamp(1, MAX_RECORDS),
     };
-    let (resp, hw_moved) = {
-        let mut r = part.lock();
-        let before = r.high_watermark();
-        let resp = r.fetch_as_leader(&rreq, node.now_ms());
-        (resp, r.high_watermark() != before)
-    };
-    if hw_moved {
-        part.purgatory.wake();
-    }
+    let now = node.ctx().now_ms();
+    let resp = node.update(&part, |r| r.fetch_as_leader(&rreq, now));
     let resp = resp.map_err(|e| replica_error(&part, e))?;
     if !resp.records.is_empty() {
         return Ok(Json(resp).into_response());
     }
     // Nothing to send: wait in purgatory for an append (or a role change).
-    let deadline = Instant::now() + Duration::from_millis(node.args.replica_fetch_wait_max_ms);
+    let deadline =
+        Instant::now() + Duration::from_millis(node.ctx().config.replica_fetch_wait_max_ms);
     let ready = |final_check: bool| {
-        let r = part.lock();
+        let r = part.read();
         let changed = r.role() != Role::Leader || r.leader_epoch() != rreq.leader_epoch;
         if final_check || changed || r.log_end_offset() > rreq.fetch_offset {
             Some(r.read_for_follower(&rreq))
@@ -86,12 +74,12 @@ pub(super) async fn fetch(
 }
 
 pub(super) async fn offsets_for_leader_epoch(
-    State(node): State<Arc<Node>>,
+    State(node): Shared,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let req: OffsetsForLeaderEpoch = json_body(body)?;
-    let part = node.manager.require(&req.topic, req.partition)?;
-    let r = part.lock();
+    let part = node.require(&req.topic, req.partition)?;
+    let r = part.read();
     if r.role() != Role::Leader {
         return Err(replica_error(
             &part,

@@ -14,15 +14,14 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, Path, Query};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::{get, post};
 use serde::de::DeserializeOwned;
 
+use super::partitions::{Partition, ReplicaManager};
 use crate::error::{ApiError, Code};
-use crate::node::Node;
-use crate::partition::Partition;
 use crate::replica::ReplicaError;
 
 mod debug;
@@ -31,16 +30,20 @@ mod produce;
 mod read;
 
 /// Largest request body (bigger: 413 PAYLOAD_TOO_LARGE).
-pub const MAX_BODY_BYTES: usize = 1 << 20;
+const MAX_BODY_BYTES: usize = 1 << 20;
 /// Most records one produce or consume request may carry.
-pub const MAX_RECORDS: usize = 10_000;
+const MAX_RECORDS: usize = 10_000;
 /// How long an acks=all produce (or a linearizable read) waits for the HW.
-pub const ACK_TIMEOUT: Duration = Duration::from_secs(5);
+const ACK_TIMEOUT: Duration = Duration::from_secs(5);
 
-pub(crate) type ApiResult = Result<Response, ApiError>;
+/// What every handler answers.
+type ApiResult = Result<Response, ApiError>;
+
+/// The state every handler gets: the node's partitions (and through them its context).
+type Shared = State<Arc<ReplicaManager>>;
 
 /// All routes of a node.
-pub fn router(node: Arc<Node>) -> Router {
+pub fn router(manager: Arc<ReplicaManager>) -> Router {
     Router::new()
         .route("/v1/metadata", get(debug::metadata))
         .route(
@@ -59,7 +62,7 @@ pub fn router(node: Arc<Node>) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(node)
+        .with_state(manager)
 }
 
 async fn no_route(method: Method, uri: Uri) -> ApiError {
@@ -72,7 +75,8 @@ async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
 
 // ---- decoding requests, with JSON errors ----
 
-pub(crate) fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+/// The body's bytes, or `PAYLOAD_TOO_LARGE` / `INVALID_REQUEST`.
+fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
@@ -85,26 +89,28 @@ pub(crate) fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, A
     })
 }
 
-pub(crate) fn json_body<T: DeserializeOwned>(
-    body: Result<Bytes, BytesRejection>,
-) -> Result<T, ApiError> {
+/// The body parsed as JSON `T`, or `INVALID_REQUEST` saying what is wrong.
+fn json_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
     let bytes = body_bytes(body)?;
     serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid(format!("request body: {e}")))
 }
 
-pub(crate) fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
+/// The path parameters, or `INVALID_REQUEST`.
+fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
     p.map(|Path(t)| t)
         .map_err(|e| ApiError::invalid(format!("request path: {}", e.body_text())))
 }
 
-pub(crate) fn query(
+/// The query parameters, or `INVALID_REQUEST`.
+fn query(
     q: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<HashMap<String, String>, ApiError> {
     q.map(|Query(m)| m)
         .map_err(|e| ApiError::invalid(format!("query string: {}", e.body_text())))
 }
 
-pub(crate) fn parse_partition(s: &str) -> Result<u32, ApiError> {
+/// A partition number from the path.
+fn parse_partition(s: &str) -> Result<u32, ApiError> {
     s.parse().map_err(|_| {
         ApiError::invalid(format!(
             "partition `{s}` is not a partition number (a non-negative integer)"
@@ -112,11 +118,8 @@ pub(crate) fn parse_partition(s: &str) -> Result<u32, ApiError> {
     })
 }
 
-pub(crate) fn parse_u64(
-    q: &HashMap<String, String>,
-    name: &str,
-    default: u64,
-) -> Result<u64, ApiError> {
+/// Query parameter `name` as a non-negative integer (`default` if absent).
+fn parse_u64(q: &HashMap<String, String>, name: &str, default: u64) -> Result<u64, ApiError> {
     match q.get(name) {
         None => Ok(default),
         Some(v) => v.parse().map_err(|_| {
@@ -127,7 +130,8 @@ pub(crate) fn parse_u64(
     }
 }
 
-pub(crate) fn parse_bool(q: &HashMap<String, String>, name: &str) -> Result<bool, ApiError> {
+/// Query parameter `name` as `true` or `false` (false if absent).
+fn parse_bool(q: &HashMap<String, String>, name: &str) -> Result<bool, ApiError> {
     match q.get(name).map(String::as_str) {
         None | Some("false") => Ok(false),
         Some("true") => Ok(true),
@@ -137,8 +141,9 @@ pub(crate) fn parse_bool(q: &HashMap<String, String>, name: &str) -> Result<bool
     }
 }
 
-pub(crate) fn replica_error(part: &Partition, e: ReplicaError) -> ApiError {
-    let name = format!("{}-{}", part.tp.topic, part.tp.partition);
+/// The JSON error for the replica's refusal (see docs/api.md for the codes).
+fn replica_error(part: &Partition, e: ReplicaError) -> ApiError {
+    let name = part.name();
     match e {
         ReplicaError::NotLeader { leader } => {
             ApiError::new(Code::NotLeader, format!("this broker does not lead {name}"))
