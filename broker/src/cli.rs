@@ -1,4 +1,5 @@
-//! The broker's command line (SPEC §5.1).
+//! The broker's command line (docs/api.md, "Command line"). Only clap's types live
+//! here; each role converts them into its own at its edge.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -69,6 +70,7 @@ pub struct NodeArgs {
     /// The other brokers' ids and addresses: `2=ADDR,3=ADDR`.
     #[arg(long, value_parser = parse_peers, default_value = "")]
     pub peers: Peers,
+    /// How a follower settles its log with a new leader, or after a restart.
     #[arg(long, value_enum, default_value_t = Truncation::Epoch)]
     pub truncation: Truncation,
     /// fsync the log after this many messages (default: never, like Kafka).
@@ -91,8 +93,8 @@ pub struct NodeArgs {
     pub bug: Option<Bug>,
 }
 
-/// The known bugs `--bug` can plant (SPEC §7), so the harness can show it catches them
-/// (see [`crate::bugs`]).
+/// The known bugs `--bug` can plant, so the harness can show it catches them
+/// (docs/selftest.md; the flags are `crate::bugs::Bugs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Bug {
     /// Truncate to the local high watermark, as `--truncation hw`.

@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::time::Instant;
 
 use serde_json::Value;
 
@@ -48,6 +47,7 @@ impl<L: ReplicaLog> KeyedLog<L> {
         Ok(kl)
     }
 
+    #[cfg(test)]
     pub fn inner(&self) -> &L {
         &self.inner
     }
@@ -132,9 +132,6 @@ impl<L: ReplicaLog> ReplicaLog for KeyedLog<L> {
             }
         }
         Ok(())
-    }
-    fn flush_if_due(&mut self, now: Instant) -> io::Result<()> {
-        self.inner.flush_if_due(now)
     }
 }
 

@@ -1,21 +1,24 @@
 //! The broker: a Kafka-style replicated log with its controller, the system under
 //! test of watermark. One binary, two roles (`broker controller`, `broker node`);
 //! all traffic is JSON over HTTP (see docs/api.md).
+//!
+//! Layers, each importing only those above it: `protocol`, `error`, `bugs` (shared
+//! words); `fsutil` (durable file replacement); `log` (storage); `replica` (the replication rules, pure) and `kv` (the
+//! register view over a log); `rpc`, `server` (HTTP plumbing); `cli` (the command
+//! line); then the two roles, `controller` and `node`.
+//!
+//! Public are only what the binary and the tests use: the command line, the two
+//! roles' `run`, the storage (tested through its files) and the wire types.
 
-pub mod alter_partition;
-pub mod api;
-pub mod bugs;
+mod bugs;
 pub mod cli;
 pub mod controller;
-pub mod error;
-pub mod fetcher;
-pub mod kv;
+mod error;
+mod fsutil;
+mod kv;
 pub mod log;
 pub mod node;
-pub mod partition;
 pub mod protocol;
-pub mod purgatory;
-pub mod replica;
-pub mod replica_manager;
-pub mod rpc;
-pub mod server;
+mod replica;
+mod rpc;
+mod server;

@@ -29,6 +29,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::log::Record;
+
 /// A broker id; `-1` stands for "no leader".
 pub type BrokerId = i32;
 /// A leader epoch: bumped by the controller at every leader election.
@@ -229,7 +231,7 @@ pub struct ConfirmLeadership {
 }
 
 // Node ↔ node (replication), under `/internal/` on the leader:
-// - `POST /internal/fetch`: [`Fetch`] → [`crate::replica::FetchResponse`]. An empty answer
+// - `POST /internal/fetch`: [`Fetch`] → [`FetchResponse`]. An empty answer
 //   waits in the leader's purgatory up to `replica.fetch.wait.max.ms`. Errors:
 //   `NOT_LEADER`, `FENCED_LEADER_EPOCH` (the request's epoch is not the leader's, either
 //   way), `OFFSET_OUT_OF_RANGE` (with `log_end_offset`, the leader's LEO).
@@ -251,6 +253,16 @@ pub struct Fetch {
     /// The follower's current leader epoch (fences both ways).
     pub leader_epoch: LeaderEpoch,
     pub max_records: usize,
+}
+
+/// The leader's FETCH answer: records from the fetch offset (up to `max_records`,
+/// never past its LEO), with its HW and LEO.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FetchResponse {
+    pub leader_epoch: LeaderEpoch,
+    pub high_watermark: u64,
+    pub log_end_offset: u64,
+    pub records: Vec<Record>,
 }
 
 /// `POST /internal/offsets-for-leader-epoch`.

@@ -16,7 +16,7 @@ pub async fn bind_and_announce(
     std::fs::create_dir_all(data_dir)?;
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
-    crate::log::checkpoint::write_atomic(&data_dir.join("address"), addr.to_string().as_bytes())?;
+    crate::fsutil::write_atomic(&data_dir.join("address"), addr.to_string().as_bytes())?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "listening on {addr}")?;
     out.flush()?;

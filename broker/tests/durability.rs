@@ -103,3 +103,41 @@ async fn the_flush_timer_makes_records_durable() {
     })
     .await;
 }
+
+/// A follower that restarts starts from the high watermark it checkpointed (capped at
+/// its LEO), as Kafka's does, not from 0: with its leader paused, no FETCH answer can
+/// tell it the HW, yet it reports the checkpointed one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_follower_starts_from_its_checkpointed_high_watermark() {
+    let mut c = Cluster::start(Opts::default());
+    c.create_topic("t", 1, 3, 2).await;
+    let s = c.controller_partition("t", 0).await.unwrap();
+    let leader = s["leader"].as_i64().unwrap() as i32;
+    let follower = ids(&s["replicas"])
+        .into_iter()
+        .find(|id| *id != leader)
+        .unwrap();
+    for v in 0..20 {
+        let (status, body) = c.produce(leader, "t", 0, "all", json!(v)).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let checkpoint = c
+        .dir
+        .path()
+        .join(format!("node{follower}/t-0/high-watermark"));
+    c.wait_for("the follower to checkpoint HW 20", || async {
+        (std::fs::read_to_string(&checkpoint).ok()? == "0\n20\n").then_some(())
+    })
+    .await;
+    c.node(follower).kill();
+    c.nodes[&leader].signal(libc::SIGSTOP);
+    c.node(follower).restart();
+    let d = c
+        .wait_for("the restarted follower to host its partition again", || {
+            c.debug_partition(follower, "t", 0)
+        })
+        .await;
+    c.nodes[&leader].signal(libc::SIGCONT);
+    assert_eq!(d["log_end_offset"], 20, "{d}");
+    assert_eq!(d["high_watermark"], 20, "{d}");
+}

@@ -42,7 +42,7 @@ fn setup() -> Setup {
                 });
             }
         });
-        (echo, Link::start("bench", Some(echo)).await.unwrap())
+        (echo, Link::start(Some(echo)).await.unwrap())
     });
     let proxied = link.addr();
     Setup {

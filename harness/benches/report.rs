@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
 use report_fixtures::{Plant, queue_run};
-use watermark::report::{folder, html};
+use watermark::report::{folder, page};
 
 const SIZES: [usize; 2] = [10_000, 100_000];
 
@@ -22,7 +22,7 @@ fn main() {
         let data = folder::load(&run_dir(ops)).unwrap();
         eprintln!(
             "report.html for {ops} operations: {} bytes",
-            html::render(&data).len()
+            page::render(&data).len()
         );
     }
     divan::main();
@@ -49,5 +49,5 @@ fn load_run_folder(bencher: divan::Bencher, ops: usize) {
 #[divan::bench(args = SIZES, sample_count = 5)]
 fn render_html(bencher: divan::Bencher, ops: usize) {
     let data = folder::load(&run_dir(ops)).unwrap();
-    bencher.bench(|| html::render(&data));
+    bencher.bench(|| page::render(&data));
 }

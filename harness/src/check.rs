@@ -15,8 +15,10 @@ use checker::format::{self, Format};
 use checker::linear::Options;
 use checker::queue::ReplicaLog;
 use checker::verdict::{Results, Validity};
+use clap::ValueEnum;
 
 use crate::exit::Exit;
+use crate::options::WorkloadKind;
 use crate::store::FinalLogs;
 
 /// A history file's format (`auto`: detected from the content).
@@ -106,7 +108,7 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         .as_ref()
         .and_then(|v| v.get("workload"))
         .and_then(|w| w.as_str())
-        .map(str::to_string);
+        .and_then(|w| WorkloadKind::from_str(w, false).ok());
     let replicas = match folder {
         Some(d) => final_logs(d)?,
         None => Vec::new(),
@@ -117,10 +119,10 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         Some(ModelArg::CasRegister) => Model::CasRegister,
         Some(ModelArg::Kv) => Model::Kv,
         Some(ModelArg::Queue) => Model::Queue,
-        None => match workload.as_deref() {
-            Some("queue") => Model::Queue,
-            Some("register") => Model::CasRegister,
-            _ => Model::infer(fmt, &parsed.events).ok_or_else(|| {
+        None => match workload {
+            Some(WorkloadKind::Queue) => Model::Queue,
+            Some(WorkloadKind::Register) => Model::CasRegister,
+            None => Model::infer(fmt, &parsed.events).ok_or_else(|| {
                 format!("{shown}: cannot tell which model to check against; name it with --model register|cas-register|kv|queue")
             })?,
         },

@@ -3,6 +3,8 @@
 
 use clap::{Parser, Subcommand};
 
+use crate::exit::Exit;
+
 /// Jepsen-style chaos testing of a Kafka-style broker cluster over real OS processes.
 ///
 /// watermark starts a broker cluster as separate processes, drives clients at it
@@ -16,11 +18,25 @@ use clap::{Parser, Subcommand};
 #[command(name = "watermark", version, max_term_width = 100)]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    command: Command,
+}
+
+impl Cli {
+    /// Do what the command line asks; the exit code says how it went.
+    pub fn execute(self) -> Exit {
+        match self.command {
+            Command::Run(args) => crate::run::run(*args),
+            Command::Check(args) => crate::check::run(args),
+            Command::Replay(args) => crate::replay::run(args),
+            Command::Report(args) => crate::report::run(args),
+            Command::Serve(args) => crate::serve::run(args),
+            Command::Selftest(args) => crate::selftest::run(args),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+enum Command {
     /// Run one campaign against a fresh cluster, check it, and write a run folder.
     ///
     /// Starts a controller and --nodes brokers as OS processes behind TCP proxies,
@@ -35,7 +51,7 @@ pub enum Command {
 
 Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3 harness failure, 64 bad usage,
 130 interrupted (Ctrl-C; every broker process is killed, the history stays readable).")]
-    Run(Box<crate::run::RunArgs>),
+    Run(Box<crate::options::RunArgs>),
     /// Check a history file offline (ours, Jepsen EDN, Porcupine logs).
     Check(crate::check::CheckArgs),
     /// Run again with the configuration and seed stored in a run folder's run.json.

@@ -1,22 +1,25 @@
-//! watermark: the harness. A thin binary (`main.rs`) over these modules.
+//! watermark: the harness. A thin binary (`main.rs`) over these modules; the public
+//! ones are what the binary, the integration tests and the benchmarks use.
+//!
+//! Imports go one way: `proc` and `net` (plain data, the proxies) at the bottom, then
+//! `cluster` (processes and links), `nemesis` (faults on a cluster), `options`, the
+//! run folder (`store`) and `report`, and the commands (`run`, `replay`, `check`,
+//! `selftest`, `serve`) on top, under `cli`.
 
-pub mod broker_api;
-pub mod broker_bin;
-pub mod check;
+mod check;
 pub mod cli;
 pub mod cluster;
-pub mod convergence;
 pub mod error;
 pub mod exit;
+mod names;
 pub mod nemesis;
 pub mod net;
-pub mod options;
-pub mod progress;
-pub mod replay;
+mod options;
+pub mod proc;
+mod progress;
+mod replay;
 pub mod report;
-pub mod run;
-pub mod scenario;
-pub mod selftest;
-pub mod serve;
-pub mod store;
-pub mod supervisor;
+mod run;
+mod selftest;
+mod serve;
+mod store;

@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use watermark::cli::{Cli, Command};
+use watermark::cli::Cli;
 use watermark::exit::Exit;
 
 fn main() -> ExitCode {
@@ -17,13 +17,5 @@ fn main() -> ExitCode {
             return code.into();
         }
     };
-    let exit = match cli.command {
-        Command::Run(args) => watermark::run::run(*args),
-        Command::Check(args) => watermark::check::run(args),
-        Command::Replay(args) => watermark::replay::run(args),
-        Command::Report(args) => watermark::report::run(args),
-        Command::Serve(args) => watermark::serve::run(args),
-        Command::Selftest(args) => watermark::selftest::run(args),
-    };
-    exit.into()
+    cli.execute().into()
 }

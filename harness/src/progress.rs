@@ -37,8 +37,9 @@ impl Tally {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Follow a nemesis event (SPEC §6 names: `kill`, `pause`, `partition`,
-    /// `crash-all`, `lose-unflushed` start a fault; `restart`, `resume`, `heal` end one).
+    /// Follow a nemesis event (named as in docs/faults.md#in-the-history: `kill`,
+    /// `pause`, `partition`, `crash-all`, `lose-unflushed` start a fault; `restart`,
+    /// `resume`, `heal` end one).
     pub fn nemesis(&self, f: &str, value: &Value) {
         let mut active = self.faults.lock().unwrap_or_else(|e| e.into_inner());
         match f {

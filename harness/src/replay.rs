@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use crate::exit::Exit;
+use crate::options::{ResolveError, RunArgs};
 use crate::store::RunRecord;
 
 /// Options of `watermark replay`.
@@ -33,10 +34,8 @@ pub fn run(args: ReplayArgs) -> Exit {
             return Exit::Usage;
         }
     };
-    let mut options = record.options;
-    if options.seed != Some(record.seed) {
-        options.seed = Some(record.seed);
-    }
+    let mut options = RunArgs::from(record.options);
+    options.seed = Some(record.seed);
     let dir = std::fs::canonicalize(&args.run_dir).unwrap_or_else(|_| args.run_dir.clone());
     match args.results {
         Some(results) => options.results = results,
@@ -64,13 +63,14 @@ pub fn run(args: ReplayArgs) -> Exit {
     }
     let options = match options.resolve() {
         Ok(o) => o,
-        Err(msg) => {
+        Err(ResolveError::Usage(msg)) => {
             eprintln!(
                 "watermark replay: the options in {} are not valid: {msg}",
                 args.run_dir.join("run.json").display()
             );
             return Exit::Usage;
         }
+        Err(e) => return crate::run::refused("watermark replay", e),
     };
     eprintln!(
         "watermark replay: repeating {} (seed {})",

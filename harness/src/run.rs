@@ -1,78 +1,74 @@
 //! `watermark run`: one campaign from start to verdict.
 //!
-//! make the run folder → run.json → start the cluster → create the topic → workload
-//! and nemesis until the time limit → end every fault → heal, resume and restart
-//! everything → wait (bounded) until the cluster converged → final drain (queue
-//! workload only: a register's history needs none) → dump every replica's log →
-//! check (the queue analysis, or linearizability per key for registers) →
-//! results.json → summary → report.html and junit.xml → exit code.
+//! make the run folder → run.json → start the cluster → create the workload's topic →
+//! clients and nemesis until the time limit → end every fault → heal, resume and
+//! restart everything → wait (bounded) until the cluster converged → the workload's
+//! final step (the queue's drain; a register needs none) → dump every replica's log →
+//! the workload's checker → results.json → summary → report.html and junit.xml → exit
+//! code. The workload is a value ([`Workload`]): nothing here depends on which.
 //!
 //! Whatever happens, no broker process outlives the campaign: the cluster kills its
 //! processes when dropped, and Ctrl-C / SIGTERM stop the campaign, kill every child
 //! and exit 130, leaving the history streamed so far readable by `watermark check`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use checker::history::{EventType, Process};
-use checker::queue;
+use checker::history::EventType;
 use checker::verdict::{CheckerResult, Results, Validity};
 use tokio::sync::watch;
+use workloads::Workload;
 use workloads::client::ClientConfig;
-use workloads::queue::QueueConfig;
-use workloads::register::RegisterConfig;
 
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
 use crate::nemesis::{Nemesis, NemesisEvent, Planner};
-use crate::options::Workload;
+use crate::options::{ResolveError, Resolved, RunArgs};
 use crate::progress::{self, Progress, Tally};
-use crate::scenario::Scenario;
 use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord};
-
-pub use crate::options::RunArgs;
 
 /// How long the cluster may take to start and elect leaders.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the healed cluster may take to converge (full ISR, HW = LEO).
 const CONVERGE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long the final drain may take.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the workload's final step (the queue's drain) may take.
+const FINAL_STEP_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long in-flight operations may take to finish after the time limit.
 const WORKLOAD_STOP_TIMEOUT: Duration = Duration::from_secs(30);
-/// The linearizability checker's budget; past it the verdict is unknown.
-const LINEARIZABILITY_TIME_LIMIT: Duration = Duration::from_secs(120);
 
 /// Run `watermark run` from the command line.
 pub fn run(args: RunArgs) -> Exit {
-    let args = match args.resolve() {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!("watermark run: {msg}");
-            return Exit::Usage;
-        }
-    };
-    execute(args, std::env::args().collect(), None)
+    match args.resolve() {
+        Ok(args) => execute(args, std::env::args().collect(), None),
+        Err(e) => refused("watermark run", e),
+    }
 }
 
-/// Run a campaign with resolved options (`RunArgs::resolve`); `replay_of` names the
-/// run folder a replay repeats.
-pub fn execute(mut args: RunArgs, command_line: Vec<String>, replay_of: Option<PathBuf>) -> Exit {
-    crate::supervisor::install_panic_hook();
-    let seed = args.seed.unwrap_or_default();
-    eprintln!("watermark: seed {seed} (repeat this run with --seed {seed})");
-    match crate::broker_bin::locate(args.broker_bin.as_deref()) {
-        Ok(bin) => args.broker_bin = Some(bin),
-        Err(e) => {
-            eprintln!("watermark run: {e}");
-            return Exit::HarnessFailed;
+/// Say why options were refused; the exit code says whose fault it is.
+pub fn refused(command: &str, e: ResolveError) -> Exit {
+    match e {
+        ResolveError::Usage(msg) => {
+            eprintln!("{command}: {msg}");
+            Exit::Usage
+        }
+        ResolveError::Harness(e) => {
+            eprintln!("{command}: {e}");
+            Exit::HarnessFailed
         }
     }
+}
+
+/// Run a campaign with resolved options; `replay_of` names the run folder a replay
+/// repeats.
+pub fn execute(args: Resolved, command_line: Vec<String>, replay_of: Option<PathBuf>) -> Exit {
+    crate::cluster::supervisor::install_panic_hook();
+    let seed = args.seed;
+    eprintln!("watermark: seed {seed} (repeat this run with --seed {seed})");
     let started = SystemTime::now();
-    let folder = match RunFolder::create(&args.results, args.workload.as_str(), seed, started) {
+    let folder = match RunFolder::create(&args.results, &args.workload.to_string(), seed, started) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("watermark run: {e}");
@@ -111,7 +107,7 @@ pub fn execute(mut args: RunArgs, command_line: Vec<String>, replay_of: Option<P
     // Dropping the runtime drops every task, and with them the cluster, which kills
     // its processes.
     runtime.shutdown_timeout(Duration::from_secs(10));
-    crate::supervisor::kill_all();
+    crate::cluster::supervisor::kill_all();
     record.finish(SystemTime::now(), exit);
     if let Err(e) = folder.write_json(&folder.run_json(), &record) {
         eprintln!("watermark run: {e}");
@@ -145,7 +141,7 @@ async fn interrupted() -> &'static str {
 
 /// The campaign; a harness failure is reported and becomes exit 3. How the end
 /// of the run went is noted in `record` (run.json).
-async fn campaign(args: &RunArgs, folder: &RunFolder, record: &mut RunRecord) -> Exit {
+async fn campaign(args: &Resolved, folder: &RunFolder, record: &mut RunRecord) -> Exit {
     match campaign_inner(args, folder, record).await {
         Ok(exit) => exit,
         Err(e) => {
@@ -160,22 +156,19 @@ async fn campaign(args: &RunArgs, folder: &RunFolder, record: &mut RunRecord) ->
 }
 
 async fn campaign_inner(
-    args: &RunArgs,
+    args: &Resolved,
     folder: &RunFolder,
     record: &mut RunRecord,
 ) -> Result<Exit> {
-    let origin = Instant::now();
     let tally = Arc::new(Tally::default());
     let history = Arc::new(History::new(
-        HistoryFile::create(&folder.history(), origin)?,
+        HistoryFile::create(&folder.history(), Instant::now())?,
         tally.clone(),
     ));
-    let limit = Duration::from_secs_f64(args.time_limit);
-    let mut progress = Progress::start(limit);
+    let mut progress = Progress::start(args.time_limit());
     progress.phase("starting the cluster");
-
-    let cluster = Cluster::start(ClusterConfig {
-        broker_bin: args.broker_bin.clone().unwrap_or_default(),
+    let mut cluster = Cluster::start(ClusterConfig {
+        broker_bin: args.broker_bin.clone(),
         nodes: args.nodes,
         root: folder.nodes(),
         node_args: args.node_args(),
@@ -184,73 +177,84 @@ async fn campaign_inner(
     })
     .await
     .map_err(|e| HarnessError::new(format!("the cluster did not start: {e}")))?;
-    let mut cluster = cluster;
-    let client_config = ClientConfig::new(cluster.client_addrs(), cluster.controller_addr());
+    let workload = args.workload(ClientConfig::new(
+        cluster.client_addrs(),
+        cluster.controller_addr(),
+    ));
 
     progress.phase("creating the topic");
-    let topic = match args.workload {
-        Workload::Queue => workloads::queue::TOPIC,
-        Workload::Register => workloads::register::TOPIC,
-    };
-    let rf = args.replication_factor.unwrap_or(args.nodes);
     cluster
         .create_topic(
-            topic,
+            workload.topic(),
             args.partitions,
-            rf,
-            args.min_insync.unwrap_or(rf.min(2)),
+            args.replication_factor,
+            args.min_insync,
         )
         .await?;
 
-    let seed = args.seed.unwrap_or_default();
-    let concurrency = args.concurrency.unwrap_or(2 * args.nodes);
-    let queue_config = QueueConfig {
-        partitions: args.partitions,
-        acks: args.acks.to_client(),
-        concurrency,
-        rate: args.rate,
-        seed,
-        client: client_config.clone(),
-    };
-    let register_config = RegisterConfig {
-        partitions: args.partitions,
-        concurrency,
-        rate: args.rate,
-        seed,
-        linearizable_reads: args.linearizable_reads,
-        client: client_config,
-    };
+    let mut notes = Vec::new();
+    clients_and_faults(
+        args,
+        &mut cluster,
+        &*workload,
+        &history,
+        &mut progress,
+        &mut notes,
+    )
+    .await?;
+    let complete = end_of_run(
+        cluster,
+        &*workload,
+        &history,
+        folder,
+        &mut progress,
+        &mut notes,
+    )
+    .await?;
 
-    // The campaign proper: clients and faults until the time limit. The nemesis
-    // ends its faults at the limit; the clients stop then too, letting operations
-    // in flight complete.
+    progress.phase("checking");
+    let result = judge(&*workload, &history.events(), folder, complete, &mut notes);
+    let results = Results::new(BTreeMap::from([(workload.checker().to_string(), result)]));
+    record.complete = Some(complete);
+    record.notes = notes.clone();
+    store::write_json(&folder.results_json(), &results)?;
+    progress.finish();
+    print!(
+        "{}",
+        progress::summary(&results, &notes, tally.counts(), &folder.path)
+    );
+    Ok(match results.valid {
+        Validity::Valid => Exit::Valid,
+        Validity::Invalid => Exit::Invalid,
+        Validity::Unknown => Exit::Unknown,
+    })
+}
+
+/// The campaign proper: the clients and the faults (the random schedule, or a
+/// scenario's script) until the time limit. The nemesis ends its faults at the limit;
+/// the clients stop then too, letting operations in flight complete. A nemesis that
+/// failed is noted; clients that do not stop are a harness failure.
+async fn clients_and_faults(
+    args: &Resolved,
+    cluster: &mut Cluster,
+    workload: &dyn Workload,
+    history: &Arc<History>,
+    progress: &mut Progress,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    let limit = args.time_limit();
+    let tally = history.tally();
     progress.begin_running();
     let (stop_tx, stop_rx) = watch::channel(false);
-    let workload = {
-        let recorder: Arc<dyn workloads::recorder::Recorder> = history.clone();
-        match args.workload {
-            Workload::Queue => {
-                let config = queue_config.clone();
-                tokio::spawn(async move { workloads::queue::run(&config, recorder, stop_rx).await })
-            }
-            Workload::Register => {
-                let config = register_config.clone();
-                tokio::spawn(
-                    async move { workloads::register::run(&config, recorder, stop_rx).await },
-                )
-            }
-        }
-    };
-    let faults = args.faults().map_err(HarnessError::new)?;
+    let clients = tokio::spawn(workload.run(history.clone(), stop_rx));
     let planner = Planner::new(
-        seed,
-        &faults,
+        args.seed,
+        &args.nemesis,
         &cluster.node_ids(),
         args.partitions,
-        Duration::from_secs_f64(args.nemesis_interval),
+        args.nemesis_interval(),
     );
-    let mut nemesis = Nemesis::new(planner, topic);
-    let mut notes = Vec::new();
+    let mut nemesis = Nemesis::new(planner, workload.topic());
     {
         let (history, fault_tally) = (history.clone(), tally.clone());
         let mut on_event = move |e: NemesisEvent| {
@@ -259,16 +263,11 @@ async fn campaign_inner(
         };
         let started = Instant::now();
         // A scenario's script runs to its end instead of the time limit.
-        let scenario = args
-            .scenario
-            .as_deref()
-            .map(Scenario::parse)
-            .transpose()
-            .map_err(HarnessError::new)?;
+        let scenario = args.scenario;
         let run = async {
             match scenario {
-                Some(s) => s.run(&mut cluster, topic, &mut on_event).await,
-                None => nemesis.run(&mut cluster, limit, &mut on_event).await,
+                Some(s) => s.run(cluster, workload.topic(), &mut on_event).await,
+                None => nemesis.run(cluster, limit, &mut on_event).await,
             }
         };
         tokio::pin!(run);
@@ -291,18 +290,28 @@ async fn campaign_inner(
     }
     let _ = stop_tx.send(true);
     progress.phase("waiting for operations in flight");
-    match tokio::time::timeout(WORKLOAD_STOP_TIMEOUT, workload).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => return Err(HarnessError::new(format!("the workload task failed: {e}"))),
-        Err(_) => {
-            return Err(HarnessError::new(format!(
-                "client operations still running {}s after the time limit",
-                WORKLOAD_STOP_TIMEOUT.as_secs()
-            )));
-        }
-    };
+    match tokio::time::timeout(WORKLOAD_STOP_TIMEOUT, clients).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(HarnessError::new(format!("the workload task failed: {e}"))),
+        Err(_) => Err(HarnessError::new(format!(
+            "client operations still running {}s after the time limit",
+            WORKLOAD_STOP_TIMEOUT.as_secs()
+        ))),
+    }
+}
 
-    // The end of the run: heal, converge, drain, dump.
+/// The end of the run: heal everything, wait for the cluster to converge, the
+/// workload's final step, dump every replica's log into the run folder, stop the
+/// cluster. Whether it all went through is returned (see `RunRecord::complete`);
+/// what did not is noted.
+async fn end_of_run(
+    mut cluster: Cluster,
+    workload: &dyn Workload,
+    history: &History,
+    folder: &RunFolder,
+    progress: &mut Progress,
+    notes: &mut Vec<String>,
+) -> Result<bool> {
     progress.phase("healing the cluster");
     cluster.heal_all().await?;
     progress.phase("waiting for the cluster to converge");
@@ -314,29 +323,22 @@ async fn campaign_inner(
             CONVERGE_TIMEOUT.as_secs()
         ));
     }
-    if args.workload == Workload::Queue {
-        progress.phase("draining every partition (final-poll)");
-        let drain_deadline = Instant::now() + DRAIN_TIMEOUT;
-        // The drain runs as a process number no client ever used.
-        let first_free = history
-            .events()
-            .iter()
-            .filter_map(|e| match e.process {
-                Process::Client(p) => Some(p + 1),
-                Process::Nemesis => None,
-            })
-            .max()
-            .unwrap_or(0);
-        if let Err(e) =
-            workloads::queue::final_drain(&queue_config, &*history, first_free, drain_deadline)
-                .await
+    if let Some(step) = workload.final_step() {
+        progress.phase(step);
+        let deadline = Instant::now() + FINAL_STEP_TIMEOUT;
+        if let Err(e) = workload
+            .finish(history, history.first_free_process(), deadline)
+            .await
         {
             complete = false;
             notes.push(e);
         }
     }
     progress.phase("dumping every replica's log");
-    if let Err(e) = cluster.dump_logs().await {
+    if let Err(e) = cluster
+        .dump_logs(|id, text| folder.write_final_log(id, text))
+        .await
+    {
         complete = false;
         notes.push(format!(
             "the replicas' final logs could not all be dumped: {e}"
@@ -348,57 +350,23 @@ async fn campaign_inner(
     if let Some(e) = history.write_failure() {
         notes.push(e);
     }
-
-    progress.phase("checking");
-    let events = history.events();
-    let mut checkers = BTreeMap::new();
-    match args.workload {
-        Workload::Queue => {
-            let result = check(&events, &folder.nodes(), complete, &mut notes);
-            checkers.insert(workloads::queue::CHECKER.to_string(), result);
-        }
-        Workload::Register => {
-            let result = check_registers(&events);
-            checkers.insert(workloads::register::CHECKER.to_string(), result);
-        }
-    }
-    let results = Results::new(checkers);
-    record.complete = Some(complete);
-    record.notes = notes.clone();
-    store::write_json_atomic(&folder.results_json(), &results)?;
-    progress.finish();
-    print!(
-        "{}",
-        progress::summary(&results, &notes, tally.counts(), &folder.path)
-    );
-    Ok(match results.valid {
-        Validity::Valid => Exit::Valid,
-        Validity::Invalid => Exit::Invalid,
-        Validity::Unknown => Exit::Unknown,
-    })
+    Ok(complete)
 }
 
-/// Judge a register history: each key, on its own, against the cas-register model
-/// (a cas that failed did not happen; one in doubt may have). The replicas' final
-/// logs play no part, so an incomplete end of run does not weaken the verdict.
-fn check_registers(events: &[checker::history::Event]) -> CheckerResult {
-    let options = checker::linear::Options {
-        time_limit: Some(LINEARIZABILITY_TIME_LIMIT),
-        ..Default::default()
-    };
-    checker::linear::check(events, checker::linear::ModelKind::CasRegister, &options)
-        .unwrap_or_else(|e| CheckerResult::unknown(format!("the history cannot be analysed: {e}")))
-}
-
-/// Judge the history against the replicas' final logs. An incomplete end of run
-/// (no convergence, no full drain, missing logs) caps a clean verdict at unknown.
-fn check(
+/// Judge the history, with the replicas' final logs if the workload reads them. For
+/// such a workload an incomplete end of run (no convergence, no full final step,
+/// missing logs) caps a clean verdict at unknown.
+fn judge(
+    workload: &dyn Workload,
     events: &[checker::history::Event],
-    nodes: &Path,
+    folder: &RunFolder,
     complete: bool,
     notes: &mut Vec<String>,
 ) -> CheckerResult {
-    let logs = FinalLogs::read(nodes);
+    if !workload.judges_final_logs() {
+        return workload.check(events, &[]);
+    }
+    let logs = FinalLogs::read(&folder.nodes());
     let logs_ok = logs.missing.is_empty() && logs.errors.is_empty();
     notes.extend(logs.errors);
     notes.extend(
@@ -406,9 +374,7 @@ fn check(
             .iter()
             .map(|f| format!("no final log {}", f.display())),
     );
-    let replicas = logs.replicas;
-    let mut result = queue::check(events, &replicas)
-        .unwrap_or_else(|e| CheckerResult::unknown(format!("the history cannot be analysed: {e}")));
+    let mut result = workload.check(events, &logs.replicas);
     if !(complete && logs_ok) {
         result.cap_unknown(
             "the end of the run was incomplete (see the notes), so lost writes cannot be ruled out",

@@ -1,8 +1,8 @@
 //! `watermark selftest`: proof that the harness finds what it claims to find.
 //!
-//! For each planted broker bug (SPEC §7, `broker node --bug NAME`) it runs seeded
-//! random campaigns — with the workload and faults that can reveal that bug — until
-//! one ends INVALID or the bug's budget is spent. Then it runs the clean broker for the
+//! For each planted broker bug (docs/selftest.md#planted-bugs, `broker node --bug
+//! NAME`) it runs seeded random campaigns — with the workload and faults that can
+//! reveal that bug — until one ends INVALID or the bug's budget is spent. Then it runs the clean broker for the
 //! same budget, cycling through the same campaign profiles, which must find nothing.
 //! Every campaign is an ordinary `watermark run` (its run folder lands under the
 //! self-test's folder), so a caught bug can be replayed and browsed like any run.
@@ -13,11 +13,12 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use serde::Serialize;
 
 use crate::exit::Exit;
-use crate::options::{BUGS, RunArgs, parse_bug, parse_positive_secs};
+use crate::names::Names;
+use crate::options::{Bug, ResolveError, Resolved, RunArgs, parse_positive_secs};
 
 /// Options of `watermark selftest`.
 #[derive(Debug, Clone, clap::Args)]
@@ -32,10 +33,9 @@ pub struct SelftestArgs {
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: Option<u32>,
 
-    /// The bugs to plant, comma-separated [default: all of hw-truncation,
-    /// ack-before-replicate, isr-unchecked, stale-read, no-epoch-fence].
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_bug)]
-    pub bugs: Vec<String>,
+    /// The bugs to plant, comma-separated [default: all].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = Names::<Bug>::new("bug"))]
+    pub bugs: Vec<Bug>,
 
     /// Seed of the first campaign of each bug; the next ones take the following seeds
     /// [default: random, printed].
@@ -53,12 +53,12 @@ pub struct SelftestArgs {
 
 /// The campaign that can reveal a bug: `watermark run` options besides `--bug`, the
 /// seed and the results directory.
-pub fn profile(bug: &str) -> &'static [&'static str] {
+pub fn profile(bug: Bug) -> &'static [&'static str] {
     match bug {
         // KIP-101: a follower truncated to a stale HW is elected (crash-all with
         // restarts spread past the session timeout), or an old leader truncates below
         // records the new one overwrote.
-        "hw-truncation" => &[
+        Bug::HwTruncation => &[
             "--nemesis",
             "kill,crash-all,isolate-leader",
             "--nemesis-interval",
@@ -68,7 +68,7 @@ pub fn profile(bug: &str) -> &'static [&'static str] {
         ],
         // The leader acknowledges records no follower has; isolate it past the
         // session timeout (3 s) and another replica is elected without them.
-        "ack-before-replicate" => &[
+        Bug::AckBeforeReplicate => &[
             "--nemesis",
             "isolate-leader",
             "--nemesis-interval",
@@ -79,7 +79,7 @@ pub fn profile(bug: &str) -> &'static [&'static str] {
         // An isolated leader shrinks its ISR to itself once the replica lag time is
         // over (1 s here, before clients move to the new leader); with min.insync 1 it
         // then acknowledges alone while the controller elects another leader.
-        "isr-unchecked" => &[
+        Bug::IsrUnchecked => &[
             "--min-insync",
             "1",
             "--replica-lag-time-max-ms",
@@ -93,7 +93,7 @@ pub fn profile(bug: &str) -> &'static [&'static str] {
         ],
         // An isolated leader answers linearizable reads with a value the new leader
         // has already overwritten.
-        "stale-read" => &[
+        Bug::StaleRead => &[
             "--workload",
             "register",
             "--linearizable-reads",
@@ -106,7 +106,7 @@ pub fn profile(bug: &str) -> &'static [&'static str] {
         ],
         // A deposed (isolated) leader keeps the records it appended alone and then
         // fetches the new leader's records after them: replicas diverge.
-        "no-epoch-fence" => &[
+        Bug::NoEpochFence => &[
             "--nemesis",
             "isolate-leader",
             "--nemesis-interval",
@@ -114,21 +114,22 @@ pub fn profile(bug: &str) -> &'static [&'static str] {
             "--time-limit",
             "15",
         ],
-        _ => &[],
     }
 }
 
 /// Parse `watermark run` options as the command line would, and resolve them.
-pub fn run_args(argv: &[String]) -> Result<RunArgs, String> {
+pub fn run_args(argv: &[String]) -> Result<Resolved, String> {
     #[derive(Parser)]
     struct Run {
         #[command(flatten)]
         args: RunArgs,
     }
     let all = std::iter::once("run".to_string()).chain(argv.iter().cloned());
-    Run::try_parse_from(all)
-        .map_err(|e| e.to_string())
-        .and_then(|r| r.args.resolve())
+    let args = Run::try_parse_from(all).map_err(|e| e.to_string())?.args;
+    args.resolve().map_err(|e| match e {
+        ResolveError::Usage(msg) => msg,
+        ResolveError::Harness(e) => e.to_string(),
+    })
 }
 
 /// One campaign's outcome.
@@ -189,15 +190,15 @@ impl Row {
 
 /// Run `watermark selftest`.
 pub fn run(args: SelftestArgs) -> Exit {
-    let bugs: Vec<String> = if args.bugs.is_empty() {
-        BUGS.iter().map(|s| s.to_string()).collect()
+    let bugs: Vec<Bug> = if args.bugs.is_empty() {
+        Bug::value_variants().to_vec()
     } else {
         args.bugs.clone()
     };
     let seed = args
         .seed
         .unwrap_or_else(|| u64::from(rand::random::<u32>()));
-    let broker_bin = match crate::broker_bin::locate(args.broker_bin.as_deref()) {
+    let broker_bin = match crate::cluster::broker_bin::locate(args.broker_bin.as_deref()) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("watermark selftest: {e}");
@@ -218,11 +219,11 @@ pub fn run(args: SelftestArgs) -> Exit {
     let budget = Duration::from_secs_f64(args.time_limit);
     let max_runs = args.runs.unwrap_or(u32::MAX) as usize;
     let mut rows = Vec::new();
-    for bug in &bugs {
+    for &bug in &bugs {
         eprintln!("\nwatermark selftest: --bug {bug}");
         let row = campaigns(
-            bug,
-            &[(Some(bug.as_str()), bug.as_str())],
+            &bug.to_string(),
+            &[(Some(bug), bug)],
             &root,
             &broker_bin,
             seed,
@@ -237,7 +238,7 @@ pub fn run(args: SelftestArgs) -> Exit {
         }
     }
     eprintln!("\nwatermark selftest: the clean broker");
-    let profiles: Vec<(Option<&str>, &str)> = bugs.iter().map(|b| (None, b.as_str())).collect();
+    let profiles: Vec<(Option<Bug>, Bug)> = bugs.iter().map(|&b| (None, b)).collect();
     let clean = campaigns(
         "clean",
         &profiles,
@@ -251,7 +252,7 @@ pub fn run(args: SelftestArgs) -> Exit {
     let interrupted = clean.interrupted();
     rows.push(clean);
     print!("{}", table(&rows));
-    if let Err(e) = crate::store::write_json_atomic(&root.join("selftest.json"), &rows) {
+    if let Err(e) = crate::store::write_json(&root.join("selftest.json"), &rows) {
         eprintln!("watermark selftest: {e}");
     }
     println!("self-test folder: {}", root.display());
@@ -266,13 +267,13 @@ pub fn run(args: SelftestArgs) -> Exit {
     }
 }
 
-/// Run campaigns for one row, cycling through `profiles` (`(--bug, profile name)`),
+/// Run campaigns for one row, cycling through `profiles` (`(--bug, whose profile)`),
 /// until one finds anomalies (when `stop_on_anomaly`), the budget is spent, or
 /// `max_runs` campaigns ran. Seeds: `seed`, `seed + 1`, …
 #[allow(clippy::too_many_arguments)]
 fn campaigns(
     name: &str,
-    profiles: &[(Option<&str>, &str)],
+    profiles: &[(Option<Bug>, Bug)],
     root: &Path,
     broker_bin: &Path,
     seed: u64,
@@ -287,12 +288,9 @@ fn campaigns(
         if started.elapsed() >= budget {
             break;
         }
-        let (bug, profile_name) = profiles[n % profiles.len()];
+        let (bug, profile_of) = profiles[n % profiles.len()];
         let campaign_seed = seed.wrapping_add(n as u64);
-        let mut argv: Vec<String> = profile(profile_name)
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let mut argv: Vec<String> = profile(profile_of).iter().map(|s| s.to_string()).collect();
         if let Some(bug) = bug {
             argv.extend(["--bug".to_string(), bug.to_string()]);
         }
@@ -420,12 +418,13 @@ mod tests {
 
     #[test]
     fn every_bug_has_a_profile_that_resolves() {
-        for bug in BUGS {
+        for &bug in Bug::value_variants() {
             assert!(!profile(bug).is_empty(), "{bug}");
             let mut argv: Vec<String> = profile(bug).iter().map(|s| s.to_string()).collect();
             argv.extend(["--bug".to_string(), bug.to_string()]);
+            argv.extend(["--broker-bin".to_string(), "/bin/sh".to_string()]);
             let a = run_args(&argv).unwrap_or_else(|e| panic!("{bug}: {e}"));
-            assert_eq!(a.bug.as_deref(), Some(*bug));
+            assert_eq!(a.bug, Some(bug));
         }
     }
 
@@ -458,7 +457,7 @@ mod tests {
 
     #[test]
     fn unknown_bugs_are_refused_with_the_list() {
-        let e = parse_bug("off-by-one").unwrap_err();
+        let e = crate::names::parse::<Bug>("bug", "off-by-one").unwrap_err();
         assert!(e.contains("no-epoch-fence"), "{e}");
     }
 }

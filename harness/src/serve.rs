@@ -19,7 +19,7 @@ use axum::routing::get;
 use serde_json::{Value, json};
 
 use crate::exit::Exit;
-use crate::report::html::escape;
+use crate::report::text::escape;
 
 /// Options of `watermark serve`.
 #[derive(Debug, clap::Args)]

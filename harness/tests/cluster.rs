@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use watermark::supervisor::{ProcessSpec, Supervised};
+use watermark::cluster::supervisor::{ProcessSpec, Supervised};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -195,7 +195,7 @@ async fn child_harness_helper() {
     let pids: Vec<String> = procs.iter().map(|p| p.pid().unwrap().to_string()).collect();
     println!("PIDS {}", pids.join(" "));
     if std::env::var(CHILD_MODE_ENV).as_deref() == Ok("panic-hook") {
-        watermark::supervisor::install_panic_hook();
+        watermark::cluster::supervisor::install_panic_hook();
         std::mem::forget(procs); // no Drop may clean up: only the hook
         let _ = std::thread::spawn(|| panic!("a harness thread panics")).join();
         println!("PANICKED");
@@ -288,7 +288,9 @@ mod real {
     use std::time::{Duration, Instant};
 
     use serde_json::{Value, json};
-    use watermark::cluster::{Cluster, ClusterConfig, Grudge, Proc};
+    use watermark::cluster::{Cluster, ClusterConfig};
+    use watermark::net::Grudge;
+    use watermark::proc::Proc;
 
     /// The broker binary beside this test binary, built (once per test binary) so the
     /// tests never run a stale broker.
@@ -408,7 +410,13 @@ mod real {
             .await
             .unwrap();
 
-        cluster.dump_logs().await.unwrap();
+        cluster
+            .dump_logs(|id, text| {
+                let path = dir.path().join(id.to_string()).join("final-log.jsonl");
+                Ok(std::fs::write(path, text)?)
+            })
+            .await
+            .unwrap();
         for id in 1..=3 {
             let text =
                 std::fs::read_to_string(dir.path().join(id.to_string()).join("final-log.jsonl"))
@@ -494,8 +502,8 @@ mod real {
 
     #[tokio::test]
     async fn the_controller_answers_the_harness_calls() {
-        use watermark::broker_api::{Admin, CreateTopic};
-        use watermark::supervisor::{ProcessSpec, Supervised};
+        use watermark::cluster::api::{Admin, CreateTopic};
+        use watermark::cluster::supervisor::{ProcessSpec, Supervised};
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
         let spec = ProcessSpec {

@@ -85,14 +85,12 @@ pub struct FetchedRecord {
     pub value: Value,
 }
 
-/// `200` answer of a register-view read (`value` and `offset` are null for a key
-/// never written).
+/// `200` answer of a register-view read (`value` is null for a key never written;
+/// the offset it was written at is not needed).
 #[derive(Debug, Clone, Deserialize)]
 pub struct KeyRead {
     #[serde(default)]
     pub value: Value,
-    #[serde(default)]
-    pub offset: Option<u64>,
 }
 
 /// An error body: `{"error": CODE, "message": ..., extra fields}`.

@@ -6,10 +6,15 @@
 //! - [`queue`]: producers and consumers on a partitioned topic, and the final drain.
 //! - [`register`]: read / write / cas on keys of the broker's register view.
 //! - [`recorder`]: where operations go as they happen.
+//! - [`workload`]: what a campaign needs of a workload, whichever it is.
+//! - `pacing`: how a worker paces its operations, shared by both.
 
 pub mod api;
 pub mod client;
-pub mod pacing;
+mod pacing;
 pub mod queue;
 pub mod recorder;
 pub mod register;
+pub mod workload;
+
+pub use workload::Workload;

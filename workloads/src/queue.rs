@@ -14,11 +14,14 @@ use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::client::{Acks, Client, ClientConfig, Outcome};
-use checker::history::EventType;
+use checker::history::{Event, EventType};
+use checker::queue::ReplicaLog;
+use checker::verdict::CheckerResult;
 
+use crate::client::{Acks, Client, ClientConfig, Outcome};
 use crate::pacing::{Draws, Ended, Pacer, run_workers};
 use crate::recorder::Recorder;
+use crate::workload::{BoxFuture, Workload};
 
 /// The topic the queue workload writes.
 pub const TOPIC: &str = "queue";
@@ -46,6 +49,53 @@ pub struct QueueConfig {
     pub rate: f64,
     pub seed: u64,
     pub client: ClientConfig,
+}
+
+impl Workload for QueueConfig {
+    fn topic(&self) -> &'static str {
+        TOPIC
+    }
+
+    fn checker(&self) -> &'static str {
+        CHECKER
+    }
+
+    fn run(
+        &self,
+        recorder: std::sync::Arc<dyn Recorder>,
+        stop: watch::Receiver<bool>,
+    ) -> BoxFuture<'static, ()> {
+        let config = self.clone();
+        Box::pin(async move { run(&config, recorder, stop).await })
+    }
+
+    fn final_step(&self) -> Option<&'static str> {
+        Some("draining every partition (final-poll)")
+    }
+
+    fn finish<'a>(
+        &'a self,
+        recorder: &'a dyn Recorder,
+        first_free_process: u64,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            final_drain(self, recorder, first_free_process, deadline)
+                .await
+                .map(|_| ())
+        })
+    }
+
+    fn judges_final_logs(&self) -> bool {
+        true
+    }
+
+    /// The queue analysis: the history against the replicas' final logs.
+    fn check(&self, events: &[Event], replicas: &[ReplicaLog]) -> CheckerResult {
+        checker::queue::check(events, replicas).unwrap_or_else(|e| {
+            CheckerResult::unknown(format!("the history cannot be analysed: {e}"))
+        })
+    }
 }
 
 /// One operation of the workload.

@@ -8,12 +8,12 @@
 //! one lock, persisting and pushing their effects; `push` sends LeaderAndIsr; `http`
 //! is the routes.
 
-pub mod election;
-pub mod http;
-pub mod push;
-pub mod service;
-pub mod state;
-pub mod store;
+mod election;
+mod http;
+mod push;
+mod service;
+mod state;
+mod store;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::state::Durable;
-use crate::log::checkpoint::write_atomic;
+use crate::fsutil::write_atomic;
 
 /// The file's name inside the data dir.
 pub const STATE_FILE: &str = "controller-state.json";

@@ -1,6 +1,7 @@
 //! Checkpoint files (high watermark per partition, leader-epoch cache), written
-//! atomically: temp file, fsync, rename, fsync the directory. A crash leaves either
-//! the old file or the new one, plus perhaps a stray `.tmp` that readers ignore.
+//! atomically and durably by [`write_atomic`]: temp file, fsync, rename, fsync the
+//! directory. A crash leaves either the old file or the new one, plus perhaps a stray
+//! `.tmp` that readers ignore.
 //!
 //! The format is Kafka's plain text: a version line (`0`), then the contents.
 //!
@@ -12,33 +13,11 @@
 //! 3 17
 //! ```
 
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::Path;
 
-/// Replace `path` with `contents` atomically and durably.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path.file_name().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "checkpoint path has no file name",
-        )
-    })?;
-    let mut tmp_name = name.to_os_string();
-    tmp_name.push(".tmp");
-    let tmp = dir.join(tmp_name);
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-    }
-    fs::rename(&tmp, path)?;
-    File::open(dir)?.sync_all()
-}
+use crate::fsutil::write_atomic;
 
 /// The only format version written and read.
 const VERSION: &str = "0";

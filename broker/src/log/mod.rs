@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub mod checkpoint;
+pub(crate) mod checkpoint;
 mod frame;
 mod recovery;
 mod segment;
@@ -95,11 +95,6 @@ impl Log {
         // before reporting it flushed.
         log.flush()?;
         Ok(log)
-    }
-
-    /// The directory holding the segment files.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// The offset the next appended record gets (LEO).

@@ -3,13 +3,14 @@
 //! log there: its file is cut short and every later segment is deleted, since
 //! nothing after a hole can be trusted to follow it.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::Record;
 use super::frame;
 use super::segment::{self, Segment, context};
+use crate::fsutil;
 
 /// What was found in a log directory.
 pub struct Recovered {
@@ -122,7 +123,5 @@ fn delete_all(files: &[(u64, PathBuf)]) -> io::Result<usize> {
 
 /// fsync a directory so that file creations and deletions in it are durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| context(e, "cannot fsync log directory", dir))
+    fsutil::sync_dir(dir).map_err(|e| context(e, "cannot fsync log directory", dir))
 }

@@ -25,11 +25,6 @@ impl EpochCache {
         self.entries.last().map(|e| e.0)
     }
 
-    /// The start offset of `epoch`, if the cache has it.
-    pub fn start_offset(&self, epoch: LeaderEpoch) -> Option<u64> {
-        self.entries.iter().find(|e| e.0 == epoch).map(|e| e.1)
-    }
-
     /// Record that `epoch` starts at `start_offset`. As in Kafka, entries that would
     /// break monotonicity (epoch ≥ or start ≥ the new one's) are removed first; assigning
     /// the latest epoch again at a later offset is a no-op. Returns whether it changed.
@@ -57,21 +52,6 @@ impl EpochCache {
         let before = self.entries.len();
         self.entries.retain(|e| e.1 < end_offset);
         self.entries.len() != before
-    }
-
-    /// The log now starts at `start_offset`: drop entries wholly before it and move the
-    /// start of the one that covers it.
-    pub fn truncate_from_start(&mut self, start_offset: u64) -> bool {
-        let covering = self.entries.iter().rposition(|e| e.1 <= start_offset);
-        match covering {
-            Some(i) => {
-                let changed = i > 0 || self.entries[i].1 != start_offset;
-                self.entries.drain(..i);
-                self.entries[0].1 = start_offset;
-                changed
-            }
-            None => false,
-        }
     }
 
     /// OffsetsForLeaderEpoch (KIP-101 with the KIP-279 semantics): for `requested`,
@@ -119,7 +99,7 @@ mod tests {
     }
 
     #[test]
-    fn epoch_cache_truncates_from_both_ends() {
+    fn epoch_cache_truncates_from_the_end() {
         let mut c = EpochCache::new();
         c.assign(1, 0);
         c.assign(2, 5);
@@ -127,9 +107,6 @@ mod tests {
         assert!(c.truncate_from_end(9));
         assert_eq!(c.entries(), &[(1, 0), (2, 5)]);
         assert!(!c.truncate_from_end(20));
-        assert!(c.truncate_from_start(6));
-        assert_eq!(c.entries(), &[(2, 6)]);
-        assert!(!c.truncate_from_start(6));
     }
 
     #[test]

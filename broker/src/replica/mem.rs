@@ -10,6 +10,8 @@ use crate::log::Record;
 #[derive(Debug, Default, Clone)]
 pub struct MemLog {
     pub records: Vec<Record>,
+    /// Refuse every truncation, as a failing disk would.
+    pub broken_truncate: bool,
 }
 
 impl ReplicaLog for MemLog {
@@ -57,6 +59,9 @@ impl ReplicaLog for MemLog {
             .collect())
     }
     fn truncate_to(&mut self, offset: u64) -> io::Result<()> {
+        if self.broken_truncate {
+            return Err(io::Error::other("the disk refuses to truncate"));
+        }
         self.records.truncate(offset as usize);
         Ok(())
     }

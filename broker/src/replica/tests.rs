@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::mem::MemLog;
 use super::*;
+use crate::protocol::FetchResponse;
 
 const LAG: u64 = 1000;
 
@@ -47,7 +48,7 @@ impl Brokers {
             .map(|&id| {
                 (
                     id,
-                    Replica::open(id, MemLog::default(), &[], 0, LAG).unwrap(),
+                    Replica::open(id, MemLog::default(), &[], 0, LAG).unwrap().0,
                 )
             })
             .collect();
@@ -67,29 +68,31 @@ impl Brokers {
     fn tell(&mut self, to: &[BrokerId], s: PartitionState, now: u64) {
         let mode = self.mode;
         for id in to {
-            self.get(*id).apply_state(s.clone(), mode, now).unwrap();
+            let (_, fx) = self.get(*id).apply_state(s.clone(), mode, now);
+            assert!(fx.warnings.is_empty(), "{:?}", fx.warnings);
         }
     }
 
     fn produce(&mut self, leader: BrokerId, value: i64, now: u64) -> Appended {
         self.get(leader)
             .append_as_leader(vec![(None, json!(value))], true, now)
+            .0
             .unwrap()
     }
 
     /// One FETCH round trip follower → leader; returns the answer's HW.
     fn fetch(&mut self, follower: BrokerId, leader: BrokerId, now: u64) -> u64 {
         let req = self.fetch_request(follower);
-        let resp = self.get(leader).fetch_as_leader(&req, now).unwrap();
+        let resp = self.get(leader).fetch_as_leader(&req, now).0.unwrap();
         let hw = resp.high_watermark;
-        self.get(follower).apply_fetch_response(resp).unwrap();
+        self.get(follower).apply_fetch_response(resp).0.unwrap();
         hw
     }
 
     /// A FETCH whose answer never arrives (the follower dies first).
     fn fetch_lost(&mut self, follower: BrokerId, leader: BrokerId, now: u64) {
         let req = self.fetch_request(follower);
-        self.get(leader).fetch_as_leader(&req, now).unwrap();
+        self.get(leader).fetch_as_leader(&req, now).0.unwrap();
     }
 
     fn fetch_request(&mut self, follower: BrokerId) -> FetchRequest {
@@ -107,10 +110,10 @@ impl Brokers {
     /// Run the follower's truncation against the leader (OffsetsForLeaderEpoch rounds).
     fn settle(&mut self, follower: BrokerId, leader: BrokerId) -> usize {
         let mut rounds = 0;
-        while let Some(epoch) = self.get(follower).truncation_epoch().unwrap() {
+        while let Some(epoch) = self.get(follower).truncation_epoch().0.unwrap() {
             let answer = self.get(leader).end_offset_for(epoch);
             rounds += 1;
-            if self.get(follower).apply_epoch_end_offset(answer).unwrap() {
+            if self.get(follower).apply_epoch_end_offset(answer).0.unwrap() {
                 break;
             }
             assert!(rounds < 10, "truncation does not converge");
@@ -128,7 +131,7 @@ impl Brokers {
         let mut log = old.log().clone();
         log.records.truncate(kept);
         self.r
-            .insert(id, Replica::open(id, log, &epochs, hw, LAG).unwrap());
+            .insert(id, Replica::open(id, log, &epochs, hw, LAG).unwrap().0);
     }
 
     fn values(&mut self, id: BrokerId) -> Vec<Entry> {
@@ -220,9 +223,9 @@ fn follower_hw_is_min_of_its_leo_and_the_leaders_hw() {
         leader_epoch: 1,
         max_records: 2,
     };
-    let resp = b.get(1).fetch_as_leader(&req, 6).unwrap();
+    let resp = b.get(1).fetch_as_leader(&req, 6).0.unwrap();
     assert_eq!(resp.high_watermark, 10);
-    b.get(2).apply_fetch_response(resp).unwrap();
+    b.get(2).apply_fetch_response(resp).0.unwrap();
     assert_eq!(b.get(2).high_watermark(), 10);
     // A follower short of the leader's HW caps it at its own LEO.
     b.get(2).log_mut().records.truncate(7);
@@ -232,7 +235,7 @@ fn follower_hw_is_min_of_its_leo_and_the_leaders_hw() {
         log_end_offset: 10,
         records: vec![],
     };
-    b.get(2).apply_fetch_response(resp).unwrap();
+    b.get(2).apply_fetch_response(resp).0.unwrap();
     assert_eq!(b.get(2).high_watermark(), 7);
 }
 
@@ -252,7 +255,7 @@ fn leader_hw_never_moves_back() {
         leader_epoch: 1,
         max_records: 10,
     };
-    b.get(1).fetch_as_leader(&req, 3).unwrap();
+    b.get(1).fetch_as_leader(&req, 3).0.unwrap();
     assert_eq!(b.get(1).high_watermark(), 1);
 }
 
@@ -265,6 +268,7 @@ fn acks_all_needs_min_insync_before_appending() {
     let err = b
         .get(1)
         .append_as_leader(vec![(None, json!(1))], true, 0)
+        .0
         .unwrap_err();
     assert!(matches!(err, ReplicaError::NotEnoughReplicas { ref isr } if isr == &[1]));
     assert_eq!(b.get(1).log_end_offset(), 0, "nothing appended");
@@ -272,6 +276,7 @@ fn acks_all_needs_min_insync_before_appending() {
     let a = b
         .get(1)
         .append_as_leader(vec![(None, json!(1))], false, 0)
+        .0
         .unwrap();
     assert_eq!(b.get(1).high_watermark(), 1);
     assert_eq!(
@@ -304,7 +309,7 @@ fn lagging_follower_is_proposed_out_and_rejoins_once_caught_up() {
     let t = b
         .get(1)
         .apply_state(state(1, 1, 2, &[1, 2], &[1, 2, 3]), Truncation::Epoch, 1003)
-        .unwrap();
+        .0;
     assert_eq!(t, Transition::IsrUpdated);
     assert_eq!(b.get(1).high_watermark(), 1);
     assert_eq!(b.get(1).ack_status(a.end_offset, 1), AckStatus::Committed);
@@ -339,8 +344,8 @@ fn a_follower_that_keeps_fetching_but_never_reaches_leo_falls_out() {
             max_records: 1,
             ..req
         };
-        let resp = b.get(1).fetch_as_leader(&req, t + 1).unwrap();
-        b.get(2).apply_fetch_response(resp).unwrap();
+        let resp = b.get(1).fetch_as_leader(&req, t + 1).0.unwrap();
+        b.get(2).apply_fetch_response(resp).0.unwrap();
         t += 400;
     }
     assert_eq!(b.get(1).isr_proposal(t), Some(vec![1]));
@@ -391,7 +396,7 @@ fn stale_epochs_are_fenced_both_ways() {
             leader_epoch: epoch,
             max_records: 1,
         };
-        let err = b.get(1).fetch_as_leader(&req, 0).unwrap_err();
+        let err = b.get(1).fetch_as_leader(&req, 0).0.unwrap_err();
         assert!(
             matches!(err, ReplicaError::FencedLeaderEpoch { current: 5 }),
             "{err:?}"
@@ -401,13 +406,13 @@ fn stale_epochs_are_fenced_both_ways() {
     let t = b
         .get(1)
         .apply_state(state(2, 4, 9, &[2], &[1, 2]), Truncation::Epoch, 0)
-        .unwrap();
+        .0;
     assert_eq!(t, Transition::Ignored);
     assert_eq!(b.get(1).role(), Role::Leader);
     let t = b
         .get(1)
         .apply_state(state(1, 5, 1, &[1], &[1, 2]), Truncation::Epoch, 0)
-        .unwrap();
+        .0;
     assert_eq!(t, Transition::Ignored, "same partition epoch is not newer");
     // A follower rejects an answer from a different leader epoch.
     let resp = FetchResponse {
@@ -416,7 +421,7 @@ fn stale_epochs_are_fenced_both_ways() {
         log_end_offset: 0,
         records: vec![],
     };
-    assert!(b.get(2).apply_fetch_response(resp).is_err());
+    assert!(b.get(2).apply_fetch_response(resp).0.is_err());
 }
 
 #[test]
@@ -431,7 +436,7 @@ fn a_replaced_leader_cannot_ack() {
     // Followers now fetch from 2 with epoch 2; broker 1 fences them if they come.
     let req = b.fetch_request(3);
     assert!(matches!(
-        b.get(1).fetch_as_leader(&req, 30),
+        b.get(1).fetch_as_leader(&req, 30).0,
         Err(ReplicaError::FencedLeaderEpoch { .. })
     ));
     // Its ISR can shrink only through the controller, which rejects epoch 1: HW stays.
@@ -449,6 +454,7 @@ fn a_replaced_leader_cannot_ack() {
     let err = b
         .get(1)
         .append_as_leader(vec![(None, json!(1))], true, 5002)
+        .0
         .unwrap_err();
     assert!(matches!(err, ReplicaError::NotLeader { leader: 2 }));
 }
@@ -514,6 +520,7 @@ fn kip101_divergence(mode: Truncation) -> (Vec<Entry>, Vec<Entry>) {
     b.tell(&[bb], state(bb, 2, 2, &[bb], &[a, bb]), 10);
     b.get(bb)
         .append_as_leader(vec![(None, json!(12))], false, 11)
+        .0
         .unwrap();
     // A comes back as B's follower, truncates by its rule, then catches up.
     b.tell(&[a], state(bb, 2, 2, &[bb], &[a, bb]), 12);
@@ -558,6 +565,7 @@ fn kip279_fast_failover_logs_agree() {
     b.tell(&[a, bb], state(bb, 2, 2, &[a, bb], &[a, bb]), 4);
     b.get(bb)
         .append_as_leader(vec![(None, json!(12))], false, 5)
+        .0
         .unwrap();
     // B → A (epoch 3).
     b.tell(&[a, bb], state(a, 3, 3, &[a, bb], &[a, bb]), 6);
@@ -587,12 +595,14 @@ fn truncation_repeats_when_the_leader_answers_an_epoch_we_lack() {
     };
     let la = MemLog {
         records: vec![rec(0, 1), rec(1, 1), rec(2, 2), rec(3, 2)],
+        ..MemLog::default()
     };
     let lb = MemLog {
         records: vec![rec(0, 1), rec(1, 1), rec(2, 3), rec(3, 3), rec(4, 3)],
+        ..MemLog::default()
     };
-    b.r.insert(a, Replica::open(a, la, &[], 2, LAG).unwrap());
-    b.r.insert(bb, Replica::open(bb, lb, &[], 2, LAG).unwrap());
+    b.r.insert(a, Replica::open(a, la, &[], 2, LAG).unwrap().0);
+    b.r.insert(bb, Replica::open(bb, lb, &[], 2, LAG).unwrap().0);
     assert_eq!(
         b.get(bb).epochs().entries(),
         &[(1, 0), (3, 2)],
@@ -607,6 +617,49 @@ fn truncation_repeats_when_the_leader_answers_an_epoch_we_lack() {
     assert_eq!(b.values(a), b.values(bb));
 }
 
+/// A follower whose latest epoch starts at its LEO (it led that epoch and wrote
+/// nothing), under a leader that never had that epoch: the leader answers an older
+/// epoch of its own that ends past our LEO, we lack that one too, and the cut lands at
+/// our LEO. The cut must still drop the empty epoch from our cache, as Kafka's
+/// truncation does even when the target is at or past LEO; otherwise we ask about
+/// the same epoch again, get the same answer, and never fetch.
+#[test]
+fn an_empty_epoch_the_leader_lacks_is_dropped_though_the_cut_is_at_leo() {
+    let (a, bb) = (1, 2);
+    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
+    let rec = |o: u64, e: i32| Record {
+        offset: o,
+        leader_epoch: e,
+        key: None,
+        value: json!(o as i64 * 10 + e as i64),
+    };
+    // A: epoch 1 (0-1), then it led epoch 2 (offset 2) without B.
+    let la = MemLog {
+        records: vec![rec(0, 1), rec(1, 1), rec(2, 2)],
+        ..MemLog::default()
+    };
+    // B: epoch 1 (0-1), then it led epoch 3 and wrote nothing: epoch 3 starts at LEO 2.
+    let lb = MemLog {
+        records: vec![rec(0, 1), rec(1, 1)],
+        ..MemLog::default()
+    };
+    b.r.insert(a, Replica::open(a, la, &[], 2, LAG).unwrap().0);
+    b.r.insert(
+        bb,
+        Replica::open(bb, lb, &[(1, 0), (3, 2)], 2, LAG).unwrap().0,
+    );
+    assert_eq!(b.get(bb).epochs().entries(), &[(1, 0), (3, 2)]);
+    // A leads epoch 4 (it starts at A's LEO 3).
+    b.tell(&[a, bb], state(a, 4, 1, &[a], &[a, bb]), 0);
+    // Round 1: B asks for 3; A answers (2, 3); B lacks 2, its epochs below 2 end at
+    // 2 = its LEO: nothing to cut from the log, but epoch 3 goes. Round 2: B asks
+    // for 1; A answers (1, 2): done.
+    assert_eq!(b.settle(bb, a), 2);
+    assert_eq!(b.get(bb).epochs().entries(), &[(1, 0)]);
+    b.fetch(bb, a, 1);
+    assert_eq!(b.values(a), b.values(bb));
+}
+
 #[test]
 fn open_rebuilds_epochs_from_the_log_and_keeps_an_empty_leader_epoch() {
     let mut log = MemLog::default();
@@ -615,10 +668,14 @@ fn open_rebuilds_epochs_from_the_log_and_keeps_an_empty_leader_epoch() {
     log.append(3, vec![(None, json!(3))]).unwrap();
     // Checkpoint: stale (misses epoch 3), plus epoch 5 started at LEO with no records
     // yet, plus an entry past LEO that was lost with unflushed records.
-    let r = Replica::open(1, log.clone(), &[(1, 0), (5, 3)], 9, LAG).unwrap();
+    let r = Replica::open(1, log.clone(), &[(1, 0), (5, 3)], 9, LAG)
+        .unwrap()
+        .0;
     assert_eq!(r.epochs().entries(), &[(1, 0), (3, 2), (5, 3)]);
     assert_eq!(r.high_watermark(), 3, "HW capped at LEO");
-    let r = Replica::open(1, log, &[(1, 0), (3, 2), (4, 7)], 1, LAG).unwrap();
+    let r = Replica::open(1, log, &[(1, 0), (3, 2), (4, 7)], 1, LAG)
+        .unwrap()
+        .0;
     assert_eq!(r.epochs().entries(), &[(1, 0), (3, 2)]);
 }
 
@@ -629,7 +686,7 @@ fn offline_when_no_leader() {
     let t = b
         .get(2)
         .apply_state(state(-1, 2, 2, &[1], &[1, 2]), Truncation::Epoch, 1)
-        .unwrap();
+        .0;
     assert_eq!(t, Transition::BecameOffline);
     assert_eq!(b.get(2).role(), Role::Offline);
 }
@@ -646,15 +703,16 @@ fn undefined_epoch_answer_falls_back_to_the_high_watermark() {
     };
     let lb = MemLog {
         records: vec![rec(0, 5), rec(1, 5), rec(2, 5)],
+        ..MemLog::default()
     };
-    b.r.insert(bb, Replica::open(bb, lb, &[], 1, LAG).unwrap());
+    b.r.insert(bb, Replica::open(bb, lb, &[], 1, LAG).unwrap().0);
     b.tell(&[a, bb], state(a, 6, 1, &[a], &[a, bb]), 0);
     // The leader knows no epoch ≤ 5 (its cache holds only its own epoch 6, which
     // starts at 0): it answers (5, 0), and the follower keeps nothing.
     assert_eq!(b.get(a).end_offset_for(5), Some((5, 0)));
     // Kafka's UNDEFINED (no answer possible) makes the follower fall back to its HW.
-    assert_eq!(b.get(bb).truncation_epoch().unwrap(), Some(5));
-    assert!(b.get(bb).apply_epoch_end_offset(None).unwrap());
+    assert_eq!(b.get(bb).truncation_epoch().0.unwrap(), Some(5));
+    assert!(b.get(bb).apply_epoch_end_offset(None).0.unwrap());
     assert_eq!(b.get(bb).log_end_offset(), 1);
     assert!(!b.get(bb).is_truncating());
 }
@@ -713,7 +771,7 @@ fn isr_unchecked_lets_the_leader_shrink_its_isr_alone() {
         // Both followers stop fetching (the leader is cut off); past the lag time the
         // leader wants an ISR of itself.
         assert_eq!(b.get(1).isr_proposal(LAG + 100), Some(vec![1]));
-        assert_eq!(b.get(1).shrink_isr_unchecked(&[1], LAG + 100), bug);
+        assert_eq!(b.get(1).shrink_isr_unchecked(&[1], LAG + 100).0, bug);
         if bug {
             assert_eq!(b.get(1).isr(), [1]);
             assert_eq!(b.get(1).state().unwrap().partition_epoch, 1);
@@ -729,8 +787,8 @@ fn isr_unchecked_lets_the_leader_shrink_its_isr_alone() {
             assert_eq!(b.get(1).high_watermark(), 0);
         }
         // Not a leader: nothing to change, bug or not; and never an expansion.
-        assert!(!b.get(2).shrink_isr_unchecked(&[2], LAG + 100));
-        assert!(!b.get(1).shrink_isr_unchecked(&[1, 2, 3], LAG + 100));
+        assert!(!b.get(2).shrink_isr_unchecked(&[2], LAG + 100).0);
+        assert!(!b.get(1).shrink_isr_unchecked(&[1, 2, 3], LAG + 100).0);
     }
 }
 
@@ -875,7 +933,7 @@ fn a_rejected_proposal_is_dropped_and_the_hw_stops_waiting_for_it() {
     b.fetch(2, 1, 40);
     b.fetch(2, 1, 40);
     assert_eq!(b.get(1).high_watermark(), 10, "waits for 3 while pending");
-    assert!(b.get(1).clear_pending_isr(&sent), "a definite refusal");
+    assert!(b.get(1).clear_pending_isr(&sent).0, "a definite refusal");
     assert!(b.get(1).maybe_advance_hw(40));
     assert_eq!(b.get(1).high_watermark(), 20);
 }
@@ -892,7 +950,7 @@ fn a_late_answer_to_an_older_proposal_leaves_the_current_one_in_flight() {
     let current = b.get(1).set_pending_isr(vec![1, 2, 3]);
     assert_eq!((current.leader_epoch, current.partition_epoch), (3, 3));
     // The old task's refusal (or timeout) arrives now: it must not clear ours.
-    assert!(!b.get(1).clear_pending_isr(&old));
+    assert!(!b.get(1).clear_pending_isr(&old).0);
     assert_eq!(b.get(1).pending_isr(), Some(&[1, 2, 3][..]));
     assert!(b.get(1).is_pending(&current));
     // Same ISR under the same leader epoch but an older partition epoch: not ours either.
@@ -900,7 +958,164 @@ fn a_late_answer_to_an_older_proposal_leaves_the_current_one_in_flight() {
         partition_epoch: 1,
         ..current.clone()
     };
-    assert!(!b.get(1).clear_pending_isr(&stale_pe));
-    assert!(b.get(1).clear_pending_isr(&current));
+    assert!(!b.get(1).clear_pending_isr(&stale_pe).0);
+    assert!(b.get(1).clear_pending_isr(&current).0);
     assert_eq!(b.get(1).pending_isr(), None);
+}
+
+// ---- effects: what the node must do after each event ----
+
+#[test]
+fn role_changes_start_and_stop_the_fetch_task_and_wake_the_waiters() {
+    let mut b = Brokers::new(&[1, 2], Truncation::Epoch);
+    let (t, fx) = b
+        .get(2)
+        .apply_state(state(1, 3, 1, &[1, 2], &[1, 2]), Truncation::Epoch, 0);
+    assert_eq!(t, Transition::BecameFollower { leader: 1 });
+    let start = FetchTask::Start {
+        leader: 1,
+        leader_epoch: 3,
+    };
+    assert_eq!(fx.fetch_task, Some(start));
+    assert!(fx.wake);
+    assert_eq!(
+        fx.checkpoint_epochs, None,
+        "an empty follower learns no epoch"
+    );
+    // The same state again changes nothing, so there is nothing to do.
+    let (t, fx) = b
+        .get(2)
+        .apply_state(state(1, 3, 1, &[1, 2], &[1, 2]), Truncation::Epoch, 1);
+    assert_eq!((t, fx), (Transition::Ignored, Effects::default()));
+    // An ISR change keeps the fetch task.
+    let (t, fx) = b
+        .get(2)
+        .apply_state(state(1, 3, 2, &[1], &[1, 2]), Truncation::Epoch, 2);
+    assert_eq!(t, Transition::IsrUpdated);
+    assert_eq!(fx.fetch_task, None);
+    assert!(fx.wake);
+    // Leading stops it, and the new epoch's start is checkpointed at once.
+    let (t, fx) = b
+        .get(2)
+        .apply_state(state(2, 4, 3, &[2], &[1, 2]), Truncation::Epoch, 3);
+    assert_eq!(t, Transition::BecameLeader);
+    assert_eq!(fx.fetch_task, Some(FetchTask::Stop));
+    assert_eq!(fx.checkpoint_epochs, Some(vec![(4, 0)]));
+    let (t, fx) = b
+        .get(2)
+        .apply_state(state(-1, 5, 4, &[2], &[1, 2]), Truncation::Epoch, 4);
+    assert_eq!(t, Transition::BecameOffline);
+    assert_eq!(fx.fetch_task, Some(FetchTask::Stop));
+}
+
+#[test]
+fn every_change_of_the_epoch_cache_is_an_epoch_checkpoint() {
+    let mut b = Brokers::new(&[1, 2], Truncation::Epoch);
+    b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+    // Appends in the leader's epoch add nothing: it was checkpointed on election.
+    let (_, fx) = b.get(1).append_as_leader(vec![(None, json!(1))], false, 1);
+    assert_eq!(fx.checkpoint_epochs, None);
+    assert!(fx.wake);
+    // The follower learns epoch 1 from the records it fetches.
+    let req = b.fetch_request(2);
+    let resp = b.get(1).fetch_as_leader(&req, 2).0.unwrap();
+    let (_, fx) = b.get(2).apply_fetch_response(resp);
+    assert_eq!(fx.checkpoint_epochs, Some(vec![(1, 0)]));
+    // Truncation below an epoch's start drops it from the cache.
+    let (_, fx) = b.get(2).truncate_to_leader_end(0);
+    assert_eq!(fx.checkpoint_epochs, Some(vec![]));
+    // Reopening over a checkpoint that matches the log needs no new checkpoint; over
+    // one that does not, the rebuilt cache is checkpointed.
+    let log = b.get(1).log().clone();
+    let (_, fx) = Replica::open(1, log.clone(), &[(1, 0)], 1, LAG).unwrap();
+    assert_eq!(fx.checkpoint_epochs, None);
+    let (_, fx) = Replica::open(1, log, &[(0, 0)], 1, LAG).unwrap();
+    assert_eq!(fx.checkpoint_epochs, Some(vec![(1, 0)]));
+}
+
+#[test]
+fn a_fetch_that_moves_the_hw_wakes_the_waiting_produces() {
+    let mut b = Brokers::new(&[1, 2], Truncation::Epoch);
+    b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+    b.produce(1, 7, 1);
+    b.fetch(2, 1, 2);
+    let req = b.fetch_request(2);
+    let (_, fx) = b.get(1).fetch_as_leader(&req, 3);
+    assert!(fx.hw_moved && fx.wake);
+    // The next fetch at the same offset moves nothing.
+    let (_, fx) = b.get(1).fetch_as_leader(&req, 4);
+    assert_eq!(fx, Effects::default());
+}
+
+#[test]
+fn a_failed_hw_truncation_stays_pending_and_is_retried_before_fetching() {
+    let mut b = Brokers::new(&[1, 2], Truncation::Hw);
+    b.tell(&[1, 2], state(2, 1, 1, &[1, 2], &[1, 2]), 0);
+    for v in 0..3 {
+        b.produce(2, v, 1);
+    }
+    // Broker 2 (HW 0, LEO 3) becomes follower; its disk refuses the truncation.
+    b.get(2).log_mut().broken_truncate = true;
+    let (t, fx) = b
+        .get(2)
+        .apply_state(state(1, 2, 2, &[1, 2], &[1, 2]), Truncation::Hw, 3);
+    assert_eq!(t, Transition::BecameFollower { leader: 1 });
+    assert!(matches!(fx.fetch_task, Some(FetchTask::Start { .. })));
+    assert_eq!(fx.warnings.len(), 1, "{:?}", fx.warnings);
+    assert!(b.get(2).is_truncating());
+    assert_eq!(b.get(2).log_end_offset(), 3);
+    // The fetch task's first step retries it: still failing, then done.
+    assert!(b.get(2).truncation_epoch().0.is_err());
+    b.get(2).log_mut().broken_truncate = false;
+    let (next, fx) = b.get(2).truncation_epoch();
+    assert_eq!(next.unwrap(), None, "settled: fetch");
+    assert!(fx.wake);
+    assert_eq!(b.get(2).log_end_offset(), 0);
+    assert!(!b.get(2).is_truncating());
+}
+
+#[test]
+fn propose_isr_makes_the_proposal_pending_with_the_members_broker_epochs() {
+    let mut b = Brokers::new(&[1, 2, 3], Truncation::Epoch);
+    b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2], &[1, 2, 3]), 0);
+    b.fetch(2, 1, 10);
+    b.fetch(3, 1, 10);
+    let (change, _) = b.get(1).propose_isr(20);
+    let pending = PendingIsr {
+        leader_epoch: 1,
+        partition_epoch: 1,
+        isr: vec![1, 2, 3],
+    };
+    assert_eq!(
+        change,
+        Some(IsrChange::Propose {
+            pending: pending.clone(),
+            member_epochs: vec![(2, 1), (3, 1)],
+        })
+    );
+    assert!(b.get(1).is_pending(&pending));
+    assert_eq!(b.get(1).propose_isr(30).0, None, "one proposal in flight");
+}
+
+#[test]
+fn propose_isr_with_isr_unchecked_shrinks_on_the_spot() {
+    let mut b = planted(
+        &[1, 2],
+        Bugs {
+            isr_unchecked: true,
+            ..Bugs::default()
+        },
+    );
+    b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+    let (change, fx) = b.get(1).propose_isr(LAG + 1);
+    assert_eq!(
+        change,
+        Some(IsrChange::ShrunkUnchecked {
+            from: vec![1, 2],
+            to: vec![1],
+        })
+    );
+    assert!(fx.wake);
+    assert_eq!(b.get(1).pending_isr(), None, "nothing sent");
+    assert_eq!(b.get(1).isr(), [1]);
 }

@@ -37,7 +37,6 @@ use tokio::task::{JoinHandle, JoinSet};
 /// One directed link's proxy. Dropping it stops the proxy and closes its connections.
 #[derive(Debug)]
 pub struct Link {
-    name: String,
     addr: SocketAddr,
     shared: Arc<Shared>,
     accept_task: JoinHandle<()>,
@@ -51,10 +50,7 @@ struct Shared {
 
 impl Link {
     /// Listen on a free loopback port and forward to `target`.
-    pub async fn start(
-        name: impl Into<String>,
-        target: Option<SocketAddr>,
-    ) -> std::io::Result<Link> {
+    pub async fn start(target: Option<SocketAddr>) -> std::io::Result<Link> {
         let listener = bind_own_port()?;
         let addr = listener.local_addr()?;
         // Refusing from the start if the target is down.
@@ -66,25 +62,15 @@ impl Link {
         });
         let accept_task = tokio::spawn(accept_loop(port, shared.clone()));
         Ok(Link {
-            name: name.into(),
             addr,
             shared,
             accept_task,
         })
     }
 
-    /// What the link is called in messages, e.g. `1->2`.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// The address to give the process on the link's sending side.
     pub fn addr(&self) -> SocketAddr {
         self.addr
-    }
-
-    pub fn target(&self) -> Option<SocketAddr> {
-        *self.shared.target.borrow()
     }
 
     /// Forward new connections to `target` (None: the target is down; refuse them).
@@ -324,7 +310,7 @@ mod tests {
     #[tokio::test]
     async fn forwards_then_blackholes_open_and_new_connections_then_heals() {
         let (echo, _server) = echo_server().await;
-        let link = Link::start("a->b", Some(echo)).await.unwrap();
+        let link = Link::start(Some(echo)).await.unwrap();
         let mut open = TcpStream::connect(link.addr()).await.unwrap();
         let long = Duration::from_secs(20);
         assert_eq!(
@@ -383,13 +369,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_down_target_is_refused_on_the_same_address_until_it_is_back() {
-        let link = Link::start("a->b", None).await.unwrap();
+        let link = Link::start(None).await.unwrap();
         let e = TcpStream::connect(link.addr()).await.unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
 
         let (echo, _server) = echo_server().await;
         link.set_target(Some(echo));
-        assert_eq!(link.target(), Some(echo));
         let mut s = connect_until(link.addr(), false).await.unwrap();
         let got = roundtrip(&mut s, b"hi", Duration::from_secs(20)).await;
         assert_eq!(got.as_deref(), Some(&b"hi"[..]));
@@ -406,7 +391,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_cut_link_to_a_down_target_holds_connections_instead_of_refusing() {
-        let link = Link::start("a->b", None).await.unwrap();
+        let link = Link::start(None).await.unwrap();
         link.cut();
         // A dropped SYN is never refused: the connection waits for the heal.
         let mut held = connect_until(link.addr(), false).await.unwrap();
@@ -425,7 +410,7 @@ mod tests {
     #[tokio::test]
     async fn dropping_the_link_closes_its_connections() {
         let (echo, _server) = echo_server().await;
-        let link = Link::start("a->b", Some(echo)).await.unwrap();
+        let link = Link::start(Some(echo)).await.unwrap();
         let mut s = TcpStream::connect(link.addr()).await.unwrap();
         assert!(
             roundtrip(&mut s, b"x", Duration::from_secs(20))

@@ -19,7 +19,6 @@ pub enum Family {
     Kill,
     Pause,
     Partition,
-    Other,
 }
 
 impl Family {
@@ -28,7 +27,6 @@ impl Family {
             Family::Kill => "f-kill",
             Family::Pause => "f-pause",
             Family::Partition => "f-part",
-            Family::Other => "f-other",
         }
     }
 }

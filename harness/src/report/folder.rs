@@ -1,4 +1,4 @@
-//! Reading a run folder back (SPEC §3, docs/run-folder.md): everything a report
+//! Reading a run folder back (docs/run-folder.md): everything a report
 //! shows is rebuilt from these files, so a report can be re-rendered long after the
 //! run, on another machine. `run.json` is read as loose JSON (older or newer runs
 //! may carry other fields); the history and the verdict use the checker's types.

@@ -1,4 +1,4 @@
-//! Reports: what people look at when a campaign fails (SPEC §3).
+//! Reports: what people look at when a campaign fails (docs/run-folder.md).
 //!
 //! Everything is rebuilt from the run folder's files — `run.json`,
 //! `history.jsonl`, `results.json`, `nodes/<id>/final-log.jsonl` — so
@@ -6,16 +6,22 @@
 //! run` calls [`write_reports`] once its verdict is written.
 //!
 //! - [`folder`]: reading the run folder back, with errors naming file and line;
-//! - [`faults`]: nemesis events folded into shaded fault periods;
-//! - [`svg`]: timeline, latency and throughput pictures, downsampled for big runs;
-//! - [`html`]: the self-contained `report.html`;
-//! - [`junit`]: `junit.xml` for CI.
+//! - `faults`: nemesis events folded into shaded fault periods;
+//! - `charts`: timeline, latency and throughput pictures in one plotting frame,
+//!   downsampled for big runs;
+//! - [`page`]: the self-contained `report.html`, with `anomalies` (each in words,
+//!   with a close-up) and the `linearization` picture of a non-linearizable key;
+//! - `text`: escaping, shortened values, links to operations;
+//! - `junit`: `junit.xml` for CI.
 
-pub mod faults;
+mod anomalies;
+mod charts;
+mod faults;
 pub mod folder;
-pub mod html;
-pub mod junit;
-pub mod svg;
+mod junit;
+mod linearization;
+pub mod page;
+pub(crate) mod text;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -68,7 +74,7 @@ pub struct Written {
 /// is written, and what `watermark report` does.
 pub fn write_reports(run_dir: &Path) -> Result<Written, ReportError> {
     let data = folder::load(run_dir)?;
-    let page = html::render(&data);
+    let page = page::render(&data);
     let xml = junit::render(&data)
         .map_err(|e| ReportError::Write(format!("cannot render junit.xml: {e}")))?;
     let written = Written {
@@ -80,20 +86,14 @@ pub fn write_reports(run_dir: &Path) -> Result<Written, ReportError> {
     Ok(written)
 }
 
-/// Write through a temporary file and a rename, so a reader (or `watermark serve`)
-/// never sees half a report.
+/// Write a report file through [`crate::store::write_atomic`], so a reader (or
+/// `watermark serve`) never sees half a report.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    let tmp = path.with_extension("tmp");
-    let fail = |e: std::io::Error| {
+    crate::store::write_atomic(path, bytes).map_err(|e| {
         ReportError::Write(format!(
             "cannot write {}: {e} (is the run folder writable?)",
             path.display()
         ))
-    };
-    std::fs::write(&tmp, bytes).map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(e)
     })
 }
 

@@ -217,6 +217,7 @@ impl ControllerState {
         self.controller_epoch
     }
 
+    #[cfg(test)]
     pub fn broker(&self, id: BrokerId) -> Option<&BrokerState> {
         self.brokers.get(&id)
     }

@@ -1,0 +1,99 @@
+//! Internal routes: LeaderAndIsr from the controller, and the leader's side of
+//! replication — FETCH (with its purgatory) and OffsetsForLeaderEpoch.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::response::IntoResponse;
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::{ApiResult, MAX_RECORDS, Shared, json_body, replica_error};
+use crate::error::{ApiError, Code};
+use crate::protocol::{EpochEndOffset, Fetch, LeaderAndIsr, OffsetsForLeaderEpoch};
+use crate::replica::{FetchRequest, ReplicaError, Role};
+
+pub(super) async fn leader_and_isr(
+    State(node): Shared,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let msg: LeaderAndIsr = json_body(body)?;
+    // Broker-epoch fencing: a push meant for an earlier process of this broker (sent
+    // before it restarted, delivered late) must not act on this one.
+    if let Some(e) = msg.broker_epoch.filter(|&e| e != node.ctx().broker_epoch) {
+        return Err(ApiError::new(
+            Code::FencedLeaderEpoch,
+            format!(
+                "LeaderAndIsr for broker epoch {e}, this process has broker epoch {}",
+                node.ctx().broker_epoch
+            ),
+        )
+        .with("broker_epoch", node.ctx().broker_epoch));
+    }
+    node.apply_controller(msg.controller_epoch, msg.brokers, msg.partitions)?;
+    Ok(Json(json!({})).into_response())
+}
+
+pub(super) async fn fetch(State(node): Shared, body: Result<Bytes, BytesRejection>) -> ApiResult {
+    let req: Fetch = json_body(body)?;
+    let part = node.require(&req.topic, req.partition)?;
+    let rreq = FetchRequest {
+        replica_id: req.replica_id,
+        broker_epoch: req.broker_epoch,
+        fetch_offset: req.fetch_offset,
+        leader_epoch: req.leader_epoch,
+        max_records: req.max_records.clamp(1, MAX_RECORDS),
+    };
+    let now = node.ctx().now_ms();
+    let resp = node.update(&part, |r| r.fetch_as_leader(&rreq, now));
+    let resp = resp.map_err(|e| replica_error(&part, e))?;
+    if !resp.records.is_empty() {
+        return Ok(Json(resp).into_response());
+    }
+    // Nothing to send: wait in purgatory for an append (or a role change).
+    let deadline =
+        Instant::now() + Duration::from_millis(node.ctx().config.replica_fetch_wait_max_ms);
+    let ready = |final_check: bool| {
+        let r = part.read();
+        let changed = r.role() != Role::Leader || r.leader_epoch() != rreq.leader_epoch;
+        if final_check || changed || r.log_end_offset() > rreq.fetch_offset {
+            Some(r.read_for_follower(&rreq))
+        } else {
+            None
+        }
+    };
+    let resp = match part.purgatory.wait_until(deadline, || ready(false)).await {
+        Some(resp) => resp,
+        None => ready(true).expect("a final check always answers"),
+    };
+    let resp = resp.map_err(|e| replica_error(&part, e))?;
+    Ok(Json(resp).into_response())
+}
+
+pub(super) async fn offsets_for_leader_epoch(
+    State(node): Shared,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let req: OffsetsForLeaderEpoch = json_body(body)?;
+    let part = node.require(&req.topic, req.partition)?;
+    let r = part.read();
+    if r.role() != Role::Leader {
+        return Err(replica_error(
+            &part,
+            ReplicaError::NotLeader { leader: r.leader() },
+        ));
+    }
+    if req.current_leader_epoch != r.leader_epoch() {
+        return Err(replica_error(
+            &part,
+            ReplicaError::FencedLeaderEpoch {
+                current: r.leader_epoch(),
+            },
+        ));
+    }
+    let answer = EpochEndOffset::from_answer(r.end_offset_for(req.leader_epoch));
+    Ok(Json(answer).into_response())
+}

@@ -1,0 +1,225 @@
+//! Producing: acks 0/1/all, the min.insync check before append, conditional writes
+//! (`if_value`) judged under the partition lock, and the acks=all wait in purgatory.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::response::IntoResponse;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::{
+    ACK_TIMEOUT, ApiResult, MAX_RECORDS, Shared, body_bytes, parse_partition, path, query,
+    replica_error,
+};
+use crate::error::{ApiError, Code};
+use crate::node::partitions::{NodeReplica, Partition, ReplicaManager};
+use crate::replica::{AckStatus, Appended, Effects, ReplicaError, Role};
+
+/// A produce body, checked field by field for clear errors.
+struct ProduceBody {
+    entries: Vec<(Option<String>, Value)>,
+    /// `Some(x)` when `if_value` is present (x may be null).
+    if_value: Option<Value>,
+}
+
+fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
+    let v: Value = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::invalid(format!("request body is not JSON: {e}")))?;
+    let Value::Object(mut obj) = v else {
+        return Err(ApiError::invalid(
+            "request body must be an object: {\"records\": [{\"key\": k?, \"value\": v}]}",
+        ));
+    };
+    let records = obj
+        .remove("records")
+        .ok_or_else(|| ApiError::invalid("request body has no `records`"))?;
+    let if_value = obj.remove("if_value");
+    if let Some(k) = obj.keys().next() {
+        return Err(ApiError::invalid(format!(
+            "unknown field `{k}` in the request body (expected `records`, `if_value`)"
+        )));
+    }
+    let Value::Array(records) = records else {
+        return Err(ApiError::invalid("`records` must be an array"));
+    };
+    if records.is_empty() || records.len() > MAX_RECORDS {
+        return Err(ApiError::invalid(format!(
+            "`records` must hold 1 to {MAX_RECORDS} records, got {}",
+            records.len()
+        )));
+    }
+    let mut entries = Vec::with_capacity(records.len());
+    for (i, r) in records.into_iter().enumerate() {
+        let Value::Object(mut r) = r else {
+            return Err(ApiError::invalid(format!("records[{i}] must be an object")));
+        };
+        let value = r
+            .remove("value")
+            .ok_or_else(|| ApiError::invalid(format!("records[{i}] has no `value`")))?;
+        let key = match r.remove("key") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(k)) => Some(k),
+            Some(other) => {
+                return Err(ApiError::invalid(format!(
+                    "records[{i}].key must be a string or null, got {other}"
+                )));
+            }
+        };
+        if let Some(k) = r.keys().next() {
+            return Err(ApiError::invalid(format!(
+                "unknown field `{k}` in records[{i}] (expected `key`, `value`)"
+            )));
+        }
+        entries.push((key, value));
+    }
+    if if_value.is_some() && (entries.len() != 1 || entries[0].0.is_none()) {
+        return Err(ApiError::invalid(
+            "`if_value` needs exactly one record, with a key",
+        ));
+    }
+    Ok(ProduceBody { entries, if_value })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Acks {
+    None,
+    Leader,
+    All,
+}
+
+pub(super) async fn produce(
+    State(node): Shared,
+    p: Result<Path<(String, String)>, PathRejection>,
+    q: Result<Query<HashMap<String, String>>, QueryRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let (topic, partition) = path(p)?;
+    let partition = parse_partition(&partition)?;
+    let q = query(q)?;
+    let acks = match q.get("acks").map(String::as_str) {
+        None | Some("all") | Some("-1") => Acks::All,
+        Some("1") => Acks::Leader,
+        Some("0") => Acks::None,
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "`acks` must be 0, 1 or all, got `{other}`"
+            )));
+        }
+    };
+    let body = parse_produce(&body_bytes(body)?)?;
+    let part = node.require(&topic, partition)?;
+    if acks == Acks::None {
+        let node = node.clone();
+        tokio::spawn(async move {
+            // acks=0: nobody waits for the outcome (the append's effects are carried
+            // out all the same).
+            let _ = append(&node, &part, body, false);
+        });
+        return Ok(Json(json!({"base_offset": null})).into_response());
+    }
+    let appended = append(&node, &part, body, acks == Acks::All)?;
+    if acks == Acks::All {
+        let deadline = Instant::now() + ACK_TIMEOUT;
+        let status = part
+            .purgatory
+            .wait_until(deadline, || {
+                match part
+                    .read()
+                    .ack_status(appended.end_offset, appended.leader_epoch)
+                {
+                    AckStatus::Pending => None,
+                    other => Some(other),
+                }
+            })
+            .await;
+        let name = format!("{topic}-{partition}");
+        match status {
+            Some(AckStatus::Committed) => {}
+            Some(AckStatus::CommittedBelowMinIsr) => {
+                let isr = part.read().isr().to_vec();
+                return Err(ApiError::new(
+                    Code::NotEnoughReplicasAfterAppend,
+                    format!(
+                        "{name}: written, but the ISR {isr:?} shrank below min.insync.replicas"
+                    ),
+                )
+                .with("isr", isr));
+            }
+            Some(AckStatus::LeadershipLost) => {
+                return Err(ApiError::new(
+                    Code::RequestTimedOut,
+                    format!(
+                        "{name}: leadership lost while waiting for the ISR; the write at offset \
+                         {} may or may not survive",
+                        appended.base_offset
+                    ),
+                ));
+            }
+            Some(AckStatus::Pending) | None => {
+                return Err(ApiError::new(
+                    Code::RequestTimedOut,
+                    format!(
+                        "{name}: the ISR did not replicate offset {} within {ACK_TIMEOUT:?}",
+                        appended.base_offset
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(Json(json!({
+        "base_offset": appended.base_offset,
+        "leader_epoch": appended.leader_epoch,
+    }))
+    .into_response())
+}
+
+/// The leader's append, with the `if_value` check judged under the same lock.
+fn append(
+    node: &ReplicaManager,
+    part: &Arc<Partition>,
+    body: ProduceBody,
+    acks_all: bool,
+) -> Result<Appended, ApiError> {
+    let now = node.ctx().now_ms();
+    node.update(part, |r| {
+        if let Some(expected) = &body.if_value {
+            if let Err(e) = check_if_value(part, r, &body.entries, expected) {
+                return (Err(e), Effects::default());
+            }
+        }
+        let (result, fx) = r.append_as_leader(body.entries, acks_all, now);
+        (result.map_err(|e| replica_error(part, e)), fx)
+    })
+}
+
+/// The `if_value` condition: this replica leads, and the key's newest value in its
+/// log is `expected`.
+fn check_if_value(
+    part: &Partition,
+    r: &NodeReplica,
+    entries: &[(Option<String>, Value)],
+    expected: &Value,
+) -> Result<(), ApiError> {
+    if r.role() != Role::Leader {
+        let leader = r.leader();
+        return Err(replica_error(part, ReplicaError::NotLeader { leader }));
+    }
+    let key = entries[0]
+        .0
+        .as_deref()
+        .expect("checked: if_value has a key");
+    let current = r.log().latest(key).map_or(Value::Null, |(_, v)| v.clone());
+    if &current != expected {
+        return Err(ApiError::new(
+            Code::PreconditionFailed,
+            format!("key `{key}` holds {current}, not {expected}"),
+        )
+        .with("current", current));
+    }
+    Ok(())
+}

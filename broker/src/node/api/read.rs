@@ -1,0 +1,171 @@
+//! Consuming (from the leader, never past the high watermark) and the register view
+//! (reads at the HW; linearizable ones confirm leadership with the controller).
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::response::IntoResponse;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::{
+    ACK_TIMEOUT, ApiResult, MAX_RECORDS, Shared, parse_bool, parse_partition, parse_u64, path,
+    query, replica_error,
+};
+use crate::error::{ApiError, Code};
+use crate::kv::partition_for_key;
+use crate::replica::{ReplicaError, ReplicaLog, Role};
+use crate::rpc::CallError;
+
+pub(super) async fn consume(
+    State(node): Shared,
+    p: Result<Path<(String, String)>, PathRejection>,
+    q: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> ApiResult {
+    let (topic, partition) = path(p)?;
+    let partition = parse_partition(&partition)?;
+    let q = query(q)?;
+    let offset = parse_u64(&q, "offset", 0)?;
+    let max = parse_u64(&q, "max_records", 100)?;
+    if max == 0 || max > MAX_RECORDS as u64 {
+        return Err(ApiError::invalid(format!(
+            "`max_records` must be 1 to {MAX_RECORDS}, got {max}"
+        )));
+    }
+    let part = node.require(&topic, partition)?;
+    let r = part.read();
+    if r.role() != Role::Leader {
+        return Err(replica_error(
+            &part,
+            ReplicaError::NotLeader { leader: r.leader() },
+        ));
+    }
+    let hw = r.high_watermark();
+    if offset > hw {
+        return Err(ApiError::new(
+            Code::OffsetOutOfRange,
+            format!("{topic}-{partition}: offset {offset} is past the high watermark {hw}"),
+        )
+        .with("high_watermark", hw));
+    }
+    let records = r
+        .log()
+        .read(offset, max as usize, hw)
+        .map_err(|e| replica_error(&part, e.into()))?;
+    Ok(Json(json!({
+        "high_watermark": hw,
+        "log_start_offset": r.log().log_start_offset(),
+        "records": records,
+    }))
+    .into_response())
+}
+
+pub(super) async fn read_key(
+    State(node): Shared,
+    p: Result<Path<(String, String)>, PathRejection>,
+    q: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> ApiResult {
+    let (topic, key) = path(p)?;
+    let q = query(q)?;
+    let linearizable = parse_bool(&q, "linearizable")?;
+    let partitions = match node.ctx().topic_size(&topic).await {
+        Ok(Some(n)) => n,
+        Ok(None) => {
+            return Err(ApiError::new(
+                Code::UnknownTopicOrPartition,
+                format!("topic `{topic}` is unknown (to this broker and the controller)"),
+            ));
+        }
+        Err(e) => {
+            return Err(ApiError::new(
+                Code::RequestTimedOut,
+                format!("cannot learn how many partitions `{topic}` has: {e}"),
+            ));
+        }
+    };
+    let partition = partition_for_key(&key, partitions);
+    let part = node.require(&topic, partition).map_err(|_| {
+        ApiError::new(
+            Code::NotLeader,
+            format!("this broker does not host {topic}-{partition}, where key `{key}` lives"),
+        )
+        .with("leader", -1)
+    })?;
+    // A linearizable read must not answer from a new leader's HW that still lags
+    // what the previous leader committed: wait until HW reaches this epoch's start.
+    let deadline = Instant::now() + ACK_TIMEOUT;
+    let read = part
+        .purgatory
+        .wait_until(deadline, || {
+            let r = part.read();
+            if r.role() != Role::Leader {
+                return Some(Err(replica_error(
+                    &part,
+                    ReplicaError::NotLeader { leader: r.leader() },
+                )));
+            }
+            if linearizable && r.high_watermark() < r.leader_epoch_start_offset() {
+                return None;
+            }
+            let hw = r.high_watermark();
+            let found = r.log().value_below(&key, hw).cloned();
+            Some(Ok((found, r.leader_epoch())))
+        })
+        .await;
+    let (found, epoch) = match read {
+        Some(x) => x?,
+        None => {
+            return Err(ApiError::new(
+                Code::RequestTimedOut,
+                format!("{topic}-{partition}: the new leader's high watermark did not catch up"),
+            ));
+        }
+    };
+    // PLANTED BUG (stale-read): with `--bug stale-read` the leadership check is skipped.
+    if linearizable && !node.ctx().config.bugs.stale_read {
+        match node
+            .ctx()
+            .confirm_leadership(&topic, partition, epoch)
+            .await
+        {
+            Ok(state) if state.leader == node.ctx().id && state.leader_epoch == epoch => {}
+            Ok(state) => {
+                return Err(ApiError::new(
+                    Code::NotLeader,
+                    format!(
+                        "{topic}-{partition}: the controller names broker {} leader",
+                        state.leader
+                    ),
+                )
+                .with("leader", state.leader));
+            }
+            Err(CallError::Api(e)) if e.code == Code::NotLeader => {
+                let leader = e.extra.get("leader").cloned().unwrap_or(json!(-1));
+                return Err(ApiError::new(
+                    Code::NotLeader,
+                    format!(
+                        "{topic}-{partition}: leadership not confirmed: {}",
+                        e.message
+                    ),
+                )
+                .with("leader", leader));
+            }
+            Err(e) => {
+                return Err(ApiError::new(
+                    Code::RequestTimedOut,
+                    format!("{topic}-{partition}: could not confirm leadership: {e}"),
+                ));
+            }
+        }
+    }
+    let (offset, value) = match found {
+        Some((o, v)) => (json!(o), v),
+        None => (Value::Null, Value::Null),
+    };
+    Ok(
+        Json(json!({"key": key, "value": value, "partition": partition, "offset": offset}))
+            .into_response(),
+    )
+}

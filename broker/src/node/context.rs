@@ -1,0 +1,274 @@
+//! What every part of a node shares and none owns: who it is (broker id and this
+//! process's broker epoch), its settings (from the command line, converted here, at
+//! the edge, into the replica's own types), its clock, and how it reaches its peers
+//! and the controller.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::bugs::Bugs;
+use crate::cli::{self, Bug, NodeArgs};
+use crate::error::Code;
+use crate::fsutil;
+use crate::log::LogConfig;
+use crate::protocol::{BrokerId, ConfirmLeadership, Metadata, PartitionState};
+use crate::replica::Truncation;
+use crate::rpc::{self, CallError};
+
+/// Timeout of a call to the controller.
+pub const CONTROLLER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A node's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the partitions' logs and checkpoints live (`--data-dir`).
+    pub data_dir: PathBuf,
+    /// How a follower truncates (`--truncation`; `--bug hw-truncation` means `hw`).
+    pub truncation: Truncation,
+    /// Planted bugs (`--bug`), none by default.
+    pub bugs: Bugs,
+    /// The logs' flush policy and page-cache simulation.
+    pub log: LogConfig,
+    /// A follower behind the leader for longer than this leaves the ISR.
+    pub replica_lag_time_max_ms: u64,
+    /// How long an empty follower FETCH waits in the leader's purgatory.
+    pub replica_fetch_wait_max_ms: u64,
+}
+
+/// Everything a node's tasks and handlers share.
+pub struct Context {
+    /// This broker's id (`--id`).
+    pub id: BrokerId,
+    /// This process's broker epoch: fresh at every start, so the controller sees a
+    /// restart (kept in the data dir under `--truncation hw`; see [`broker_epoch`]).
+    pub broker_epoch: u64,
+    /// The settings.
+    pub config: Config,
+    /// The HTTP client of every call to peers and the controller.
+    pub client: reqwest::Client,
+    /// The clock's zero: the process start.
+    clock: Instant,
+    /// How to reach each other broker (`--peers`).
+    peers: HashMap<BrokerId, String>,
+    /// The controller addresses (`--controller`), tried in turn.
+    controllers: Vec<String>,
+    /// The controller address that answered last.
+    active_controller: Mutex<String>,
+    /// Partition counts of topics, learnt from the controller's metadata.
+    topic_sizes: Mutex<HashMap<String, u32>>,
+}
+
+impl Context {
+    /// A node's context from its command line (`--bug hw-truncation` becomes
+    /// `--truncation hw`). Under `hw` it reads or creates `DATA_DIR/broker-epoch`.
+    pub fn new(args: &NodeArgs) -> std::io::Result<Context> {
+        let truncation = match (args.truncation, args.bug) {
+            (_, Some(Bug::HwTruncation)) | (cli::Truncation::Hw, _) => Truncation::Hw,
+            (cli::Truncation::Epoch, _) => Truncation::Epoch,
+        };
+        let config = Config {
+            data_dir: args.data_dir.clone(),
+            truncation,
+            bugs: planted_bugs(args.bug),
+            log: LogConfig {
+                flush_messages: args.flush_messages,
+                flush_ms: args.flush_ms,
+                simulate_page_cache: args.simulate_page_cache,
+                segment_bytes: 0,
+            },
+            replica_lag_time_max_ms: args.replica_lag_time_max_ms,
+            replica_fetch_wait_max_ms: args.replica_fetch_wait_max_ms,
+        };
+        Ok(Context {
+            id: args.id,
+            broker_epoch: broker_epoch(truncation, &args.data_dir)?,
+            config,
+            client: rpc::client(),
+            clock: Instant::now(),
+            peers: args.peers.0.iter().cloned().collect(),
+            controllers: args.controller.clone(),
+            active_controller: Mutex::new(args.controller[0].clone()),
+            topic_sizes: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Milliseconds since this process started (the replicas' clock).
+    pub fn now_ms(&self) -> u64 {
+        self.clock.elapsed().as_millis() as u64
+    }
+
+    /// How to reach broker `id` (from `--peers`).
+    pub fn peer_addr(&self, id: BrokerId) -> Option<&str> {
+        self.peers.get(&id).map(String::as_str)
+    }
+
+    /// POST to the active controller, following `NOT_CONTROLLER` hints and trying the
+    /// other `--controller` addresses when one does not answer.
+    pub async fn controller_post<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Req,
+    ) -> Result<Resp, CallError> {
+        let list = &self.controllers;
+        let mut addr = self.active_controller();
+        let mut last = None;
+        for _ in 0..list.len() + 2 {
+            match rpc::post(&self.client, &addr, path, body, CONTROLLER_TIMEOUT).await {
+                Ok(resp) => {
+                    *self
+                        .active_controller
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()) = addr;
+                    return Ok(resp);
+                }
+                Err(CallError::Api(e)) if e.code == Code::NotController => {
+                    let hint = e.extra.get("controller").and_then(|c| c.as_str());
+                    addr = match hint {
+                        Some(h) if h != addr => h.to_string(),
+                        _ => next_in(list, &addr),
+                    };
+                    last = Some(CallError::Api(e));
+                }
+                Err(CallError::Transport(e)) => {
+                    addr = next_in(list, &addr);
+                    last = Some(CallError::Transport(e));
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Err(last.unwrap_or_else(|| CallError::Transport("no controller address".into())))
+    }
+
+    /// The number of partitions of `topic`, asking the controller once if unknown.
+    /// `Ok(None)`: the controller does not know the topic; `Err`: it did not answer.
+    pub async fn topic_size(&self, topic: &str) -> Result<Option<u32>, CallError> {
+        if let Some(n) = self
+            .topic_sizes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(topic)
+        {
+            return Ok(Some(*n));
+        }
+        let addr = self.active_controller();
+        let md: Metadata =
+            rpc::get(&self.client, &addr, "/v1/metadata", CONTROLLER_TIMEOUT).await?;
+        let mut sizes = self.topic_sizes.lock().unwrap_or_else(|p| p.into_inner());
+        for t in &md.topics {
+            sizes.insert(t.name.clone(), t.partitions.len() as u32);
+        }
+        Ok(sizes.get(topic).copied())
+    }
+
+    /// Ask the controller whether we still lead `topic-partition` in `leader_epoch`.
+    pub async fn confirm_leadership(
+        &self,
+        topic: &str,
+        partition: u32,
+        leader_epoch: i32,
+    ) -> Result<PartitionState, CallError> {
+        let req = ConfirmLeadership {
+            broker_id: self.id,
+            topic: topic.to_string(),
+            partition,
+            leader_epoch,
+        };
+        self.controller_post("/internal/confirm-leadership", &req)
+            .await
+    }
+
+    /// The controller address that answered last (the first `--controller` at start).
+    fn active_controller(&self) -> String {
+        self.active_controller
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// The broker epoch this process presents to the controller. Fresh at every start
+/// (KIP-380: a restart is a failure followed by a start, so the restarted broker leaves
+/// every ISR), except under `--truncation hw`, which emulates pre-0.11 Kafka fully:
+/// it had no broker epochs, so a broker back within the session timeout kept its ISR
+/// membership. There the first epoch is kept in `DATA_DIR/broker-epoch` and presented
+/// again after every restart.
+fn broker_epoch(truncation: Truncation, data_dir: &std::path::Path) -> std::io::Result<u64> {
+    let fresh = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    if truncation != Truncation::Hw {
+        return Ok(fresh);
+    }
+    let path = data_dir.join("broker-epoch");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => text.trim().parse().map_err(|_| {
+            std::io::Error::other(format!(
+                "{}: `{}` is not a broker epoch",
+                path.display(),
+                text.trim()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(data_dir)?;
+            fsutil::write_atomic(&path, format!("{fresh}\n").as_bytes())?;
+            Ok(fresh)
+        }
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!("{}: {e}", path.display()),
+        )),
+    }
+}
+
+/// The rule flags for `--bug` (none for `hw-truncation`, which is a truncation mode).
+fn planted_bugs(bug: Option<Bug>) -> Bugs {
+    let mut b = Bugs::default();
+    match bug {
+        None | Some(Bug::HwTruncation) => {}
+        Some(Bug::AckBeforeReplicate) => b.ack_before_replicate = true,
+        Some(Bug::IsrUnchecked) => b.isr_unchecked = true,
+        Some(Bug::StaleRead) => b.stale_read = true,
+        Some(Bug::NoEpochFence) => b.no_epoch_fence = true,
+    }
+    b
+}
+
+/// The address after `addr` in `list` (the first if `addr` is not in it).
+fn next_in(list: &[String], addr: &str) -> String {
+    match list.iter().position(|a| a == addr) {
+        Some(i) => list[(i + 1) % list.len()].clone(),
+        None => list[0].clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_bug_sets_exactly_its_flag() {
+        assert_eq!(planted_bugs(None), Bugs::default());
+        assert_eq!(planted_bugs(Some(Bug::HwTruncation)), Bugs::default());
+        let all = [
+            Bug::AckBeforeReplicate,
+            Bug::IsrUnchecked,
+            Bug::StaleRead,
+            Bug::NoEpochFence,
+        ];
+        for bug in all {
+            let b = planted_bugs(Some(bug));
+            let set = [
+                b.ack_before_replicate,
+                b.isr_unchecked,
+                b.stale_read,
+                b.no_epoch_fence,
+            ];
+            assert_eq!(set.iter().filter(|x| **x).count(), 1, "{bug:?}: {b:?}");
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! The node process (`broker node`): the shell around the replicas, shaped like the
+//! controller's. The rules live in [`crate::replica`] (pure, returning effects); here
+//! is what carries them out, in layers that only import downwards:
+//!
+//! - `context`: who this node is (id, broker epoch), its settings, clock and links to
+//!   peers and the controller;
+//! - `partitions`: the hosted partitions (`partition`: replica, log, purgatory) and the
+//!   one way a replica changes, which carries out its effects (checkpoints, fetch
+//!   orders, wake-ups);
+//! - the tasks and handlers over them: `fetcher` (follower fetch tasks), `isr`
+//!   (AlterPartition proposals), `heartbeat` (liveness and the controller's view),
+//!   `housekeeping` (flush and checkpoint timers), `api` (the HTTP routes), with
+//!   `purgatory` where delayed requests wait;
+//! - this module: the process, which starts them all and stops cleanly on SIGTERM.
+
+mod api;
+mod context;
+mod fetcher;
+mod heartbeat;
+mod housekeeping;
+mod isr;
+mod partitions;
+mod purgatory;
+
+use std::sync::Arc;
+
+use crate::cli::NodeArgs;
+use crate::server;
+use context::Context;
+use partitions::ReplicaManager;
+
+/// Run the node process until it is killed or stopped (SIGTERM, SIGINT).
+pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
+    if args.id <= 0 {
+        return Err(format!("--id {} must be a positive integer", args.id).into());
+    }
+    if args.peers.0.iter().any(|(id, _)| *id == args.id) {
+        return Err(format!("--peers must not list this broker's own id {}", args.id).into());
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = server::bind_and_announce(args.listen, &args.data_dir)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+        let ctx = Arc::new(Context::new(&args).map_err(|e| format!("broker epoch: {e}"))?);
+        eprintln!(
+            "node {}: broker epoch {}, truncation {:?}, controller {:?}",
+            ctx.id, ctx.broker_epoch, ctx.config.truncation, args.controller
+        );
+        if let Some(bug) = args.bug {
+            eprintln!("node {}: PLANTED BUG {bug:?} (--bug)", ctx.id);
+        }
+        let (manager, fetch_orders) = ReplicaManager::new(ctx.clone());
+        let manager = Arc::new(manager);
+        tokio::spawn(fetcher::run(manager.clone(), fetch_orders));
+        tokio::spawn(heartbeat::run(manager.clone()));
+        tokio::spawn(isr::run(manager.clone()));
+        tokio::spawn(housekeeping::run(manager.clone()));
+        let server = axum::serve(listener, api::router(manager.clone()));
+        tokio::select! {
+            served = server => served?,
+            () = stop_signal() => {
+                housekeeping::shut_down(&manager);
+                eprintln!("node {}: stopped (logs flushed, checkpoints written)", ctx.id);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// SIGTERM or SIGINT (a SIGKILL, of course, gives no such chance).
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

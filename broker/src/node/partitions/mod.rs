@@ -1,0 +1,286 @@
+//! The partitions a node hosts (Kafka's ReplicaManager): their data, and the one way
+//! their replicas change. Every replica event runs through [`ReplicaManager::update`],
+//! which carries out the [`Effects`] the replica returns — writing the epoch
+//! checkpoint (the only place a node writes checkpoints, with the HW's), ordering the
+//! fetcher to start or stop, waking the partition's waiters — and logs what fails.
+//!
+//! Controller decisions arrive here too: every LeaderAndIsr push, heartbeat answer
+//! and AlterPartition answer goes through [`ReplicaManager::apply_controller`] or
+//! [`ReplicaManager::apply_partition_state`], which fence stale controllers
+//! (controller epoch) and let each replica judge its own state (leader epoch,
+//! partition epoch).
+
+mod partition;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::mpsc;
+
+use super::context::Context;
+use crate::error::{ApiError, Code};
+use crate::log::checkpoint;
+use crate::protocol::{BrokerInfo, Metadata, PartitionState, TopicPartition};
+use crate::replica::{Effects, FetchTask, Transition};
+use partition::{EPOCHS_FILE, HW_FILE};
+pub use partition::{NodeReplica, Partition};
+
+/// What this node last heard from the controller, beyond partitions.
+#[derive(Debug, Clone, Default)]
+struct ControllerView {
+    /// The highest controller epoch seen; older controllers are fenced.
+    epoch: i32,
+    /// The brokers and their liveness, as the controller last said.
+    brokers: Vec<BrokerInfo>,
+}
+
+/// An order for the fetcher: start or stop fetching one partition.
+pub struct FetchOrder {
+    /// The partition to fetch, or to stop fetching.
+    pub part: Arc<Partition>,
+    /// What to do.
+    pub task: FetchTask,
+}
+
+/// Where the fetcher receives its orders, in the order the replicas gave them.
+pub type FetchOrders = mpsc::UnboundedReceiver<FetchOrder>;
+
+/// The node's partitions.
+pub struct ReplicaManager {
+    /// The node's id, settings, clock and links.
+    ctx: Arc<Context>,
+    /// The hosted partitions; one is added when the controller first names this node
+    /// among its replicas, and never removed (topics are never deleted).
+    partitions: RwLock<BTreeMap<TopicPartition, Arc<Partition>>>,
+    /// The controller epoch and brokers the controller last told.
+    view: Mutex<ControllerView>,
+    /// Where the fetcher's orders go.
+    fetch_orders: mpsc::UnboundedSender<FetchOrder>,
+}
+
+impl ReplicaManager {
+    /// No partitions yet; the fetcher must take its orders from the receiver.
+    pub fn new(ctx: Arc<Context>) -> (ReplicaManager, FetchOrders) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let manager = ReplicaManager {
+            ctx,
+            partitions: RwLock::new(BTreeMap::new()),
+            view: Mutex::new(ControllerView::default()),
+            fetch_orders: tx,
+        };
+        (manager, rx)
+    }
+
+    /// The node's id, settings, clock and links.
+    pub fn ctx(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The hosted partition `tp`, if any.
+    pub fn get(&self, tp: &TopicPartition) -> Option<Arc<Partition>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(tp)
+            .cloned()
+    }
+
+    /// Every hosted partition, by topic and partition.
+    pub fn all(&self) -> Vec<Arc<Partition>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// The hosted partition, or `UNKNOWN_TOPIC_OR_PARTITION`.
+    pub fn require(&self, topic: &str, partition: u32) -> Result<Arc<Partition>, ApiError> {
+        let tp = TopicPartition {
+            topic: topic.to_string(),
+            partition,
+        };
+        self.get(&tp).ok_or_else(|| {
+            ApiError::new(
+                Code::UnknownTopicOrPartition,
+                format!("this broker hosts no partition {partition} of topic `{topic}`"),
+            )
+        })
+    }
+
+    /// `/v1/metadata` from this node's view.
+    pub fn metadata(&self) -> Metadata {
+        let view = self.view.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let states: Vec<PartitionState> = self
+            .all()
+            .iter()
+            .filter_map(|p| p.read().state().cloned())
+            .collect();
+        Metadata::from_states(view.epoch, view.brokers, &states)
+    }
+
+    /// Apply a controller message (LeaderAndIsr push or heartbeat answer). A message
+    /// from an older controller epoch is refused with `FENCED_LEADER_EPOCH`.
+    pub fn apply_controller(
+        &self,
+        controller_epoch: i32,
+        brokers: Vec<BrokerInfo>,
+        states: Vec<PartitionState>,
+    ) -> Result<(), ApiError> {
+        {
+            let mut v = self.view.lock().unwrap_or_else(|p| p.into_inner());
+            if controller_epoch < v.epoch {
+                return Err(ApiError::new(
+                    Code::FencedLeaderEpoch,
+                    format!(
+                        "controller epoch {controller_epoch} is older than {}, already seen",
+                        v.epoch
+                    ),
+                )
+                .with("controller_epoch", v.epoch));
+            }
+            v.epoch = controller_epoch;
+            v.brokers = brokers;
+        }
+        for state in states {
+            self.apply_partition_state(state);
+        }
+        Ok(())
+    }
+
+    /// Apply one partition's state (also the answer to our AlterPartition), opening
+    /// the partition if this node replicates it and has not opened it yet.
+    pub fn apply_partition_state(&self, state: PartitionState) {
+        let ctx = &self.ctx;
+        if !state.replicas.contains(&ctx.id) {
+            return;
+        }
+        let tp = TopicPartition {
+            topic: state.topic.clone(),
+            partition: state.partition,
+        };
+        let part = match self.get_or_open(&tp) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!(
+                    "node {}: cannot open {}-{}: {e}",
+                    ctx.id, tp.topic, tp.partition
+                );
+                return;
+            }
+        };
+        let (truncation, now) = (ctx.config.truncation, ctx.now_ms());
+        let (transition, epoch) = self.update(&part, |r| {
+            let (t, fx) = r.apply_state(state, truncation, now);
+            ((t, r.leader_epoch()), fx)
+        });
+        if !matches!(transition, Transition::IsrUpdated | Transition::Ignored) {
+            eprintln!(
+                "node {}: {}: {transition:?} at leader epoch {epoch}",
+                ctx.id,
+                part.name()
+            );
+        }
+    }
+
+    /// Run one replica event under the partition's lock and carry out its effects:
+    /// the epoch checkpoint and the fetch order under the lock (so of two events, the
+    /// later one's checkpoint and order come last), then log its warnings and wake
+    /// the partition's waiters.
+    pub fn update<T>(
+        &self,
+        part: &Arc<Partition>,
+        event: impl FnOnce(&mut NodeReplica) -> (T, Effects),
+    ) -> T {
+        let (answer, fx) = {
+            let mut r = part.lock();
+            let (answer, fx) = event(&mut r);
+            if let Some(epochs) = &fx.checkpoint_epochs {
+                self.checkpoint_epochs(part, epochs);
+            }
+            if let Some(task) = fx.fetch_task {
+                let order = FetchOrder {
+                    part: part.clone(),
+                    task,
+                };
+                // Only fails once the fetcher is gone: the node is stopping.
+                let _ = self.fetch_orders.send(order);
+            }
+            (answer, fx)
+        };
+        for w in &fx.warnings {
+            eprintln!("node {}: {}: {w}", self.ctx.id, part.name());
+        }
+        if fx.wake {
+            part.purgatory.wake();
+        }
+        answer
+    }
+
+    /// Write the high-watermark checkpoint if the HW moved since the last one (Kafka
+    /// does this on a timer), and retry a failed epoch checkpoint. Errors are logged;
+    /// the next call tries again.
+    pub fn checkpoint(&self, part: &Partition) {
+        if part.epochs_unsaved.load(Ordering::SeqCst) {
+            let r = part.lock();
+            let epochs = r.epochs().entries().to_vec();
+            self.checkpoint_epochs(part, &epochs);
+        }
+        let hw = part.read().high_watermark();
+        let mut written = part
+            .checkpointed_hw
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if *written == hw {
+            return;
+        }
+        match checkpoint::write_high_watermark(&part.dir.join(HW_FILE), hw) {
+            // Only once written: a failed write is retried at the next checkpoint.
+            Ok(()) => *written = hw,
+            Err(e) => eprintln!("node {}: {}: HW checkpoint: {e}", self.ctx.id, part.name()),
+        }
+    }
+
+    /// Write the epoch cache's checkpoint, with the replica locked (as Kafka flushes
+    /// its leader-epoch file at every change).
+    fn checkpoint_epochs(&self, part: &Partition, epochs: &[(i32, u64)]) {
+        let result = checkpoint::write_epochs(&part.dir.join(EPOCHS_FILE), epochs);
+        part.epochs_unsaved.store(result.is_err(), Ordering::SeqCst);
+        if let Err(e) = result {
+            eprintln!(
+                "node {}: {}: epoch checkpoint: {e} (retried at the next HW checkpoint)",
+                self.ctx.id,
+                part.name()
+            );
+        }
+    }
+
+    /// The hosted partition `tp`, opened (recovering its log) on first use.
+    fn get_or_open(&self, tp: &TopicPartition) -> std::io::Result<Arc<Partition>> {
+        if let Some(p) = self.get(tp) {
+            return Ok(p);
+        }
+        let mut map = self.partitions.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = map.get(tp) {
+            return Ok(p.clone());
+        }
+        let config = &self.ctx.config;
+        let (part, effects) = Partition::open(
+            &config.data_dir,
+            tp.clone(),
+            self.ctx.id,
+            config.log.clone(),
+            config.replica_lag_time_max_ms,
+            config.bugs,
+        )?;
+        // Opening does not count as done before the rebuilt cache is on disk.
+        if let Some(epochs) = &effects.checkpoint_epochs {
+            checkpoint::write_epochs(&part.dir.join(EPOCHS_FILE), epochs)?;
+        }
+        let part = Arc::new(part);
+        map.insert(tp.clone(), part.clone());
+        Ok(part)
+    }
+}

@@ -1,0 +1,151 @@
+//! A partition hosted on this node: its replica state machine over the on-disk log
+//! (with the register view on top), the purgatory its delayed requests wait in, and
+//! where its checkpoint files (high watermark, leader-epoch cache) live next to the
+//! log.
+//!
+//! Layout: `DATA_DIR/<topic>-<partition>/log/` (segments), `…/high-watermark`,
+//! `…/leader-epoch-checkpoint`.
+//!
+//! Anyone may read the replica ([`Partition::read`]); only the partitions' manager
+//! changes it, so that every change's effects are carried out.
+
+use std::io;
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::bugs::Bugs;
+use crate::kv::KeyedLog;
+use crate::log::{Log, LogConfig, Record, checkpoint};
+use crate::node::purgatory::Purgatory;
+use crate::protocol::{BrokerId, TopicPartition, check_topic_name};
+use crate::replica::{Effects, Replica, ReplicaLog};
+
+/// The replica type a node runs: the real log, with the register view on top.
+pub type NodeReplica = Replica<KeyedLog<Log>>;
+
+/// The high-watermark checkpoint's file name, in the partition's directory.
+pub(super) const HW_FILE: &str = "high-watermark";
+/// The leader-epoch checkpoint's file name, in the partition's directory.
+pub(super) const EPOCHS_FILE: &str = "leader-epoch-checkpoint";
+
+/// One partition on this node.
+pub struct Partition {
+    /// Which partition.
+    pub tp: TopicPartition,
+    /// `DATA_DIR/<topic>-<partition>`.
+    pub(super) dir: PathBuf,
+    /// The replica state machine, over the log (locked: see [`Partition::read`]).
+    replica: Mutex<NodeReplica>,
+    /// Where its delayed FETCHes, acks=all produces and linearizable reads wait.
+    pub purgatory: Purgatory,
+    /// The HW last written to its checkpoint; held while writing, so two writers of
+    /// the file cannot interleave.
+    pub(super) checkpointed_hw: Mutex<u64>,
+    /// The last epoch checkpoint failed: write it again at the next HW checkpoint.
+    pub(super) epochs_unsaved: AtomicBool,
+    /// No new ISR proposal before this time (node clock, ms): set after a refusal, so a
+    /// leader does not ask every tick for what the controller just declined.
+    pub isr_retry_at_ms: AtomicU64,
+}
+
+/// The replica of a partition, locked for reading. Never held across an `.await`.
+pub struct ReplicaRef<'a>(MutexGuard<'a, NodeReplica>);
+
+impl Deref for ReplicaRef<'_> {
+    type Target = NodeReplica;
+
+    fn deref(&self) -> &NodeReplica {
+        &self.0
+    }
+}
+
+impl Partition {
+    /// Open (recovering) the partition's log and checkpoints under `data_dir`, with
+    /// `bugs` planted. The effects say whether the epoch checkpoint must be rewritten.
+    pub(super) fn open(
+        data_dir: &Path,
+        tp: TopicPartition,
+        id: BrokerId,
+        config: LogConfig,
+        lag_time_max_ms: u64,
+        bugs: Bugs,
+    ) -> io::Result<(Partition, Effects)> {
+        // It becomes a directory name: the same rule as the controller's.
+        check_topic_name(&tp.topic).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let dir = data_dir.join(format!("{}-{}", tp.topic, tp.partition));
+        let log = Log::open(&dir.join("log"), config)?;
+        let epochs = checkpoint::read_epochs(&dir.join(EPOCHS_FILE))?;
+        let hw = checkpoint::read_high_watermark(&dir.join(HW_FILE))?;
+        let (mut replica, effects) =
+            Replica::open(id, KeyedLog::open(log)?, &epochs, hw, lag_time_max_ms)?;
+        replica.plant(bugs);
+        let part = Partition {
+            tp,
+            dir,
+            checkpointed_hw: Mutex::new(hw),
+            replica: Mutex::new(replica),
+            purgatory: Purgatory::new(),
+            epochs_unsaved: AtomicBool::new(false),
+            isr_retry_at_ms: AtomicU64::new(0),
+        };
+        Ok((part, effects))
+    }
+
+    /// `topic-partition`, for messages.
+    pub fn name(&self) -> String {
+        format!("{}-{}", self.tp.topic, self.tp.partition)
+    }
+
+    /// The replica, locked for reading.
+    pub fn read(&self) -> ReplicaRef<'_> {
+        ReplicaRef(self.lock())
+    }
+
+    /// The replica, locked for a change (by the manager, which carries out its effects).
+    pub(super) fn lock(&self) -> MutexGuard<'_, NodeReplica> {
+        self.replica.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Apply the log's time-based flush policy (`--flush-ms`).
+    pub fn flush_if_due(&self, now: Instant) -> io::Result<()> {
+        self.lock().log_mut().inner_mut().flush_if_due(now)
+    }
+
+    /// fsync everything appended so far.
+    pub fn flush(&self) -> io::Result<()> {
+        self.lock().log_mut().inner_mut().flush()
+    }
+}
+
+impl ReplicaLog for Log {
+    fn log_end_offset(&self) -> u64 {
+        Log::log_end_offset(self)
+    }
+    fn log_start_offset(&self) -> u64 {
+        Log::log_start_offset(self)
+    }
+    fn flushed_offset(&self) -> u64 {
+        Log::flushed_offset(self)
+    }
+    fn append(
+        &mut self,
+        leader_epoch: i32,
+        entries: Vec<(Option<String>, Value)>,
+    ) -> io::Result<u64> {
+        Log::append(self, leader_epoch, entries)
+    }
+    fn append_replicated(&mut self, records: Vec<Record>) -> io::Result<()> {
+        Log::append_replicated(self, records)
+    }
+    fn read(&self, offset: u64, max_records: usize, limit: u64) -> io::Result<Vec<Record>> {
+        Log::read(self, offset, max_records, limit)
+    }
+    fn truncate_to(&mut self, offset: u64) -> io::Result<()> {
+        Log::truncate_to(self, offset)
+    }
+}

@@ -1,0 +1,70 @@
+//! The follower's side: becoming follower (which starts the truncation the
+//! `truncation` rules settle) and applying the leader's FETCH answers.
+
+use super::{Effects, Replica, ReplicaError, ReplicaLog, Role, Truncation};
+use crate::protocol::FetchResponse;
+
+impl<L: ReplicaLog> Replica<L> {
+    /// Follow (the state is set): truncate at once under `hw`, or mark the log to be
+    /// settled with the leader under `epoch`.
+    pub(super) fn become_follower(&mut self, truncation: Truncation, fx: &mut Effects) {
+        self.role = Role::Follower;
+        if self.bugs.no_epoch_fence {
+            // PLANTED BUG (no-epoch-fence): keep every record of the epochs before the
+            // new leader's, as if they were the new leader's own.
+            self.truncating = None;
+            return;
+        }
+        match truncation {
+            Truncation::Hw => {
+                self.truncating = Some(Truncation::Hw);
+                let hw = self.high_watermark;
+                match self.truncate(hw, fx) {
+                    Ok(()) => self.truncating = None,
+                    Err(e) => fx.warnings.push(format!(
+                        "truncating to the high watermark {hw}: {e} (retried before fetching)"
+                    )),
+                }
+            }
+            Truncation::Epoch => {
+                self.truncating = (self.log.log_end_offset() > 0).then_some(Truncation::Epoch);
+            }
+        }
+    }
+
+    /// Follower: apply the leader's FETCH answer. Records must start at our LEO (an
+    /// answer to an older fetch is dropped). HW = min(our LEO, the leader's HW).
+    pub fn apply_fetch_response(
+        &mut self,
+        resp: FetchResponse,
+    ) -> (Result<(), ReplicaError>, Effects) {
+        let mut fx = Effects::default();
+        if self.role != Role::Follower || self.truncating.is_some() {
+            let leader = self.leader();
+            return (Err(ReplicaError::NotLeader { leader }), fx);
+        }
+        if resp.leader_epoch != self.leader_epoch() {
+            let current = self.leader_epoch();
+            return (Err(ReplicaError::FencedLeaderEpoch { current }), fx);
+        }
+        let leo = self.log.log_end_offset();
+        if let Some(first) = resp.records.first() {
+            if first.offset != leo {
+                return (Ok(()), fx);
+            }
+            for r in &resp.records {
+                self.assign_epoch(r.leader_epoch, r.offset, &mut fx);
+            }
+            let appended = self.log.append_replicated(resp.records);
+            if self.log.log_end_offset() != leo {
+                fx.wake = true;
+            }
+            if let Err(e) = appended {
+                return (Err(e.into()), fx);
+            }
+        }
+        let hw = self.log.log_end_offset().min(resp.high_watermark);
+        self.set_high_watermark(hw, &mut fx);
+        (Ok(()), fx)
+    }
+}

@@ -1,0 +1,184 @@
+//! When is a healed cluster done recovering? Before the final drain and log dump, every
+//! partition must have a leader, a full ISR, and every replica caught up (HW = LEO,
+//! equal across replicas) — otherwise the final logs would show replication still in
+//! flight rather than what the cluster kept. A pure judgement over the controller's
+//! metadata and each node's `/debug/partitions`.
+
+use std::collections::BTreeMap;
+
+use super::api::{DebugPartitions, Metadata};
+
+/// Ok if converged; else every reason it is not, e.g.
+/// `queue-0: replica 2 has HW 40 < LEO 45`.
+pub fn check(
+    nodes: &[i32],
+    meta: &Metadata,
+    replicas: &BTreeMap<i32, Result<DebugPartitions, String>>,
+) -> Result<(), String> {
+    let mut problems = Vec::new();
+    for id in nodes {
+        if !meta.brokers.iter().any(|b| b.id == *id && b.alive) {
+            problems.push(format!(
+                "node {id} is not alive in the controller's metadata"
+            ));
+        }
+    }
+    for (topic, p) in meta.partitions() {
+        let name = format!("{topic}-{}", p.partition);
+        if p.leader < 0 {
+            problems.push(format!("{name}: no leader"));
+        }
+        let mut isr = p.isr.clone();
+        isr.sort();
+        let mut all = p.replicas.clone();
+        all.sort();
+        if isr != all {
+            problems.push(format!(
+                "{name}: ISR {:?} is not all replicas {:?}",
+                p.isr, p.replicas
+            ));
+        }
+        let mut ends = Vec::new();
+        for &r in &p.replicas {
+            let state = match replicas.get(&r) {
+                Some(Ok(debug)) => debug
+                    .partitions
+                    .iter()
+                    .find(|s| s.topic == topic && s.partition == p.partition),
+                Some(Err(e)) => {
+                    problems.push(format!("{name}: replica {r} cannot be read: {e}"));
+                    continue;
+                }
+                None => {
+                    problems.push(format!("{name}: replica {r} is not a node of this cluster"));
+                    continue;
+                }
+            };
+            let Some(s) = state else {
+                problems.push(format!("{name}: replica {r} does not hold the partition"));
+                continue;
+            };
+            if s.leader_epoch != p.leader_epoch {
+                problems.push(format!(
+                    "{name}: replica {r} is at leader epoch {}, the controller at {}",
+                    s.leader_epoch, p.leader_epoch
+                ));
+            }
+            let role = if r == p.leader { "leader" } else { "follower" };
+            if s.role != role {
+                problems.push(format!("{name}: replica {r} is {}, not {role}", s.role));
+            }
+            if s.high_watermark != s.log_end_offset {
+                problems.push(format!(
+                    "{name}: replica {r} has HW {} != LEO {}",
+                    s.high_watermark, s.log_end_offset
+                ));
+            }
+            ends.push((r, s.log_end_offset, s.high_watermark));
+        }
+        if ends
+            .windows(2)
+            .any(|w| (w[0].1, w[0].2) != (w[1].1, w[1].2))
+        {
+            let each: Vec<String> = ends
+                .iter()
+                .map(|(r, leo, hw)| format!("{r} at LEO {leo} HW {hw}"))
+                .collect();
+            problems.push(format!("{name}: replicas differ: {}", each.join(", ")));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::api::ReplicaState;
+    use workloads::api::{BrokerInfo, PartitionMetadata, TopicMetadata};
+
+    fn meta(leader: i32, isr: Vec<i32>) -> Metadata {
+        Metadata {
+            controller_epoch: 1,
+            brokers: (1..=3).map(|id| BrokerInfo { id, alive: true }).collect(),
+            topics: vec![TopicMetadata {
+                name: "queue".into(),
+                partitions: vec![PartitionMetadata {
+                    partition: 0,
+                    leader,
+                    leader_epoch: 4,
+                    isr,
+                    replicas: vec![1, 2, 3],
+                }],
+            }],
+        }
+    }
+
+    fn replica(id: i32, leader: i32, leo: u64, hw: u64) -> (i32, Result<DebugPartitions, String>) {
+        let role = if id == leader { "leader" } else { "follower" };
+        let state = ReplicaState {
+            topic: "queue".into(),
+            partition: 0,
+            role: role.into(),
+            leader,
+            leader_epoch: 4,
+            isr: vec![1, 2, 3],
+            replicas: vec![1, 2, 3],
+            log_end_offset: leo,
+            high_watermark: hw,
+        };
+        (
+            id,
+            Ok(DebugPartitions {
+                broker: id,
+                partitions: vec![state],
+            }),
+        )
+    }
+
+    #[test]
+    fn a_caught_up_cluster_has_converged() {
+        let replicas = [
+            replica(1, 1, 9, 9),
+            replica(2, 1, 9, 9),
+            replica(3, 1, 9, 9),
+        ]
+        .into();
+        assert_eq!(
+            check(&[1, 2, 3], &meta(1, vec![1, 3, 2]), &replicas),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn every_reason_is_named() {
+        let mut replicas: BTreeMap<_, _> = [
+            replica(1, 1, 9, 9),
+            replica(2, 1, 9, 7),
+            replica(3, 1, 5, 5),
+        ]
+        .into();
+        let err = check(&[1, 2, 3], &meta(1, vec![1, 2]), &replicas).unwrap_err();
+        assert!(
+            err.contains("queue-0: ISR [1, 2] is not all replicas [1, 2, 3]"),
+            "{err}"
+        );
+        assert!(
+            err.contains("queue-0: replica 2 has HW 7 != LEO 9"),
+            "{err}"
+        );
+        assert!(
+            err.contains("replicas differ: 1 at LEO 9 HW 9, 2 at LEO 9 HW 7, 3 at LEO 5 HW 5"),
+            "{err}"
+        );
+
+        replicas.insert(3, Err("timed out".into()));
+        let err = check(&[1, 2, 3], &meta(-1, vec![1, 2, 3]), &replicas).unwrap_err();
+        assert!(err.contains("queue-0: no leader"), "{err}");
+        assert!(err.contains("replica 3 cannot be read: timed out"), "{err}");
+        assert!(err.contains("replica 1 is leader, not follower"), "{err}");
+    }
+}

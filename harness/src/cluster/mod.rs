@@ -1,0 +1,476 @@
+//! A broker cluster under the harness's control: the controller and N nodes as OS
+//! processes ([`supervisor`], running the `broker_bin`), a TCP proxy on every
+//! directed link (see `net`), and the operations the nemesis and the end of a run
+//! need: kill, pause, restart, cut links, read the controller's metadata ([`api`]),
+//! wait until the cluster has converged (`convergence`), dump every replica's log.
+//!
+//! Layout under `root`: `<id>/data` and `<id>/broker.log` for node `id`, and
+//! `controller/data`, `controller/broker.log` for the controller. Where the final
+//! logs go is the caller's business ([`Cluster::dump_logs`] hands them over).
+//!
+//! Links: every directed pair of processes (node → node, node → controller,
+//! controller → node) has its own proxy ([`Link`]), and each process is given the
+//! proxies' addresses in `--peers` / `--controller` / `--brokers`. Clients reach each
+//! process through one more proxy per process (`client_addrs`, `controller_addr`);
+//! partitions never cut those (see `crate::net::topology`). A restarted process listens on a
+//! fresh port (`--listen 127.0.0.1:0` again): the proxies are pointed at it, so every
+//! peer and client keeps using the addresses it was given at the start.
+//!
+//! The harness's own calls (metadata, debug endpoints, topic creation) go straight to
+//! the processes' real addresses, outside the faults.
+
+pub mod api;
+pub(crate) mod broker_bin;
+mod convergence;
+pub mod supervisor;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use api::{Admin, CreateTopic, Metadata};
+use supervisor::{ProcessSpec, Supervised};
+
+use crate::error::{HarnessError, Result};
+use crate::net::Grudge;
+use crate::net::proxy::Link;
+use crate::proc::Proc;
+
+/// How to start a cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// The `broker` executable.
+    pub broker_bin: PathBuf,
+    /// Number of nodes (ids 1..=nodes).
+    pub nodes: u32,
+    /// Where each process gets `<id>/` (data dir + broker.log); the controller gets `controller/`.
+    pub root: PathBuf,
+    /// Extra arguments for every `broker node` (e.g. `--truncation hw`, `--flush-messages 1`).
+    pub node_args: Vec<String>,
+    /// Extra arguments for `broker controller` (e.g. `--unclean-election`).
+    pub controller_args: Vec<String>,
+    /// How long to wait for the cluster to come up.
+    pub start_timeout: Duration,
+}
+
+/// A running cluster. Dropping it kills every process and stops every proxy.
+pub struct Cluster {
+    config: ClusterConfig,
+    members: BTreeMap<Proc, Supervised>,
+    /// (from, to) → the proxy `from` uses to reach `to`.
+    links: BTreeMap<(Proc, Proc), Link>,
+    /// to → the proxy clients use to reach `to`.
+    client_links: BTreeMap<Proc, Link>,
+    admin: Admin,
+}
+
+/// The harness's own HTTP calls: short, so a paused process cannot stall it.
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(3);
+/// Reading a whole replica log may take longer.
+const DUMP_TIMEOUT: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(200);
+
+impl Cluster {
+    /// Start the controller and every node behind proxies; wait until every node has
+    /// registered with the controller.
+    pub async fn start(config: ClusterConfig) -> Result<Cluster> {
+        if config.nodes == 0 {
+            return Err(HarnessError::new("a cluster needs at least one node"));
+        }
+        if !config.broker_bin.is_file() {
+            return Err(HarnessError::new(format!(
+                "broker binary {} not found: build it with `cargo build -p broker` or pass --broker-bin",
+                config.broker_bin.display()
+            )));
+        }
+        let nodes: Vec<i32> = (1..=config.nodes as i32).collect();
+        let procs: Vec<Proc> = std::iter::once(Proc::Controller)
+            .chain(nodes.iter().map(|&id| Proc::Node(id)))
+            .collect();
+        let mut links = BTreeMap::new();
+        let mut client_links = BTreeMap::new();
+        for &to in &procs {
+            for &from in &procs {
+                if from != to {
+                    let link = Link::start(None).await?;
+                    links.insert((from, to), link);
+                }
+            }
+            let link = Link::start(None).await?;
+            client_links.insert(to, link);
+        }
+        let mut cluster = Cluster {
+            admin: Admin::new(ADMIN_TIMEOUT)?,
+            config,
+            members: BTreeMap::new(),
+            links,
+            client_links,
+        };
+        for &p in &procs {
+            let spec = cluster.spec(p);
+            let process = Supervised::start(spec).await?;
+            let addr = process.addr();
+            cluster.members.insert(p, process);
+            cluster.point_links_at(p, addr);
+        }
+        cluster.wait_registered().await?;
+        Ok(cluster)
+    }
+
+    /// The command line of a process: its listen address, data dir, and the proxies it
+    /// reaches its peers through.
+    fn spec(&self, p: Proc) -> ProcessSpec {
+        let dir = self.config.root.join(p.key());
+        // `2=ADDR,3=ADDR`: the proxies from `p` to every node.
+        let node_peers = self
+            .links
+            .iter()
+            .filter(|((from, to), _)| *from == p && matches!(to, Proc::Node(_)))
+            .map(|((_, to), link)| format!("{}={}", to.key(), link.addr()))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut args: Vec<String> = match p {
+            Proc::Controller => vec!["controller".into(), "--brokers".into(), node_peers],
+            Proc::Node(id) => vec![
+                "node".into(),
+                "--id".into(),
+                id.to_string(),
+                "--controller".into(),
+                self.links[&(p, Proc::Controller)].addr().to_string(),
+                "--peers".into(),
+                node_peers,
+            ],
+        };
+        args.extend(["--listen".into(), "127.0.0.1:0".into()]);
+        args.extend(match p {
+            Proc::Controller => self.config.controller_args.iter().cloned(),
+            Proc::Node(_) => self.config.node_args.iter().cloned(),
+        });
+        let mut args: Vec<OsString> = args.into_iter().map(OsString::from).collect();
+        args.extend(["--data-dir".into(), dir.join("data").into_os_string()]);
+        ProcessSpec {
+            name: p.to_string(),
+            program: self.config.broker_bin.clone(),
+            args,
+            log_path: dir.join("broker.log"),
+            start_timeout: self.config.start_timeout,
+        }
+    }
+
+    /// Point every proxy leading to `p` at its current address (None while it is down).
+    fn point_links_at(&self, p: Proc, addr: Option<SocketAddr>) {
+        for ((_, to), link) in &self.links {
+            if *to == p {
+                link.set_target(addr);
+            }
+        }
+        self.client_links[&p].set_target(addr);
+    }
+
+    /// Wait until the controller's metadata shows every node alive.
+    async fn wait_registered(&self) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + self.config.start_timeout;
+        loop {
+            let why = match self.metadata().await {
+                Ok(meta) => {
+                    let missing: Vec<i32> = self
+                        .node_ids()
+                        .into_iter()
+                        .filter(|id| !meta.brokers.iter().any(|b| b.id == *id && b.alive))
+                        .collect();
+                    if missing.is_empty() {
+                        return Ok(());
+                    }
+                    format!("nodes {missing:?} are not alive in the controller's metadata")
+                }
+                Err(e) => e.to_string(),
+            };
+            if tokio::time::Instant::now() >= deadline {
+                return Err(HarnessError::new(format!(
+                    "the cluster did not come up within {:?}: {why} (see the broker.log files under {})",
+                    self.config.start_timeout,
+                    self.config.root.display()
+                )));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Node ids, ascending.
+    pub fn node_ids(&self) -> Vec<i32> {
+        (1..=self.config.nodes as i32).collect()
+    }
+
+    /// The controller and every node.
+    pub fn procs(&self) -> Vec<Proc> {
+        self.members.keys().copied().collect()
+    }
+
+    /// Addresses clients use to reach each node (through the client→node proxies).
+    pub fn client_addrs(&self) -> BTreeMap<i32, SocketAddr> {
+        self.client_links
+            .iter()
+            .filter_map(|(p, link)| match p {
+                Proc::Node(id) => Some((*id, link.addr())),
+                Proc::Controller => None,
+            })
+            .collect()
+    }
+
+    /// Address clients use to reach the controller.
+    pub fn controller_addr(&self) -> SocketAddr {
+        self.client_links[&Proc::Controller].addr()
+    }
+
+    /// A process's own address (not proxied), while it runs.
+    pub fn real_addr(&self, p: Proc) -> Option<SocketAddr> {
+        self.members.get(&p).and_then(Supervised::addr)
+    }
+
+    /// The proxy `from` uses to reach `to`.
+    pub fn link(&self, from: Proc, to: Proc) -> Option<&Link> {
+        self.links.get(&(from, to))
+    }
+
+    pub fn is_running(&self, p: Proc) -> bool {
+        self.members.get(&p).is_some_and(Supervised::is_running)
+    }
+
+    pub fn is_paused(&self, p: Proc) -> bool {
+        self.members.get(&p).is_some_and(Supervised::is_paused)
+    }
+
+    fn member(&mut self, p: Proc) -> Result<&mut Supervised> {
+        self.members
+            .get_mut(&p)
+            .ok_or_else(|| HarnessError::new(format!("the cluster has no {p}")))
+    }
+
+    /// SIGKILL a process (no-op if it is not running).
+    pub async fn kill(&mut self, p: Proc) -> Result<()> {
+        self.member(p)?.kill().await?;
+        self.point_links_at(p, None);
+        Ok(())
+    }
+
+    /// SIGKILL several processes at the same instant, then reap them.
+    pub async fn kill_at_once(&mut self, procs: &[Proc]) -> Result<()> {
+        for &p in procs {
+            self.member(p)?.signal_kill();
+        }
+        for &p in procs {
+            self.kill(p).await?;
+        }
+        Ok(())
+    }
+
+    /// Start a killed process again on the same data dir (no-op if it runs).
+    pub async fn restart(&mut self, p: Proc) -> Result<()> {
+        let member = self.member(p)?;
+        // It may have died on its own: reap it, then start it like a killed one.
+        member.exited()?;
+        if member.is_running() {
+            return Ok(());
+        }
+        let addr = member.restart().await?;
+        self.point_links_at(p, Some(addr));
+        Ok(())
+    }
+
+    /// SIGSTOP a process.
+    pub async fn pause(&mut self, p: Proc) -> Result<()> {
+        self.member(p)?.pause()
+    }
+
+    /// SIGCONT a paused process.
+    pub async fn resume(&mut self, p: Proc) -> Result<()> {
+        self.member(p)?.resume()
+    }
+
+    /// Cut the links a grudge names (in addition to those already cut). Pairs that
+    /// name no link of this cluster are ignored.
+    pub fn partition(&mut self, grudge: &Grudge) {
+        for pair in &grudge.cut {
+            if let Some(link) = self.links.get(pair) {
+                link.cut();
+            }
+        }
+    }
+
+    /// Restore the links a grudge names, leaving other cut links cut.
+    pub fn heal_links(&mut self, grudge: &Grudge) {
+        for pair in &grudge.cut {
+            if let Some(link) = self.links.get(pair) {
+                link.heal();
+            }
+        }
+    }
+
+    /// The directed links currently cut.
+    pub fn cut_links(&self) -> Vec<(Proc, Proc)> {
+        self.links
+            .iter()
+            .filter(|(_, link)| link.is_cut())
+            .map(|(pair, _)| *pair)
+            .collect()
+    }
+
+    /// Restore every link (client links included).
+    pub fn heal(&mut self) {
+        for link in self.links.values().chain(self.client_links.values()) {
+            link.heal();
+        }
+    }
+
+    /// Heal every link, resume every paused process and restart every killed one
+    /// (the controller first).
+    pub async fn heal_all(&mut self) -> Result<()> {
+        self.heal();
+        for p in self.procs() {
+            self.resume(p).await?;
+        }
+        for p in self.procs() {
+            self.restart(p).await?;
+        }
+        Ok(())
+    }
+
+    /// The controller's metadata.
+    pub async fn metadata(&self) -> Result<Metadata> {
+        let addr = self
+            .real_addr(Proc::Controller)
+            .ok_or_else(|| HarnessError::new("the controller is not running"))?;
+        self.admin.metadata(addr).await
+    }
+
+    /// A node's own view of the replicas it hosts (`GET /debug/partitions`).
+    pub async fn debug_partitions(&self, id: i32) -> Result<api::DebugPartitions> {
+        let addr = self
+            .real_addr(Proc::Node(id))
+            .ok_or_else(|| HarnessError::new(format!("node {id} is not running")))?;
+        self.admin.debug_partitions(addr).await
+    }
+
+    /// The current leader of a partition by the controller's metadata (None: no leader
+    /// or no such partition).
+    pub async fn leader_of(&self, topic: &str, partition: u32) -> Result<Option<i32>> {
+        let meta = self.metadata().await?;
+        Ok(meta
+            .partition(topic, partition)
+            .map(|p| p.leader)
+            .filter(|&l| l >= 0))
+    }
+
+    /// Create a topic through the controller, then wait (bounded by the start timeout)
+    /// until every partition has a leader and a full ISR on every replica.
+    pub async fn create_topic(
+        &self,
+        name: &str,
+        partitions: u32,
+        replication_factor: u32,
+        min_insync_replicas: u32,
+    ) -> Result<()> {
+        let addr = self
+            .real_addr(Proc::Controller)
+            .ok_or_else(|| HarnessError::new("the controller is not running"))?;
+        let topic = CreateTopic {
+            name,
+            partitions,
+            replication_factor,
+            min_insync_replicas,
+        };
+        self.admin
+            .create_topic(addr, &topic)
+            .await
+            .map_err(|e| HarnessError::new(format!("cannot create topic `{name}`: {e}")))?;
+        self.wait_converged(self.config.start_timeout).await
+    }
+
+    /// Wait until every partition has a full ISR, a leader, and HW = LEO on every
+    /// replica (read from the nodes' /debug/partitions); Err says what did not converge.
+    pub async fn wait_converged(&self, timeout: Duration) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let why = match self.convergence().await {
+                Ok(()) => return Ok(()),
+                Err(why) => why,
+            };
+            if tokio::time::Instant::now() >= deadline {
+                return Err(HarnessError::new(format!(
+                    "the cluster did not converge within {timeout:?}: {why}"
+                )));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// One look at the cluster: Ok if converged, else what is not.
+    async fn convergence(&self) -> std::result::Result<(), String> {
+        let meta = self.metadata().await.map_err(|e| e.to_string())?;
+        let mut replicas = BTreeMap::new();
+        for id in self.node_ids() {
+            let state = match self.real_addr(Proc::Node(id)) {
+                None => Err(format!("node {id} is not running")),
+                Some(addr) => self
+                    .admin
+                    .debug_partitions(addr)
+                    .await
+                    .map_err(|e| format!("node {id}: {e}")),
+            };
+            replicas.insert(id, state);
+        }
+        convergence::check(&self.node_ids(), &meta, &replicas)
+    }
+
+    /// Read every node's log (GET /debug/log for each partition it holds, one line per
+    /// partition) and hand it to `save`, node by node, in node order.
+    pub async fn dump_logs(&self, mut save: impl FnMut(i32, &str) -> Result<()>) -> Result<()> {
+        for id in self.node_ids() {
+            let addr = self.real_addr(Proc::Node(id)).ok_or_else(|| {
+                HarnessError::new(format!("cannot dump node {id}'s log: it is not running"))
+            })?;
+            let mut held: Vec<(String, u32)> = self
+                .admin
+                .debug_partitions(addr)
+                .await?
+                .partitions
+                .into_iter()
+                .map(|r| (r.topic, r.partition))
+                .collect();
+            held.sort();
+            let mut out = String::new();
+            for (topic, partition) in held {
+                let body = self
+                    .admin
+                    .debug_log(addr, &topic, partition, DUMP_TIMEOUT)
+                    .await?;
+                // One line per partition, whatever the broker's formatting.
+                let line = if body.contains('\n') {
+                    let value: serde_json::Value = serde_json::from_str(&body).map_err(|e| {
+                        HarnessError::new(format!("node {id}'s log of {topic}-{partition}: {e}"))
+                    })?;
+                    value.to_string()
+                } else {
+                    body.trim().to_string()
+                };
+                out.push_str(&line);
+                out.push('\n');
+            }
+            save(id, &out)?;
+        }
+        Ok(())
+    }
+
+    /// Stop every process (continue paused ones first) and every proxy.
+    pub async fn shutdown(mut self) -> Result<()> {
+        for p in self.procs() {
+            // `kill` continues a paused process before the SIGKILL.
+            self.member(p)?.kill().await?;
+        }
+        self.links.clear();
+        self.client_links.clear();
+        Ok(())
+    }
+}

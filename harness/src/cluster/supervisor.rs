@@ -1,0 +1,410 @@
+//! Supervision of the broker processes: start, SIGKILL, restart on the same data dir,
+//! SIGSTOP / SIGCONT — and never leave a process behind.
+//!
+//! A chaos harness that leaks brokers poisons every later run (ports, data dirs, CPU),
+//! so every child is covered three ways:
+//! - each child leads its own process group, and every kill is sent to the group;
+//! - `PR_SET_PDEATHSIG(SIGKILL)` (set in `pre_exec`) makes the kernel kill the child
+//!   when the harness dies, even by SIGKILL. The kernel ties this to the *thread* that
+//!   forked, so all children are forked by one spawner thread that lives as long as the
+//!   process (a tokio blocking-pool thread would retire after 10 s idle and take its
+//!   children with it);
+//! - a process-wide registry of live child groups lets a Ctrl-C / SIGTERM handler or a
+//!   panic hook kill them all ([`kill_all`], [`install_panic_hook`]), and
+//!   [`Supervised`] kills its process on drop.
+//!
+//! A paused (SIGSTOPped) process is always continued before it is killed for good, so
+//! no stopped process lingers. `PR_SET_PDEATHSIG` covers the direct child only (it is
+//! cleared on fork): a child that forks should `exec`, as the broker does not fork.
+//!
+//! stdout and stderr are appended to the process's log file (`broker.log`); stdout goes
+//! through a pipe that a thread copies into the log, watching for the `listening on
+//! ADDR` line a broker prints first (docs/api.md, the broker's command line).
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Mutex, OnceLock, mpsc};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::sync::oneshot;
+
+use crate::error::{HarnessError, Result};
+
+/// What to run, and how to run it again after a kill.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    /// For messages: `node 2`, `controller`.
+    pub name: String,
+    pub program: PathBuf,
+    /// The same arguments at every (re)start; a broker given `--listen 127.0.0.1:0`
+    /// takes a fresh port each time and announces it.
+    pub args: Vec<OsString>,
+    /// stdout and stderr are appended here.
+    pub log_path: PathBuf,
+    /// How long to wait for the `listening on ADDR` line.
+    pub start_timeout: Duration,
+}
+
+/// A supervised process: running (maybe paused) or stopped, and restartable.
+/// Dropping it kills the process group (continuing it first if paused) and reaps it.
+#[derive(Debug)]
+pub struct Supervised {
+    spec: ProcessSpec,
+    running: Option<Running>,
+}
+
+#[derive(Debug)]
+struct Running {
+    child: Child,
+    pid: i32,
+    paused: bool,
+    addr: SocketAddr,
+}
+
+impl Supervised {
+    /// Start the process and wait (bounded by `start_timeout`) for its
+    /// `listening on ADDR` line.
+    pub async fn start(spec: ProcessSpec) -> Result<Supervised> {
+        let mut s = Supervised {
+            spec,
+            running: None,
+        };
+        s.launch().await?;
+        Ok(s)
+    }
+
+    /// The address the process announced, while it runs.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        self.running.as_ref().map(|r| r.addr)
+    }
+
+    /// The process id (also its process group id), while it runs.
+    pub fn pid(&self) -> Option<i32> {
+        self.running.as_ref().map(|r| r.pid)
+    }
+
+    /// Started and not killed by us (it may have exited on its own: see [`Self::exited`]).
+    pub fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.running.as_ref().is_some_and(|r| r.paused)
+    }
+
+    /// If the process died on its own, reap it and say how it ended.
+    pub fn exited(&mut self) -> Result<Option<ExitStatus>> {
+        let Some(r) = self.running.as_mut() else {
+            return Ok(None);
+        };
+        match r.child.try_wait()? {
+            None => Ok(None),
+            Some(status) => {
+                unregister(r.pid);
+                self.running = None;
+                Ok(Some(status))
+            }
+        }
+    }
+
+    /// Send SIGCONT and SIGKILL to the process group without reaping it (see
+    /// [`Self::kill`]): lets a caller kill several processes at the same instant.
+    pub fn signal_kill(&self) {
+        if let Some(r) = &self.running {
+            signal_group(r.pid, Signal::SIGCONT);
+            signal_group(r.pid, Signal::SIGKILL);
+        }
+    }
+
+    /// SIGKILL the process group and reap the process; a no-op if it is not running.
+    /// A paused process is continued first.
+    pub async fn kill(&mut self) -> Result<()> {
+        let Some(mut r) = self.running.take() else {
+            return Ok(());
+        };
+        signal_group(r.pid, Signal::SIGCONT);
+        signal_group(r.pid, Signal::SIGKILL);
+        unregister(r.pid);
+        // Reap without blocking the runtime: a process in uninterruptible sleep (an
+        // fsync on a loaded disk) may take a moment to die.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            if r.child.try_wait()?.is_some() {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(HarnessError::new(format!(
+                    "{} (pid {}) did not die within 60 s of SIGKILL",
+                    self.spec.name, r.pid
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Kill the process if it runs, then start it again with the same arguments.
+    pub async fn restart(&mut self) -> Result<SocketAddr> {
+        self.kill().await?;
+        self.launch().await
+    }
+
+    /// SIGSTOP the process group (a no-op if not running or already paused).
+    pub fn pause(&mut self) -> Result<()> {
+        if let Some(r) = self.running.as_mut().filter(|r| !r.paused) {
+            killpg(Pid::from_raw(r.pid), Signal::SIGSTOP).map_err(|e| {
+                HarnessError::new(format!("SIGSTOP {} (pid {}): {e}", self.spec.name, r.pid))
+            })?;
+            r.paused = true;
+        }
+        Ok(())
+    }
+
+    /// SIGCONT the process group (a no-op if not paused).
+    pub fn resume(&mut self) -> Result<()> {
+        if let Some(r) = self.running.as_mut().filter(|r| r.paused) {
+            killpg(Pid::from_raw(r.pid), Signal::SIGCONT).map_err(|e| {
+                HarnessError::new(format!("SIGCONT {} (pid {}): {e}", self.spec.name, r.pid))
+            })?;
+            r.paused = false;
+        }
+        Ok(())
+    }
+
+    async fn launch(&mut self) -> Result<SocketAddr> {
+        let spec = &self.spec;
+        let log = open_log(&spec.log_path)?;
+        let mut cmd = Command::new(&spec.program);
+        cmd.args(&spec.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log.try_clone()?))
+            .process_group(0);
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The harness died between fork and prctl: nobody will kill us.
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+        let mut child = spawn(cmd).await.map_err(|e| {
+            HarnessError::new(format!(
+                "cannot start {} ({}): {e}",
+                spec.name,
+                spec.program.display()
+            ))
+        })?;
+        let pid = child.id() as i32;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = oneshot::channel();
+        std::thread::Builder::new()
+            .name(format!("tee {}", spec.name))
+            .spawn(move || tee(stdout, log, tx))?;
+        // Owned by `self` before the first await, so a cancelled start still kills it.
+        self.running = Some(Running {
+            child,
+            pid,
+            paused: false,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        });
+        let why = match tokio::time::timeout(self.spec.start_timeout, rx).await {
+            Ok(Ok(addr)) => {
+                if let Some(r) = self.running.as_mut() {
+                    r.addr = addr;
+                }
+                return Ok(addr);
+            }
+            Ok(Err(_)) => "exited before printing `listening on ADDR`".to_string(),
+            Err(_) => format!(
+                "did not print `listening on ADDR` within {:?}",
+                self.spec.start_timeout
+            ),
+        };
+        self.kill().await?;
+        Err(HarnessError::new(format!(
+            "{} ({}) {why}; its log {} ends with:\n{}",
+            self.spec.name,
+            self.spec.program.display(),
+            self.spec.log_path.display(),
+            log_tail(&self.spec.log_path, 10)
+        )))
+    }
+}
+
+impl Drop for Supervised {
+    fn drop(&mut self) {
+        if let Some(mut r) = self.running.take() {
+            signal_group(r.pid, Signal::SIGCONT);
+            signal_group(r.pid, Signal::SIGKILL);
+            unregister(r.pid);
+            let _ = r.child.wait();
+        }
+    }
+}
+
+fn open_log(path: &Path) -> Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            HarnessError::new(format!("cannot create log dir {}: {e}", dir.display()))
+        })?;
+    }
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| HarnessError::new(format!("cannot open log {}: {e}", path.display())))
+}
+
+/// Copy the child's stdout into its log line by line; hand over the first
+/// `listening on ADDR`.
+fn tee(stdout: std::process::ChildStdout, mut log: File, tx: oneshot::Sender<SocketAddr>) {
+    let mut tx = Some(tx);
+    let mut reader = BufReader::new(stdout);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let _ = log.write_all(&line);
+        if tx.is_some()
+            && let Some(addr) = parse_announce(&line)
+        {
+            let _ = tx.take().expect("checked").send(addr);
+        }
+    }
+}
+
+/// `listening on 127.0.0.1:4321` → the address.
+pub fn parse_announce(line: &[u8]) -> Option<SocketAddr> {
+    let line = std::str::from_utf8(line).ok()?.trim();
+    line.strip_prefix("listening on ")?.trim().parse().ok()
+}
+
+/// The last `n` lines of a log, for error messages.
+pub fn log_tail(path: &Path, n: usize) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let lines: Vec<&str> = text.lines().collect();
+            let start = lines.len().saturating_sub(n);
+            let tail = lines[start..].join("\n");
+            if tail.is_empty() {
+                "(empty)".to_string()
+            } else {
+                tail
+            }
+        }
+        Err(e) => format!("(cannot read it: {e})"),
+    }
+}
+
+fn signal_group(pid: i32, signal: Signal) {
+    // ESRCH (already gone) is fine: the point is that it is gone.
+    let _ = killpg(Pid::from_raw(pid), signal);
+}
+
+// ---- the registry and the spawner thread ----
+
+static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+fn unregister(pid: i32) {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
+}
+
+/// Process group ids of every child started and not yet killed or reaped.
+pub fn live_groups() -> Vec<i32> {
+    let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    live.iter().copied().collect()
+}
+
+/// Continue and SIGKILL every child group started by this process. Safe to call from
+/// a panic hook or a signal handler task; does not reap (the process is about to exit).
+pub fn kill_all() {
+    for pid in live_groups() {
+        signal_group(pid, Signal::SIGCONT);
+        signal_group(pid, Signal::SIGKILL);
+    }
+}
+
+/// Chain a panic hook that kills every child group after the default report: a panic
+/// anywhere in the harness (even in a task that owns no [`Supervised`]) stops the brokers.
+pub fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        previous(info);
+        kill_all();
+    }));
+}
+
+struct SpawnRequest {
+    cmd: Command,
+    reply: oneshot::Sender<std::io::Result<Child>>,
+}
+
+/// Fork on the one long-lived spawner thread (see the module doc) and register the
+/// child's group before anyone can miss it.
+async fn spawn(cmd: Command) -> std::io::Result<Child> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    let sender = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("watermark-spawner".into())
+            .spawn(move || {
+                for mut req in rx {
+                    let result = req.cmd.spawn();
+                    if let Ok(child) = &result {
+                        LIVE.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(child.id() as i32);
+                    }
+                    if let Err(Ok(mut child)) = req.reply.send(result) {
+                        // The caller went away (cancelled): do not leak the child.
+                        signal_group(child.id() as i32, Signal::SIGKILL);
+                        unregister(child.id() as i32);
+                        let _ = child.wait();
+                    }
+                }
+            })
+            .expect("spawn the process spawner thread");
+        Mutex::new(tx)
+    });
+    let (tx, rx) = oneshot::channel();
+    sender
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send(SpawnRequest { cmd, reply: tx })
+        .map_err(|_| std::io::Error::other("the process spawner thread is gone"))?;
+    rx.await
+        .map_err(|_| std::io::Error::other("the process spawner thread is gone"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn announce_lines_parse() {
+        assert_eq!(
+            parse_announce(b"listening on 127.0.0.1:4321\n"),
+            Some("127.0.0.1:4321".parse().unwrap())
+        );
+        assert_eq!(parse_announce(b"listening on nowhere\n"), None);
+        assert_eq!(parse_announce(b"hello\n"), None);
+    }
+}

@@ -1,0 +1,176 @@
+//! The faults of docs/faults.md: the kinds a user asks for with `--nemesis`, a fault
+//! with its targets drawn, and the history events of its start and end.
+
+use clap::ValueEnum;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::names::by_name;
+use crate::net::{Grudge, Topology};
+use crate::proc::Proc;
+
+/// A fault the user can ask for with `--nemesis`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum)]
+pub enum FaultKind {
+    /// SIGKILL a node or the controller, restart it later on the same data dir.
+    Kill,
+    /// SIGSTOP a node or the controller, SIGCONT it later.
+    Pause,
+    /// Cut the network in any of the shapes: isolate-one, isolate-leader,
+    /// isolate-controller, halves, bridge; heal it later.
+    Partition,
+    /// Cut the leader of a random partition off from every other process.
+    IsolateLeader,
+    /// Cut the controller off from every node.
+    IsolateController,
+    /// SIGKILL every node at once, restart them in random order.
+    CrashAll,
+    /// SIGKILL a node run with `--simulate-page-cache`: its unflushed bytes are lost.
+    LoseUnflushed,
+}
+
+by_name!(FaultKind => "fault");
+
+impl FaultKind {
+    /// The partition shapes this kind draws from (empty for non-partition kinds).
+    pub fn topologies(self) -> &'static [Topology] {
+        match self {
+            FaultKind::Partition => Topology::value_variants(),
+            FaultKind::IsolateLeader => &[Topology::IsolateLeader],
+            FaultKind::IsolateController => &[Topology::IsolateController],
+            _ => &[],
+        }
+    }
+}
+
+/// Extra `broker node` arguments the faults need: `lose-unflushed` needs every node
+/// run with `--simulate-page-cache`.
+pub fn node_args(kinds: &[FaultKind]) -> Vec<String> {
+    if kinds.contains(&FaultKind::LoseUnflushed) {
+        vec!["--simulate-page-cache".into()]
+    } else {
+        Vec::new()
+    }
+}
+
+/// A fault with its targets drawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    Kill(Proc),
+    Pause(Proc),
+    LoseUnflushed(i32),
+    /// Every node, and the order they are restarted in.
+    CrashAll(Vec<i32>),
+    /// A partition; for isolate-leader the grudge is empty until the leader of
+    /// `partition` is read from the controller.
+    Partition {
+        topology: Topology,
+        grudge: Grudge,
+        partition: u32,
+    },
+}
+
+impl Fault {
+    /// Processes this fault takes down (killed or paused).
+    pub(super) fn down(&self) -> Vec<Proc> {
+        match self {
+            Fault::Kill(p) | Fault::Pause(p) => vec![*p],
+            Fault::LoseUnflushed(id) => vec![Proc::Node(*id)],
+            Fault::CrashAll(ids) => ids.iter().map(|&id| Proc::Node(id)).collect(),
+            Fault::Partition { .. } => Vec::new(),
+        }
+    }
+
+    /// Faults that must be alone.
+    pub(super) fn exclusive(&self) -> bool {
+        matches!(self, Fault::CrashAll(_) | Fault::Partition { .. })
+    }
+
+    /// The history event of its start.
+    pub fn start_event(&self) -> NemesisEvent {
+        match self {
+            Fault::Kill(p) => NemesisEvent::new("kill", json!([p.to_json()])),
+            Fault::Pause(p) => NemesisEvent::new("pause", json!([p.to_json()])),
+            Fault::LoseUnflushed(id) => NemesisEvent::new("lose-unflushed", json!([id])),
+            Fault::CrashAll(ids) => {
+                let mut sorted = ids.clone();
+                sorted.sort();
+                NemesisEvent::new("crash-all", json!(sorted))
+            }
+            Fault::Partition {
+                topology, grudge, ..
+            } => NemesisEvent::new(
+                "partition",
+                json!({"topology": topology.to_string(), "grudge": grudge.to_json()}),
+            ),
+        }
+    }
+
+    /// The history event of its end.
+    pub fn end_event(&self) -> NemesisEvent {
+        match self {
+            Fault::Kill(p) => NemesisEvent::new("restart", json!([p.to_json()])),
+            Fault::Pause(p) => NemesisEvent::new("resume", json!([p.to_json()])),
+            Fault::LoseUnflushed(id) => NemesisEvent::new("restart", json!([id])),
+            Fault::CrashAll(order) => NemesisEvent::new("restart", json!(order)),
+            Fault::Partition {
+                topology, grudge, ..
+            } => NemesisEvent::new(
+                "heal",
+                json!({"topology": topology.to_string(), "grudge": grudge.to_json()}),
+            ),
+        }
+    }
+}
+
+/// A fault's start or end, for history.jsonl: `f` names it, `value` its targets.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NemesisEvent {
+    pub f: String,
+    pub value: Value,
+}
+
+impl NemesisEvent {
+    pub fn new(f: &str, value: Value) -> NemesisEvent {
+        NemesisEvent { f: f.into(), value }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lose_unflushed_needs_the_page_cache_simulation() {
+        use FaultKind::*;
+        assert_eq!(
+            node_args(&[Kill, LoseUnflushed]),
+            vec!["--simulate-page-cache"]
+        );
+        assert!(node_args(&[Kill]).is_empty());
+    }
+
+    #[test]
+    fn events_name_the_fault_and_its_targets() {
+        let e = Fault::Kill(Proc::Node(2)).start_event();
+        assert_eq!((e.f.as_str(), e.value), ("kill", json!([2])));
+        let e = Fault::Pause(Proc::Controller).end_event();
+        assert_eq!((e.f.as_str(), e.value), ("resume", json!(["controller"])));
+        let e = Fault::CrashAll(vec![3, 1, 2]).end_event();
+        assert_eq!((e.f.as_str(), e.value), ("restart", json!([3, 1, 2])));
+        let grudge = Grudge::isolate(
+            Proc::Node(1),
+            &[Proc::Controller, Proc::Node(1), Proc::Node(2)],
+        );
+        let fault = Fault::Partition {
+            topology: Topology::IsolateOne,
+            grudge,
+            partition: 0,
+        };
+        let e = fault.start_event();
+        assert_eq!(e.f, "partition");
+        assert_eq!(e.value["topology"], "isolate-one");
+        assert_eq!(e.value["grudge"]["1"], json!(["controller", 2]));
+        assert_eq!(fault.end_event().f, "heal");
+    }
+}

@@ -1,0 +1,341 @@
+//! The nemesis's schedule without I/O: from the seed, when the next step comes, whether
+//! it starts a fault or ends the oldest active one, which fault and which targets (see
+//! [`super`] for the rules it keeps). A seed gives the same schedule on every run.
+
+use std::time::Duration;
+
+use rand::seq::IndexedRandom;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::fault::{Fault, FaultKind};
+use crate::proc::Proc;
+
+/// What the nemesis does at a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Start(Fault),
+    End(Fault),
+    /// Nothing to start or end (no faults asked for).
+    Idle,
+}
+
+/// The seeded schedule (no I/O): see the module doc.
+#[derive(Debug, Clone)]
+pub struct Planner {
+    rng: ChaCha8Rng,
+    kinds: Vec<FaultKind>,
+    nodes: Vec<i32>,
+    partitions: u32,
+    interval: Duration,
+    active: Vec<Fault>,
+}
+
+impl Planner {
+    /// `partitions`: how many partitions the topic has (isolate-leader picks one).
+    pub fn new(
+        seed: u64,
+        kinds: &[FaultKind],
+        nodes: &[i32],
+        partitions: u32,
+        interval: Duration,
+    ) -> Planner {
+        Planner {
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            kinds: kinds.to_vec(),
+            nodes: nodes.to_vec(),
+            partitions: partitions.max(1),
+            interval: interval.max(Duration::from_millis(100)),
+            active: Vec::new(),
+        }
+    }
+
+    /// Faults started and not yet ended, oldest first.
+    pub fn active(&self) -> &[Fault] {
+        &self.active
+    }
+
+    fn all_procs(&self) -> Vec<Proc> {
+        std::iter::once(Proc::Controller)
+            .chain(self.nodes.iter().map(|&id| Proc::Node(id)))
+            .collect()
+    }
+
+    /// Processes no active fault has taken down, and how many more nodes may go down.
+    fn room(&self) -> (Vec<Proc>, usize) {
+        let down: Vec<Proc> = self.active.iter().flat_map(Fault::down).collect();
+        let nodes_down = down.iter().filter(|p| matches!(p, Proc::Node(_))).count();
+        let minority = self.nodes.len().saturating_sub(1) / 2;
+        let up = self
+            .all_procs()
+            .into_iter()
+            .filter(|p| !down.contains(p))
+            .collect();
+        (up, minority.saturating_sub(nodes_down))
+    }
+
+    /// Candidates for a kill or pause: the controller if up, nodes if the budget allows.
+    fn targets(&self, nodes_only: bool) -> Vec<Proc> {
+        if self.active.iter().any(Fault::exclusive) {
+            return Vec::new();
+        }
+        let (up, budget) = self.room();
+        up.into_iter()
+            .filter(|p| match p {
+                Proc::Controller => !nodes_only,
+                Proc::Node(_) => budget > 0,
+            })
+            .collect()
+    }
+
+    fn can_start(&self, kind: FaultKind) -> bool {
+        match kind {
+            FaultKind::Kill | FaultKind::Pause => !self.targets(false).is_empty(),
+            FaultKind::LoseUnflushed => !self.targets(true).is_empty(),
+            _ => self.active.is_empty(),
+        }
+    }
+
+    /// The delay before the next step, and the step.
+    pub fn next_step(&mut self) -> (Duration, Step) {
+        let delay = self.interval.mul_f64(self.rng.random_range(0.75..1.25));
+        let startable: Vec<FaultKind> = self
+            .kinds
+            .iter()
+            .copied()
+            .filter(|&k| self.can_start(k))
+            .collect();
+        let coin = self.rng.random_bool(0.5);
+        let start = !startable.is_empty() && (self.active.is_empty() || coin);
+        let drawn = if start {
+            let kind = *startable.choose(&mut self.rng).expect("not empty");
+            self.draw(kind)
+        } else {
+            None
+        };
+        let step = if let Some(fault) = drawn {
+            self.active.push(fault.clone());
+            Step::Start(fault)
+        } else if !self.active.is_empty() {
+            Step::End(self.active.remove(0))
+        } else {
+            Step::Idle
+        };
+        (delay, step)
+    }
+
+    /// A kill or pause target: drawn uniformly among the processes that are up, so
+    /// the controller is no likelier than a node; None if taking it down would leave
+    /// less than a majority of nodes (the nemesis then ends a fault instead).
+    fn draw_target(&mut self, nodes_only: bool) -> Option<Proc> {
+        let (up, _) = self.room();
+        let up: Vec<Proc> = up
+            .into_iter()
+            .filter(|p| !nodes_only || matches!(p, Proc::Node(_)))
+            .collect();
+        let drawn = *up.choose(&mut self.rng)?;
+        self.targets(nodes_only).contains(&drawn).then_some(drawn)
+    }
+
+    fn draw(&mut self, kind: FaultKind) -> Option<Fault> {
+        let all = self.all_procs();
+        let fault = match kind {
+            FaultKind::Kill => Fault::Kill(self.draw_target(false)?),
+            FaultKind::Pause => Fault::Pause(self.draw_target(false)?),
+            FaultKind::LoseUnflushed => match self.draw_target(true)? {
+                Proc::Node(id) => Fault::LoseUnflushed(id),
+                Proc::Controller => unreachable!("lose-unflushed draws nodes only"),
+            },
+            FaultKind::CrashAll => {
+                let mut order = self.nodes.clone();
+                order.shuffle(&mut self.rng);
+                Fault::CrashAll(order)
+            }
+            FaultKind::Partition | FaultKind::IsolateLeader | FaultKind::IsolateController => {
+                let topology = *kind.topologies().choose(&mut self.rng).expect("not empty");
+                let partition = self.rng.random_range(0..self.partitions);
+                let grudge = topology.draw(&all, &mut self.rng);
+                Fault::Partition {
+                    topology,
+                    grudge,
+                    partition,
+                }
+            }
+        };
+        Some(fault)
+    }
+
+    /// The last started fault, resolved at run time (isolate-leader's grudge).
+    pub(super) fn resolve_last(&mut self, fault: Fault) {
+        if let Some(last) = self.active.last_mut() {
+            *last = fault;
+        }
+    }
+
+    /// The last started fault could not be applied (e.g. the partition had no leader).
+    pub(super) fn abandon_last(&mut self) {
+        self.active.pop();
+    }
+
+    /// A step handed out but not taken: `fault`, which it would have ended, is active
+    /// again, as the oldest.
+    pub(super) fn put_back(&mut self, fault: Fault) {
+        self.active.insert(0, fault);
+    }
+
+    /// End every active fault, oldest first.
+    pub fn end_all(&mut self) -> Vec<Fault> {
+        std::mem::take(&mut self.active)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::Topology;
+    use clap::ValueEnum;
+
+    fn steps(seed: u64, kinds: &[FaultKind], nodes: i32, n: usize) -> Vec<(Duration, Step)> {
+        let ids: Vec<i32> = (1..=nodes).collect();
+        let mut p = Planner::new(seed, kinds, &ids, 2, Duration::from_secs(5));
+        (0..n).map(|_| p.next_step()).collect()
+    }
+
+    #[test]
+    fn a_seed_gives_the_same_schedule() {
+        let kinds = [
+            FaultKind::Kill,
+            FaultKind::Pause,
+            FaultKind::Partition,
+            FaultKind::CrashAll,
+        ];
+        assert_eq!(steps(42, &kinds, 5, 200), steps(42, &kinds, 5, 200));
+        assert_ne!(steps(42, &kinds, 5, 200), steps(43, &kinds, 5, 200));
+    }
+
+    #[test]
+    fn delays_are_the_interval_with_jitter() {
+        for (delay, _) in steps(1, &[FaultKind::Kill], 3, 200) {
+            assert!(delay >= Duration::from_millis(3750) && delay < Duration::from_millis(6250));
+        }
+    }
+
+    #[test]
+    fn the_cluster_is_never_asked_to_survive_more_than_a_minority_down() {
+        let kinds = FaultKind::value_variants();
+        for nodes in 1..=5 {
+            for seed in 0..30 {
+                let ids: Vec<i32> = (1..=nodes).collect();
+                let mut p = Planner::new(seed, kinds, &ids, 3, Duration::from_secs(1));
+                for _ in 0..100 {
+                    let (_, step) = p.next_step();
+                    let active = p.active();
+                    let exclusive = active.iter().filter(|f| f.exclusive()).count();
+                    assert!(exclusive == 0 || active.len() == 1, "{active:?}");
+                    if exclusive == 0 {
+                        let down: Vec<Proc> = active.iter().flat_map(Fault::down).collect();
+                        let nodes_down = down.iter().filter(|p| matches!(p, Proc::Node(_))).count();
+                        assert!(nodes_down <= (nodes as usize - 1) / 2, "{active:?}");
+                        let mut unique = down.clone();
+                        unique.sort();
+                        unique.dedup();
+                        assert_eq!(
+                            unique.len(),
+                            down.len(),
+                            "one process, one fault: {active:?}"
+                        );
+                    }
+                    if let Step::Start(Fault::CrashAll(order)) = step {
+                        let mut sorted = order.clone();
+                        sorted.sort();
+                        assert_eq!(sorted, ids);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_fault_starts_and_ends_alternately_with_three_nodes() {
+        // Three nodes: one node down at most, so kill and pause of nodes never overlap.
+        let all = steps(
+            9,
+            &[FaultKind::Kill, FaultKind::Pause, FaultKind::Partition],
+            3,
+            300,
+        );
+        let starts = all
+            .iter()
+            .filter(|(_, s)| matches!(s, Step::Start(_)))
+            .count();
+        let ends = all
+            .iter()
+            .filter(|(_, s)| matches!(s, Step::End(_)))
+            .count();
+        assert!(
+            starts >= 100 && starts.abs_diff(ends) <= 2,
+            "{starts} starts, {ends} ends"
+        );
+        let kinds: std::collections::BTreeSet<&str> = all
+            .iter()
+            .filter_map(|(_, s)| match s {
+                Step::Start(f) => Some(f.start_event().f),
+                _ => None,
+            })
+            .map(|f| match f.as_str() {
+                "kill" => "kill",
+                "pause" => "pause",
+                _ => "partition",
+            })
+            .collect();
+        assert_eq!(kinds.len(), 3, "every asked-for kind shows up: {kinds:?}");
+    }
+
+    #[test]
+    fn isolate_kinds_draw_only_their_topology() {
+        for (_, step) in steps(5, &[FaultKind::IsolateController], 3, 50) {
+            if let Step::Start(Fault::Partition {
+                topology, grudge, ..
+            }) = step
+            {
+                assert_eq!(topology, Topology::IsolateController);
+                assert_eq!(grudge.affected().len(), 4);
+            }
+        }
+        for (_, step) in steps(5, &[FaultKind::IsolateLeader], 3, 50) {
+            if let Step::Start(fault) = step {
+                assert!(matches!(
+                    fault,
+                    Fault::Partition {
+                        topology: Topology::IsolateLeader,
+                        ..
+                    }
+                ));
+            }
+        }
+    }
+
+    #[test]
+    fn kills_and_pauses_hit_the_controller_about_as_often_as_a_node() {
+        for nodes in [3, 5] {
+            let ids: Vec<i32> = (1..=nodes).collect();
+            let kinds = [FaultKind::Kill, FaultKind::Pause, FaultKind::Partition];
+            let mut p = Planner::new(3, &kinds, &ids, 2, Duration::from_secs(1));
+            let mut hits: std::collections::BTreeMap<Proc, usize> = Default::default();
+            for _ in 0..20_000 {
+                if let (_, Step::Start(Fault::Kill(t) | Fault::Pause(t))) = p.next_step() {
+                    *hits.entry(t).or_default() += 1;
+                }
+            }
+            let controller = hits[&Proc::Controller] as f64;
+            let per_node = hits
+                .iter()
+                .filter(|(p, _)| **p != Proc::Controller)
+                .map(|(_, n)| *n as f64)
+                .sum::<f64>()
+                / nodes as f64;
+            assert!(controller < per_node * 1.3, "{nodes} nodes: {hits:?}");
+        }
+    }
+}

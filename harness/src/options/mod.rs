@@ -1,0 +1,479 @@
+//! The options of `watermark run` (docs/running.md#options): how they read on the
+//! command line ([`RunArgs`]), how they are checked and resolved — once, defaults
+//! included — into [`Resolved`], and how they are stored in run.json so that
+//! `watermark replay` can repeat a run exactly.
+//!
+//! - [`Resolved`] ([`resolved`]): the options with every default applied;
+//! - `fault_list`: `--nemesis` between the typed list and the scheduled faults.
+
+use std::path::PathBuf;
+
+mod fault_list;
+mod resolved;
+
+use clap::ValueEnum;
+
+pub use resolved::Resolved;
+
+use crate::error::HarnessError;
+use crate::names::{Names, by_name};
+use crate::nemesis::{FaultKind, Scenario};
+
+/// Options of `watermark run`, as typed. [`RunArgs::resolve`] checks them and fills
+/// in every default.
+#[derive(Debug, Clone, clap::Args, PartialEq)]
+pub struct RunArgs {
+    /// Number of broker nodes (ids 1..=N), each its own OS process.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
+    pub nodes: u32,
+
+    /// Partitions of the workload's topic.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub partitions: u32,
+
+    /// Replicas per partition [default: --nodes].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=9))]
+    pub replication_factor: Option<u32>,
+
+    /// min.insync.replicas: acks=all writes need this many replicas in the ISR
+    /// [default: 2, or the replication factor if that is smaller].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=9))]
+    pub min_insync: Option<u32>,
+
+    /// When the leader answers a produce: 0 before appending, 1 after its own append,
+    /// all once the high watermark covers the record.
+    #[arg(long, value_enum, default_value_t = AcksArg::All)]
+    pub acks: AcksArg,
+
+    /// How a follower truncates its log on becoming follower or restarting: `epoch`
+    /// (KIP-101 with the KIP-279 fix) or `hw` (pre-0.11 Kafka: loses data, diverges logs).
+    #[arg(long, value_enum, default_value_t = Truncation::Epoch)]
+    pub truncation: Truncation,
+
+    /// Let the controller elect a replica outside the ISR when no ISR member is alive.
+    #[arg(long)]
+    pub unclean_election: bool,
+
+    /// What the clients do: `queue` (producers and consumers on a partitioned topic)
+    /// or `register` (reads, writes and compare-and-set on keys, checked for
+    /// linearizability).
+    #[arg(long, value_enum, default_value_t = WorkloadKind::Queue)]
+    pub workload: WorkloadKind,
+
+    /// Faults to schedule, comma-separated, or none.
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "kill,pause,partition",
+        value_delimiter = ',',
+        value_parser = Names::<FaultKind>::new("fault").or("none", "no faults at all (on its own)")
+    )]
+    pub nemesis: Vec<Option<FaultKind>>,
+
+    /// Mean seconds between faults (each is drawn with jitter from the seed).
+    #[arg(long, value_name = "SECS", default_value_t = 5.0, value_parser = parse_positive_secs)]
+    pub nemesis_interval: f64,
+
+    /// Seconds of workload and faults before the cluster is healed and checked.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = parse_positive_secs)]
+    pub time_limit: f64,
+
+    /// Target client operations per second, over all clients.
+    #[arg(long, value_name = "OPS_PER_SEC", default_value_t = 200.0, value_parser = parse_positive)]
+    pub rate: f64,
+
+    /// Concurrent clients [default: 2 × --nodes].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub concurrency: Option<u32>,
+
+    /// Seed of every random choice (operations, fault schedule) [default: random,
+    /// printed and stored in run.json].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Where run folders are created.
+    #[arg(long, value_name = "DIR", default_value = "results")]
+    pub results: PathBuf,
+
+    /// The broker executable [default: the `broker` built alongside watermark; built
+    /// with cargo when run from the source tree and missing].
+    #[arg(long, value_name = "PATH")]
+    pub broker_bin: Option<PathBuf>,
+
+    /// Plant a known bug in every broker.
+    #[arg(long, value_name = "NAME", value_parser = Names::<Bug>::new("bug"))]
+    pub bug: Option<Bug>,
+
+    /// Brokers fsync their log after this many messages (default: never, like Kafka).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub flush_messages: Option<u64>,
+
+    /// A follower behind the leader for longer than this leaves the ISR (the brokers'
+    /// replica.lag.time.max.ms) [default: the broker's, 10000].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub replica_lag_time_max_ms: Option<u64>,
+
+    /// Register workload: read with `?linearizable=true` (the leader confirms it
+    /// still leads before answering).
+    #[arg(long)]
+    pub linearizable_reads: bool,
+
+    /// A fixed fault script instead of the random schedule (--nemesis is then
+    /// ignored). Each loses or diverges data under --truncation hw and finds nothing
+    /// under epoch. It runs to its end (its waits are bounded), then the run ends;
+    /// --time-limit does not apply.
+    #[arg(long, value_name = "NAME", value_parser = Names::<Scenario>::new("scenario"))]
+    pub scenario: Option<Scenario>,
+}
+
+/// `--acks`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AcksArg {
+    #[value(name = "0")]
+    Zero,
+    #[value(name = "1")]
+    One,
+    #[value(name = "all")]
+    All,
+}
+
+impl AcksArg {
+    pub fn to_client(self) -> workloads::client::Acks {
+        match self {
+            AcksArg::Zero => workloads::client::Acks::Zero,
+            AcksArg::One => workloads::client::Acks::One,
+            AcksArg::All => workloads::client::Acks::All,
+        }
+    }
+}
+
+/// `--truncation`: the brokers' rule for truncating a follower's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Truncation {
+    Epoch,
+    Hw,
+}
+
+/// `--workload`: what the clients do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WorkloadKind {
+    Queue,
+    Register,
+}
+
+/// A bug the brokers can plant (`broker node --bug NAME`), so the harness can be
+/// seen to catch it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Bug {
+    /// Truncate a follower to its high watermark, as `--truncation hw` does.
+    HwTruncation,
+    /// Answer acks=all once the leader appended, before the ISR has the record.
+    AckBeforeReplicate,
+    /// Let the leader shrink its ISR on its own, without the controller.
+    IsrUnchecked,
+    /// Answer linearizable reads without the leadership check.
+    StaleRead,
+    /// Keep the records of epochs the new leader never wrote (no epoch fencing).
+    NoEpochFence,
+}
+
+by_name!(
+    AcksArg => "acks",
+    Truncation => "truncation",
+    WorkloadKind => "workload",
+    Bug => "bug",
+);
+
+fn parse_positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number")),
+    }
+}
+
+/// Seconds in (0, 86400].
+pub(crate) fn parse_positive_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a number of seconds in (0, 86400]")),
+    }
+}
+
+/// Why options cannot be resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResolveError {
+    /// A bad option or combination (exit 64).
+    Usage(String),
+    /// The broker executable is missing and cannot be built (exit 3).
+    Harness(HarnessError),
+}
+
+impl RunArgs {
+    /// Check what clap cannot check alone and fill in every default; the broker
+    /// executable is found (or built) by `cluster::broker_bin::locate`.
+    pub fn resolve(self) -> Result<Resolved, ResolveError> {
+        self.resolve_with(crate::cluster::broker_bin::locate)
+    }
+
+    /// [`RunArgs::resolve`], finding the broker executable with `locate`.
+    pub fn resolve_with(
+        self,
+        locate: impl FnOnce(Option<&std::path::Path>) -> crate::error::Result<PathBuf>,
+    ) -> Result<Resolved, ResolveError> {
+        let usage = ResolveError::Usage;
+        if let Some(scenario) = self.scenario
+            && (self.nodes < 3 || self.replication_factor.is_some_and(|rf| rf < 3))
+        {
+            return Err(usage(format!(
+                "--scenario {scenario} needs three replicas: --nodes 3 or more and \
+                 --replication-factor 3 or more"
+            )));
+        }
+        if self.workload == WorkloadKind::Register && self.acks != AcksArg::All {
+            return Err(usage(
+                "--workload register writes with acks=all (a register's writes must be \
+                 committed to be judged); leave out --acks"
+                    .to_string(),
+            ));
+        }
+        if self.linearizable_reads && self.workload != WorkloadKind::Register {
+            return Err(usage(
+                "--linearizable-reads applies to --workload register only".to_string(),
+            ));
+        }
+        let rf = self.replication_factor.unwrap_or(self.nodes);
+        if rf > self.nodes {
+            return Err(usage(format!(
+                "--replication-factor {rf} is more than --nodes {}; each replica needs its own node",
+                self.nodes
+            )));
+        }
+        let min_insync = self.min_insync.unwrap_or(rf.min(2));
+        if min_insync > rf {
+            return Err(usage(format!(
+                "--min-insync {min_insync} is more than the replication factor {rf}; no acks=all write could ever succeed"
+            )));
+        }
+        let nemesis = match self.scenario {
+            // The script replaces the random schedule.
+            Some(_) => Vec::new(),
+            None => fault_list::resolve(&self.nemesis).map_err(usage)?,
+        };
+        let broker_bin = locate(self.broker_bin.as_deref()).map_err(ResolveError::Harness)?;
+        Ok(Resolved {
+            nodes: self.nodes,
+            partitions: self.partitions,
+            replication_factor: rf,
+            min_insync,
+            acks: self.acks,
+            truncation: self.truncation,
+            unclean_election: self.unclean_election,
+            workload: self.workload,
+            nemesis,
+            nemesis_interval: self.nemesis_interval,
+            time_limit: self.time_limit,
+            rate: self.rate,
+            concurrency: self.concurrency.unwrap_or(2 * self.nodes),
+            seed: self
+                .seed
+                .unwrap_or_else(|| u64::from(rand::random::<u32>())),
+            results: self.results,
+            broker_bin,
+            bug: self.bug,
+            flush_messages: self.flush_messages,
+            replica_lag_time_max_ms: self.replica_lag_time_max_ms,
+            linearizable_reads: self.linearizable_reads,
+            scenario: self.scenario,
+        })
+    }
+}
+
+impl From<Resolved> for RunArgs {
+    /// The options as if typed, to be resolved again (`watermark replay`).
+    fn from(r: Resolved) -> RunArgs {
+        RunArgs {
+            nodes: r.nodes,
+            partitions: r.partitions,
+            replication_factor: Some(r.replication_factor),
+            min_insync: Some(r.min_insync),
+            acks: r.acks,
+            truncation: r.truncation,
+            unclean_election: r.unclean_election,
+            workload: r.workload,
+            nemesis: fault_list::entries(&r.nemesis),
+            nemesis_interval: r.nemesis_interval,
+            time_limit: r.time_limit,
+            rate: r.rate,
+            concurrency: Some(r.concurrency),
+            seed: Some(r.seed),
+            results: r.results,
+            broker_bin: Some(r.broker_bin),
+            bug: r.bug,
+            flush_messages: r.flush_messages,
+            replica_lag_time_max_ms: r.replica_lag_time_max_ms,
+            linearizable_reads: r.linearizable_reads,
+            scenario: r.scenario,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        args: RunArgs,
+    }
+
+    fn parse(argv: &[&str]) -> Result<Resolved, String> {
+        let mut all = vec!["run"];
+        all.extend_from_slice(argv);
+        let args = T::try_parse_from(all).map_err(|e| e.to_string())?.args;
+        args.resolve_with(|bin| Ok(bin.map_or_else(|| PathBuf::from("/bin/broker"), Into::into)))
+            .map_err(|e| format!("{e:?}"))
+    }
+
+    #[test]
+    fn defaults_follow_the_docs() {
+        let a = parse(&["--seed", "5"]).unwrap();
+        assert_eq!(
+            (a.nodes, a.partitions, a.replication_factor, a.min_insync),
+            (3, 2, 3, 2)
+        );
+        assert_eq!(
+            (a.acks, a.truncation, a.workload),
+            (AcksArg::All, Truncation::Epoch, WorkloadKind::Queue)
+        );
+        assert_eq!(
+            a.nemesis,
+            [FaultKind::Kill, FaultKind::Pause, FaultKind::Partition]
+        );
+        assert_eq!(
+            (a.nemesis_interval, a.time_limit, a.rate),
+            (5.0, 60.0, 200.0)
+        );
+        assert_eq!((a.concurrency, a.seed), (6, 5));
+        assert_eq!(a.results, PathBuf::from("results"));
+        assert_eq!(a.broker_bin, PathBuf::from("/bin/broker"));
+        assert_eq!(a.node_args(), ["--truncation", "epoch"]);
+    }
+
+    #[test]
+    fn a_single_node_needs_no_min_insync_option() {
+        let a = parse(&["--nodes", "1", "--seed", "1"]).unwrap();
+        assert_eq!((a.replication_factor, a.min_insync), (1, 1));
+        assert_eq!(a.concurrency, 2);
+    }
+
+    #[test]
+    fn options_round_trip_through_run_json() {
+        let a = parse(&[
+            "--acks",
+            "1",
+            "--nemesis",
+            "kill,lose-unflushed",
+            "--bug",
+            "stale-read",
+        ])
+        .unwrap();
+        let json = serde_json::to_value(&a).unwrap();
+        assert_eq!(
+            json["nemesis"],
+            serde_json::json!(["kill", "lose-unflushed"])
+        );
+        assert_eq!(
+            (&json["acks"], &json["bug"]),
+            (&"1".into(), &"stale-read".into())
+        );
+        assert_eq!(serde_json::from_value::<Resolved>(json).unwrap(), a);
+        assert!(a.node_args().contains(&"--simulate-page-cache".to_string()));
+        let again = RunArgs::from(a.clone())
+            .resolve_with(|bin| Ok(bin.unwrap().to_path_buf()))
+            .unwrap();
+        assert_eq!(again, a);
+    }
+
+    #[test]
+    fn no_faults_are_stored_as_none_and_read_back() {
+        let a = parse(&["--nemesis", "none", "--seed", "1"]).unwrap();
+        assert!(a.nemesis.is_empty());
+        let json = serde_json::to_value(&a).unwrap();
+        assert_eq!(json["nemesis"], serde_json::json!(["none"]));
+        assert_eq!(serde_json::from_value::<Resolved>(json).unwrap(), a);
+        let s = parse(&["--scenario", "kip101-divergence", "--seed", "1"]).unwrap();
+        assert!(s.nemesis.is_empty());
+        assert_eq!(
+            serde_json::to_value(&s).unwrap()["scenario"],
+            "kip101-divergence"
+        );
+        assert!(s.node_args().contains(&"--flush-ms".to_string()));
+    }
+
+    #[test]
+    fn fault_names_are_trimmed_kept_once_and_none_stands_alone() {
+        use FaultKind::*;
+        let a = parse(&["--nemesis", " crash-all , kill,kill"]).unwrap();
+        assert_eq!(a.nemesis, [CrashAll, Kill]);
+        let e = parse(&["--nemesis", "kill,explode"]).unwrap_err();
+        assert!(
+            e.contains("unknown fault `explode`") && e.contains("lose-unflushed, or none"),
+            "{e}"
+        );
+        let e = parse(&["--nemesis", "none,kill"]).unwrap_err();
+        assert!(e.contains("`none` cannot be combined"), "{e}");
+    }
+
+    #[test]
+    fn serde_and_the_command_line_spell_every_name_alike() {
+        fn same<T: ValueEnum + serde::Serialize>() {
+            for v in T::value_variants() {
+                let name = crate::names::name(v);
+                assert_eq!(serde_json::to_value(v).unwrap(), name);
+            }
+        }
+        same::<AcksArg>();
+        same::<Truncation>();
+        same::<WorkloadKind>();
+        same::<Bug>();
+        same::<FaultKind>();
+        same::<Scenario>();
+        assert_eq!(
+            crate::names::list::<Bug>(),
+            "hw-truncation, ack-before-replicate, isr-unchecked, stale-read, no-epoch-fence"
+        );
+    }
+
+    #[test]
+    fn bad_combinations_are_usage_errors() {
+        for argv in [
+            &["--scenario", "kip999"][..],
+            &["--scenario", "kip101-data-loss", "--nodes", "2"],
+            &["--nodes", "3", "--replication-factor", "4"],
+            &["--min-insync", "3", "--replication-factor", "2"],
+            &["--nemesis", "kill,explode"],
+            &["--nemesis", "none,kill"],
+            &["--rate", "0"],
+            &["--time-limit", "-1"],
+            &["--bug", "nonsense"],
+            &["--linearizable-reads"],
+            &["--acks", "2"],
+            &["--workload", "register", "--acks", "1"],
+        ] {
+            assert!(parse(argv).is_err(), "{argv:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn a_missing_broker_is_a_harness_failure_not_bad_usage() {
+        let mut all = vec!["run"];
+        all.extend_from_slice(&["--seed", "1"]);
+        let args = T::try_parse_from(all).unwrap().args;
+        let e = args
+            .resolve_with(|_| Err(HarnessError::new("no broker")))
+            .unwrap_err();
+        assert_eq!(e, ResolveError::Harness(HarnessError::new("no broker")));
+    }
+}

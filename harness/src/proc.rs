@@ -1,0 +1,42 @@
+//! The processes of a cluster as the harness names them: the controller and the nodes
+//! by id. Plain data, shared by everything that points at a process — the network
+//! layer (who is cut from whom), the cluster (whom to kill or pause) and the nemesis
+//! (whom a fault hits) — so none of them has to import another for it.
+
+use std::fmt;
+
+use serde_json::{Value, json};
+
+/// A process of the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Proc {
+    Controller,
+    Node(i32),
+}
+
+impl Proc {
+    /// As in history values: the node id, or `"controller"`.
+    pub fn to_json(self) -> Value {
+        match self {
+            Proc::Controller => json!("controller"),
+            Proc::Node(id) => json!(id),
+        }
+    }
+
+    /// As a JSON object key and a folder name: `"1"`, `"controller"`.
+    pub fn key(self) -> String {
+        match self {
+            Proc::Controller => "controller".into(),
+            Proc::Node(id) => id.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Proc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Proc::Controller => f.write_str("controller"),
+            Proc::Node(id) => write!(f, "node {id}"),
+        }
+    }
+}

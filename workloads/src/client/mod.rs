@@ -1,0 +1,215 @@
+//! A broker client that finds partition leaders from metadata, follows them as they
+//! move, and reports each operation as `ok`, `fail` (it certainly did not happen) or
+//! `info` (unknown), following docs/api.md.
+//!
+//! The rule that keeps histories honest: the client retries an operation only after
+//! an answer that proves the previous attempt had no effect (`NOT_LEADER`, a refused
+//! connection, ...). After anything ambiguous — a timeout, a connection lost
+//! mid-request, `REQUEST_TIMED_OUT`, `NOT_ENOUGH_REPLICAS_AFTER_APPEND` — the
+//! operation ends `info` at once; a later success must never be credited to it.
+//!
+//! - this module: the client and the operations the workloads perform;
+//! - [`outcome`]: how an operation ended;
+//! - `leaders`: where each partition's leader is;
+//! - `attempt`: one operation against the leader, retried by that rule.
+
+mod attempt;
+mod leaders;
+pub mod outcome;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Value, json};
+
+use crate::api::{Fetched, KeyRead, Produced};
+pub use outcome::{Failure, Outcome};
+
+/// How a produce is acknowledged (`acks=0|1|all`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acks {
+    Zero,
+    One,
+    All,
+}
+
+impl Acks {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Acks::Zero => "0",
+            Acks::One => "1",
+            Acks::All => "all",
+        }
+    }
+}
+
+/// Where the cluster is and how patient to be with it.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Each node's address as clients reach it (through the harness's proxies).
+    pub nodes: BTreeMap<i32, SocketAddr>,
+    /// The controller's address.
+    pub controller: SocketAddr,
+    /// Budget for one HTTP request; past it the outcome is unknown.
+    pub request_timeout: Duration,
+    /// Attempts per operation (only definite failures are retried).
+    pub max_attempts: u32,
+}
+
+impl ClientConfig {
+    pub fn new(nodes: BTreeMap<i32, SocketAddr>, controller: SocketAddr) -> Self {
+        ClientConfig {
+            nodes,
+            controller,
+            request_timeout: Duration::from_secs(3),
+            max_attempts: 5,
+        }
+    }
+}
+
+/// A client of one topic's partitions. Not shared: each logical client process owns
+/// one, so its metadata cache and connections are its own.
+pub struct Client {
+    http: reqwest::Client,
+    config: ClientConfig,
+    /// Known leader of each (topic, partition).
+    leaders: HashMap<(String, u32), i32>,
+    /// Picks nodes to ask for metadata; seeded so runs are reproducible.
+    rng: ChaCha8Rng,
+}
+
+impl Client {
+    pub fn new(config: ClientConfig, seed: u64) -> Result<Client, String> {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(config.request_timeout)
+            .connect_timeout(config.request_timeout.min(Duration::from_secs(1)))
+            .pool_idle_timeout(Duration::from_secs(10))
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+        Ok(Client {
+            http,
+            config,
+            leaders: HashMap::new(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        })
+    }
+
+    /// Append one record; `Ok` carries its offset (`None` with `acks=0`).
+    pub async fn produce(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        value: Value,
+        acks: Acks,
+    ) -> Outcome<Option<u64>> {
+        let path = format!(
+            "/v1/topics/{topic}/partitions/{partition}/records?acks={}",
+            acks.as_str()
+        );
+        let body = json!({"records": [{"value": value}]});
+        let out = self
+            .with_leader(topic, partition, |http, addr| {
+                http.post(format!("http://{addr}{path}")).json(&body)
+            })
+            .await;
+        match out {
+            Outcome::Ok(Produced { base_offset }) => Outcome::Ok(base_offset),
+            Outcome::Fail(f) => Outcome::Fail(f),
+            Outcome::Info(f) => Outcome::Info(f),
+        }
+    }
+
+    /// Read up to `max_records` records from `offset` (never past the high watermark).
+    pub async fn fetch(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        max_records: u32,
+    ) -> Outcome<Fetched> {
+        let path = format!(
+            "/v1/topics/{topic}/partitions/{partition}/records?offset={offset}&max_records={max_records}"
+        );
+        self.with_leader(topic, partition, |http, addr| {
+            http.get(format!("http://{addr}{path}"))
+        })
+        .await
+    }
+
+    /// Read a key from the register view of its partition's leader (docs/api.md);
+    /// `linearizable` makes the leader confirm its leadership before answering.
+    pub async fn read_key(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        key: &str,
+        linearizable: bool,
+    ) -> Outcome<KeyRead> {
+        let path = format!(
+            "/v1/topics/{topic}/keys/{}?linearizable={linearizable}",
+            encode_path_segment(key)
+        );
+        self.with_leader(topic, partition, |http, addr| {
+            http.get(format!("http://{addr}{path}"))
+        })
+        .await
+    }
+
+    /// Write `value` to `key` (acks=all); with `if_value`, only if the key's current
+    /// value in the leader's log is that (`null`: never written) — a compare-and-set.
+    /// A mismatch is a `Fail` with code `PRECONDITION_FAILED`.
+    pub async fn write_key(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        key: &str,
+        value: Value,
+        if_value: Option<Value>,
+    ) -> Outcome<Option<u64>> {
+        let path = format!("/v1/topics/{topic}/partitions/{partition}/records?acks=all");
+        let mut body = json!({"records": [{"key": key, "value": value}]});
+        if let Some(expected) = if_value {
+            body["if_value"] = expected;
+        }
+        let out = self
+            .with_leader(topic, partition, |http, addr| {
+                http.post(format!("http://{addr}{path}")).json(&body)
+            })
+            .await;
+        match out {
+            Outcome::Ok(Produced { base_offset }) => Outcome::Ok(base_offset),
+            Outcome::Fail(f) => Outcome::Fail(f),
+            Outcome::Info(f) => Outcome::Info(f),
+        }
+    }
+}
+
+/// Percent-encode a URL path segment (everything but RFC 3986's unreserved bytes).
+fn encode_path_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_segments_are_percent_encoded() {
+        assert_eq!(encode_path_segment("k-12_a.b~"), "k-12_a.b~");
+        assert_eq!(encode_path_segment("a/b c?"), "a%2Fb%20c%3F");
+        assert_eq!(encode_path_segment("é"), "%C3%A9");
+    }
+}

@@ -1,0 +1,64 @@
+//! A workload as a value: the topic its clients use, the clients themselves, what the
+//! end of a run adds to the history, and the checker that judges it. A campaign asks
+//! these of whichever workload it runs, so it never needs to know which one it is.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use checker::history::Event;
+use checker::queue::ReplicaLog;
+use checker::verdict::CheckerResult;
+use tokio::sync::watch;
+
+use crate::recorder::Recorder;
+
+/// A future a workload hands back, boxed so workloads can be chosen at run time.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a campaign needs of a workload.
+pub trait Workload: Send + Sync {
+    /// The topic its clients use; the harness creates it before the clients start.
+    fn topic(&self) -> &'static str;
+
+    /// The name of the checker that judges its histories (its key in results.json).
+    fn checker(&self) -> &'static str;
+
+    /// Run the clients, recording every operation, until `stop` turns true; the
+    /// operations in flight then complete (bounded by the client's request timeout),
+    /// so no invocation is left open.
+    fn run(
+        &self,
+        recorder: Arc<dyn Recorder>,
+        stop: watch::Receiver<bool>,
+    ) -> BoxFuture<'static, ()>;
+
+    /// What the end of the run adds to the history once the cluster has healed and
+    /// converged, in words for the progress display; `None` if nothing.
+    fn final_step(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Perform the final step, recording as process numbers from
+    /// `first_free_process` on (numbers no client used), until `deadline`. Err says
+    /// what could not be done: the end of the run was then incomplete.
+    fn finish<'a>(
+        &'a self,
+        recorder: &'a dyn Recorder,
+        first_free_process: u64,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        let _ = (recorder, first_free_process, deadline);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Whether the replicas' final logs take part in the verdict. If they do, an
+    /// incomplete end of the run (no convergence, a partial final step, a missing
+    /// log) leaves lost writes possible, and caps a clean verdict at unknown.
+    fn judges_final_logs(&self) -> bool;
+
+    /// Judge a history (and the replicas' final logs, if it reads them). A history
+    /// the checker cannot analyse is an unknown verdict saying why.
+    fn check(&self, events: &[Event], replicas: &[ReplicaLog]) -> CheckerResult;
+}
