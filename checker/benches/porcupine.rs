@@ -2,14 +2,16 @@
 //! figures (tests/data/porcupine/README.md). Parsing is excluded, as in Porcupine's
 //! benchmarks. After divan's table, a summary prints our median and fastest of 20
 //! runs, Porcupine's figure, the ratio of medians, and the peak heap a check
-//! allocated. The heap is counted in separate runs: counting costs two shared
-//! atomic updates per allocation, which would slow the timed runs.
+//! allocated (benches/support/heap.rs). The heap is counted in separate runs:
+//! counting costs two shared atomic updates per allocation, which would slow the
+//! timed runs.
 //!
 //! Run: `cargo bench -p checker --bench porcupine`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+#[path = "support/heap.rs"]
+mod heap;
+
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
 use checker::format::{self, Format};
@@ -17,41 +19,8 @@ use checker::history::Event;
 use checker::linear::{self, ModelKind, Options};
 use checker::verdict::Validity;
 
-/// Counts live and peak heap bytes while `COUNTING` is set.
-struct Counting;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-static PEAK: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            let live = LIVE.fetch_add(l.size() as isize, Ordering::Relaxed) + l.size() as isize;
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        if COUNTING.load(Ordering::Relaxed) {
-            LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
-        }
-        unsafe { System.dealloc(p, l) }
-    }
-}
-
-/// The peak heap, above what was live before, of one run of `f`.
-fn peak_heap(f: impl FnOnce()) -> usize {
-    LIVE.store(0, Ordering::Relaxed);
-    PEAK.store(0, Ordering::Relaxed);
-    COUNTING.store(true, Ordering::Relaxed);
-    f();
-    COUNTING.store(false, Ordering::Relaxed);
-    PEAK.load(Ordering::Relaxed).max(0) as usize
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: heap::Counting = heap::Counting;
 
 fn load(path: &str) -> (Format, Vec<Event>) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -159,9 +128,7 @@ fn main() {
             times.push(t.elapsed());
         }
         for _ in 0..3 {
-            peak = peak.max(peak_heap(|| {
-                run(&case);
-            }));
+            peak = peak.max(heap::measure(|| run(&case)).1.heap);
         }
         times.sort();
         let (median, fastest) = (times[times.len() / 2], times[0]);
@@ -177,7 +144,7 @@ fn main() {
             fastest.as_secs_f64() * 1e3,
             case.porcupine.as_secs_f64() * 1e3,
             median.as_secs_f64() / case.porcupine.as_secs_f64(),
-            peak as f64 / (1 << 20) as f64,
+            heap::mib(peak),
         );
     }
 }

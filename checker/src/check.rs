@@ -7,44 +7,97 @@ use crate::format::Format;
 use crate::history::{Event, EventType, Process};
 use crate::linear::{self, ModelKind, Options};
 use crate::queue::{self, ReplicaLog};
-use crate::verdict::{Results, Validity};
+use crate::verdict::Results;
 
-/// What a history is checked as.
+/// What a history is checked as: Knossos's models by their Knossos names, the kv
+/// store of Porcupine's logs, and the Kafka queue analysis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Model {
     Register,
     CasRegister,
+    Mutex,
+    MultiRegister,
+    Set,
+    FifoQueue,
+    UnorderedQueue,
     Kv,
     Queue,
 }
 
 impl Model {
+    /// Every model, in the order `--model` lists them.
+    pub const ALL: [Model; 9] = [
+        Model::Register,
+        Model::CasRegister,
+        Model::Mutex,
+        Model::MultiRegister,
+        Model::Set,
+        Model::FifoQueue,
+        Model::UnorderedQueue,
+        Model::Kv,
+        Model::Queue,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Model::Register => "register",
             Model::CasRegister => "cas-register",
+            Model::Mutex => "mutex",
+            Model::MultiRegister => "multi-register",
+            Model::Set => "set",
+            Model::FifoQueue => "fifo-queue",
+            Model::UnorderedQueue => "unordered-queue",
             Model::Kv => "kv",
             Model::Queue => "queue",
         }
     }
 
-    /// The model a file format implies, or the operations' names suggest.
+    /// The model a file format implies, or the operations' names suggest:
+    /// `send`/`poll` → queue, `txn` → multi-register, `acquire`/`release` →
+    /// mutex, `add` → set, `get`/`put`/`append` → kv, `read`/`write`/`cas` →
+    /// cas-register. `enqueue`/`dequeue` could be either queue: `None`.
     pub fn infer(format: Format, events: &[Event]) -> Option<Model> {
         match format {
             Format::JepsenLog => return Some(Model::CasRegister),
             Format::PorcupineKv => return Some(Model::Kv),
             Format::Jsonl | Format::Edn => {}
         }
-        let client = events.iter().filter(|e| e.process != Process::Nemesis);
-        for e in client {
-            match e.f.as_str() {
-                "send" | "poll" | "final-poll" => return Some(Model::Queue),
-                "read" | "write" | "cas" => return Some(Model::CasRegister),
-                "get" | "put" | "append" => return Some(Model::Kv),
-                _ => {}
-            }
+        let fs: std::collections::BTreeSet<&str> = events
+            .iter()
+            .filter(|e| e.process != Process::Nemesis)
+            .map(|e| e.f.as_str())
+            .collect();
+        let any = |names: &[&str]| names.iter().any(|f| fs.contains(f));
+        if any(&["send", "poll", "final-poll"]) {
+            Some(Model::Queue)
+        } else if any(&["enqueue", "dequeue"]) {
+            None
+        } else if any(&["txn"]) {
+            Some(Model::MultiRegister)
+        } else if any(&["acquire", "release"]) {
+            Some(Model::Mutex)
+        } else if any(&["add"]) {
+            Some(Model::Set)
+        } else if any(&["get", "put", "append"]) {
+            Some(Model::Kv)
+        } else if any(&["read", "write", "cas"]) {
+            Some(Model::CasRegister)
+        } else {
+            None
         }
-        None
+    }
+}
+
+impl std::str::FromStr for Model {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Model, String> {
+        Model::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Model::ALL.iter().map(|m| m.name()).collect();
+                format!("unknown model {s:?}: expected one of {}", names.join(", "))
+            })
     }
 }
 
@@ -65,10 +118,11 @@ impl std::fmt::Display for CheckError {
 impl std::error::Error for CheckError {}
 
 /// Check a history: the queue analysis for queues (with the replicas' final logs,
-/// if any), linearizability for registers and key-value stores. Jepsen log
-/// histories read a failed cas as an observation, as Porcupine does. A history
-/// with invocations that never completed is at best unknown (docs/anomalies.md,
-/// "Verdicts").
+/// if any), linearizability for the other models. Jepsen log histories read a
+/// failed cas as an observation, as Porcupine does; Jepsen EDN histories read a
+/// nil read as matching any value, as Knossos does. Invocations that never
+/// completed are indeterminate, like `info` (docs/history.md): they are counted
+/// and noted, and the verdict is what the checker finds.
 pub fn check(
     format: Format,
     events: &[Event],
@@ -90,32 +144,40 @@ pub fn check(
         let kind = match model {
             Model::Register => ModelKind::Register,
             Model::CasRegister => ModelKind::CasRegister,
-            _ => ModelKind::Kv,
+            Model::Mutex => ModelKind::Mutex,
+            Model::MultiRegister => ModelKind::MultiRegister,
+            Model::Set => ModelKind::Set,
+            Model::FifoQueue => ModelKind::FifoQueue,
+            Model::UnorderedQueue => ModelKind::UnorderedQueue,
+            Model::Kv | Model::Queue => ModelKind::Kv,
         };
         let options = Options {
             failed_cas_observes: format == Format::JepsenLog,
+            nil_read_unknown: format == Format::Edn,
             ..options.clone()
         };
         let r = linear::check(events, kind, &options).map_err(|e| CheckError {
             index: match &e {
                 linear::LinError::Pair(p) => events.get(p.position).map(|e| e.index),
                 linear::LinError::Shape { index, .. } => Some(*index),
+                linear::LinError::Initial(_) => None,
             },
             message: e.to_string(),
         })?;
         checkers.insert("linearizable".to_string(), r);
     }
-    // A history whose writer stopped mid-way (invocations never completed) was
-    // checked with those operations as indeterminate; it can show anomalies, but
-    // it cannot show that the whole run was valid.
     let open = open_invocations(events);
     for r in checkers.values_mut() {
         r.stats
             .insert("ops-never-completed".to_string(), open as u64);
-        if open > 0 && r.valid == Validity::Valid {
-            r.valid = Validity::Unknown;
-            r.reason = Some(format!(
-                "the history is incomplete: {open} invocations never completed (checked as indeterminate)"
+        if open > 0 {
+            let (n, were) = if open == 1 {
+                ("1 invocation".to_string(), "it was")
+            } else {
+                (format!("{open} invocations"), "they were")
+            };
+            r.notes.push(format!(
+                "{n} never completed: {were} checked as indeterminate (taking effect at any point after the invocation, or never)"
             ));
         }
     }

@@ -235,6 +235,10 @@ pub struct CheckerResult {
     /// Counts worth showing (ops checked, keys, cache entries, ...).
     #[serde(default)]
     pub stats: BTreeMap<String, u64>,
+    /// What a reader should know about how the history was judged (pending
+    /// invocations checked as indeterminate, ...); they do not change the verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl CheckerResult {
@@ -249,6 +253,7 @@ impl CheckerResult {
             reason: None,
             anomalies,
             stats: BTreeMap::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -259,6 +264,7 @@ impl CheckerResult {
             reason: Some(reason.into()),
             anomalies: Vec::new(),
             stats: BTreeMap::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -314,6 +320,9 @@ impl Results {
                 let _ = write!(out, " — {}", list.join(", "));
             }
             out.push('\n');
+            for note in &c.notes {
+                let _ = writeln!(out, "  note: {note}");
+            }
             let mut shown: BTreeMap<AnomalyKind, usize> = BTreeMap::new();
             for a in &c.anomalies {
                 let n = shown.entry(a.kind).or_insert(0);

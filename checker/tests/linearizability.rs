@@ -3,34 +3,25 @@
 //!   concurrency, crashes (info, the op may land later or never) and failures —
 //!   are always judged linearizable;
 //! - on small random histories the verdict equals a brute-force search over every
-//!   real-time-respecting order of the operations.
+//!   real-time-respecting order of the operations, under every reading (failed
+//!   cas as an observation, Knossos's nil reads, an initial value, `register`
+//!   without cas), and with unique values, which the zones decide;
+//! - on longer ones it equals the plain Wing–Gong–Lowe search (Porcupine's),
+//!   which has none of the pruning.
 //!
 //! Histories are decoded from a stream of random choices, so proptest shrinks a
 //! failing case to a short history; the runner's seed is fixed.
 
-use checker::history::{Event, EventType, Op, Outcome, Process, pair};
+#[path = "support/brute.rs"]
+mod brute;
+
+use brute::{Choices, Mix, Reading};
+use checker::history::{Event, EventType, Process, pair};
 use checker::linear::{ModelKind, Options, check};
 use checker::verdict::Validity;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use serde_json::{Value, json};
-
-/// Reads choices from the stream, wrapping around (a stream of zeros is valid).
-struct Choices<'a> {
-    c: &'a [u32],
-    i: usize,
-}
-
-impl Choices<'_> {
-    fn below(&mut self, n: u32) -> u32 {
-        let v = self.c.get(self.i).copied().unwrap_or(0);
-        self.i += 1;
-        v % n.max(1)
-    }
-    fn chance(&mut self, percent: u32) -> bool {
-        self.below(100) < percent
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 enum Kind {
@@ -205,7 +196,7 @@ proptest! {
 
     #[test]
     fn simulated_registers_are_linearizable(choices in prop::collection::vec(any::<u32>(), 0..400)) {
-        let mut ch = Choices { c: &choices, i: 0 };
+        let mut ch = Choices::new(&choices);
         let keys = 1 + ch.below(3);
         let with_cas = ch.chance(70);
         let events = simulate(&mut ch, keys, with_cas);
@@ -218,155 +209,15 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------
-// Brute force: every order of the operations that respects real time.
+// Against the brute force (tests/support/brute.rs): every real-time-respecting
+// order of the operations, straight from the events.
 
-/// An operation as the brute force sees it, straight from the history.
-#[derive(Debug, Clone)]
-struct Bop {
-    invoke: usize,
-    complete: Option<usize>,
-    f: String,
-    arg: Value,
-    outcome: Outcome,
-    read: Value,
-}
-
-/// Does `op` fit the register value `reg`, and what does it leave?
-fn brute_step(reg: &Value, op: &Bop, observes: bool) -> Option<Value> {
-    match (op.f.as_str(), op.outcome) {
-        ("read", Outcome::Ok) => (op.read == *reg).then(|| reg.clone()),
-        ("read", _) => Some(reg.clone()),
-        ("write", _) => Some(op.arg.clone()),
-        ("cas", o) => {
-            let (from, to) = (&op.arg[0], &op.arg[1]);
-            match o {
-                Outcome::Ok => (reg == from).then(|| to.clone()),
-                Outcome::Fail => {
-                    debug_assert!(observes);
-                    (reg != from).then(|| reg.clone())
-                }
-                Outcome::Info => Some(if reg == from { to.clone() } else { reg.clone() }),
-            }
-        }
-        _ => unreachable!(),
+fn verdict(linearizable: bool) -> Validity {
+    if linearizable {
+        Validity::Valid
+    } else {
+        Validity::Invalid
     }
-}
-
-fn brute_force(ops: &[Op], observes: bool) -> bool {
-    let ops: Vec<Bop> = ops
-        .iter()
-        .filter(|o| o.outcome != Outcome::Fail || (observes && o.f != "write"))
-        .map(|o| Bop {
-            invoke: o.invoke_pos,
-            complete: if o.outcome == Outcome::Info {
-                None
-            } else {
-                o.complete_pos
-            },
-            f: o.f.clone(),
-            arg: o.invoke_value.clone(),
-            outcome: o.outcome,
-            read: o.value.clone(),
-        })
-        .collect();
-    fn go(ops: &[Bop], done: &mut Vec<bool>, reg: &Value, observes: bool) -> bool {
-        if done.iter().all(|d| *d) {
-            return true;
-        }
-        for i in 0..ops.len() {
-            if done[i] {
-                continue;
-            }
-            // i may go next only if no remaining op completed before i was invoked.
-            let blocked = (0..ops.len())
-                .any(|j| !done[j] && j != i && ops[j].complete.is_some_and(|c| c < ops[i].invoke));
-            if blocked {
-                continue;
-            }
-            if let Some(next) = brute_step(reg, &ops[i], observes) {
-                done[i] = true;
-                if go(ops, done, &next, observes) {
-                    return true;
-                }
-                done[i] = false;
-            }
-        }
-        false
-    }
-    go(&ops, &mut vec![false; ops.len()], &Value::Null, observes)
-}
-
-/// A small random history: any interleaving, any outcomes, any values read.
-fn random_history(ch: &mut Choices) -> Vec<Event> {
-    let procs = 1 + ch.below(3) as u64;
-    let ops = 1 + ch.below(7);
-    let mut events: Vec<Event> = Vec::new();
-    let mut open: Vec<Option<(String, Value)>> = vec![None; procs as usize];
-    let mut proc_ids: Vec<u64> = (0..procs).collect();
-    let mut next_id = procs;
-    let mut invoked = 0;
-    let val = |ch: &mut Choices| {
-        if ch.chance(20) {
-            Value::Null
-        } else {
-            json!(ch.below(3))
-        }
-    };
-    let mut push = |p: u64, kind: EventType, f: &str, value: Value| {
-        let index = events.len() as u64;
-        events.push(Event {
-            index,
-            time: index,
-            process: Process::Client(p),
-            kind,
-            f: f.into(),
-            value,
-            error: None,
-        });
-    };
-    while invoked < ops || open.iter().any(Option::is_some) {
-        let mut w = ch.below(procs as u32) as usize;
-        if invoked == ops && open[w].is_none() {
-            // Nothing left to invoke: complete some open operation.
-            w = open.iter().position(Option::is_some).unwrap_or(w);
-        }
-        match open[w].take() {
-            None if invoked < ops => {
-                let (f, arg) = match ch.below(3) {
-                    0 => ("read", Value::Null),
-                    1 => ("write", json!(ch.below(3))),
-                    _ => ("cas", json!([ch.below(3), ch.below(3)])),
-                };
-                push(proc_ids[w], EventType::Invoke, f, arg.clone());
-                open[w] = Some((f.to_string(), arg));
-                invoked += 1;
-            }
-            None => {}
-            Some((f, arg)) => {
-                let kind = match ch.below(10) {
-                    0 => EventType::Info,
-                    1 if f != "read" => EventType::Fail,
-                    _ => EventType::Ok,
-                };
-                let value = if f == "read" && kind == EventType::Ok {
-                    val(ch)
-                } else {
-                    arg
-                };
-                push(proc_ids[w], kind, &f, value);
-                if kind == EventType::Info {
-                    proc_ids[w] = next_id;
-                    next_id += 1;
-                }
-            }
-        }
-    }
-    // Sometimes cut the tail, as a crashed harness would: invocations stay open.
-    if ch.chance(20) {
-        let cut = ch.below(3) as usize;
-        events.truncate(events.len().saturating_sub(cut));
-    }
-    events
 }
 
 proptest! {
@@ -374,40 +225,92 @@ proptest! {
 
     #[test]
     fn small_histories_agree_with_brute_force(choices in prop::collection::vec(any::<u32>(), 0..80)) {
-        let mut ch = Choices { c: &choices, i: 0 };
-        let events = random_history(&mut ch);
+        let mut ch = Choices::new(&choices);
+        let events = brute::random_history(&mut ch, brute::SMALL);
         let ops = pair(&events).unwrap();
         for observes in [false, true] {
-            let expected = if brute_force(&ops, observes) { Validity::Valid } else { Validity::Invalid };
+            let reading = Reading { failed_cas_observes: observes, ..Reading::default() };
+            let expected = verdict(brute::linearizable(&ops, &reading));
             let r = check(&events, ModelKind::CasRegister, &options(observes)).unwrap();
             prop_assert_eq!(r.valid, expected, "failed cas observes: {}; {:#?}", observes, events);
         }
+    }
+
+    /// Knossos's readings: a nil read matches any value; a register may start
+    /// with a value; `register` has no cas.
+    #[test]
+    fn readings_agree_with_brute_force(choices in prop::collection::vec(any::<u32>(), 0..80)) {
+        let mut ch = Choices::new(&choices);
+        let nil_read_unknown = ch.chance(50);
+        let initial = if ch.chance(50) { Value::Null } else { json!(100 + ch.below(3)) };
+        let cas = ch.chance(50);
+        let events = brute::random_history(&mut ch, Mix { cas, ..brute::SMALL });
+        let ops = pair(&events).unwrap();
+        let reading = Reading { nil_read_unknown, initial: initial.clone(), ..Reading::default() };
+        let expected = verdict(brute::linearizable(&ops, &reading));
+        let kind = if cas { ModelKind::CasRegister } else { ModelKind::Register };
+        let opts = Options { nil_read_unknown, initial: Some(initial), ..options(false) };
+        let r = check(&events, kind, &opts).unwrap();
+        prop_assert_eq!(r.valid, expected, "{:?}; {:#?}", reading, events);
+    }
+
+    /// Unique written values: the zones decide, and agree with the brute force.
+    #[test]
+    fn unique_values_agree_with_brute_force(choices in prop::collection::vec(any::<u32>(), 0..80)) {
+        let mut ch = Choices::new(&choices);
+        let mix = Mix { cas: false, unique: true, max_ops: 8, max_procs: 4, ..brute::SMALL };
+        let events = brute::random_history(&mut ch, mix);
+        let ops = pair(&events).unwrap();
+        let expected = verdict(brute::linearizable(&ops, &Reading::default()));
+        let r = check(&events, ModelKind::Register, &options(false)).unwrap();
+        prop_assert_eq!(r.valid, expected, "{:#?}", events);
+        // Every key is decided by its zones, a violation then explained by the search.
+        let invalid = u64::from(r.valid == Validity::Invalid);
+        prop_assert_eq!(r.stats["keys-unique-values"] + invalid, r.stats["keys"]);
+    }
+}
+
+proptest! {
+    #![proptest_config(config(400, 0x5eed_0003))]
+
+    /// Histories too long for the brute force: the pruned search and the unique
+    /// value path agree with the plain Wing–Gong–Lowe search (Porcupine's).
+    #[test]
+    fn medium_histories_agree_with_the_plain_search(choices in prop::collection::vec(any::<u32>(), 0..400)) {
+        let mut ch = Choices::new(&choices);
+        let unique = ch.chance(30);
+        let mix = Mix { max_ops: 40, max_procs: 5, values: 4, cas: !unique && ch.chance(70), unique };
+        let events = brute::random_history(&mut ch, mix);
+        let kind = if mix.cas { ModelKind::CasRegister } else { ModelKind::Register };
+        let plain = check(&events, kind, &Options { plain: true, ..options(false) }).unwrap();
+        let ours = check(&events, kind, &options(false)).unwrap();
+        prop_assert_eq!(ours.valid, plain.valid, "{:#?}", events);
     }
 }
 
 #[test]
 fn brute_force_itself_tells_the_two_apart() {
     // write 1 completes before a read of nil starts: not linearizable.
-    let c = Process::Client;
-    let e = |i: u64, p: u64, kind: EventType, f: &str, value: Value| Event {
-        index: i,
-        time: i,
-        process: c(p),
-        kind,
-        f: f.into(),
-        value,
-        error: None,
+    let mut bad = Vec::new();
+    brute::push(&mut bad, 0, EventType::Invoke, "write", json!(1));
+    brute::push(&mut bad, 0, EventType::Ok, "write", json!(1));
+    brute::push(&mut bad, 1, EventType::Invoke, "read", Value::Null);
+    brute::push(&mut bad, 1, EventType::Ok, "read", Value::Null);
+    assert!(!brute::linearizable(
+        &pair(&bad).unwrap(),
+        &Reading::default()
+    ));
+    let nil_any = Reading {
+        nil_read_unknown: true,
+        ..Reading::default()
     };
-    let bad = vec![
-        e(0, 0, EventType::Invoke, "write", json!(1)),
-        e(1, 0, EventType::Ok, "write", json!(1)),
-        e(2, 1, EventType::Invoke, "read", Value::Null),
-        e(3, 1, EventType::Ok, "read", Value::Null),
-    ];
-    assert!(!brute_force(&pair(&bad).unwrap(), false));
+    assert!(brute::linearizable(&pair(&bad).unwrap(), &nil_any));
     let mut good = bad.clone();
     good.swap(1, 2); // now concurrent
     good[1].index = 1;
     good[2].index = 2;
-    assert!(brute_force(&pair(&good).unwrap(), false));
+    assert!(brute::linearizable(
+        &pair(&good).unwrap(),
+        &Reading::default()
+    ));
 }

@@ -1,11 +1,13 @@
 //! `watermark check`: judge a history file offline — ours (`history.jsonl`, alone
-//! or inside a run folder), a Jepsen `history.edn`, or a Porcupine test log.
+//! or inside a run folder), a Jepsen `history.edn` (alone or inside a Jepsen store
+//! folder), or a Porcupine test log.
 //!
 //! This is the file-reading shell around the pure `checker` crate: it reads the
 //! history (and, inside a run folder, `run.json` for the workload and every
 //! `nodes/<id>/final-log.jsonl` for replica divergence), picks the format and the
-//! model, runs the checker and prints the verdict. Unreadable or malformed input is
-//! bad usage (exit 64) with the file, the line and what was expected.
+//! model, gives the checker its budgets (the time limit, and a memory budget that
+//! follows the machine), runs it and prints the verdict. Unreadable or malformed
+//! input is bad usage (exit 64) with the file, the line and what was expected.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,7 +16,7 @@ use checker::check::{Model, check};
 use checker::format::{self, Format};
 use checker::linear::Options;
 use checker::queue::ReplicaLog;
-use checker::verdict::{Results, Validity};
+use checker::verdict::Validity;
 use clap::ValueEnum;
 
 use crate::exit::Exit;
@@ -31,20 +33,43 @@ pub enum FormatArg {
     PorcupineKv,
 }
 
-/// The model to check against.
+/// The model to check against: Knossos's models as Knossos names them, the kv
+/// store of Porcupine's logs, and the Kafka queue analysis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ModelArg {
     Register,
     CasRegister,
+    Mutex,
+    MultiRegister,
+    Set,
+    FifoQueue,
+    UnorderedQueue,
     Kv,
     Queue,
+}
+
+impl ModelArg {
+    fn model(self) -> Model {
+        match self {
+            ModelArg::Register => Model::Register,
+            ModelArg::CasRegister => Model::CasRegister,
+            ModelArg::Mutex => Model::Mutex,
+            ModelArg::MultiRegister => Model::MultiRegister,
+            ModelArg::Set => Model::Set,
+            ModelArg::FifoQueue => Model::FifoQueue,
+            ModelArg::UnorderedQueue => Model::UnorderedQueue,
+            ModelArg::Kv => Model::Kv,
+            ModelArg::Queue => Model::Queue,
+        }
+    }
 }
 
 /// Options of `watermark check`.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// The history file (history.jsonl, history.edn, a Jepsen or Porcupine log), or
-    /// a run folder (its history.jsonl is checked).
+    /// a folder: a run folder (its history.jsonl is checked) or a Jepsen store
+    /// folder (its history.edn).
     pub history: PathBuf,
     /// The file's format.
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
@@ -53,7 +78,14 @@ pub struct CheckArgs {
     /// format and the operations imply].
     #[arg(long, value_enum)]
     pub model: Option<ModelArg>,
+    /// The model's initial state, as JSON or EDN: a register's value (`0`), a
+    /// multi-register's map (`{:x 0 :y 0}`), a set's or a queue's elements
+    /// (`[1 2]`), a mutex held (`true`) [default: the model's own: nil, empty,
+    /// free].
+    #[arg(long, value_name = "VALUE")]
+    pub initial: Option<String>,
     /// The checker's budget in seconds; past it the verdict is unknown (exit 2).
+    /// Its memory budget is a quarter of the machine's memory.
     #[arg(long, value_name = "SECS", default_value_t = 300.0)]
     pub time_limit: f64,
     /// Print results.json to stdout instead of the text verdict.
@@ -83,7 +115,7 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         ));
     }
     let path = if args.history.is_dir() {
-        args.history.join("history.jsonl")
+        history_in(&args.history)?
     } else {
         args.history.clone()
     };
@@ -114,24 +146,26 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         None => Vec::new(),
     };
 
-    let model = match args.model {
-        Some(ModelArg::Register) => Model::Register,
-        Some(ModelArg::CasRegister) => Model::CasRegister,
-        Some(ModelArg::Kv) => Model::Kv,
-        Some(ModelArg::Queue) => Model::Queue,
-        None => match workload {
-            Some(WorkloadKind::Queue) => Model::Queue,
-            Some(WorkloadKind::Register) => Model::CasRegister,
-            None => Model::infer(fmt, &parsed.events).ok_or_else(|| {
-                format!("{shown}: cannot tell which model to check against; name it with --model register|cas-register|kv|queue")
-            })?,
-        },
+    let model = match (args.model, workload) {
+        (Some(m), _) => m.model(),
+        (None, Some(w)) => w.model(),
+        (None, None) => Model::infer(fmt, &parsed.events).ok_or_else(|| {
+            let names: Vec<&str> = Model::ALL.iter().map(|m| m.name()).collect();
+            format!(
+                "{shown}: cannot tell which model to check against; name it with --model {}",
+                names.join("|")
+            )
+        })?,
     };
 
-    let options = Options {
-        time_limit: Some(Duration::from_secs_f64(args.time_limit)),
-        ..Options::default()
-    };
+    let mut options = checker_options(Duration::from_secs_f64(args.time_limit));
+    if let Some(text) = &args.initial {
+        if model == Model::Queue {
+            return Err("--initial sets a linearizability model's initial state; the queue analysis has none".to_string());
+        }
+        let value = format::parse_value(text).map_err(|e| format!("--initial {text:?}: {e}"))?;
+        options.initial = Some(value);
+    }
     let mut results =
         check(fmt, &parsed.events, model, &replicas, &options).map_err(|e| {
             match e.index.and_then(|i| parsed.line_of_index(i)) {
@@ -144,15 +178,19 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
             }
         })?;
 
-    if model == Model::Queue
-        && let Some(run) = &run_json
-    {
-        cap_incomplete_run(&mut results, run);
+    let warning = run_json.as_ref().and_then(ended_early);
+    if let Some(w) = &warning {
+        for c in results.checkers.values_mut() {
+            c.notes.push(w.clone());
+        }
     }
 
     if args.json {
         let json = serde_json::to_string_pretty(&results).unwrap_or_default();
         say(&format!("{json}\n"));
+        if let Some(w) = &warning {
+            eprintln!("watermark check: warning: {w}");
+        }
     } else {
         let logs = if replicas.is_empty() {
             String::new()
@@ -165,6 +203,9 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
             fmt.name(),
             model.name(),
         ));
+        if let Some(w) = &warning {
+            say(&format!("warning: {w}\n"));
+        }
         say(&results.render_text());
     }
     Ok(match results.valid {
@@ -194,30 +235,79 @@ fn read_run_json(dir: &Path) -> Option<serde_json::Value> {
     serde_json::from_str(&text).ok()
 }
 
-/// A run whose end was incomplete (`"complete": false` in run.json: no
-/// convergence, a partial drain, missing logs) cannot rule out lost writes: a clean
-/// queue verdict is at best unknown, as `watermark run` judged it.
-fn cap_incomplete_run(results: &mut Results, run: &serde_json::Value) {
-    if run.get("complete").and_then(|c| c.as_bool()) != Some(false) {
-        return;
-    }
+/// The history a folder holds: a watermark run folder's history.jsonl, or a
+/// Jepsen store folder's history.edn.
+fn history_in(dir: &Path) -> Result<PathBuf, String> {
+    ["history.jsonl", "history.edn"]
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            format!(
+                "{} holds neither history.jsonl (a watermark run folder) nor history.edn \
+                 (a Jepsen store folder); give a history file or such a folder",
+                dir.display()
+            )
+        })
+}
+
+/// What run.json says about a run that ended early or whose end was incomplete
+/// (`"complete": false`: no convergence, a partial drain, missing logs; no end
+/// time: interrupted, or the harness died). The history still gets a verdict —
+/// what it recorded is judged, and the checker says unknown where it cannot
+/// judge — but the reader should know.
+fn ended_early(run: &serde_json::Value) -> Option<String> {
     let notes: Vec<&str> = run
         .get("notes")
         .and_then(|n| n.as_array())
         .map(|n| n.iter().filter_map(|s| s.as_str()).collect())
         .unwrap_or_default();
-    let reason = if notes.is_empty() {
-        "the end of the run was incomplete, so lost writes cannot be ruled out".to_string()
-    } else {
-        format!(
-            "the end of the run was incomplete ({}), so lost writes cannot be ruled out",
-            notes.join("; ")
-        )
+    let with_notes = |what: String| {
+        if notes.is_empty() {
+            what
+        } else {
+            format!("{what} ({})", notes.join("; "))
+        }
     };
-    for c in results.checkers.values_mut() {
-        c.cap_unknown(reason.clone());
+    let outcome = run.get("outcome").and_then(|o| o.as_str());
+    if run.get("ended_at").is_some_and(|e| e.is_null()) || outcome == Some("harness-failed") {
+        let how = outcome.map_or("it never recorded its end".to_string(), |o| {
+            format!("its outcome is {o}")
+        });
+        return Some(with_notes(format!(
+            "the run ended early ({how}): the verdict is on the history it recorded"
+        )));
     }
-    *results = Results::new(std::mem::take(&mut results.checkers));
+    if outcome == Some("interrupted") {
+        return Some(with_notes(
+            "the run was interrupted: the verdict is on the history it recorded".to_string(),
+        ));
+    }
+    if run.get("complete").and_then(|c| c.as_bool()) == Some(false) {
+        return Some(with_notes(
+            "the end of the run was incomplete: the verdict is on what the run recorded"
+                .to_string(),
+        ));
+    }
+    None
+}
+
+/// The checker's budgets: `time_limit`, and a quarter of the machine's memory.
+pub(crate) fn checker_options(time_limit: Duration) -> Options {
+    let default = Options::default();
+    Options {
+        time_limit: Some(time_limit),
+        max_memory: physical_memory().map_or(default.max_memory, checker::linear::memory_budget),
+        ..default
+    }
+}
+
+/// The machine's physical memory in bytes (Linux: `MemTotal` of /proc/meminfo).
+fn physical_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// Every final log of a run folder; an unreadable or malformed one is an error.

@@ -238,6 +238,9 @@ pub fn summary(
             out.push_str(&format!(" ({r})"));
         }
         out.push('\n');
+        for note in &c.notes {
+            out.push_str(&format!("  note: {note}\n"));
+        }
         for (kind, n) in c.counts() {
             let example = c.anomalies.iter().find(|a| a.kind == kind);
             out.push_str(&format!("  {kind}: {n}\n"));

@@ -4,8 +4,10 @@
 //! clients and nemesis until the time limit → end every fault → heal, resume and
 //! restart everything → wait (bounded) until the cluster converged → the workload's
 //! final step (the queue's drain; a register needs none) → dump every replica's log →
-//! the workload's checker → results.json → summary → report.html and junit.xml → exit
-//! code. The workload is a value ([`Workload`]): nothing here depends on which.
+//! the checker, as `watermark check` judges the run folder → results.json → summary →
+//! report.html and junit.xml → exit code. The workload is a value ([`Workload`]):
+//! nothing here depends on which, but for the model its kind names
+//! ([`WorkloadKind::model`](crate::options::WorkloadKind::model)).
 //!
 //! Whatever happens, no broker process outlives the campaign: the cluster kills its
 //! processes when dropped, and Ctrl-C / SIGTERM stop the campaign, kill every child
@@ -16,12 +18,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use checker::format::Format;
 use checker::history::EventType;
 use checker::verdict::{CheckerResult, Results, Validity};
 use tokio::sync::watch;
 use workloads::Workload;
 use workloads::client::ClientConfig;
 
+use crate::check::checker_options;
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
@@ -213,7 +217,14 @@ async fn campaign_inner(
     .await?;
 
     progress.phase("checking");
-    let result = judge(&*workload, &history.events(), folder, complete, &mut notes);
+    let result = judge(
+        args,
+        &*workload,
+        &history.events(),
+        folder,
+        complete,
+        &mut notes,
+    );
     let results = Results::new(BTreeMap::from([(workload.checker().to_string(), result)]));
     record.complete = Some(complete);
     record.notes = notes.clone();
@@ -353,31 +364,46 @@ async fn end_of_run(
     Ok(complete)
 }
 
-/// Judge the history, with the replicas' final logs if the workload reads them. For
-/// such a workload an incomplete end of run (no convergence, no full final step,
-/// missing logs) caps a clean verdict at unknown.
+/// Judge the history as `watermark check` judges the run folder (the workload's
+/// model, within `--checker-time-limit` and a memory budget that follows the
+/// machine), with the replicas' final logs if the workload reads them. An
+/// incomplete end of run (no convergence, no full final step, missing logs) does
+/// not change the verdict — the checker says unknown where what was recorded
+/// cannot decide — but it is noted, and the summary shows why.
 fn judge(
+    args: &Resolved,
     workload: &dyn Workload,
     events: &[checker::history::Event],
     folder: &RunFolder,
     complete: bool,
     notes: &mut Vec<String>,
 ) -> CheckerResult {
-    if !workload.judges_final_logs() {
-        return workload.check(events, &[]);
+    let mut replicas = Vec::new();
+    let mut logs_ok = true;
+    if workload.judges_final_logs() {
+        let logs = FinalLogs::read(&folder.nodes());
+        logs_ok = logs.missing.is_empty() && logs.errors.is_empty();
+        notes.extend(logs.errors);
+        notes.extend(
+            logs.missing
+                .iter()
+                .map(|f| format!("no final log {}", f.display())),
+        );
+        replicas = logs.replicas;
     }
-    let logs = FinalLogs::read(&folder.nodes());
-    let logs_ok = logs.missing.is_empty() && logs.errors.is_empty();
-    notes.extend(logs.errors);
-    notes.extend(
-        logs.missing
-            .iter()
-            .map(|f| format!("no final log {}", f.display())),
-    );
-    let mut result = workload.check(events, &logs.replicas);
-    if !(complete && logs_ok) {
-        result.cap_unknown(
-            "the end of the run was incomplete (see the notes), so lost writes cannot be ruled out",
+    let options = checker_options(args.checker_time_limit());
+    let model = args.workload.model();
+    let checked = checker::check::check(Format::Jsonl, events, model, &replicas, &options)
+        .map(|r| r.checkers.into_values().next());
+    let mut result = match checked {
+        Ok(Some(result)) => result,
+        Ok(None) => CheckerResult::unknown("the checker returned no verdict"),
+        Err(e) => CheckerResult::unknown(format!("the history cannot be analysed: {e}")),
+    };
+    if workload.judges_final_logs() && !(complete && logs_ok) {
+        result.notes.push(
+            "the end of the run was incomplete (see the run's notes): the verdict is on what the run recorded"
+                .to_string(),
         );
     }
     result

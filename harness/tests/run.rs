@@ -30,6 +30,7 @@ fn bad_options_exit_64() {
         &["run", "--scenario", "kip101-data-loss", "--nodes", "2"],
         &["run", "--min-insync", "4"],
         &["run", "--time-limit", "soon"],
+        &["run", "--checker-time-limit", "0"],
         &["run", "--no-such-option"],
         &["replay", "/nonexistent/run-folder"],
     ] {
@@ -70,6 +71,7 @@ fn a_default_run_is_valid_and_leaves_a_complete_run_folder() {
     assert_eq!(run["workload"], "queue");
     assert_eq!(run["options"]["nodes"], 3);
     assert_eq!(run["options"]["concurrency"], 6);
+    assert_eq!(run["options"]["checker_time_limit"], 120.0);
     assert_eq!(
         run["options"]["nemesis"],
         serde_json::json!(["kill", "pause", "partition"])

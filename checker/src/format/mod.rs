@@ -83,31 +83,70 @@ fn first_lines(text: &str) -> impl Iterator<Item = &str> {
         .take(20)
 }
 
-/// Tell the format from the content.
+/// The text from its first character that is not whitespace, a comma or in a
+/// `;` comment (EDN's blanks), with that character's 1-based line.
+fn first_form(text: &str) -> Option<(usize, &str)> {
+    let mut line = 1;
+    let mut rest = text;
+    loop {
+        let c = rest.chars().next()?;
+        if c == ';' {
+            rest = rest.find('\n').map_or("", |i| &rest[i..]);
+        } else if c == '\n' {
+            line += 1;
+            rest = &rest[1..];
+        } else if c.is_whitespace() || c == ',' {
+            rest = &rest[c.len_utf8()..];
+        } else {
+            return Some((line, rest));
+        }
+    }
+}
+
+/// A Jepsen log's op line: `jepsen.util - ` then the process and the type (an EDN
+/// history names `jepsen.util$…` only in exception traces).
+fn is_jepsen_log_line(line: &str) -> bool {
+    line.find("jepsen.util - ").is_some_and(|at| {
+        let mut fields = line[at + "jepsen.util - ".len()..].split_whitespace();
+        fields.next().is_some()
+            && fields
+                .next()
+                .is_some_and(|t| [":invoke", ":ok", ":fail", ":info"].contains(&t))
+    })
+}
+
+/// Tell the format from the content: Jepsen log lines anywhere in the first
+/// lines; a JSON object first (`{"`) for history.jsonl; an EDN form first — a map
+/// (`{:`), a vector or list of operations (`[`, `(`), a tagged record or a
+/// discarded form (`#`) — for Jepsen EDN, or Porcupine's kv logs when the first
+/// lines are kv operations with a `:key`.
 pub fn detect(text: &str) -> Result<Format, ParseError> {
-    let mut lines = first_lines(text).peekable();
-    let Some(first) = lines.peek().copied() else {
+    let Some((line, form)) = first_form(text) else {
         return Err(ParseError {
             line: 0,
             message: "the history is empty".into(),
         });
     };
-    if first_lines(text).any(|l| l.contains("jepsen.util")) {
+    if first_lines(text).any(is_jepsen_log_line) {
         return Ok(Format::JepsenLog);
     }
-    if first.starts_with("{\"") || first == "{" {
+    let after_brace = form
+        .strip_prefix('{')
+        .map(|r| r.trim_start_matches(|c: char| c.is_whitespace() || c == ','));
+    if after_brace.is_some_and(|r| r.starts_with('"') || r.is_empty()) {
         return Ok(Format::Jsonl);
     }
-    if first.starts_with(['{', '[', '#']) {
+    if form.starts_with(['{', '[', '(', '#']) {
         let kv = first_lines(text).any(|l| {
             l.contains(":key") && [":get", ":put", ":append"].iter().any(|f| l.contains(f))
         });
         return Ok(if kv { Format::PorcupineKv } else { Format::Edn });
     }
     Err(ParseError {
-        line: 1,
-        message: "cannot tell the format: expected JSON lines ({\"index\":..}), EDN maps ({:type :invoke ..}) \
-                  or Jepsen log lines (INFO jepsen.util - ..); name it with --format"
+        line,
+        message: "cannot tell the format: expected JSON lines ({\"index\":..}), Jepsen EDN \
+                  ({:type :invoke ..} maps, one per line or in a vector or list) or Jepsen log \
+                  lines (INFO jepsen.util - ..); name it with --format"
             .into(),
     })
 }
@@ -124,6 +163,25 @@ pub fn parse(text: &str, format: Format) -> Result<Parsed, ParseError> {
         events,
         lines,
     })
+}
+
+/// A value given on the command line (a model's initial state): JSON, or one
+/// EDN form (`0`, `{:x 0 :y 0}`, `#{1 2}`, `[:a :b]`), read as EDN forms are.
+pub fn parse_value(text: &str) -> Result<Value, ParseError> {
+    if let Ok(v) = serde_json::from_str::<Value>(text) {
+        return Ok(v);
+    }
+    match edn::read_all(text).map_err(edn_err)?.as_slice() {
+        [(_, v)] => Ok(v.clone()),
+        [] => Err(ParseError {
+            line: 0,
+            message: "expected a value (JSON or EDN), found nothing".into(),
+        }),
+        _ => Err(ParseError {
+            line: 0,
+            message: format!("expected one value (JSON or EDN), found several in {text:?}"),
+        }),
+    }
 }
 
 type EventsAndLines = (Vec<Event>, Vec<usize>);
@@ -162,14 +220,7 @@ fn edn_err(e: edn::EdnError) -> ParseError {
 }
 
 fn parse_edn(text: &str) -> Result<EventsAndLines, ParseError> {
-    let mut forms = edn::read_all(text).map_err(edn_err)?;
-    if let [(line, Value::Array(items))] = forms.as_mut_slice() {
-        let line = *line;
-        forms = std::mem::take(items)
-            .into_iter()
-            .map(|v| (line, v))
-            .collect();
-    }
+    let forms = edn::read_ops(text).map_err(edn_err)?;
     let (mut events, mut lines) = (Vec::new(), Vec::new());
     for (pos, (line, form)) in forms.into_iter().enumerate() {
         let e = edn_event(pos as u64, form).map_err(|message| ParseError { line, message })?;
@@ -180,10 +231,16 @@ fn parse_edn(text: &str) -> Result<EventsAndLines, ParseError> {
     Ok((events, lines))
 }
 
-/// A `jepsen.independent` tuple `[key value]`; a cas's value is itself a pair.
+/// A `jepsen.independent` tuple `[key value]`: the key a scalar (a transaction's
+/// first micro-op is not), and a cas's value itself a pair.
 fn tuple<'a>(f: &str, v: &'a Value) -> Option<(&'a Value, &'a Value)> {
     match v.as_array().map(Vec::as_slice) {
-        Some([k, v]) if f != "cas" || v.as_array().is_some_and(|a| a.len() == 2) => Some((k, v)),
+        Some([k, v])
+            if !(k.is_array() || k.is_object())
+                && (f != "cas" || v.as_array().is_some_and(|a| a.len() == 2)) =>
+        {
+            Some((k, v))
+        }
         _ => None,
     }
 }
@@ -231,10 +288,19 @@ fn process(v: &Value) -> Option<Process> {
     }
 }
 
-const EDN_OP: &str =
-    "expected an op map {:type :invoke|:ok|:fail|:info, :process p, :f f, :value v}";
+const EDN_OP: &str = "expected an op map {:type :invoke|:ok|:fail|:info, :process p, :f f, :value v} \
+     (or a [process type f value] tuple)";
 
+/// An operation: a map (or a tagged `#jepsen.history.Op{…}` record, read as its
+/// map), or a Knossos `[process type f value]` tuple.
 fn edn_event(pos: u64, form: Value) -> Result<Event, String> {
+    let form = match form {
+        Value::Array(t) if t.len() == 4 && !t[0].is_object() => {
+            let [process, kind, f, value] = <[Value; 4]>::try_from(t).expect("four elements");
+            json!({"process": process, "type": kind, "f": f, "value": value})
+        }
+        form => form,
+    };
     let Value::Object(mut m) = form else {
         return Err(format!("{EDN_OP}, found {form}"));
     };

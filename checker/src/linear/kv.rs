@@ -2,12 +2,13 @@
 //! initially empty; `put` sets it, `append` appends to it, `get` returns it. The
 //! strings live in a per-search arena ([`super::strings`]), so a state is a `u32`.
 
-use super::fx::{FxMap, mix};
+use super::fx::mix;
 use super::model::Model;
-use super::strings::{EMPTY, NONE, StrId, Strings, TextId, Texts};
+use super::rows::{RowId, Rows};
+use super::strings::{EMPTY, StrId, Strings, TextId, Texts};
 
 /// An operation on a string key-value store (Porcupine's kv model).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KvOp {
     /// `key`: the key's number (only [`KvStore`] uses it).
     Get {
@@ -69,6 +70,9 @@ impl Model for Kv {
     fn step(&self, strings: &mut Strings, s: &StrId, op: &KvOp) -> Option<StrId> {
         kv_step(strings, &self.texts, *s, op)
     }
+    fn inert(&self, op: &KvOp) -> bool {
+        matches!(op, KvOp::Get { value: None, .. })
+    }
     fn describe_op(&self, op: &KvOp) -> String {
         kv_describe(&self.texts, op, None)
     }
@@ -93,47 +97,19 @@ pub struct KvStore {
 }
 
 /// A whole store, in a [`Stores`] arena: equal exactly when every key's string is.
-pub type StoreId = u32;
+pub type StoreId = RowId;
 
-/// One search's stores (a string id per key), each stored once by content.
+/// One search's stores: a string id per key, each store a row stored once by
+/// content, hashed as the sum of its keys' (key, string) words so that a step
+/// updates the hash in O(1).
 #[derive(Debug, Default)]
 pub struct Stores {
     strings: Strings,
-    /// Store `i` is `values[i·keys..(i+1)·keys]`.
-    values: Vec<StrId>,
-    hashes: Vec<u64>,
-    /// The next store with the same hash.
-    same: Vec<StoreId>,
-    by_hash: FxMap<u64, StoreId>,
-    scratch: Vec<StrId>,
+    rows: Rows,
 }
 
 fn keyed(key: usize, s: StrId) -> u64 {
     mix(((key as u64) << 32) | s as u64)
-}
-
-impl Stores {
-    fn get(&self, id: StoreId, keys: usize) -> &[StrId] {
-        &self.values[id as usize * keys..(id as usize + 1) * keys]
-    }
-
-    /// The id of the store in `scratch`, whose hash is `hash`.
-    fn intern(&mut self, hash: u64, keys: usize) -> StoreId {
-        let head = self.by_hash.get(&hash).copied().unwrap_or(NONE);
-        let mut c = head;
-        while c != NONE {
-            if self.get(c, keys) == self.scratch.as_slice() {
-                return c;
-            }
-            c = self.same[c as usize];
-        }
-        let id = self.hashes.len() as StoreId;
-        self.values.extend_from_slice(&self.scratch);
-        self.hashes.push(hash);
-        self.same.push(head);
-        self.by_hash.insert(hash, id);
-        id
-    }
 }
 
 impl Model for KvStore {
@@ -142,26 +118,33 @@ impl Model for KvStore {
     type Arena = Stores;
     fn init(&self, stores: &mut Stores) -> StoreId {
         let n = self.keys.len();
-        stores.scratch = vec![EMPTY; n];
+        stores.rows.fixed(n);
         let hash = (0..n).fold(0u64, |h, k| h.wrapping_add(keyed(k, EMPTY)));
-        stores.intern(hash, n)
+        stores.rows.intern_hashed(hash, &vec![EMPTY; n])
     }
     fn step(&self, stores: &mut Stores, s: &StoreId, op: &KvOp) -> Option<StoreId> {
-        let (n, key) = (self.keys.len(), op.key());
-        let old = stores.get(*s, n)[key];
+        let key = op.key();
+        let old = stores.rows.get(*s)[key];
         let new = kv_step(&mut stores.strings, &self.texts, old, op)?;
         if new == old {
             return Some(*s);
         }
-        let hash = stores.hashes[*s as usize]
+        let hash = stores
+            .rows
+            .hash_of(*s)
             .wrapping_sub(keyed(key, old))
             .wrapping_add(keyed(key, new));
-        let mut scratch = std::mem::take(&mut stores.scratch);
+        let rows = &mut stores.rows;
+        let mut scratch = std::mem::take(&mut rows.scratch);
         scratch.clear();
-        scratch.extend_from_slice(stores.get(*s, n));
+        scratch.extend_from_slice(rows.get(*s));
         scratch[key] = new;
-        stores.scratch = scratch;
-        Some(stores.intern(hash, n))
+        let id = rows.intern_hashed(hash, &scratch);
+        rows.scratch = scratch;
+        Some(id)
+    }
+    fn inert(&self, op: &KvOp) -> bool {
+        matches!(op, KvOp::Get { value: None, .. })
     }
     fn describe_op(&self, op: &KvOp) -> String {
         kv_describe(&self.texts, op, Some(&self.keys))
@@ -170,17 +153,13 @@ impl Model for KvStore {
         let parts: Vec<String> = self
             .keys
             .iter()
-            .zip(stores.get(*s, self.keys.len()))
+            .zip(stores.rows.get(*s))
             .map(|(k, v)| format!("{k}: {:?}", stores.strings.to_text(&self.texts, *v)))
             .collect();
         format!("{{{}}}", parts.join(", "))
     }
     fn arena_bytes(&self, stores: &Stores) -> usize {
-        stores.strings.bytes()
-            + stores.values.capacity() * 4
-            + stores.hashes.capacity() * 8
-            + stores.same.capacity() * 4
-            + stores.by_hash.capacity() * 13
+        stores.strings.bytes() + stores.rows.bytes()
     }
 }
 

@@ -4,17 +4,25 @@
 //! client saw), whether the operation could have happened there and what state it
 //! leaves. The search knows nothing else about registers or stores. States are
 //! compared and hashed for the search's memo cache, so they are kept small: values
-//! are interned to integers before checking, and the kv models' strings live in a
-//! per-search arena ([`super::kv`]) so that a state is an integer there too.
+//! are interned to integers before checking ([`Values`]), and states that are
+//! strings or rows live in a per-search arena ([`super::strings`],
+//! [`super::rows`]) so that a state is an integer there too.
+//!
+//! The models: [`CasRegister`] here (also `register`, without cas); the kv store
+//! ([`super::kv`]); Knossos's mutex ([`super::mutex`]), multi-register
+//! ([`super::multi_register`]), set ([`super::set`]) and queues
+//! ([`super::queues`]).
 
 use std::fmt::Debug;
 use std::hash::Hash;
 
 /// A sequential object: the initial state and the transition relation.
 pub trait Model: Sync {
-    /// An operation with its observed outcome.
-    type Op: Debug + Send + Sync;
-    type State: Clone + Eq + Hash + Debug + Send;
+    /// An operation with its observed outcome. Equal operations are
+    /// interchangeable (the search takes identical indeterminate ones in order).
+    type Op: Debug + Send + Sync + Eq + Hash;
+    /// Small and `Copy`: an integer, or an id into the search's arena.
+    type State: Copy + Default + Eq + Hash + Debug + Send;
     /// What one search keeps for the model besides its states (the kv models'
     /// strings, so that a state is an id into it). One per search: keys checked
     /// in parallel share nothing, and it is freed in one piece with the search.
@@ -28,6 +36,11 @@ pub trait Model: Sync {
         state: &Self::State,
         op: &Self::Op,
     ) -> Option<Self::State>;
+    /// Does `op` accept every state and change none (a read whose result is
+    /// unknown)? It constrains nothing, and the search leaves it out.
+    fn inert(&self, _op: &Self::Op) -> bool {
+        false
+    }
     /// The operation in words, starting with its name (`write 3`, `cas 1→2 ok`).
     fn describe_op(&self, op: &Self::Op) -> String;
     fn describe_state(&self, arena: &Self::Arena, state: &Self::State) -> String;
@@ -39,13 +52,61 @@ pub trait Model: Sync {
     }
 }
 
-/// An interned register value; [`NIL`] is the initial "no value".
+/// An interned value; [`NIL`] is `nil` / `null`.
 pub type Val = u32;
-/// The register's initial value (`nil` / `null`).
+/// `nil` / `null`: a register's initial value.
 pub const NIL: Val = 0;
 
+/// A history's values interned to [`Val`]s by their JSON text (so `1` and `"1"`
+/// differ), `null` being [`NIL`].
+#[derive(Debug, Clone)]
+pub struct Values {
+    names: Vec<String>,
+    ids: super::fx::FxMap<String, Val>,
+}
+
+impl Default for Values {
+    fn default() -> Self {
+        Values {
+            names: vec!["nil".to_string()],
+            ids: Default::default(),
+        }
+    }
+}
+
+impl Values {
+    pub fn intern(&mut self, v: &serde_json::Value) -> Val {
+        if v.is_null() {
+            return NIL;
+        }
+        let s = v.to_string();
+        if let Some(&id) = self.ids.get(&s) {
+            return id;
+        }
+        self.names.push(s.clone());
+        let id = (self.names.len() - 1) as Val;
+        self.ids.insert(s, id);
+        id
+    }
+
+    /// How many values, `nil` included.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// The values by id, for descriptions.
+    pub fn into_names(self) -> Vec<String> {
+        self.names
+    }
+}
+
+/// A value's name, from interned names.
+pub fn name(names: &[String], v: Val) -> &str {
+    names.get(v as usize).map_or("?", String::as_str)
+}
+
 /// What a compare-and-set's client was told.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CasOutcome {
     /// It swapped.
     Ok,
@@ -57,7 +118,7 @@ pub enum CasOutcome {
 }
 
 /// An operation on a register.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RegisterOp {
     /// A read that returned the value (`None`: the result is unknown).
     Read(Option<Val>),
@@ -70,16 +131,19 @@ pub enum RegisterOp {
 }
 
 /// A register with read, write and compare-and-set (Jepsen's `register` and
-/// `cas-register`, and each key of the broker's key-value view). Initially nil.
+/// `cas-register`, and each key of the broker's key-value view). Initially nil,
+/// or the value given.
 #[derive(Debug, Clone, Default)]
 pub struct CasRegister {
     /// Interned values by id, for descriptions (`NIL` is `names[0]`).
     pub names: Vec<String>,
+    /// The value before any operation.
+    pub init: Val,
 }
 
 impl CasRegister {
     fn name(&self, v: Val) -> &str {
-        self.names.get(v as usize).map_or("?", String::as_str)
+        name(&self.names, v)
     }
 }
 
@@ -89,7 +153,7 @@ impl Model for CasRegister {
     type Arena = ();
 
     fn init(&self, _: &mut ()) -> Val {
-        NIL
+        self.init
     }
 
     fn step(&self, _: &mut (), s: &Val, op: &RegisterOp) -> Option<Val> {
@@ -103,6 +167,10 @@ impl Model for CasRegister {
                 CasOutcome::Unknown => Some(if from == *s { to } else { *s }),
             },
         }
+    }
+
+    fn inert(&self, op: &RegisterOp) -> bool {
+        *op == RegisterOp::Read(None)
     }
 
     fn describe_op(&self, op: &RegisterOp) -> String {

@@ -71,7 +71,9 @@ pub(super) fn run<M: Model>(
                     break;
                 };
                 let ops = &parts[p].ops;
-                let search = slot.search.get_or_insert_with(|| Search::new(model, ops));
+                let search = slot
+                    .search
+                    .get_or_insert_with(|| Search::new(model, ops, options.plain));
                 let outcome = search.run(model, ops, limits, budget);
                 slot.verdict = outcome.map(|outcome| match outcome {
                     SearchOutcome::Linearizable => KeyVerdict::Ok,
@@ -142,13 +144,19 @@ pub(super) fn run<M: Model>(
             } => {
                 let r = |i: usize| OpRef::of(part.origin[i], model.describe_op(&part.ops[i].op));
                 let op = r(blocked);
+                let of = match part.narrowed_from {
+                    Some(all) if all > part.ops.len() => format!(
+                        "{} of the {} operations that conflict, of {all} in all",
+                        prefix.len(),
+                        part.ops.len()
+                    ),
+                    _ => format!("{} of {} operations", prefix.len(), part.ops.len()),
+                };
                 let mut a = Anomaly::new(
                     AnomalyKind::Nonlinearizable,
                     format!(
-                        "{} cannot be linearized after the longest linearizable prefix ({} of {} operations)",
-                        op.text,
-                        prefix.len(),
-                        part.ops.len()
+                        "{} cannot be linearized after the longest linearizable prefix ({of})",
+                        op.text
                     ),
                 );
                 a.key = part.key.clone();
@@ -175,10 +183,7 @@ pub(super) fn run<M: Model>(
             }
         });
     }
-    let total_ops: usize = parts.iter().map(|p| p.ops.len()).sum();
     result.stats = BTreeMap::from([
-        ("ops".to_string(), total_ops as u64),
-        ("keys".to_string(), parts.len() as u64),
         ("memo-entries".to_string(), entries),
         ("keys-unjudged".to_string(), unjudged),
     ]);

@@ -1,25 +1,41 @@
 //! The Wing & Gong linearizability search with Lowe's memoisation — the algorithm
-//! Knossos calls `wgl` and Porcupine implements in `checker.go`.
+//! Knossos calls `wgl` and Porcupine implements in `checker.go` — with
+//! indeterminate operations as optional moves.
 //!
-//! The history is a doubly linked list of call and return entries in real-time
-//! order. The search repeatedly picks a call that precedes the first return in the
-//! list (an operation that may take effect now), applies it to the model, and, if
-//! the model accepts it and the pair (set of linearized operations, model state) is
-//! new, lifts the call and its return out of the list and pushes it on a stack.
-//! Reaching a return entry means the operation it closes cannot be placed: pop the
-//! stack, restore the entry, and try the next call. An empty list is a
-//! linearization; backtracking past an empty stack proves there is none.
+//! The determinate operations (those with a return) are call and return entries
+//! of a doubly linked list in real-time order ([`Timeline`]). The search
+//! repeatedly picks a call that precedes the first return in the list (an
+//! operation that may take effect now), applies it to the model, and, if the model
+//! accepts it and the configuration is new, lifts the call and its return out of
+//! the list and pushes it on a stack. Once the calls before the first return are
+//! tried, it tries the indeterminate operations invoked before that return
+//! ([`Pending`]). When nothing fits, the first return's operation cannot be
+//! placed: pop the stack, restore the entries, and try the next move. An empty
+//! timeline is a linearization — indeterminate operations still pending never
+//! took effect; backtracking past an empty stack proves there is none.
 //!
-//! The memo cache is what makes this fast: a configuration (linearized set, state)
+//! Indeterminate operations (`info`, or never completed) have no return to reach,
+//! which the plain search (Porcupine's, kept as `plain`) pays for: each may be
+//! linearized or not at every point, doubling the configurations. Here they are
+//! moves the search makes only when the timeline's calls are exhausted, and only
+//! when they change the state; identical ones are taken in invocation order (they
+//! are interchangeable); and the memo skips a configuration when one with the same
+//! determinate set and state and fewer of them done was explored
+//! ([`super::memo`]). Each keeps verdicts exact: a pending operation never has to
+//! take effect, and taking it later is always as possible as taking it now.
+//!
+//! The memo is what makes this fast: a configuration (linearized sets, state)
 //! reached once never needs exploring again. Sets are bitsets hashed incrementally
-//! (one random word per operation, xored in and out), so a cache probe costs a
-//! state hash and, on a hash match, a word-by-word comparison.
+//! (one random word per determinate operation, xored in and out), so a probe
+//! costs a state hash and, on a hash match, a word-by-word comparison.
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use super::fx::{Fx, mix};
+use super::entries::{HEAD, NIL, Pending, Timeline};
+use super::fx::{Fx, FxMap, mix};
+use super::memo::Memo;
 use super::model::Model;
 
 /// An operation for the search: its model operation and its place in real time.
@@ -102,113 +118,13 @@ pub enum Outcome<S> {
     GaveUp(GaveUp),
 }
 
-const NIL: u32 = u32::MAX;
-const HEAD: u32 = 0;
 const CHARGE_EVERY: usize = 1024;
 const MAX_STATES: usize = 4;
 /// A paused search makes room for its whole budget up front, up to this many
-/// entries (past it, a budget is more than most searches use).
+/// entries (past it, a budget is more than most searches use), and never for
+/// more than the memory budget holds (an entry of a long history's search is
+/// large: a bit per operation).
 const RESERVE_UP_TO: usize = 1 << 16;
-
-/// The memo: a set of (linearized bitset, state). Open addressing; each slot packs
-/// the high half of the entry's hash with its id, so probing a miss touches only
-/// the slot array.
-struct Cache<S> {
-    words: usize,
-    hashes: Vec<u64>,
-    bits: Vec<u64>,
-    states: Vec<S>,
-    slots: Vec<u64>,
-}
-
-fn tag(hash: u64) -> u64 {
-    hash & 0xffff_ffff_0000_0000
-}
-
-impl<S: Eq + Clone> Cache<S> {
-    fn new(words: usize) -> Self {
-        Cache {
-            words,
-            hashes: Vec::new(),
-            bits: Vec::new(),
-            states: Vec::new(),
-            slots: vec![0; 1024],
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.hashes.len()
-    }
-
-    /// Make room for `entries` in all, so that growing to them copies nothing.
-    fn reserve(&mut self, entries: usize) {
-        let more = entries.saturating_sub(self.len());
-        self.hashes.reserve(more);
-        self.bits.reserve(more * self.words);
-        self.states.reserve(more);
-        let slots = (entries * 2).next_power_of_two();
-        if slots > self.slots.len() {
-            self.rehash(slots);
-        }
-    }
-
-    /// Bytes an entry costs: bitset, hash, state, and two slots at most half full.
-    fn entry_bytes(&self) -> usize {
-        self.words * 8 + 8 + std::mem::size_of::<S>() + 2 * 8
-    }
-
-    /// Insert unless present; true if it was new.
-    fn insert(&mut self, hash: u64, bits: &[u64], state: &S) -> bool {
-        let mask = self.slots.len() - 1;
-        let mut i = (hash as usize) & mask;
-        loop {
-            let slot = self.slots[i];
-            if slot == 0 {
-                break;
-            }
-            if slot & 0xffff_ffff_0000_0000 == tag(hash) {
-                let e = (slot as u32 - 1) as usize;
-                if self.states[e] == *state
-                    && same(&self.bits[e * self.words..(e + 1) * self.words], bits)
-                {
-                    return false;
-                }
-            }
-            i = (i + 1) & mask;
-        }
-        let id = self.hashes.len() as u64;
-        self.slots[i] = tag(hash) | (id + 1);
-        self.hashes.push(hash);
-        self.bits.extend_from_slice(bits);
-        self.states.push(state.clone());
-        if self.len() * 2 > self.slots.len() {
-            self.grow();
-        }
-        true
-    }
-
-    fn grow(&mut self) {
-        self.rehash(self.slots.len() * 2);
-    }
-
-    fn rehash(&mut self, size: usize) {
-        let mut slots = vec![0u64; size];
-        let mask = slots.len() - 1;
-        for (e, h) in self.hashes.iter().enumerate() {
-            let mut i = (*h as usize) & mask;
-            while slots[i] != 0 {
-                i = (i + 1) & mask;
-            }
-            slots[i] = tag(*h) | (e as u64 + 1);
-        }
-        self.slots = slots;
-    }
-}
-
-/// Bitset equality, a word at a time (short slices: no memcmp call).
-fn same(a: &[u64], b: &[u64]) -> bool {
-    a.iter().zip(b).all(|(x, y)| x == y)
-}
 
 fn state_hash<S: Hash>(s: &S) -> u64 {
     let mut h = Fx::default();
@@ -216,76 +132,22 @@ fn state_hash<S: Hash>(s: &S) -> u64 {
     mix(h.finish())
 }
 
-/// The call/return list over arrays: node 0 is the head, then the entries.
-struct List {
-    next: Vec<u32>,
-    prev: Vec<u32>,
-    /// The operation of each node.
-    op: Vec<u32>,
-    /// For a call node, its return node; `NIL` for return nodes.
-    ret: Vec<u32>,
+/// A move the search made: a call in the timeline, or an indeterminate operation
+/// in the pending list, with the timeline's first return `ret` it was tried
+/// before (where the search resumes trying when it is undone).
+#[derive(Debug, Clone, Copy)]
+enum Move {
+    Timeline(u32),
+    Pending { node: u32, ret: u32 },
 }
 
-impl List {
-    fn new<O>(ops: &[LinOp<O>]) -> List {
-        let mut entries: Vec<(usize, bool, u32)> = Vec::with_capacity(ops.len() * 2);
-        for (i, o) in ops.iter().enumerate() {
-            entries.push((o.invoke, false, i as u32));
-            entries.push((o.complete.unwrap_or(usize::MAX), true, i as u32));
-        }
-        entries.sort_unstable();
-        let n = entries.len() + 1;
-        let mut l = List {
-            next: vec![NIL; n],
-            prev: vec![NIL; n],
-            op: vec![NIL; n],
-            ret: vec![NIL; n],
-        };
-        let mut ret_node = vec![NIL; ops.len()];
-        for (k, (_, is_ret, op)) in entries.iter().enumerate() {
-            let node = k as u32 + 1;
-            l.op[node as usize] = *op;
-            if *is_ret {
-                ret_node[*op as usize] = node;
-            }
-            l.prev[node as usize] = node - 1;
-            l.next[node as usize - 1] = node;
-        }
-        for node in 1..n {
-            if ret_node[l.op[node] as usize] != node as u32 {
-                l.ret[node] = ret_node[l.op[node] as usize];
-            }
-        }
-        l
-    }
-
-    fn unlink(&mut self, e: u32) {
-        let (p, n) = (self.prev[e as usize], self.next[e as usize]);
-        self.next[p as usize] = n;
-        if n != NIL {
-            self.prev[n as usize] = p;
-        }
-    }
-
-    fn relink(&mut self, e: u32) {
-        let (p, n) = (self.prev[e as usize], self.next[e as usize]);
-        self.next[p as usize] = e;
-        if n != NIL {
-            self.prev[n as usize] = e;
-        }
-    }
-
-    /// Take a call and its return out of the list.
-    fn lift(&mut self, call: u32) {
-        self.unlink(call);
-        self.unlink(self.ret[call as usize]);
-    }
-
-    /// Undo `lift`, in reverse order.
-    fn unlift(&mut self, call: u32) {
-        self.relink(self.ret[call as usize]);
-        self.relink(call);
-    }
+/// What comes after the pending operations at a return were tried.
+enum Next {
+    /// Go on walking the timeline from this node.
+    Walk(u32),
+    /// No move is left to undo: not linearizable.
+    Illegal,
+    GaveUp(GaveUp),
 }
 
 /// A search that can pause when its memo reaches a size and resume later, so that
@@ -293,15 +155,21 @@ impl List {
 /// is cheap to prove is found before an expensive one is finished, and which keys
 /// finish in which round does not depend on thread timing.
 pub struct Search<M: Model> {
+    /// Per operation, its random word. The determinate set is a bitset over
+    /// all operations (the indeterminate ones' bits stay clear).
     zobrist: Vec<u64>,
-    list: List,
-    cache: Cache<M::State>,
+    timeline: Timeline,
+    pending: Pending,
+    memo: Memo<M::State>,
     bits: Vec<u64>,
+    info_bits: Vec<u64>,
     bits_hash: u64,
-    calls: Vec<(u32, M::State)>,
+    /// The moves made, each with the state before it.
+    calls: Vec<(Move, M::State)>,
     state: M::State,
     arena: M::Arena,
     arena_charged: usize,
+    /// The timeline node to try next (where a paused search resumes).
     entry: u32,
     best: Option<Failure<M::State>>,
     charged: usize,
@@ -309,20 +177,40 @@ pub struct Search<M: Model> {
 }
 
 impl<M: Model> Search<M> {
-    pub fn new(model: &M, ops: &[LinOp<M::Op>]) -> Self {
-        let n = ops.len();
-        let words = n.div_ceil(64).max(1);
-        let list = List::new(ops);
-        let entry = list.next[HEAD as usize];
+    /// A search of `ops`. `plain`: every operation is determinate, one without a
+    /// completion returning after every event — the plain Wing–Gong–Lowe search
+    /// Porcupine runs, kept as a baseline.
+    pub fn new(model: &M, ops: &[LinOp<M::Op>], plain: bool) -> Self {
+        let (mut det, mut info) = (Vec::new(), Vec::new());
+        for (i, o) in ops.iter().enumerate() {
+            if o.complete.is_some() || plain {
+                det.push(i as u32);
+            } else {
+                info.push(i as u32);
+            }
+        }
+        info.sort_by_key(|&i| ops[i as usize].invoke);
+        let mut classes: FxMap<&M::Op, u32> = FxMap::default();
+        let mut class = Vec::with_capacity(info.len());
+        for &i in &info {
+            let next = classes.len() as u32;
+            class.push(*classes.entry(&ops[i as usize].op).or_insert(next));
+        }
+        let words = ops.len().div_ceil(64).max(1);
+        let info_words = info.len().div_ceil(64);
+        let timeline = Timeline::new(ops, &det);
+        let entry = timeline.first();
         let mut arena = M::Arena::default();
         let state = model.init(&mut arena);
         Search {
-            zobrist: (0..n as u64)
+            zobrist: (0..ops.len() as u64)
                 .map(|i| mix(i.wrapping_add(0x9e37_79b9_7f4a_7c15)))
                 .collect(),
-            list,
-            cache: Cache::new(words),
+            timeline,
+            pending: Pending::new(ops, &info, &class),
+            memo: Memo::new(words, info_words),
             bits: vec![0u64; words],
+            info_bits: vec![0u64; info_words],
             bits_hash: 0,
             calls: Vec::new(),
             state,
@@ -337,7 +225,7 @@ impl<M: Model> Search<M> {
 
     /// Memo entries so far.
     pub fn cache_entries(&self) -> usize {
-        self.cache.len()
+        self.memo.len()
     }
 
     /// A state of this search in words.
@@ -347,12 +235,22 @@ impl<M: Model> Search<M> {
 
     /// Memo and arena bytes added since the last charge.
     fn uncharged(&mut self, model: &M) -> usize {
-        let memo = (self.cache.len() - self.charged) * self.cache.entry_bytes();
-        self.charged = self.cache.len();
+        let memo = (self.memo.len() - self.charged) * self.memo.entry_bytes();
+        self.charged = self.memo.len();
         let arena = model.arena_bytes(&self.arena);
         let grown = arena.saturating_sub(self.arena_charged);
         self.arena_charged = self.arena_charged.max(arena);
         memo + grown
+    }
+
+    /// Has the pending node's identical predecessor (if any) been linearized?
+    /// Identical indeterminate operations are taken in invocation order only.
+    fn in_turn(&self, node: u32) -> bool {
+        let prev = self.pending.same[node as usize];
+        prev == HEAD || {
+            let k = prev as usize - 1;
+            self.info_bits[k / 64] & (1 << (k % 64)) != 0
+        }
     }
 
     /// Search on until a verdict (`Some`), or until the memo holds `pause_at`
@@ -365,12 +263,19 @@ impl<M: Model> Search<M> {
         pause_at: usize,
     ) -> Option<Outcome<M::State>> {
         if pause_at <= RESERVE_UP_TO {
-            self.cache.reserve(pause_at);
-            model.reserve(&mut self.arena, pause_at);
+            let room = pause_at.min(limits.max_bytes / (self.memo.entry_bytes() + 16) / 2);
+            let before = self.memo.table_bytes();
+            self.memo.reserve(room);
+            model.reserve(&mut self.arena, room);
+            if self.memo.table_bytes() > before {
+                if let Err(why) = limits.charge(self.memo.table_bytes()) {
+                    return Some(Outcome::GaveUp(why));
+                }
+            }
         }
         let mut entry = self.entry;
-        while self.list.next[HEAD as usize] != NIL {
-            if self.cache.len() >= pause_at {
+        while self.timeline.first() != NIL {
+            if self.memo.len() >= pause_at {
                 self.entry = entry;
                 return None;
             }
@@ -382,82 +287,198 @@ impl<M: Model> Search<M> {
                     return Some(Outcome::GaveUp(why));
                 }
             }
-            let e = entry as usize;
-            if self.list.ret[e] != NIL {
-                let op = self.list.op[e] as usize;
-                if let Some(next) = model.step(&mut self.arena, &self.state, &ops[op].op) {
-                    self.bits[op / 64] |= 1 << (op % 64);
-                    let h = self.bits_hash ^ self.zobrist[op];
-                    if self
-                        .cache
-                        .insert(mix(h ^ state_hash(&next)), &self.bits, &next)
-                    {
-                        self.bits_hash = h;
-                        self.calls
-                            .push((entry, std::mem::replace(&mut self.state, next)));
-                        self.list.lift(entry);
-                        entry = self.list.next[HEAD as usize];
-                        continue;
+            let e = entry;
+            if self.timeline.ret[e as usize] != NIL {
+                entry = match self.try_call(model, ops, e, limits) {
+                    Ok(true) => self.timeline.first(),
+                    Ok(false) => self.timeline.next[e as usize],
+                    Err(why) => {
+                        self.entry = entry;
+                        return Some(Outcome::GaveUp(why));
                     }
-                    self.bits[op / 64] &= !(1 << (op % 64));
-                }
-                entry = self.list.next[e];
-            } else {
-                // A return: its operation cannot be placed before it. Remember how
-                // far we got, then backtrack.
-                note_failure(&mut self.best, &self.list, &self.calls, &self.state, entry);
-                let Some((call, prev_state)) = self.calls.pop() else {
-                    self.entry = entry;
-                    let f = self.best.take().expect("a failure was just noted");
-                    return Some(Outcome::Illegal(f));
                 };
-                let op = self.list.op[call as usize] as usize;
-                self.bits[op / 64] &= !(1 << (op % 64));
-                self.bits_hash ^= self.zobrist[op];
-                self.state = prev_state;
-                self.list.unlift(call);
-                entry = self.list.next[call as usize];
+                continue;
             }
+            // The first return: the calls before it are tried.
+            entry = match self.at_return(model, ops, e, limits) {
+                Next::Walk(next) => next,
+                Next::Illegal => {
+                    self.entry = entry;
+                    let f = self.best.take().expect("a failure was noted");
+                    return Some(Outcome::Illegal(f));
+                }
+                Next::GaveUp(why) => {
+                    self.entry = entry;
+                    return Some(Outcome::GaveUp(why));
+                }
+            };
         }
         self.entry = entry;
         let used = self.uncharged(model);
         let _ = limits.charge(used);
         Some(Outcome::Linearizable)
     }
-}
 
-/// Keep the deepest point the search reached, and the states seen there.
-fn note_failure<S: Clone + Eq>(
-    best: &mut Option<Failure<S>>,
-    list: &List,
-    calls: &[(u32, S)],
-    state: &S,
-    ret_entry: u32,
-) {
-    let depth = calls.len();
-    match best {
-        Some(b) if b.prefix.len() > depth => {}
-        Some(b) if b.prefix.len() == depth => {
-            if b.states.len() < MAX_STATES && !b.states.contains(state) {
-                b.states.push(state.clone());
+    /// At the timeline's first return `ret`, its calls tried: try the
+    /// indeterminate operations invoked before it; when none fits, the return's
+    /// operation cannot be placed here — remember how far the search got, undo
+    /// the last move and go on trying after it (within the pending list, when
+    /// that move was an indeterminate operation).
+    fn at_return(&mut self, model: &M, ops: &[LinOp<M::Op>], ret: u32, limits: &Limits) -> Next {
+        let (mut node, mut ret) = (self.pending.first(), ret);
+        loop {
+            while node != NIL
+                && self.pending.invoke[node as usize] < self.timeline.pos[ret as usize]
+            {
+                match self.try_pending(model, ops, node, ret, limits) {
+                    Ok(true) => return Next::Walk(self.timeline.first()),
+                    Ok(false) => node = self.pending.next[node as usize],
+                    Err(why) => return Next::GaveUp(why),
+                }
+            }
+            self.note_failure(ret);
+            let Some((mv, before)) = self.calls.pop() else {
+                return Next::Illegal;
+            };
+            self.state = before;
+            match mv {
+                Move::Timeline(call) => {
+                    let k = self.timeline.op[call as usize] as usize;
+                    self.bits[k / 64] &= !(1 << (k % 64));
+                    self.bits_hash ^= self.zobrist[k];
+                    self.timeline.unlift(call);
+                    return Next::Walk(self.timeline.next[call as usize]);
+                }
+                Move::Pending { node: n, ret: r } => {
+                    let k = n as usize - 1;
+                    self.info_bits[k / 64] &= !(1 << (k % 64));
+                    self.pending.unlift(n);
+                    (node, ret) = (self.pending.next[n as usize], r);
+                }
             }
         }
-        _ => {
-            let mut pending = Vec::new();
-            let mut e = list.next[HEAD as usize];
-            while e != ret_entry && e != NIL {
-                pending.push(list.op[e as usize] as usize);
-                e = list.next[e as usize];
+    }
+
+    /// Linearize the timeline call `e` if the model accepts it and the
+    /// configuration is new.
+    #[inline]
+    fn try_call(
+        &mut self,
+        model: &M,
+        ops: &[LinOp<M::Op>],
+        e: u32,
+        limits: &Limits,
+    ) -> Result<bool, GaveUp> {
+        let op = self.timeline.op[e as usize] as usize;
+        let Some(next) = model.step(&mut self.arena, &self.state, &ops[op].op) else {
+            return Ok(false);
+        };
+        self.make_room(limits)?;
+        let k = op;
+        self.bits[k / 64] |= 1 << (k % 64);
+        let h = self.bits_hash ^ self.zobrist[k];
+        if self.memo.insert(
+            mix(h ^ state_hash(&next)),
+            &self.bits,
+            &self.info_bits,
+            &next,
+        ) {
+            self.bits_hash = h;
+            let before = std::mem::replace(&mut self.state, next);
+            self.calls.push((Move::Timeline(e), before));
+            self.timeline.lift(e);
+            return Ok(true);
+        }
+        self.bits[k / 64] &= !(1 << (k % 64));
+        Ok(false)
+    }
+
+    /// The memo's slot table doubles when half full: the new table is charged
+    /// before it is made (the old one, freed after, stays charged).
+    #[inline]
+    fn make_room(&mut self, limits: &Limits) -> Result<(), GaveUp> {
+        if self.memo.full() {
+            limits.charge(2 * self.memo.table_bytes())?;
+            self.memo.grow();
+        }
+        Ok(())
+    }
+
+    /// Linearize the pending operation `node` if it is in turn, changes the state
+    /// (one that changes nothing is as good as not yet taken effect) and the
+    /// configuration is not dominated.
+    fn try_pending(
+        &mut self,
+        model: &M,
+        ops: &[LinOp<M::Op>],
+        node: u32,
+        ret: u32,
+        limits: &Limits,
+    ) -> Result<bool, GaveUp> {
+        if !self.in_turn(node) {
+            return Ok(false);
+        }
+        let op = self.pending.op[node as usize] as usize;
+        let next = match model.step(&mut self.arena, &self.state, &ops[op].op) {
+            Some(next) if next != self.state => next,
+            _ => return Ok(false),
+        };
+        self.make_room(limits)?;
+        let k = node as usize - 1;
+        self.info_bits[k / 64] |= 1 << (k % 64);
+        if self.memo.insert(
+            mix(self.bits_hash ^ state_hash(&next)),
+            &self.bits,
+            &self.info_bits,
+            &next,
+        ) {
+            let before = std::mem::replace(&mut self.state, next);
+            self.calls.push((Move::Pending { node, ret }, before));
+            self.pending.lift(node);
+            return Ok(true);
+        }
+        self.info_bits[k / 64] &= !(1 << (k % 64));
+        Ok(false)
+    }
+
+    /// The operation a move linearized.
+    fn op_of(&self, mv: Move) -> usize {
+        match mv {
+            Move::Timeline(call) => self.timeline.op[call as usize] as usize,
+            Move::Pending { node, .. } => self.pending.op[node as usize] as usize,
+        }
+    }
+
+    /// Keep the deepest point the search reached, and the states seen there.
+    fn note_failure(&mut self, ret: u32) {
+        let depth = self.calls.len();
+        match &mut self.best {
+            Some(b) if b.prefix.len() > depth => {}
+            Some(b) if b.prefix.len() == depth => {
+                if b.states.len() < MAX_STATES && !b.states.contains(&self.state) {
+                    b.states.push(self.state);
+                }
             }
-            *best = Some(Failure {
-                prefix: calls
-                    .iter()
-                    .map(|(c, _)| list.op[*c as usize] as usize)
-                    .collect(),
-                states: vec![state.clone()],
-                blocked: list.op[ret_entry as usize] as usize,
-                pending,
-            });
+            _ => {
+                let mut pending = Vec::new();
+                let mut e = self.timeline.first();
+                while e != ret && e != NIL {
+                    pending.push(self.timeline.op[e as usize] as usize);
+                    e = self.timeline.next[e as usize];
+                }
+                let mut p = self.pending.first();
+                while p != NIL && self.pending.invoke[p as usize] < self.timeline.pos[ret as usize]
+                {
+                    pending.push(self.pending.op[p as usize] as usize);
+                    p = self.pending.next[p as usize];
+                }
+                self.best = Some(Failure {
+                    prefix: self.calls.iter().map(|(mv, _)| self.op_of(*mv)).collect(),
+                    states: vec![self.state],
+                    blocked: self.timeline.op[ret as usize] as usize,
+                    pending,
+                });
+            }
         }
     }
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::LinError;
 use super::fx::FxMap;
 use super::kv::KvOp;
-use super::model::{CasOutcome, CasRegister, NIL, RegisterOp, Val};
+use super::model::{CasOutcome, CasRegister, RegisterOp, Values};
 use super::search::LinOp;
 use super::strings::{TextId, Texts, TextsBuilder};
 use crate::history::{Outcome, Paired};
@@ -24,12 +24,51 @@ pub(super) struct Part<'a, O> {
     pub(super) key: Option<Value>,
     pub(super) ops: Vec<LinOp<O>>,
     pub(super) origin: Vec<&'a Paired<'a>>,
+    /// `Some(n)`: these are the few operations of a key of `n` that already
+    /// cannot be linearized on their own (found by the unique-value path).
+    pub(super) narrowed_from: Option<usize>,
 }
 
-fn shape(op: &Paired, message: String) -> LinError {
-    LinError::Shape {
-        index: op.invoke.index,
-        message,
+impl<'a, O> Part<'a, O> {
+    fn new(key: Option<Value>) -> Self {
+        Part {
+            key,
+            ops: Vec::new(),
+            origin: Vec::new(),
+            narrowed_from: None,
+        }
+    }
+
+    /// Operations without a history operation behind them (for unit tests).
+    #[cfg(test)]
+    pub(super) fn bare(ops: Vec<LinOp<O>>) -> Self {
+        Part {
+            ops,
+            ..Part::new(None)
+        }
+    }
+
+    /// Keep the operations whose `keep` is true.
+    pub(super) fn retain(&mut self, keep: &[bool]) {
+        let mut k = keep.iter();
+        self.ops.retain(|_| *k.next().unwrap_or(&true));
+        if !self.origin.is_empty() {
+            let mut k = keep.iter();
+            self.origin.retain(|_| *k.next().unwrap_or(&true));
+        }
+    }
+
+    /// The part of only the operations `which` (ascending), narrowed from this one.
+    pub(super) fn narrowed(&self, which: &[usize]) -> Self
+    where
+        O: Clone,
+    {
+        Part {
+            key: self.key.clone(),
+            ops: which.iter().map(|&i| self.ops[i].clone()).collect(),
+            origin: which.iter().map(|&i| self.origin[i]).collect(),
+            narrowed_from: Some(self.ops.len()),
+        }
     }
 }
 
@@ -55,7 +94,7 @@ fn key_name(key: Option<&Value>) -> Cow<'_, str> {
 }
 
 /// A key as shown: strings as they are, other JSON as text.
-fn key_label(key: &Value) -> String {
+pub(super) fn key_label(key: &Value) -> String {
     match key {
         Value::String(s) => s.clone(),
         v => v.to_string(),
@@ -71,11 +110,7 @@ fn part_for<'a, 'o, O>(
     let i = match index.get(&name) {
         Some(&i) => i,
         None => {
-            parts.push(Part {
-                key: key.cloned(),
-                ops: Vec::new(),
-                origin: Vec::new(),
-            });
+            parts.push(Part::new(key.cloned()));
             index.insert(name, parts.len() - 1);
             parts.len() - 1
         }
@@ -83,22 +118,70 @@ fn part_for<'a, 'o, O>(
     &mut parts[i]
 }
 
+/// Read every operation that did not fail with `read` (`Ok(None)`: left out),
+/// one part per key: `read` gets the operation, its invocation's value and its
+/// completion's (without the key), and an `ok` operation is placed at its
+/// completion, another one anywhere after its invocation.
+pub(super) fn parts_by_key<'a, O>(
+    ops: &'a [Paired<'a>],
+    mut read: impl FnMut(&'a Paired<'a>, &'a Value, &'a Value) -> Result<Option<O>, LinError>,
+) -> Result<Vec<Part<'a, O>>, LinError> {
+    let mut parts = Vec::new();
+    let mut index = FxMap::default();
+    for op in ops {
+        if op.outcome == Outcome::Fail {
+            continue;
+        }
+        let (key, arg) = keyed(&op.invoke.value);
+        let Some(mop) = read(op, arg, keyed(op.value()).1)? else {
+            continue;
+        };
+        let part = part_for(&mut parts, &mut index, key);
+        part.ops.push(LinOp {
+            op: mop,
+            invoke: op.invoke_pos,
+            complete: if op.outcome == Outcome::Ok {
+                op.complete_pos
+            } else {
+                None
+            },
+        });
+        part.origin.push(op);
+    }
+    Ok(parts)
+}
+
+/// An operation that does not fit the model: where, and why.
+pub(super) fn shape(op: &Paired, message: String) -> LinError {
+    LinError::Shape {
+        index: op.invoke.index,
+        message,
+    }
+}
+
+/// How a history's register operations are read.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RegisterReading<'v> {
+    /// A cas is an operation (`cas-register`), or an error (`register`).
+    pub(super) cas: bool,
+    /// A failed cas observed a value other than the expected one (Porcupine's
+    /// etcd histories) instead of not having happened.
+    pub(super) failed_cas_observes: bool,
+    /// A read that returned nil says nothing about the value (Knossos's
+    /// register models: a nil read matches any value).
+    pub(super) nil_read_unknown: bool,
+    /// The register's value before any operation (`null`: nil).
+    pub(super) initial: &'v Value,
+}
+
 pub(super) fn register_parts<'a>(
     ops: &'a [Paired<'a>],
-    failed_cas_observes: bool,
+    reading: RegisterReading,
 ) -> Result<(CasRegister, Vec<Part<'a, RegisterOp>>), LinError> {
-    let mut names: Vec<String> = vec!["nil".to_string()];
-    let mut ids: FxMap<String, Val> = FxMap::default();
-    let mut intern = |v: &Value| -> Val {
-        if v.is_null() {
-            return NIL;
-        }
-        let s = v.to_string();
-        *ids.entry(s.clone()).or_insert_with(|| {
-            names.push(s);
-            (names.len() - 1) as Val
-        })
-    };
+    let mut values = Values::default();
+    let init = values.intern(reading.initial);
+    let mut intern = |v: &Value| values.intern(v);
+    let observes = reading.failed_cas_observes;
     let mut parts = Vec::new();
     let mut index = FxMap::default();
     for op in ops {
@@ -111,19 +194,29 @@ pub(super) fn register_parts<'a>(
         };
         let rop = match op.invoke.f.as_str() {
             "read" => match op.outcome {
-                Outcome::Ok => RegisterOp::Read(Some(intern(keyed(op.value()).1))),
-                Outcome::Fail if !failed_cas_observes => continue,
+                Outcome::Ok => match keyed(op.value()).1 {
+                    Value::Null if reading.nil_read_unknown => RegisterOp::Read(None),
+                    v => RegisterOp::Read(Some(intern(v))),
+                },
+                Outcome::Fail if !observes => continue,
                 _ => RegisterOp::Read(None),
             },
             "write" if failed => continue,
             "write" => RegisterOp::Write(intern(arg)),
+            "cas" if !reading.cas => {
+                return Err(shape(
+                    op,
+                    "the register model knows read and write, not cas (check with the cas-register model)"
+                        .to_string(),
+                ));
+            }
             "cas" => {
                 let Some([from, to]) = arg.as_array().map(Vec::as_slice) else {
                     return Err(shape(op, format!("cas expects [expected, new], got {arg}")));
                 };
                 let outcome = match op.outcome {
                     Outcome::Ok => CasOutcome::Ok,
-                    Outcome::Fail if failed_cas_observes => CasOutcome::Failed,
+                    Outcome::Fail if observes => CasOutcome::Failed,
                     Outcome::Fail => continue,
                     Outcome::Info => CasOutcome::Unknown,
                 };
@@ -134,10 +227,12 @@ pub(super) fn register_parts<'a>(
                 }
             }
             f => {
-                return Err(shape(
-                    op,
-                    format!("a register knows read, write and cas, not {f:?}"),
-                ));
+                let knows = if reading.cas {
+                    "read, write and cas"
+                } else {
+                    "read and write"
+                };
+                return Err(shape(op, format!("a register knows {knows}, not {f:?}")));
             }
         };
         let part = part_for(&mut parts, &mut index, key);
@@ -148,7 +243,8 @@ pub(super) fn register_parts<'a>(
         });
         part.origin.push(op);
     }
-    Ok((CasRegister { names }, parts))
+    let names = values.into_names();
+    Ok((CasRegister { names, init }, parts))
 }
 
 /// A kv history read for checking.
@@ -228,11 +324,7 @@ pub(super) fn kv_parts<'a>(ops: &'a [Paired<'a>], split: bool) -> Result<KvParts
         // key's number is its part's.
         let p = if split { k as usize } else { 0 };
         if p == parts.len() {
-            parts.push(Part {
-                key: split.then(|| key.clone()),
-                ops: Vec::new(),
-                origin: Vec::new(),
-            });
+            parts.push(Part::new(split.then(|| key.clone())));
         }
         let part = &mut parts[p];
         part.ops.push(LinOp {

@@ -78,6 +78,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = parse_positive_secs)]
     pub time_limit: f64,
 
+    /// The checker's budget in seconds at the end of the run; past it the verdict
+    /// is unknown (exit 2). Its memory budget is a quarter of the machine's memory.
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_CHECKER_TIME_LIMIT, value_parser = parse_positive_secs)]
+    pub checker_time_limit: f64,
+
     /// Target client operations per second, over all clients.
     #[arg(long, value_name = "OPS_PER_SEC", default_value_t = 200.0, value_parser = parse_positive)]
     pub rate: f64,
@@ -160,6 +165,22 @@ pub enum WorkloadKind {
     Queue,
     Register,
 }
+
+impl WorkloadKind {
+    /// What its histories are checked as, by `watermark run` and by `watermark
+    /// check` on its run folder: the queue analysis, or each key of the register
+    /// against the cas-register model.
+    pub fn model(self) -> checker::check::Model {
+        match self {
+            WorkloadKind::Queue => checker::check::Model::Queue,
+            WorkloadKind::Register => checker::check::Model::CasRegister,
+        }
+    }
+}
+
+/// `--checker-time-limit` when not given (and in a run.json written before it
+/// existed).
+pub const DEFAULT_CHECKER_TIME_LIMIT: f64 = 120.0;
 
 /// A bug the brokers can plant (`broker node --bug NAME`), so the harness can be
 /// seen to catch it.
@@ -272,6 +293,7 @@ impl RunArgs {
             nemesis,
             nemesis_interval: self.nemesis_interval,
             time_limit: self.time_limit,
+            checker_time_limit: self.checker_time_limit,
             rate: self.rate,
             concurrency: self.concurrency.unwrap_or(2 * self.nodes),
             seed: self
@@ -303,6 +325,7 @@ impl From<Resolved> for RunArgs {
             nemesis: fault_list::entries(&r.nemesis),
             nemesis_interval: r.nemesis_interval,
             time_limit: r.time_limit,
+            checker_time_limit: r.checker_time_limit,
             rate: r.rate,
             concurrency: Some(r.concurrency),
             seed: Some(r.seed),
@@ -355,10 +378,27 @@ mod tests {
             (a.nemesis_interval, a.time_limit, a.rate),
             (5.0, 60.0, 200.0)
         );
+        assert_eq!(a.checker_time_limit, 120.0);
         assert_eq!((a.concurrency, a.seed), (6, 5));
         assert_eq!(a.results, PathBuf::from("results"));
         assert_eq!(a.broker_bin, PathBuf::from("/bin/broker"));
         assert_eq!(a.node_args(), ["--truncation", "epoch"]);
+    }
+
+    #[test]
+    fn the_checker_time_limit_is_stored_and_defaults_for_older_run_json() {
+        let a = parse(&["--checker-time-limit", "7.5", "--seed", "1"]).unwrap();
+        assert_eq!(a.checker_time_limit, 7.5);
+        let mut json = serde_json::to_value(&a).unwrap();
+        assert_eq!(json["checker_time_limit"], 7.5);
+        assert_eq!(serde_json::from_value::<Resolved>(json.clone()).unwrap(), a);
+        json.as_object_mut().unwrap().remove("checker_time_limit");
+        let older = serde_json::from_value::<Resolved>(json).unwrap();
+        assert_eq!(older.checker_time_limit, DEFAULT_CHECKER_TIME_LIMIT);
+        for bad in ["0", "-1", "abc", "1e9"] {
+            let e = parse(&[&format!("--checker-time-limit={bad}")]).unwrap_err();
+            assert!(e.contains("checker-time-limit"), "{e}");
+        }
     }
 
     #[test]

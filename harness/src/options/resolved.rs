@@ -33,6 +33,9 @@ pub struct Resolved {
     pub nemesis: Vec<FaultKind>,
     pub nemesis_interval: f64,
     pub time_limit: f64,
+    /// The checker's time budget in seconds (absent from older run.json files).
+    #[serde(default = "default_checker_time_limit")]
+    pub checker_time_limit: f64,
     pub rate: f64,
     pub concurrency: u32,
     pub seed: u64,
@@ -46,7 +49,16 @@ pub struct Resolved {
     pub scenario: Option<Scenario>,
 }
 
+fn default_checker_time_limit() -> f64 {
+    super::DEFAULT_CHECKER_TIME_LIMIT
+}
+
 impl Resolved {
+    /// The checker's time budget.
+    pub fn checker_time_limit(&self) -> Duration {
+        Duration::from_secs_f64(self.checker_time_limit)
+    }
+
     /// How long the workload and the faults run.
     pub fn time_limit(&self) -> Duration {
         Duration::from_secs_f64(self.time_limit)

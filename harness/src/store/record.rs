@@ -36,8 +36,9 @@ pub struct RunRecord {
     pub exit_code: Option<i32>,
     /// Whether the end of the run went through: the healed cluster converged, the
     /// final drain read every partition, every replica's log was dumped. `false`
-    /// caps a clean queue verdict at unknown, also when `watermark check` re-checks
-    /// the folder. `null` if the run did not get that far.
+    /// is a warning with the verdict (the checker judges what was recorded), also
+    /// when `watermark check` re-checks the folder. `null` if the run did not get
+    /// that far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub complete: Option<bool>,
     /// What went wrong at the end of the run (see `complete`).
