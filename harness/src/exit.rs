@@ -19,6 +19,20 @@ pub enum Exit {
     Interrupted = 130,
 }
 
+impl Exit {
+    /// How run.json names this ending (`outcome`).
+    pub fn outcome(self) -> &'static str {
+        match self {
+            Exit::Valid => "valid",
+            Exit::Invalid => "invalid",
+            Exit::Unknown => "unknown",
+            Exit::HarnessFailed => "harness-failed",
+            Exit::Interrupted => "interrupted",
+            Exit::Usage => "usage",
+        }
+    }
+}
+
 impl From<Exit> for ExitCode {
     fn from(e: Exit) -> ExitCode {
         ExitCode::from(e as u8)

@@ -5,7 +5,9 @@
 //! restart everything → wait (bounded) until the cluster converged → the workload's
 //! final step (the queue's drain; a register needs none) → dump every replica's log →
 //! the checker, as `watermark check` judges the run folder → results.json → summary →
-//! report.html and junit.xml → exit code. The workload is a value ([`Workload`]):
+//! report.html and junit.xml → exit code. A run that ends without a verdict (the
+//! harness failed, or Ctrl-C) still writes run.json's outcome and a junit.xml
+//! whose errored test case says why. The workload is a value ([`Workload`]):
 //! nothing here depends on which, but for the model its kind names
 //! ([`WorkloadKind::model`](crate::options::WorkloadKind::model)).
 //!
@@ -91,20 +93,24 @@ pub fn execute(args: Resolved, command_line: Vec<String>, replay_of: Option<Path
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("watermark run: cannot start the async runtime: {e}");
-            return Exit::HarnessFailed;
+            let reason = format!("cannot start the async runtime: {e}");
+            eprintln!("watermark run: {reason}");
+            return end(&folder, &mut record, Exit::HarnessFailed, Some(reason));
         }
     };
-    let exit = runtime.block_on(async {
+    let (exit, failure) = runtime.block_on(async {
         tokio::select! {
-            exit = campaign(&args, &folder, &mut record) => exit,
+            ended = campaign(&args, &folder, &mut record) => ended,
             signal = interrupted() => {
                 eprintln!(
                     "\nwatermark: {signal}: stopping; every broker process is killed; \
                      the history so far is in {}",
                     folder.history().display()
                 );
-                Exit::Interrupted
+                let reason = format!(
+                    "{signal}: stopped before the verdict; the history recorded so far is in history.jsonl"
+                );
+                (Exit::Interrupted, Some(reason))
             }
         }
     });
@@ -112,7 +118,16 @@ pub fn execute(args: Resolved, command_line: Vec<String>, replay_of: Option<Path
     // its processes.
     runtime.shutdown_timeout(Duration::from_secs(10));
     crate::cluster::supervisor::kill_all();
+    end(&folder, &mut record, exit, failure)
+}
+
+/// The end of every run, whatever its outcome: run.json completed, then the
+/// report and junit.xml for a verdict, or a junit.xml whose errored test case gives
+/// `failure` (the harness failed, or the run was interrupted) — CI always finds a
+/// junit.xml that says how the run went.
+fn end(folder: &RunFolder, record: &mut RunRecord, exit: Exit, failure: Option<String>) -> Exit {
     record.finish(SystemTime::now(), exit);
+    record.failure = failure.clone();
     if let Err(e) = folder.write_json(&folder.run_json(), &record) {
         eprintln!("watermark run: {e}");
     }
@@ -120,10 +135,26 @@ pub fn execute(args: Resolved, command_line: Vec<String>, replay_of: Option<Path
         // The verdict stands whatever happens to the report; a failure is only said.
         match crate::report::write_reports(&folder.path) {
             Ok(w) => println!("report: {}", w.html.display()),
-            Err(e) => eprintln!("watermark run: no report: {e}"),
+            Err(e) => {
+                eprintln!("watermark run: no report: {e}");
+                let reason = format!(
+                    "the verdict ({}) is in results.json, but no report could be rendered: {e}",
+                    exit.outcome()
+                );
+                write_unjudged_junit(folder, "harness-failed", &reason);
+            }
         }
+    } else {
+        let reason = failure.unwrap_or_else(|| format!("the run ended {}", exit.outcome()));
+        write_unjudged_junit(folder, exit.outcome(), &reason);
     }
     exit
+}
+
+fn write_unjudged_junit(folder: &RunFolder, outcome: &str, reason: &str) {
+    if let Err(e) = crate::report::write_unjudged_junit(&folder.path, outcome, reason) {
+        eprintln!("watermark run: no junit.xml: {e}");
+    }
 }
 
 /// Wait for Ctrl-C or SIGTERM; says which.
@@ -143,18 +174,22 @@ async fn interrupted() -> &'static str {
     }
 }
 
-/// The campaign; a harness failure is reported and becomes exit 3. How the end
-/// of the run went is noted in `record` (run.json).
-async fn campaign(args: &Resolved, folder: &RunFolder, record: &mut RunRecord) -> Exit {
+/// The campaign; a harness failure is reported and becomes exit 3, with its
+/// message. How the end of the run went is noted in `record` (run.json).
+async fn campaign(
+    args: &Resolved,
+    folder: &RunFolder,
+    record: &mut RunRecord,
+) -> (Exit, Option<String>) {
     match campaign_inner(args, folder, record).await {
-        Ok(exit) => exit,
+        Ok(exit) => (exit, None),
         Err(e) => {
             eprintln!("watermark run: {e}");
             eprintln!(
                 "watermark run: the run folder {} holds the brokers' logs (nodes/*/broker.log)",
                 folder.path.display()
             );
-            Exit::HarnessFailed
+            (Exit::HarnessFailed, Some(e.to_string()))
         }
     }
 }

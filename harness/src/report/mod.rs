@@ -86,6 +86,25 @@ pub fn write_reports(run_dir: &Path) -> Result<Written, ReportError> {
     Ok(written)
 }
 
+/// Write `junit.xml` into `run_dir` for a run that ended without a verdict
+/// (`outcome`: `harness-failed` or `interrupted`): one errored test case giving
+/// `reason`. Its suite's properties come from run.json when it reads.
+pub fn write_unjudged_junit(
+    run_dir: &Path,
+    outcome: &str,
+    reason: &str,
+) -> Result<PathBuf, ReportError> {
+    let config = std::fs::read_to_string(run_dir.join("run.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
+    let xml = junit::render_unjudged(&folder::folder_name(run_dir), &config, outcome, reason)
+        .map_err(|e| ReportError::Write(format!("cannot render junit.xml: {e}")))?;
+    let path = run_dir.join("junit.xml");
+    write_atomically(&path, xml.as_bytes())?;
+    Ok(path)
+}
+
 /// Write a report file through [`crate::store::write_atomic`], so a reader (or
 /// `watermark serve`) never sees half a report.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {

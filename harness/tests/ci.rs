@@ -1,0 +1,151 @@
+//! What CI reads from a run, over the real `watermark` binary: a junit.xml for every
+//! outcome (a harness failure and an interruption are errored test cases saying
+//! why).
+//!
+//! Every wait is bounded; the harness is killed on the way out by a guard, and its
+//! brokers die with it (PR_SET_PDEATHSIG).
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
+use support::{Guard, WATERMARK, assert_no_process_left, read_json, run_folder, text, watermark};
+
+/// The test cases of a junit.xml, as (name, status).
+fn junit_cases(path: &Path) -> Vec<(String, TestCaseStatus)> {
+    let xml = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let report = Report::deserialize_from_str(&xml).expect("junit.xml parses");
+    report
+        .test_suites
+        .into_iter()
+        .flat_map(|s| s.test_cases)
+        .map(|c| (c.name.to_string(), c.status))
+        .collect()
+}
+
+/// The single errored case of a run without a verdict: its type and message.
+fn errored(path: &Path) -> (String, String) {
+    let cases = junit_cases(path);
+    assert_eq!(cases.len(), 1, "{cases:?}");
+    match &cases[0] {
+        (
+            name,
+            TestCaseStatus::NonSuccess {
+                kind: NonSuccessKind::Error,
+                message,
+                ty,
+                ..
+            },
+        ) if name == "run" => (
+            ty.as_ref().map(|t| t.to_string()).unwrap_or_default(),
+            message.as_ref().map(|m| m.to_string()).unwrap_or_default(),
+        ),
+        other => panic!("expected an errored `run` case, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_harness_failure_writes_junit_with_an_errored_case_saying_why() {
+    let results = tempfile::tempdir().unwrap();
+    let dir = results.path().to_str().unwrap();
+    // A "broker" that exits at once: the cluster cannot start.
+    let out = watermark(
+        &[
+            "run",
+            "--broker-bin",
+            "/bin/true",
+            "--seed",
+            "3",
+            "--results",
+            dir,
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let folder = run_folder(results.path());
+    let (ty, message) = errored(&folder.join("junit.xml"));
+    assert_eq!(ty, "harness-failed");
+    assert!(
+        message.contains("the cluster did not start"),
+        "the reason is missing: {message}"
+    );
+    let run = read_json(&folder.join("run.json"));
+    assert_eq!(run["outcome"], "harness-failed");
+    assert!(
+        run["failure"]
+            .as_str()
+            .is_some_and(|f| f.contains("the cluster did not start")),
+        "{run}"
+    );
+    assert_no_process_left(dir);
+}
+
+#[test]
+fn an_interrupted_run_writes_junit_with_an_errored_case() {
+    let results = tempfile::tempdir().unwrap();
+    let dir = results.path().to_str().unwrap().to_string();
+    let mut guard = Guard(
+        Command::new(WATERMARK)
+            .args([
+                "run",
+                "--time-limit",
+                "120",
+                "--seed",
+                "5",
+                "--results",
+                &dir,
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start watermark"),
+    );
+    // Wait until operations are recorded, then Ctrl-C.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let folder = loop {
+        let found = std::fs::read_dir(results.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.join("history.jsonl").is_file() && !p.is_symlink());
+        if let Some(f) = found
+            && std::fs::read_to_string(f.join("history.jsonl"))
+                .unwrap()
+                .lines()
+                .count()
+                > 20
+        {
+            break f;
+        }
+        assert!(
+            guard.0.try_wait().unwrap().is_none(),
+            "watermark ended before it was interrupted"
+        );
+        assert!(Instant::now() < deadline, "the run never got going");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let pid = nix::unistd::Pid::from_raw(guard.0.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = guard.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "watermark ignored Ctrl-C");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(130));
+    let (ty, message) = errored(&folder.join("junit.xml"));
+    assert_eq!(ty, "interrupted");
+    assert!(message.contains("Ctrl-C"), "{message}");
+    assert_eq!(
+        read_json(&folder.join("run.json"))["outcome"],
+        "interrupted"
+    );
+    assert_no_process_left(&dir);
+}
