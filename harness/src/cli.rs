@@ -42,7 +42,8 @@ enum Command {
     /// Starts a controller and --nodes brokers as OS processes behind TCP proxies,
     /// runs the workload and the nemesis for --time-limit seconds, heals the cluster,
     /// drains every partition, checks the history and writes
-    /// results/<workload>-<UTC timestamp>-s<seed>/ (results/latest points to it).
+    /// results/<workload>-<UTC timestamp>-s<seed>/ (results/current points to it while
+    /// it runs, results/latest once it ended).
     #[command(after_help = "Examples:
   watermark run                                    60 s on the defaults
   watermark run --acks 1 --nemesis isolate-leader  see acknowledged writes lost

@@ -1,14 +1,15 @@
 //! `watermark run`: one campaign from start to verdict.
 //!
-//! make the run folder → run.json → start the cluster → create the workload's topic →
-//! clients and nemesis until the time limit → end every fault → heal, resume and
-//! restart everything → wait (bounded) until the cluster converged → the workload's
-//! final step (the queue's drain; a register needs none) → dump every replica's log →
-//! the checker, as `watermark check` judges the run folder → results.json → summary →
-//! report.html and junit.xml → exit code. A run that ends without a verdict (the
-//! harness failed, or Ctrl-C) still writes run.json's outcome and a junit.xml
-//! whose errored test case says why. The workload is a value ([`Workload`]):
-//! nothing here depends on which, but for the model its kind names
+//! make the run folder (`results/current` points at it) → run.json → start the
+//! cluster → create the workload's topic → clients and nemesis until the time
+//! limit → end every fault → heal, resume and restart everything → wait (bounded)
+//! until the cluster converged → the workload's final step (the queue's drain; a
+//! register needs none) → dump every replica's log → the checker, as `watermark
+//! check` judges the run folder → results.json → summary → report.html and
+//! junit.xml → `results/latest` moved to it → exit code. A run that ends without
+//! a verdict (the harness failed, or Ctrl-C) still writes run.json's outcome and a
+//! junit.xml whose errored test case says why. The workload is a value
+//! ([`Workload`]): nothing here depends on which, but for the model its kind names
 //! ([`WorkloadKind::model`](crate::options::WorkloadKind::model)).
 //!
 //! Whatever happens, no broker process outlives the campaign: the cluster kills its
@@ -85,7 +86,12 @@ pub fn execute(args: Resolved, command_line: Vec<String>, replay_of: Option<Path
     let mut record = RunRecord::new(&args, command_line, started, replay_of);
     if let Err(e) = folder.write_json(&folder.run_json(), &record) {
         eprintln!("watermark run: {e}");
-        return Exit::HarnessFailed;
+        return end(
+            &folder,
+            &mut record,
+            Exit::HarnessFailed,
+            Some(e.to_string()),
+        );
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -147,6 +153,10 @@ fn end(folder: &RunFolder, record: &mut RunRecord, exit: Exit, failure: Option<S
     } else {
         let reason = failure.unwrap_or_else(|| format!("the run ended {}", exit.outcome()));
         write_unjudged_junit(folder, exit.outcome(), &reason);
+    }
+    // Only now is the run over: `latest` moves to it, `current` goes.
+    if let Err(e) = folder.finish() {
+        eprintln!("watermark run: {e}");
     }
     exit
 }

@@ -105,14 +105,11 @@ fn an_interrupted_run_writes_junit_with_an_errored_case() {
             .spawn()
             .expect("start watermark"),
     );
-    // Wait until operations are recorded, then Ctrl-C.
+    // Wait until operations are recorded, then Ctrl-C. While the run goes,
+    // `current` points at it and there is no `latest`.
     let deadline = Instant::now() + Duration::from_secs(120);
     let folder = loop {
-        let found = std::fs::read_dir(results.path())
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.join("history.jsonl").is_file() && !p.is_symlink());
+        let found = std::fs::canonicalize(results.path().join("current")).ok();
         if let Some(f) = found
             && std::fs::read_to_string(f.join("history.jsonl"))
                 .unwrap()
@@ -129,6 +126,10 @@ fn an_interrupted_run_writes_junit_with_an_errored_case() {
         assert!(Instant::now() < deadline, "the run never got going");
         std::thread::sleep(Duration::from_millis(100));
     };
+    assert!(
+        std::fs::symlink_metadata(results.path().join("latest")).is_err(),
+        "latest points at a run in progress"
+    );
     let pid = nix::unistd::Pid::from_raw(guard.0.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -140,6 +141,15 @@ fn an_interrupted_run_writes_junit_with_an_errored_case() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(status.code(), Some(130));
+    assert_eq!(
+        run_folder(results.path()),
+        folder,
+        "latest moves when the run ends"
+    );
+    assert!(
+        std::fs::symlink_metadata(results.path().join("current")).is_err(),
+        "current outlived the run"
+    );
     let (ty, message) = errored(&folder.join("junit.xml"));
     assert_eq!(ty, "interrupted");
     assert!(message.contains("Ctrl-C"), "{message}");
