@@ -9,6 +9,7 @@
 mod check;
 pub mod cli;
 pub mod cluster;
+pub mod console;
 pub mod error;
 pub mod exit;
 mod names;

@@ -30,12 +30,14 @@ use workloads::client::ClientConfig;
 
 use crate::check::checker_options;
 use crate::cluster::{Cluster, ClusterConfig};
+use crate::console::ConsoleLog;
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
 use crate::nemesis::{Nemesis, NemesisEvent, Planner};
 use crate::options::{ResolveError, Resolved, RunArgs};
 use crate::progress::{self, Progress, Tally};
 use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord};
+use crate::{errln, outln};
 
 /// How long the cluster may take to start and elect leaders.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -58,11 +60,11 @@ pub fn run(args: RunArgs) -> Exit {
 pub fn refused(command: &str, e: ResolveError) -> Exit {
     match e {
         ResolveError::Usage(msg) => {
-            eprintln!("{command}: {msg}");
+            errln!("{command}: {msg}");
             Exit::Usage
         }
         ResolveError::Harness(e) => {
-            eprintln!("{command}: {e}");
+            errln!("{command}: {e}");
             Exit::HarnessFailed
         }
     }
@@ -73,19 +75,24 @@ pub fn refused(command: &str, e: ResolveError) -> Exit {
 pub fn execute(args: Resolved, command_line: Vec<String>, replay_of: Option<PathBuf>) -> Exit {
     crate::cluster::supervisor::install_panic_hook();
     let seed = args.seed;
-    eprintln!("watermark: seed {seed} (repeat this run with --seed {seed})");
     let started = SystemTime::now();
     let folder = match RunFolder::create(&args.results, &args.workload.to_string(), seed, started) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("watermark run: {e}");
+            errln!("watermark: seed {seed} (repeat this run with --seed {seed})");
+            errln!("watermark run: {e}");
             return Exit::HarnessFailed;
         }
     };
-    eprintln!("watermark: run folder {}", folder.path.display());
+    // From here on, what the harness says is also in the run folder's watermark.log.
+    let _log = ConsoleLog::open(&folder.watermark_log())
+        .inspect_err(|e| eprintln!("watermark run: {e}; the console output is not kept"))
+        .ok();
+    errln!("watermark: seed {seed} (repeat this run with --seed {seed})");
+    errln!("watermark: run folder {}", folder.path.display());
     let mut record = RunRecord::new(&args, command_line, started, replay_of);
     if let Err(e) = folder.write_json(&folder.run_json(), &record) {
-        eprintln!("watermark run: {e}");
+        errln!("watermark run: {e}");
         return end(
             &folder,
             &mut record,
@@ -100,7 +107,7 @@ pub fn execute(args: Resolved, command_line: Vec<String>, replay_of: Option<Path
         Ok(rt) => rt,
         Err(e) => {
             let reason = format!("cannot start the async runtime: {e}");
-            eprintln!("watermark run: {reason}");
+            errln!("watermark run: {reason}");
             return end(&folder, &mut record, Exit::HarnessFailed, Some(reason));
         }
     };
@@ -108,7 +115,7 @@ pub fn execute(args: Resolved, command_line: Vec<String>, replay_of: Option<Path
         tokio::select! {
             ended = campaign(&args, &folder, &mut record) => ended,
             signal = interrupted() => {
-                eprintln!(
+                errln!(
                     "\nwatermark: {signal}: stopping; every broker process is killed; \
                      the history so far is in {}",
                     folder.history().display()
@@ -135,14 +142,14 @@ fn end(folder: &RunFolder, record: &mut RunRecord, exit: Exit, failure: Option<S
     record.finish(SystemTime::now(), exit);
     record.failure = failure.clone();
     if let Err(e) = folder.write_json(&folder.run_json(), &record) {
-        eprintln!("watermark run: {e}");
+        errln!("watermark run: {e}");
     }
     if matches!(exit, Exit::Valid | Exit::Invalid | Exit::Unknown) {
         // The verdict stands whatever happens to the report; a failure is only said.
         match crate::report::write_reports(&folder.path) {
-            Ok(w) => println!("report: {}", w.html.display()),
+            Ok(w) => outln!("report: {}", w.html.display()),
             Err(e) => {
-                eprintln!("watermark run: no report: {e}");
+                errln!("watermark run: no report: {e}");
                 let reason = format!(
                     "the verdict ({}) is in results.json, but no report could be rendered: {e}",
                     exit.outcome()
@@ -156,14 +163,14 @@ fn end(folder: &RunFolder, record: &mut RunRecord, exit: Exit, failure: Option<S
     }
     // Only now is the run over: `latest` moves to it, `current` goes.
     if let Err(e) = folder.finish() {
-        eprintln!("watermark run: {e}");
+        errln!("watermark run: {e}");
     }
     exit
 }
 
 fn write_unjudged_junit(folder: &RunFolder, outcome: &str, reason: &str) {
     if let Err(e) = crate::report::write_unjudged_junit(&folder.path, outcome, reason) {
-        eprintln!("watermark run: no junit.xml: {e}");
+        errln!("watermark run: no junit.xml: {e}");
     }
 }
 
@@ -194,8 +201,8 @@ async fn campaign(
     match campaign_inner(args, folder, record).await {
         Ok(exit) => (exit, None),
         Err(e) => {
-            eprintln!("watermark run: {e}");
-            eprintln!(
+            errln!("watermark run: {e}");
+            errln!(
                 "watermark run: the run folder {} holds the brokers' logs (nodes/*/broker.log)",
                 folder.path.display()
             );
@@ -275,9 +282,9 @@ async fn campaign_inner(
     record.notes = notes.clone();
     store::write_json(&folder.results_json(), &results)?;
     progress.finish();
-    print!(
+    outln!(
         "{}",
-        progress::summary(&results, &notes, tally.counts(), &folder.path)
+        progress::summary(&results, &notes, tally.counts(), &folder.path).trim_end()
     );
     Ok(match results.valid {
         Validity::Valid => Exit::Valid,

@@ -1,6 +1,7 @@
 //! What CI reads from a run, over the real `watermark` binary: a junit.xml for every
 //! outcome (a harness failure and an interruption are errored test cases saying
-//! why).
+//! why); `results/current` while a run goes, `results/latest` once it ended;
+//! `watermark.log`, the console output with timestamps.
 //!
 //! Every wait is bounded; the harness is killed on the way out by a guard, and its
 //! brokers die with it (PR_SET_PDEATHSIG).
@@ -73,6 +74,8 @@ fn a_harness_failure_writes_junit_with_an_errored_case_saying_why() {
         message.contains("the cluster did not start"),
         "the reason is missing: {message}"
     );
+    let log = std::fs::read_to_string(folder.join("watermark.log")).unwrap();
+    assert!(log.contains("the cluster did not start"), "{log}");
     let run = read_json(&folder.join("run.json"));
     assert_eq!(run["outcome"], "harness-failed");
     assert!(
@@ -158,4 +161,51 @@ fn an_interrupted_run_writes_junit_with_an_errored_case() {
         "interrupted"
     );
     assert_no_process_left(&dir);
+}
+
+/// A short campaign on one node, without faults.
+const SHORT: [&str; 12] = [
+    "run",
+    "--nodes",
+    "1",
+    "--partitions",
+    "1",
+    "--nemesis",
+    "none",
+    "--time-limit",
+    "2",
+    "--rate",
+    "50",
+    "--results",
+];
+
+#[test]
+fn watermark_log_is_the_console_output_with_timestamps() {
+    let results = tempfile::tempdir().unwrap();
+    let dir = results.path().to_str().unwrap();
+    let mut args = SHORT.to_vec();
+    args.extend([dir, "--seed", "11"]);
+    let out = watermark(&args, Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let log = std::fs::read_to_string(run_folder(results.path()).join("watermark.log")).unwrap();
+    let mut logged: Vec<&str> = Vec::new();
+    for line in log.lines() {
+        let (stamp, said) = line.split_once(' ').expect("a stamped line");
+        // 2026-12-01T04:09:27.123Z
+        assert!(
+            stamp.len() == 24 && stamp.as_bytes()[10] == b'T' && stamp.ends_with('Z'),
+            "not a UTC timestamp: {line}"
+        );
+        logged.push(said);
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut printed: Vec<&str> = stdout.lines().chain(stderr.lines()).collect();
+    printed.sort();
+    logged.sort();
+    assert_eq!(logged, printed, "watermark.log is not the console output");
+    assert!(log.contains("watermark: seed 11"), "{log}");
+    assert!(log.contains("] starting the cluster"), "{log}");
+    assert!(log.contains("verdict: valid"), "{log}");
+    assert_no_process_left(dir);
 }

@@ -99,6 +99,11 @@ impl RunFolder {
         self.path.join("history.jsonl")
     }
 
+    /// The console output of the run, each line with its time.
+    pub fn watermark_log(&self) -> PathBuf {
+        self.path.join("watermark.log")
+    }
+
     pub fn results_json(&self) -> PathBuf {
         self.path.join("results.json")
     }

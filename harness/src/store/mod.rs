@@ -22,4 +22,4 @@ pub use final_logs::FinalLogs;
 pub use folder::RunFolder;
 pub use history::{History, HistoryFile};
 pub use record::RunRecord;
-pub use timestamp::compact_timestamp;
+pub use timestamp::{compact_timestamp, rfc3339_millis};
