@@ -25,7 +25,7 @@ impl Cli {
     /// Do what the command line asks; the exit code says how it went.
     pub fn execute(self) -> Exit {
         match self.command {
-            Command::Run(args) => crate::run::run(*args),
+            Command::Run(command) => crate::series::run(*command),
             Command::Check(args) => crate::check::run(args),
             Command::Replay(args) => crate::replay::run(args),
             Command::Report(args) => crate::report::run(args),
@@ -49,10 +49,12 @@ enum Command {
   watermark run --acks 1 --nemesis isolate-leader  see acknowledged writes lost
   watermark run --seed 42 --time-limit 20          a short, repeatable run
   watermark replay results/latest                  the same options and seed again
+  watermark run --test-count 10 --until-invalid    seeds s, s+1, ... until one finds anomalies
 
 Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3 harness failure, 64 bad usage,
-130 interrupted (Ctrl-C; every broker process is killed, the history stays readable).")]
-    Run(Box<crate::options::RunArgs>),
+130 interrupted (Ctrl-C; every broker process is killed, the history stays readable).
+With --test-count: the worst outcome of the campaigns, in the order 130, 3, 1, 2, 0.")]
+    Run(Box<crate::series::RunCommand>),
     /// Check a history file offline (ours, Jepsen EDN, Porcupine logs).
     Check(crate::check::CheckArgs),
     /// Run again with the configuration and seed stored in a run folder's run.json.

@@ -22,5 +22,6 @@ mod replay;
 pub mod report;
 mod run;
 mod selftest;
+mod series;
 mod serve;
 mod store;

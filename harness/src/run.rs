@@ -17,7 +17,7 @@
 //! and exit 130, leaving the history streamed so far readable by `watermark check`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -73,10 +73,29 @@ pub fn refused(command: &str, e: ResolveError) -> Exit {
 /// Run a campaign with resolved options; `replay_of` names the run folder a replay
 /// repeats.
 pub fn execute(args: Resolved, command_line: Vec<String>, replay_of: Option<PathBuf>) -> Exit {
+    execute_linked(args, command_line, replay_of, None)
+}
+
+/// [`execute`], keeping `<link_from>/current` and `latest` on this run as well as
+/// those of its own results directory (a campaign of a series, whose results
+/// directory is the series' folder inside `link_from`).
+pub fn execute_linked(
+    args: Resolved,
+    command_line: Vec<String>,
+    replay_of: Option<PathBuf>,
+    link_from: Option<&Path>,
+) -> Exit {
     crate::cluster::supervisor::install_panic_hook();
     let seed = args.seed;
     let started = SystemTime::now();
-    let folder = match RunFolder::create(&args.results, &args.workload.to_string(), seed, started) {
+    let created = RunFolder::create(&args.results, &args.workload.to_string(), seed, started)
+        .and_then(|mut f| {
+            if let Some(dir) = link_from {
+                f.link_from(dir)?;
+            }
+            Ok(f)
+        });
+    let folder = match created {
         Ok(f) => f,
         Err(e) => {
             errln!("watermark: seed {seed} (repeat this run with --seed {seed})");

@@ -209,3 +209,162 @@ fn watermark_log_is_the_console_output_with_timestamps() {
     assert!(log.contains("verdict: valid"), "{log}");
     assert_no_process_left(dir);
 }
+
+/// The series folder `tests-*` under `results`, and its summary.json.
+fn series(results: &Path) -> (std::path::PathBuf, serde_json::Value) {
+    let found: Vec<_> = std::fs::read_dir(results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("tests-"))
+        })
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let summary = read_json(&found[0].join("summary.json"));
+    (found[0].clone(), summary)
+}
+
+#[test]
+fn test_count_runs_consecutive_seeds_into_one_folder_with_a_summary_and_one_suite() {
+    let results = tempfile::tempdir().unwrap();
+    let dir = results.path().to_str().unwrap();
+    let mut args = SHORT.to_vec();
+    args.extend([dir, "--seed", "100", "--test-count", "2"]);
+    let out = watermark(&args, Duration::from_secs(240));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (root, summary) = series(results.path());
+    assert_eq!(summary["test_count"], 2);
+    assert_eq!(summary["outcome"], "valid");
+    assert!(summary["ended_at"].is_string());
+    let campaigns = summary["campaigns"].as_array().unwrap();
+    let seeds: Vec<u64> = campaigns
+        .iter()
+        .map(|c| c["seed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seeds, [100, 101]);
+    for c in campaigns {
+        assert_eq!(c["outcome"], "valid", "{c}");
+        assert!(c["operations"]["ok"].as_u64().unwrap() > 0, "{c}");
+        let folder = root.join(c["folder"].as_str().unwrap());
+        let run = read_json(&folder.join("run.json"));
+        assert_eq!(run["seed"], c["seed"]);
+        assert_eq!(run["options"]["results"], root.to_str().unwrap());
+    }
+    // The table, on the console.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("1 ") || l.starts_with("2 "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert!(
+        rows[0].contains("100") && rows[1].contains("101"),
+        "{stdout}"
+    );
+    // One suite, every campaign's cases named after its seed, all passing.
+    let cases = junit_cases(&root.join("junit.xml"));
+    for seed in ["seed 100: ", "seed 101: "] {
+        assert!(
+            cases
+                .iter()
+                .any(|(n, _)| n == &format!("{seed}checker queue")),
+            "{cases:?}"
+        );
+    }
+    assert!(
+        cases
+            .iter()
+            .all(|(_, s)| matches!(s, TestCaseStatus::Success { .. })),
+        "{cases:?}"
+    );
+    // The results directory's latest is the last campaign.
+    let last = root.join(campaigns[1]["folder"].as_str().unwrap());
+    assert_eq!(run_folder(results.path()), last.canonicalize().unwrap());
+    assert_no_process_left(dir);
+}
+
+/// A fixed fault script that loses data under pre-0.11 truncation, every time.
+const LOSES_DATA: [&str; 4] = ["--truncation", "hw", "--scenario", "kip101-data-loss"];
+
+#[test]
+fn a_series_goes_on_past_an_anomaly_and_exits_1() {
+    let results = tempfile::tempdir().unwrap();
+    let dir = results.path().to_str().unwrap();
+    let mut args = vec!["run"];
+    args.extend(LOSES_DATA);
+    args.extend(["--results", dir, "--seed", "1", "--test-count", "2"]);
+    let out = watermark(&args, Duration::from_secs(300));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let (root, summary) = series(results.path());
+    let campaigns = summary["campaigns"].as_array().unwrap();
+    assert_eq!(campaigns.len(), 2, "{summary}");
+    assert!(
+        campaigns.iter().all(|c| c["outcome"] == "invalid"),
+        "{summary}"
+    );
+    assert_eq!(summary["exit_code"], 1);
+    let failed: Vec<String> = junit_cases(&root.join("junit.xml"))
+        .into_iter()
+        .filter(|(_, s)| {
+            matches!(
+                s,
+                TestCaseStatus::NonSuccess {
+                    kind: NonSuccessKind::Failure,
+                    ..
+                }
+            )
+        })
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        failed.contains(&"seed 1: checker queue".to_string()),
+        "{failed:?}"
+    );
+    assert!(
+        failed.contains(&"seed 2: checker queue".to_string()),
+        "{failed:?}"
+    );
+    assert_no_process_left(dir);
+}
+
+#[test]
+fn until_invalid_stops_the_series_at_the_first_anomaly() {
+    let results = tempfile::tempdir().unwrap();
+    let dir = results.path().to_str().unwrap();
+    let mut args = vec!["run"];
+    args.extend(LOSES_DATA);
+    args.extend([
+        "--results",
+        dir,
+        "--seed",
+        "7",
+        "--test-count",
+        "3",
+        "--until-invalid",
+    ]);
+    let out = watermark(&args, Duration::from_secs(300));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let (_, summary) = series(results.path());
+    let campaigns = summary["campaigns"].as_array().unwrap();
+    assert_eq!(campaigns.len(), 1, "{summary}");
+    assert_eq!(campaigns[0]["seed"], 7);
+    assert!(
+        campaigns[0]["anomalies"]
+            .as_object()
+            .is_some_and(|a| !a.is_empty()),
+        "{summary}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("1 of 3 campaigns run"), "{stdout}");
+    assert_no_process_left(dir);
+}
+
+#[test]
+fn until_invalid_needs_test_count() {
+    let out = watermark(&["run", "--until-invalid"], Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out));
+    let out = watermark(&["run", "--test-count", "0"], Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out));
+}

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use checker::verdict::{AnomalyKind, CheckerResult, Validity};
+use checker::verdict::{AnomalyKind, CheckerResult, Results, Validity};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use serde_json::Value;
 
@@ -64,9 +64,19 @@ fn suite(name: &str, config: &Value) -> TestSuite {
 pub fn render(data: &RunData) -> Result<String, String> {
     let mut report = Report::new("watermark");
     let mut suite = suite(&data.name(), &data.config);
-    for case in verdict_cases(data, "") {
+    for case in verdict_cases(&data.results, "") {
         suite.add_test_case(case);
     }
+    report.add_test_suite(suite);
+    report.to_string().map_err(|e| e.to_string())
+}
+
+/// Render a series of campaigns (`watermark run --test-count N`) as one suite,
+/// `name`, of the campaigns' test cases.
+pub fn render_series(name: &str, config: &Value, cases: Vec<TestCase>) -> Result<String, String> {
+    let mut report = Report::new("watermark");
+    let mut suite = suite(name, config);
+    suite.add_test_cases(cases);
     report.add_test_suite(suite);
     report.to_string().map_err(|e| e.to_string())
 }
@@ -107,9 +117,9 @@ pub(crate) fn unjudged_case(prefix: &str, outcome: &str, reason: &str) -> TestCa
 
 /// The test cases of a judged run: one per checker and one per anomaly kind it
 /// looks for; `prefix` starts every name (a campaign of a series names its seed).
-pub(crate) fn verdict_cases(data: &RunData, prefix: &str) -> Vec<TestCase> {
+pub(crate) fn verdict_cases(results: &Results, prefix: &str) -> Vec<TestCase> {
     let mut cases = Vec::new();
-    for (checker, c) in &data.results.checkers {
+    for (checker, c) in &results.checkers {
         let classname = format!("watermark.{checker}");
         let status = match c.valid {
             Validity::Valid => TestCaseStatus::success(),

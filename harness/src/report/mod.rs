@@ -18,7 +18,7 @@ mod anomalies;
 mod charts;
 mod faults;
 pub mod folder;
-mod junit;
+pub(crate) mod junit;
 mod linearization;
 pub mod page;
 pub(crate) mod text;
