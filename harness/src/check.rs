@@ -85,9 +85,15 @@ pub struct CheckArgs {
     #[arg(long, value_name = "VALUE")]
     pub initial: Option<String>,
     /// The checker's budget in seconds; past it the verdict is unknown (exit 2).
-    /// Its memory budget is a quarter of the machine's memory.
-    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
-    pub time_limit: f64,
+    /// Its memory budget is a quarter of the machine's memory. (`--time-limit`
+    /// is an older name.)
+    #[arg(
+        long,
+        alias = "time-limit",
+        value_name = "SECS",
+        default_value_t = 300.0
+    )]
+    pub checker_time_limit: f64,
     /// Print results.json to stdout instead of the text verdict.
     #[arg(long)]
     pub json: bool,
@@ -108,10 +114,10 @@ pub fn run(args: CheckArgs) -> Exit {
 }
 
 fn check_file(args: &CheckArgs) -> Result<Exit, String> {
-    if !(args.time_limit.is_finite() && args.time_limit > 0.0) {
+    if !(args.checker_time_limit.is_finite() && args.checker_time_limit > 0.0) {
         return Err(format!(
-            "--time-limit must be a positive number of seconds, not {}",
-            args.time_limit
+            "--checker-time-limit must be a positive number of seconds, not {}",
+            args.checker_time_limit
         ));
     }
     let path = if args.history.is_dir() {
@@ -158,7 +164,7 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         })?,
     };
 
-    let mut options = checker_options(Duration::from_secs_f64(args.time_limit));
+    let mut options = checker_options(Duration::from_secs_f64(args.checker_time_limit));
     if let Some(text) = &args.initial {
         if model == Model::Queue {
             return Err("--initial sets a linearizability model's initial state; the queue analysis has none".to_string());

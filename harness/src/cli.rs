@@ -66,7 +66,7 @@ With --test-count: the worst outcome of the campaigns, in the order 130, 3, 1, 2
     /// Prove the harness finds planted broker bugs, and raises no false alarm.
     ///
     /// For each bug (`broker node --bug NAME`), seeded campaigns with the faults that
-    /// can reveal it until one ends INVALID or --time-limit is spent; then the clean
+    /// can reveal it until one ends INVALID or --time-per-bug is spent; then the clean
     /// broker for the same budget. Prints a table (bug, caught?, seed, time to
     /// detection, anomaly kinds); every campaign's run folder is kept under
     /// results/selftest-<UTC timestamp>-s<seed>/.
@@ -77,4 +77,37 @@ With --test-count: the worst outcome of the campaigns, in the order 130, 3, 1, 2
 Exit codes: 0 every bug caught and the clean broker clean, 1 a bug escaped or the clean
 broker raised an anomaly, 3 harness failure, 64 bad usage, 130 interrupted.")]
     Selftest(crate::selftest::SelftestArgs),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        // Duplicate or conflicting flags (short ones included) panic here.
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn old_names_of_renamed_options_still_parse_and_stay_hidden() {
+        for (argv, new) in [
+            (
+                &["watermark", "check", "h.jsonl", "--time-limit", "5"][..],
+                "--checker-time-limit",
+            ),
+            (
+                &["watermark", "selftest", "--time-limit", "5"],
+                "--time-per-bug",
+            ),
+        ] {
+            Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            let mut cmd = Cli::command();
+            let sub = cmd.find_subcommand_mut(argv[1]).unwrap();
+            let help = sub.render_long_help().to_string();
+            assert!(help.contains(new), "{help}");
+            assert!(!help.contains("--time-limit <"), "{help}");
+        }
+    }
 }
