@@ -59,7 +59,8 @@ With --test-count: the worst outcome of the campaigns, in the order 130, 3, 1, 2
     Check(crate::check::CheckArgs),
     /// Run again with the configuration and seed stored in a run folder's run.json.
     Replay(crate::replay::ReplayArgs),
-    /// (Re)render report.html and junit.xml from a run folder.
+    /// (Re)render report.html and junit.xml from a run folder, or render them for any
+    /// history `check` reads (Jepsen EDN, Porcupine logs), judged as `check` judges it.
     Report(crate::report::ReportArgs),
     /// Browse the results directory in a web browser.
     Serve(crate::serve::ServeArgs),

@@ -18,6 +18,7 @@ mod anomalies;
 mod charts;
 mod faults;
 pub mod folder;
+mod history;
 pub(crate) mod junit;
 mod linearization;
 pub mod page;
@@ -119,13 +120,36 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
 /// Options of `watermark report`.
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// The run folder (e.g. results/latest).
-    pub run_dir: PathBuf,
+    /// A run folder (e.g. results/latest), or any history `watermark check` reads:
+    /// a history file (history.jsonl, Jepsen history.edn, a Jepsen or Porcupine
+    /// log) or a Jepsen store folder.
+    #[arg(value_name = "RUN_DIR|HISTORY")]
+    pub path: PathBuf,
+    /// Where report.html and junit.xml go [default: the run folder; for a history,
+    /// the folder given or the one holding the file].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// For a history outside a run folder: how it is read and judged, as by
+    /// `watermark check`.
+    #[command(flatten)]
+    pub judging: crate::check::Judging,
 }
 
 /// Run `watermark report`.
 pub fn run(args: ReportArgs) -> Exit {
-    match write_reports(&args.run_dir) {
+    let written = match history::run_folder_of(&args.path) {
+        Some(dir) if args.out.is_none() => write_reports(&dir),
+        // Nothing there: say so as for a run folder.
+        None if !args.path.exists() => write_reports(&args.path),
+        _ => {
+            let out = args
+                .out
+                .clone()
+                .unwrap_or_else(|| history::default_out(&args.path));
+            history::write(&args.path, &args.judging, &out)
+        }
+    };
+    match written {
         Ok(w) => {
             println!("{}", w.html.display());
             println!("{}", w.junit.display());
