@@ -29,6 +29,7 @@ impl Cli {
             Command::Check(args) => crate::check::run(args),
             Command::Replay(args) => crate::replay::run(args),
             Command::Report(args) => crate::report::run(args),
+            Command::Export(args) => crate::export::run(args),
             Command::Serve(args) => crate::serve::run(args),
             Command::Selftest(args) => crate::selftest::run(args),
         }
@@ -62,6 +63,17 @@ With --test-count: the worst outcome of the campaigns, in the order 130, 3, 1, 2
     /// (Re)render report.html and junit.xml from a run folder, or render them for any
     /// history `check` reads (Jepsen EDN, Porcupine logs), judged as `check` judges it.
     Report(crate::report::ReportArgs),
+    /// Write a run's history in another tool's format: Jepsen's history.edn.
+    ///
+    /// One op map per line, as Jepsen writes it; register operations as
+    /// jepsen.independent tuples, which Knossos checks key by key. `watermark check`
+    /// reads it back to the same events.
+    #[command(after_help = "Examples:
+  watermark export results/latest --format edn           writes results/latest/history.edn
+  watermark export results/latest --format edn -o -      to stdout
+
+Exit codes: 0 written, 3 the file cannot be written, 64 not a run folder or a malformed history.")]
+    Export(crate::export::ExportArgs),
     /// Browse the results directory in a web browser.
     Serve(crate::serve::ServeArgs),
     /// Prove the harness finds planted broker bugs, and raises no false alarm.

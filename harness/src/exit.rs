@@ -1,4 +1,6 @@
-//! Exit codes, as Jepsen and Maelstrom use them: CI gates on these.
+//! Exit codes: CI gates on these. The verdicts are Jepsen's (0 valid, 1 invalid, 2
+//! unknown); bad usage is sysexits' 64 (Jepsen: 254), a harness failure 3 (Jepsen:
+//! 255), an interruption 130 (docs/running.md, "Exit codes").
 
 use std::process::ExitCode;
 

@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod console;
 pub mod error;
 pub mod exit;
+mod export;
 mod names;
 pub mod nemesis;
 pub mod net;
