@@ -3,8 +3,9 @@
 //!
 //! Imports go one way: `proc` and `net` (plain data, the proxies) at the bottom, then
 //! `cluster` (processes and links), `nemesis` (faults on a cluster), `options`, the
-//! run folder (`store`) and `report`, and the commands (`run`, `replay`, `check`,
-//! `selftest`, `serve`) on top, under `cli`.
+//! run folder (`store`, with `console`: the run's watermark.log) and `report`, and
+//! the commands (`run` and its `series`, `replay`, `check`, `export`, `selftest`,
+//! `serve`) on top, under `cli`.
 
 mod check;
 pub mod cli;
