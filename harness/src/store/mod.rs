@@ -1,8 +1,9 @@
 //! The run folder (docs/run-folder.md): the interface between running a
-//! campaign and judging it. `run` creates `results/<workload>-<UTC timestamp>-s<seed>/`,
-//! points `results/current` at it (and `results/latest` once it ended), writes `run.json` (everything needed to repeat the
-//! run), streams `history.jsonl` line by line while the run goes — so a harness that
-//! crashes still leaves a readable prefix — and finally writes `results.json`.
+//! campaign and judging it. `run` creates
+//! `results/<workload>-<UTC timestamp>-s<seed>/`, points `results/current` at it (and
+//! `results/latest` once it ended), writes `run.json` (everything needed to repeat
+//! the run), streams `history.jsonl` line by line while the run goes — so a harness
+//! that crashes still leaves a readable prefix — and finally writes `results.json`.
 //!
 //! - [`folder`] — the folder, `current` and `latest`, and where each file goes;
 //! - [`record`] — `run.json`;
