@@ -71,6 +71,17 @@ pub struct CheckArgs {
     /// a folder: a run folder (its history.jsonl is checked) or a Jepsen store
     /// folder (its history.edn).
     pub history: PathBuf,
+    #[command(flatten)]
+    pub judging: Judging,
+    /// Print results.json to stdout instead of the text verdict.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How a history is read and judged: by `watermark check`, and by `watermark
+/// report` for a history outside a run folder.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Judging {
     /// The file's format.
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
     pub format: FormatArg,
@@ -85,12 +96,15 @@ pub struct CheckArgs {
     #[arg(long, value_name = "VALUE")]
     pub initial: Option<String>,
     /// The checker's budget in seconds; past it the verdict is unknown (exit 2).
-    /// Its memory budget is a quarter of the machine's memory.
-    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
-    pub time_limit: f64,
-    /// Print results.json to stdout instead of the text verdict.
-    #[arg(long)]
-    pub json: bool,
+    /// Its memory budget is a quarter of the machine's memory. (`--time-limit`
+    /// is an older name.)
+    #[arg(
+        long,
+        alias = "time-limit",
+        value_name = "SECS",
+        default_value_t = 300.0
+    )]
+    pub checker_time_limit: f64,
 }
 
 /// Bad input: what was wrong, where, and what to do. Exit 64.
@@ -107,22 +121,78 @@ pub fn run(args: CheckArgs) -> Exit {
     }
 }
 
+/// A history read and judged.
+pub(crate) struct Judged {
+    /// The history file (inside the folder given, if a folder was).
+    pub path: PathBuf,
+    pub format: Format,
+    pub events: Vec<checker::history::Event>,
+    pub model: Model,
+    /// The replicas' final logs of a run folder.
+    pub replicas: Vec<ReplicaLog>,
+    pub results: checker::verdict::Results,
+    /// What run.json says about a run that ended early or incompletely (also a
+    /// note of every checker).
+    pub warning: Option<String>,
+}
+
+impl Judged {
+    pub fn exit(&self) -> Exit {
+        match self.results.valid {
+            Validity::Valid => Exit::Valid,
+            Validity::Invalid => Exit::Invalid,
+            Validity::Unknown => Exit::Unknown,
+        }
+    }
+}
+
 fn check_file(args: &CheckArgs) -> Result<Exit, String> {
-    if !(args.time_limit.is_finite() && args.time_limit > 0.0) {
+    let judged = judge(&args.history, &args.judging)?;
+    let shown = judged.path.display().to_string();
+    if args.json {
+        let json = serde_json::to_string_pretty(&judged.results).unwrap_or_default();
+        say(&format!("{json}\n"));
+        if let Some(w) = &judged.warning {
+            eprintln!("watermark check: warning: {w}");
+        }
+    } else {
+        let logs = if judged.replicas.is_empty() {
+            String::new()
+        } else {
+            format!(", {} replica logs", judged.replicas.len())
+        };
+        say(&format!(
+            "{shown}: {} events ({}), checked as {}{logs}\n",
+            judged.events.len(),
+            judged.format.name(),
+            judged.model.name(),
+        ));
+        if let Some(w) = &judged.warning {
+            say(&format!("warning: {w}\n"));
+        }
+        say(&judged.results.render_text());
+    }
+    Ok(judged.exit())
+}
+
+/// Read the history at `history` (a file, a run folder or a Jepsen store folder)
+/// and judge it as `judging` says; bad input is an error naming file and line.
+pub(crate) fn judge(history: &Path, judging: &Judging) -> Result<Judged, String> {
+    if !(judging.checker_time_limit.is_finite() && judging.checker_time_limit > 0.0) {
         return Err(format!(
-            "--time-limit must be a positive number of seconds, not {}",
-            args.time_limit
+            "--checker-time-limit must be a positive number of seconds, not {}",
+            judging.checker_time_limit
         ));
     }
-    let path = if args.history.is_dir() {
-        history_in(&args.history)?
+    let path = if history.is_dir() {
+        history_in(history)?
     } else {
-        args.history.clone()
+        history.to_path_buf()
     };
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("cannot read {shown}: {e} (give a history file or a run folder)"))?;
-    let fmt = match args.format {
+    let fmt = match judging.format {
         FormatArg::Auto => format::detect(&text).map_err(|e| at(&shown, &e))?,
         FormatArg::Jsonl => Format::Jsonl,
         FormatArg::Edn => Format::Edn,
@@ -146,7 +216,7 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         None => Vec::new(),
     };
 
-    let model = match (args.model, workload) {
+    let model = match (judging.model, workload) {
         (Some(m), _) => m.model(),
         (None, Some(w)) => w.model(),
         (None, None) => Model::infer(fmt, &parsed.events).ok_or_else(|| {
@@ -158,8 +228,8 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         })?,
     };
 
-    let mut options = checker_options(Duration::from_secs_f64(args.time_limit));
-    if let Some(text) = &args.initial {
+    let mut options = checker_options(Duration::from_secs_f64(judging.checker_time_limit));
+    if let Some(text) = &judging.initial {
         if model == Model::Queue {
             return Err("--initial sets a linearizability model's initial state; the queue analysis has none".to_string());
         }
@@ -184,34 +254,14 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
             c.notes.push(w.clone());
         }
     }
-
-    if args.json {
-        let json = serde_json::to_string_pretty(&results).unwrap_or_default();
-        say(&format!("{json}\n"));
-        if let Some(w) = &warning {
-            eprintln!("watermark check: warning: {w}");
-        }
-    } else {
-        let logs = if replicas.is_empty() {
-            String::new()
-        } else {
-            format!(", {} replica logs", replicas.len())
-        };
-        say(&format!(
-            "{shown}: {} events ({}), checked as {}{logs}\n",
-            parsed.events.len(),
-            fmt.name(),
-            model.name(),
-        ));
-        if let Some(w) = &warning {
-            say(&format!("warning: {w}\n"));
-        }
-        say(&results.render_text());
-    }
-    Ok(match results.valid {
-        Validity::Valid => Exit::Valid,
-        Validity::Invalid => Exit::Invalid,
-        Validity::Unknown => Exit::Unknown,
+    Ok(Judged {
+        path,
+        format: fmt,
+        events: parsed.events,
+        model,
+        replicas,
+        results,
+        warning,
     })
 }
 

@@ -25,10 +25,11 @@ impl Cli {
     /// Do what the command line asks; the exit code says how it went.
     pub fn execute(self) -> Exit {
         match self.command {
-            Command::Run(args) => crate::run::run(*args),
+            Command::Run(command) => crate::series::run(*command),
             Command::Check(args) => crate::check::run(args),
             Command::Replay(args) => crate::replay::run(args),
             Command::Report(args) => crate::report::run(args),
+            Command::Export(args) => crate::export::run(args),
             Command::Serve(args) => crate::serve::run(args),
             Command::Selftest(args) => crate::selftest::run(args),
         }
@@ -42,28 +43,43 @@ enum Command {
     /// Starts a controller and --nodes brokers as OS processes behind TCP proxies,
     /// runs the workload and the nemesis for --time-limit seconds, heals the cluster,
     /// drains every partition, checks the history and writes
-    /// results/<workload>-<UTC timestamp>-s<seed>/ (results/latest points to it).
+    /// results/<workload>-<UTC timestamp>-s<seed>/ (results/current points to it while
+    /// it runs, results/latest once it ended).
     #[command(after_help = "Examples:
   watermark run                                    60 s on the defaults
   watermark run --acks 1 --nemesis isolate-leader  see acknowledged writes lost
   watermark run --seed 42 --time-limit 20          a short, repeatable run
   watermark replay results/latest                  the same options and seed again
+  watermark run --test-count 10 --until-invalid    seeds s, s+1, ... until one finds anomalies
 
 Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3 harness failure, 64 bad usage,
-130 interrupted (Ctrl-C; every broker process is killed, the history stays readable).")]
-    Run(Box<crate::options::RunArgs>),
+130 interrupted (Ctrl-C; every broker process is killed, the history stays readable).
+With --test-count: the worst outcome of the campaigns, in the order 130, 3, 1, 2, 0.")]
+    Run(Box<crate::series::RunCommand>),
     /// Check a history file offline (ours, Jepsen EDN, Porcupine logs).
     Check(crate::check::CheckArgs),
     /// Run again with the configuration and seed stored in a run folder's run.json.
     Replay(crate::replay::ReplayArgs),
-    /// (Re)render report.html and junit.xml from a run folder.
+    /// (Re)render report.html and junit.xml from a run folder, or render them for any
+    /// history `check` reads (Jepsen EDN, Porcupine logs), judged as `check` judges it.
     Report(crate::report::ReportArgs),
+    /// Write a run's history in another tool's format: Jepsen's history.edn.
+    ///
+    /// One op map per line, as Jepsen writes it; register operations as
+    /// jepsen.independent tuples, which Knossos checks key by key. `watermark check`
+    /// reads it back to the same events.
+    #[command(after_help = "Examples:
+  watermark export results/latest --format edn           writes results/latest/history.edn
+  watermark export results/latest --format edn -o -      to stdout
+
+Exit codes: 0 written, 3 the file cannot be written, 64 not a run folder or a malformed history.")]
+    Export(crate::export::ExportArgs),
     /// Browse the results directory in a web browser.
     Serve(crate::serve::ServeArgs),
     /// Prove the harness finds planted broker bugs, and raises no false alarm.
     ///
     /// For each bug (`broker node --bug NAME`), seeded campaigns with the faults that
-    /// can reveal it until one ends INVALID or --time-limit is spent; then the clean
+    /// can reveal it until one ends INVALID or --time-per-bug is spent; then the clean
     /// broker for the same budget. Prints a table (bug, caught?, seed, time to
     /// detection, anomaly kinds); every campaign's run folder is kept under
     /// results/selftest-<UTC timestamp>-s<seed>/.
@@ -74,4 +90,37 @@ Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3 harness failure, 64 bad usa
 Exit codes: 0 every bug caught and the clean broker clean, 1 a bug escaped or the clean
 broker raised an anomaly, 3 harness failure, 64 bad usage, 130 interrupted.")]
     Selftest(crate::selftest::SelftestArgs),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        // Duplicate or conflicting flags (short ones included) panic here.
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn old_names_of_renamed_options_still_parse_and_stay_hidden() {
+        for (argv, new) in [
+            (
+                &["watermark", "check", "h.jsonl", "--time-limit", "5"][..],
+                "--checker-time-limit",
+            ),
+            (
+                &["watermark", "selftest", "--time-limit", "5"],
+                "--time-per-bug",
+            ),
+        ] {
+            Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            let mut cmd = Cli::command();
+            let sub = cmd.find_subcommand_mut(argv[1]).unwrap();
+            let help = sub.render_long_help().to_string();
+            assert!(help.contains(new), "{help}");
+            assert!(!help.contains("--time-limit <"), "{help}");
+        }
+    }
 }

@@ -1,4 +1,6 @@
-//! Exit codes, as Jepsen and Maelstrom use them: CI gates on these.
+//! Exit codes: CI gates on these. The verdicts are Jepsen's (0 valid, 1 invalid, 2
+//! unknown); bad usage is sysexits' 64 (Jepsen: 254), a harness failure 3 (Jepsen:
+//! 255), an interruption 130 (docs/running.md, "Exit codes").
 
 use std::process::ExitCode;
 
@@ -17,6 +19,20 @@ pub enum Exit {
     Usage = 64,
     /// Stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
     Interrupted = 130,
+}
+
+impl Exit {
+    /// How run.json names this ending (`outcome`).
+    pub fn outcome(self) -> &'static str {
+        match self {
+            Exit::Valid => "valid",
+            Exit::Invalid => "invalid",
+            Exit::Unknown => "unknown",
+            Exit::HarnessFailed => "harness-failed",
+            Exit::Interrupted => "interrupted",
+            Exit::Usage => "usage",
+        }
+    }
 }
 
 impl From<Exit> for ExitCode {

@@ -3,14 +3,17 @@
 //!
 //! Imports go one way: `proc` and `net` (plain data, the proxies) at the bottom, then
 //! `cluster` (processes and links), `nemesis` (faults on a cluster), `options`, the
-//! run folder (`store`) and `report`, and the commands (`run`, `replay`, `check`,
-//! `selftest`, `serve`) on top, under `cli`.
+//! run folder (`store`, with `console`: the run's watermark.log) and `report`, and
+//! the commands (`run` and its `series`, `replay`, `check`, `export`, `selftest`,
+//! `serve`) on top, under `cli`.
 
 mod check;
 pub mod cli;
 pub mod cluster;
+pub mod console;
 pub mod error;
 pub mod exit;
+mod export;
 mod names;
 pub mod nemesis;
 pub mod net;
@@ -21,5 +24,6 @@ mod replay;
 pub mod report;
 mod run;
 mod selftest;
+mod series;
 mod serve;
 mod store;

@@ -1,7 +1,8 @@
 //! What a person watching a campaign sees: a progress bar on a terminal (elapsed /
 //! limit, operations ok / fail / info, the faults in force), a line every ten
-//! seconds when stderr is not a terminal (CI logs), and the closing summary
-//! (verdict, anomalies by kind with one example each, the run folder).
+//! seconds when stderr is not a terminal (CI logs) — in the run's watermark.log
+//! either way — and the closing summary (verdict, anomalies by kind with one
+//! example each, the run folder).
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -155,9 +156,13 @@ impl Progress {
     /// Name what the campaign does now (running, healing, draining, checking).
     pub fn phase(&mut self, phase: &str) {
         self.phase = phase.to_string();
+        let line = format!("[{:>5.1}s] {phase}", self.started.elapsed().as_secs_f64());
         match &self.bar {
-            Some(bar) => bar.set_message(phase.to_string()),
-            None => eprintln!("[{:>5.1}s] {phase}", self.started.elapsed().as_secs_f64()),
+            Some(bar) => {
+                bar.set_message(phase.to_string());
+                crate::console::record(&line);
+            }
+            None => crate::errln!("{line}"),
         }
     }
 
@@ -172,7 +177,9 @@ impl Progress {
         self.phase("running");
     }
 
-    /// Refresh from the tally; call a few times a second.
+    /// Refresh from the tally; call a few times a second. Every ten seconds a
+    /// line says where the run is: printed when there is no bar, and in
+    /// watermark.log either way.
     pub fn tick(&mut self, tally: &Tally) {
         let elapsed = self.started.elapsed();
         let (ok, fail, info) = tally.counts();
@@ -180,21 +187,21 @@ impl Progress {
             "ok {ok} fail {fail} info {info} | faults: {}",
             tally.faults()
         );
-        match &self.bar {
-            Some(bar) => {
-                bar.set_position(elapsed.as_secs().min(self.limit.as_secs()));
-                bar.set_message(msg);
-            }
-            None => {
-                if self.last_line.elapsed() >= LINE_EVERY {
-                    self.last_line = Instant::now();
-                    eprintln!(
-                        "[{:>5.1}s/{}s] {} | {msg}",
-                        elapsed.as_secs_f64(),
-                        self.limit.as_secs(),
-                        self.phase
-                    );
-                }
+        if let Some(bar) = &self.bar {
+            bar.set_position(elapsed.as_secs().min(self.limit.as_secs()));
+            bar.set_message(msg.clone());
+        }
+        if self.last_line.elapsed() >= LINE_EVERY {
+            self.last_line = Instant::now();
+            let line = format!(
+                "[{:>5.1}s/{}s] {} | {msg}",
+                elapsed.as_secs_f64(),
+                self.limit.as_secs(),
+                self.phase
+            );
+            match &self.bar {
+                Some(_) => crate::console::record(&line),
+                None => crate::errln!("{line}"),
             }
         }
     }

@@ -1,12 +1,15 @@
 //! `watermark run`: one campaign from start to verdict.
 //!
-//! make the run folder → run.json → start the cluster → create the workload's topic →
-//! clients and nemesis until the time limit → end every fault → heal, resume and
-//! restart everything → wait (bounded) until the cluster converged → the workload's
-//! final step (the queue's drain; a register needs none) → dump every replica's log →
-//! the checker, as `watermark check` judges the run folder → results.json → summary →
-//! report.html and junit.xml → exit code. The workload is a value ([`Workload`]):
-//! nothing here depends on which, but for the model its kind names
+//! make the run folder (`results/current` points at it) → run.json → start the
+//! cluster → create the workload's topic → clients and nemesis until the time
+//! limit → end every fault → heal, resume and restart everything → wait (bounded)
+//! until the cluster converged → the workload's final step (the queue's drain; a
+//! register needs none) → dump every replica's log → the checker, as `watermark
+//! check` judges the run folder → results.json → summary → report.html and
+//! junit.xml → `results/latest` moved to it → exit code. A run that ends without
+//! a verdict (the harness failed, or Ctrl-C) still writes run.json's outcome and a
+//! junit.xml whose errored test case says why. The workload is a value
+//! ([`Workload`]): nothing here depends on which, but for the model its kind names
 //! ([`WorkloadKind::model`](crate::options::WorkloadKind::model)).
 //!
 //! Whatever happens, no broker process outlives the campaign: the cluster kills its
@@ -14,7 +17,7 @@
 //! and exit 130, leaving the history streamed so far readable by `watermark check`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -27,12 +30,14 @@ use workloads::client::ClientConfig;
 
 use crate::check::checker_options;
 use crate::cluster::{Cluster, ClusterConfig};
+use crate::console::ConsoleLog;
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
 use crate::nemesis::{Nemesis, NemesisEvent, Planner};
 use crate::options::{ResolveError, Resolved, RunArgs};
 use crate::progress::{self, Progress, Tally};
 use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord};
+use crate::{errln, outln};
 
 /// How long the cluster may take to start and elect leaders.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -55,11 +60,11 @@ pub fn run(args: RunArgs) -> Exit {
 pub fn refused(command: &str, e: ResolveError) -> Exit {
     match e {
         ResolveError::Usage(msg) => {
-            eprintln!("{command}: {msg}");
+            errln!("{command}: {msg}");
             Exit::Usage
         }
         ResolveError::Harness(e) => {
-            eprintln!("{command}: {e}");
+            errln!("{command}: {e}");
             Exit::HarnessFailed
         }
     }
@@ -68,22 +73,51 @@ pub fn refused(command: &str, e: ResolveError) -> Exit {
 /// Run a campaign with resolved options; `replay_of` names the run folder a replay
 /// repeats.
 pub fn execute(args: Resolved, command_line: Vec<String>, replay_of: Option<PathBuf>) -> Exit {
+    execute_linked(args, command_line, replay_of, None)
+}
+
+/// [`execute`], keeping `<link_from>/current` and `latest` on this run as well as
+/// those of its own results directory (a campaign of a series, whose results
+/// directory is the series' folder inside `link_from`).
+pub fn execute_linked(
+    args: Resolved,
+    command_line: Vec<String>,
+    replay_of: Option<PathBuf>,
+    link_from: Option<&Path>,
+) -> Exit {
     crate::cluster::supervisor::install_panic_hook();
     let seed = args.seed;
-    eprintln!("watermark: seed {seed} (repeat this run with --seed {seed})");
     let started = SystemTime::now();
-    let folder = match RunFolder::create(&args.results, &args.workload.to_string(), seed, started) {
+    let created = RunFolder::create(&args.results, &args.workload.to_string(), seed, started)
+        .and_then(|mut f| {
+            if let Some(dir) = link_from {
+                f.link_from(dir)?;
+            }
+            Ok(f)
+        });
+    let folder = match created {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("watermark run: {e}");
+            errln!("watermark: seed {seed} (repeat this run with --seed {seed})");
+            errln!("watermark run: {e}");
             return Exit::HarnessFailed;
         }
     };
-    eprintln!("watermark: run folder {}", folder.path.display());
+    // From here on, what the harness says is also in the run folder's watermark.log.
+    let _log = ConsoleLog::open(&folder.watermark_log())
+        .inspect_err(|e| eprintln!("watermark run: {e}; the console output is not kept"))
+        .ok();
+    errln!("watermark: seed {seed} (repeat this run with --seed {seed})");
+    errln!("watermark: run folder {}", folder.path.display());
     let mut record = RunRecord::new(&args, command_line, started, replay_of);
     if let Err(e) = folder.write_json(&folder.run_json(), &record) {
-        eprintln!("watermark run: {e}");
-        return Exit::HarnessFailed;
+        errln!("watermark run: {e}");
+        return end(
+            &folder,
+            &mut record,
+            Exit::HarnessFailed,
+            Some(e.to_string()),
+        );
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -91,20 +125,24 @@ pub fn execute(args: Resolved, command_line: Vec<String>, replay_of: Option<Path
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("watermark run: cannot start the async runtime: {e}");
-            return Exit::HarnessFailed;
+            let reason = format!("cannot start the async runtime: {e}");
+            errln!("watermark run: {reason}");
+            return end(&folder, &mut record, Exit::HarnessFailed, Some(reason));
         }
     };
-    let exit = runtime.block_on(async {
+    let (exit, failure) = runtime.block_on(async {
         tokio::select! {
-            exit = campaign(&args, &folder, &mut record) => exit,
+            ended = campaign(&args, &folder, &mut record) => ended,
             signal = interrupted() => {
-                eprintln!(
+                errln!(
                     "\nwatermark: {signal}: stopping; every broker process is killed; \
                      the history so far is in {}",
                     folder.history().display()
                 );
-                Exit::Interrupted
+                let reason = format!(
+                    "{signal}: stopped before the verdict; the history recorded so far is in history.jsonl"
+                );
+                (Exit::Interrupted, Some(reason))
             }
         }
     });
@@ -112,18 +150,47 @@ pub fn execute(args: Resolved, command_line: Vec<String>, replay_of: Option<Path
     // its processes.
     runtime.shutdown_timeout(Duration::from_secs(10));
     crate::cluster::supervisor::kill_all();
+    end(&folder, &mut record, exit, failure)
+}
+
+/// The end of every run, whatever its outcome: run.json completed, then the
+/// report and junit.xml for a verdict, or a junit.xml whose errored test case gives
+/// `failure` (the harness failed, or the run was interrupted) — CI always finds a
+/// junit.xml that says how the run went.
+fn end(folder: &RunFolder, record: &mut RunRecord, exit: Exit, failure: Option<String>) -> Exit {
     record.finish(SystemTime::now(), exit);
+    record.failure = failure.clone();
     if let Err(e) = folder.write_json(&folder.run_json(), &record) {
-        eprintln!("watermark run: {e}");
+        errln!("watermark run: {e}");
     }
     if matches!(exit, Exit::Valid | Exit::Invalid | Exit::Unknown) {
         // The verdict stands whatever happens to the report; a failure is only said.
         match crate::report::write_reports(&folder.path) {
-            Ok(w) => println!("report: {}", w.html.display()),
-            Err(e) => eprintln!("watermark run: no report: {e}"),
+            Ok(w) => outln!("report: {}", w.html.display()),
+            Err(e) => {
+                errln!("watermark run: no report: {e}");
+                let reason = format!(
+                    "the verdict ({}) is in results.json, but no report could be rendered: {e}",
+                    exit.outcome()
+                );
+                write_unjudged_junit(folder, "harness-failed", &reason);
+            }
         }
+    } else {
+        let reason = failure.unwrap_or_else(|| format!("the run ended {}", exit.outcome()));
+        write_unjudged_junit(folder, exit.outcome(), &reason);
+    }
+    // Only now is the run over: `latest` moves to it, `current` goes.
+    if let Err(e) = folder.finish() {
+        errln!("watermark run: {e}");
     }
     exit
+}
+
+fn write_unjudged_junit(folder: &RunFolder, outcome: &str, reason: &str) {
+    if let Err(e) = crate::report::write_unjudged_junit(&folder.path, outcome, reason) {
+        errln!("watermark run: no junit.xml: {e}");
+    }
 }
 
 /// Wait for Ctrl-C or SIGTERM; says which.
@@ -143,18 +210,22 @@ async fn interrupted() -> &'static str {
     }
 }
 
-/// The campaign; a harness failure is reported and becomes exit 3. How the end
-/// of the run went is noted in `record` (run.json).
-async fn campaign(args: &Resolved, folder: &RunFolder, record: &mut RunRecord) -> Exit {
+/// The campaign; a harness failure is reported and becomes exit 3, with its
+/// message. How the end of the run went is noted in `record` (run.json).
+async fn campaign(
+    args: &Resolved,
+    folder: &RunFolder,
+    record: &mut RunRecord,
+) -> (Exit, Option<String>) {
     match campaign_inner(args, folder, record).await {
-        Ok(exit) => exit,
+        Ok(exit) => (exit, None),
         Err(e) => {
-            eprintln!("watermark run: {e}");
-            eprintln!(
+            errln!("watermark run: {e}");
+            errln!(
                 "watermark run: the run folder {} holds the brokers' logs (nodes/*/broker.log)",
                 folder.path.display()
             );
-            Exit::HarnessFailed
+            (Exit::HarnessFailed, Some(e.to_string()))
         }
     }
 }
@@ -230,9 +301,9 @@ async fn campaign_inner(
     record.notes = notes.clone();
     store::write_json(&folder.results_json(), &results)?;
     progress.finish();
-    print!(
+    outln!(
         "{}",
-        progress::summary(&results, &notes, tally.counts(), &folder.path)
+        progress::summary(&results, &notes, tally.counts(), &folder.path).trim_end()
     );
     Ok(match results.valid {
         Validity::Valid => Exit::Valid,

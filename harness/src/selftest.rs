@@ -24,8 +24,8 @@ use crate::options::{Bug, ResolveError, Resolved, RunArgs, parse_positive_secs};
 #[derive(Debug, Clone, clap::Args)]
 pub struct SelftestArgs {
     /// Seconds of campaigns per bug, and for the clean broker (a campaign is started
-    /// while the budget lasts).
-    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = parse_positive_secs)]
+    /// while the budget lasts). (`--time-limit` is an older name.)
+    #[arg(long = "time-per-bug", alias = "time-limit", value_name = "SECS", default_value_t = 120.0, value_parser = parse_positive_secs)]
     pub time_limit: f64,
 
     /// At most this many campaigns per bug, and for the clean broker [default: as many

@@ -297,13 +297,23 @@ fn tiny_time_limit_gives_unknown() {
     // etcd_002 needs far more search steps than fit in a microsecond.
     let o = watermark(&[
         path(&data("jepsen/etcd_002.log")),
-        "--time-limit",
+        "--checker-time-limit",
         "0.000001",
     ]);
     assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("time limit"), "{}", stdout(&o));
-    let o = watermark(&[path(&data("jepsen/etcd_002.log")), "--time-limit", "-1"]);
+    let o = watermark(&[
+        path(&data("jepsen/etcd_002.log")),
+        "--checker-time-limit=-1",
+    ]);
     assert_eq!(code(&o), 64);
+    // The older name still works.
+    let o = watermark(&[
+        path(&data("jepsen/etcd_002.log")),
+        "--time-limit",
+        "0.000001",
+    ]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
 }
 
 #[test]

@@ -226,7 +226,7 @@ fn a_harness_killed_mid_run_leaves_no_process_and_a_checkable_history() {
     // Wait until the campaign is well under way: brokers up, operations recorded.
     let deadline = Instant::now() + Duration::from_secs(120);
     let history = loop {
-        let lines = std::fs::canonicalize(results.path().join("latest"))
+        let lines = std::fs::canonicalize(results.path().join("current"))
             .ok()
             .map(|f| f.join("history.jsonl"))
             .and_then(|h| {

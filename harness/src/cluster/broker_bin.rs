@@ -28,7 +28,11 @@ pub fn locate(explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(found) = candidates.iter().find(|p| is_executable(p)) {
         return Ok(found.clone());
     }
-    if let Some(workspace) = source_tree() {
+    // Built by cargo from a source tree that is still there (not an installed copy
+    // in ~/.cargo/bin): build the broker too.
+    if let Some(workspace) = source_tree()
+        && in_target_dir(&exe)
+    {
         build(&workspace, &exe)?;
         if let Some(found) = candidates.iter().find(|p| is_executable(p)) {
             return Ok(found.clone());
@@ -58,6 +62,14 @@ fn beside(exe: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// Whether `exe` lies in a cargo target directory (one of its folders holds the
+/// `CACHEDIR.TAG` cargo writes there), rather than where `cargo install` put it.
+fn in_target_dir(exe: &Path) -> bool {
+    exe.ancestors()
+        .skip(1)
+        .any(|d| d.join("CACHEDIR.TAG").is_file())
 }
 
 /// The cargo workspace watermark was compiled from, if it is still there.
@@ -140,6 +152,18 @@ mod tests {
             beside(Path::new("/w/target/release/watermark")),
             [PathBuf::from("/w/target/release/broker")]
         );
+    }
+
+    #[test]
+    fn only_a_binary_in_a_cargo_target_directory_builds_its_broker() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = dir.path().join("target/debug");
+        std::fs::create_dir_all(profile.join("deps")).unwrap();
+        assert!(!in_target_dir(&profile.join("watermark")));
+        std::fs::write(dir.path().join("target/CACHEDIR.TAG"), "").unwrap();
+        assert!(in_target_dir(&profile.join("watermark")));
+        assert!(in_target_dir(&profile.join("deps/run-1234")));
+        assert!(!in_target_dir(&dir.path().join("bin/watermark")));
     }
 
     #[test]

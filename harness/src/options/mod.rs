@@ -24,7 +24,7 @@ use crate::nemesis::{FaultKind, Scenario};
 #[derive(Debug, Clone, clap::Args, PartialEq)]
 pub struct RunArgs {
     /// Number of broker nodes (ids 1..=N), each its own OS process.
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
     pub nodes: u32,
 
     /// Partitions of the workload's topic.
@@ -57,7 +57,7 @@ pub struct RunArgs {
     /// What the clients do: `queue` (producers and consumers on a partitioned topic)
     /// or `register` (reads, writes and compare-and-set on keys, checked for
     /// linearizability).
-    #[arg(long, value_enum, default_value_t = WorkloadKind::Queue)]
+    #[arg(short = 'w', long, value_enum, default_value_t = WorkloadKind::Queue)]
     pub workload: WorkloadKind,
 
     /// Faults to schedule, comma-separated, or none.
@@ -75,7 +75,7 @@ pub struct RunArgs {
     pub nemesis_interval: f64,
 
     /// Seconds of workload and faults before the cluster is healed and checked.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = parse_positive_secs)]
+    #[arg(short = 't', long, value_name = "SECS", default_value_t = 60.0, value_parser = parse_positive_secs)]
     pub time_limit: f64,
 
     /// The checker's budget in seconds at the end of the run; past it the verdict
@@ -87,9 +87,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "OPS_PER_SEC", default_value_t = 200.0, value_parser = parse_positive)]
     pub rate: f64,
 
-    /// Concurrent clients [default: 2 × --nodes].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub concurrency: Option<u32>,
+    /// Concurrent clients: a number, or `Kn` for K per node (`2n` with 3 nodes is
+    /// 6, as in Jepsen) [default: 2n].
+    #[arg(long, value_name = "N|Kn", value_parser = parse_concurrency)]
+    pub concurrency: Option<Concurrency>,
 
     /// Seed of every random choice (operations, fault schedule) [default: random,
     /// printed and stored in run.json].
@@ -205,6 +206,48 @@ by_name!(
     Bug => "bug",
 );
 
+/// `--concurrency`: clients in all, or per node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Concurrency {
+    Total(u32),
+    PerNode(u32),
+}
+
+/// Most concurrent clients a run takes.
+const MAX_CONCURRENCY: u32 = 1000;
+
+impl Concurrency {
+    /// The number of clients with `nodes` nodes.
+    fn clients(self, nodes: u32) -> u32 {
+        match self {
+            Concurrency::Total(n) => n,
+            Concurrency::PerNode(k) => k.saturating_mul(nodes),
+        }
+    }
+}
+
+/// `N` (1 to 1000) or `Kn` (K clients per node).
+fn parse_concurrency(s: &str) -> Result<Concurrency, String> {
+    let (digits, per_node) = match s.strip_suffix('n') {
+        Some(k) => (k, true),
+        None => (s, false),
+    };
+    let bad = || {
+        format!(
+            "`{s}` is neither a number of clients (1 to {MAX_CONCURRENCY}) nor `Kn`, K clients per node (e.g. 2n)"
+        )
+    };
+    let n: u32 = digits.parse().map_err(|_| bad())?;
+    if n == 0 || n > MAX_CONCURRENCY {
+        return Err(bad());
+    }
+    Ok(if per_node {
+        Concurrency::PerNode(n)
+    } else {
+        Concurrency::Total(n)
+    })
+}
+
 fn parse_positive(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
@@ -280,6 +323,16 @@ impl RunArgs {
             Some(_) => Vec::new(),
             None => fault_list::resolve(&self.nemesis).map_err(usage)?,
         };
+        let concurrency = self
+            .concurrency
+            .unwrap_or(Concurrency::PerNode(2))
+            .clients(self.nodes);
+        if concurrency > MAX_CONCURRENCY {
+            return Err(usage(format!(
+                "--concurrency {concurrency} clients ({} nodes) is more than {MAX_CONCURRENCY}",
+                self.nodes
+            )));
+        }
         let broker_bin = locate(self.broker_bin.as_deref()).map_err(ResolveError::Harness)?;
         Ok(Resolved {
             nodes: self.nodes,
@@ -295,7 +348,7 @@ impl RunArgs {
             time_limit: self.time_limit,
             checker_time_limit: self.checker_time_limit,
             rate: self.rate,
-            concurrency: self.concurrency.unwrap_or(2 * self.nodes),
+            concurrency,
             seed: self
                 .seed
                 .unwrap_or_else(|| u64::from(rand::random::<u32>())),
@@ -327,7 +380,7 @@ impl From<Resolved> for RunArgs {
             time_limit: r.time_limit,
             checker_time_limit: r.checker_time_limit,
             rate: r.rate,
-            concurrency: Some(r.concurrency),
+            concurrency: Some(Concurrency::Total(r.concurrency)),
             seed: Some(r.seed),
             results: r.results,
             broker_bin: Some(r.broker_bin),
@@ -399,6 +452,30 @@ mod tests {
             let e = parse(&[&format!("--checker-time-limit={bad}")]).unwrap_err();
             assert!(e.contains("checker-time-limit"), "{e}");
         }
+    }
+
+    #[test]
+    fn concurrency_is_a_number_or_per_node() {
+        let c = |argv: &[&str]| parse(argv).map(|a| a.concurrency);
+        assert_eq!(c(&["--concurrency", "2n"]), Ok(6));
+        assert_eq!(c(&["--concurrency", "3n", "-n", "5"]), Ok(15));
+        assert_eq!(c(&["--concurrency", "7"]), Ok(7));
+        assert_eq!(c(&["-n", "4"]), Ok(8), "the default is 2n");
+        for bad in ["0", "0n", "n", "2x", "-1", "1001", "2.5n"] {
+            let e = c(&[&format!("--concurrency={bad}")]).unwrap_err();
+            assert!(e.contains("clients per node"), "{bad}: {e}");
+        }
+        let e = c(&["--concurrency", "200n", "-n", "9"]).unwrap_err();
+        assert!(e.contains("1800 clients"), "{e}");
+    }
+
+    #[test]
+    fn short_flags_for_workload_nodes_and_time_limit() {
+        let a = parse(&["-w", "register", "-n", "5", "-t", "7.5"]).unwrap();
+        assert_eq!(
+            (a.workload, a.nodes, a.time_limit),
+            (WorkloadKind::Register, 5, 7.5)
+        );
     }
 
     #[test]

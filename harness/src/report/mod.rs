@@ -18,7 +18,8 @@ mod anomalies;
 mod charts;
 mod faults;
 pub mod folder;
-mod junit;
+mod history;
+pub(crate) mod junit;
 mod linearization;
 pub mod page;
 pub(crate) mod text;
@@ -86,6 +87,25 @@ pub fn write_reports(run_dir: &Path) -> Result<Written, ReportError> {
     Ok(written)
 }
 
+/// Write `junit.xml` into `run_dir` for a run that ended without a verdict
+/// (`outcome`: `harness-failed` or `interrupted`): one errored test case giving
+/// `reason`. Its suite's properties come from run.json when it reads.
+pub fn write_unjudged_junit(
+    run_dir: &Path,
+    outcome: &str,
+    reason: &str,
+) -> Result<PathBuf, ReportError> {
+    let config = std::fs::read_to_string(run_dir.join("run.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
+    let xml = junit::render_unjudged(&folder::folder_name(run_dir), &config, outcome, reason)
+        .map_err(|e| ReportError::Write(format!("cannot render junit.xml: {e}")))?;
+    let path = run_dir.join("junit.xml");
+    write_atomically(&path, xml.as_bytes())?;
+    Ok(path)
+}
+
 /// Write a report file through [`crate::store::write_atomic`], so a reader (or
 /// `watermark serve`) never sees half a report.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
@@ -100,13 +120,36 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
 /// Options of `watermark report`.
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// The run folder (e.g. results/latest).
-    pub run_dir: PathBuf,
+    /// A run folder (e.g. results/latest), or any history `watermark check` reads:
+    /// a history file (history.jsonl, Jepsen history.edn, a Jepsen or Porcupine
+    /// log) or a Jepsen store folder.
+    #[arg(value_name = "RUN_DIR|HISTORY")]
+    pub path: PathBuf,
+    /// Where report.html and junit.xml go [default: the run folder; for a history,
+    /// the folder given or the one holding the file].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// For a history outside a run folder: how it is read and judged, as by
+    /// `watermark check`.
+    #[command(flatten)]
+    pub judging: crate::check::Judging,
 }
 
 /// Run `watermark report`.
 pub fn run(args: ReportArgs) -> Exit {
-    match write_reports(&args.run_dir) {
+    let written = match history::run_folder_of(&args.path) {
+        Some(dir) if args.out.is_none() => write_reports(&dir),
+        // Nothing there: say so as for a run folder.
+        None if !args.path.exists() => write_reports(&args.path),
+        _ => {
+            let out = args
+                .out
+                .clone()
+                .unwrap_or_else(|| history::default_out(&args.path));
+            history::write(&args.path, &args.judging, &out)
+        }
+    };
+    match written {
         Ok(w) => {
             println!("{}", w.html.display());
             println!("{}", w.junit.display());

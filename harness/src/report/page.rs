@@ -104,11 +104,29 @@ pub fn render(data: &RunData) -> String {
     whole_run(&mut out, data, &links, &faults, end);
     fault_table(&mut out, &periods, &marks);
     replicas(&mut out, data);
-    out.push_str(
-        r#"<h2 id="files">Files</h2><p>Raw files of this run: <a href="run.json">run.json</a> · <a href="history.jsonl">history.jsonl</a> · <a href="results.json">results.json</a> · <a href="junit.xml">junit.xml</a> · <a href="nodes/">nodes/</a></p>"#,
-    );
+    files(&mut out, data);
     out.push_str("</main></body></html>\n");
     out
+}
+
+/// Links to the raw files: a run folder's, or the history a report was made from
+/// (`watermark report HISTORY`, whose configuration names it).
+fn files(out: &mut String, data: &RunData) {
+    let Some(history) = data.config.get("history").and_then(Value::as_str) else {
+        out.push_str(
+            r#"<h2 id="files">Files</h2><p>Raw files of this run: <a href="run.json">run.json</a> · <a href="history.jsonl">history.jsonl</a> · <a href="results.json">results.json</a> · <a href="junit.xml">junit.xml</a> · <a href="nodes/">nodes/</a> · <a href="watermark.log">watermark.log</a></p>"#,
+        );
+        return;
+    };
+    let shown = if history.contains('/') || history.contains(':') {
+        format!(r#"<span class="mono">{}</span>"#, escape(history))
+    } else {
+        format!(r#"<a href="{0}">{0}</a>"#, escape(history))
+    };
+    let _ = write!(
+        out,
+        r#"<h2 id="files">Files</h2><p>The history: {shown} · <a href="junit.xml">junit.xml</a></p>"#
+    );
 }
 
 fn header(out: &mut String, data: &RunData, anomalies: &[(&str, &Anomaly)]) {

@@ -1,6 +1,7 @@
 //! The run folder itself: `results/<workload>-<UTC timestamp>-s<seed>/`, the
-//! `results/latest` link to the newest, and where each of its files goes
-//! (docs/run-folder.md).
+//! `results/current` link to the run in progress and `results/latest` to the
+//! newest finished one (as Jepsen's store keeps them), and where each of its files
+//! goes (docs/run-folder.md).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -17,11 +18,15 @@ use crate::error::{HarnessError, Result};
 #[derive(Debug, Clone)]
 pub struct RunFolder {
     pub path: PathBuf,
+    /// The directories whose `current` and `latest` links follow this run, each
+    /// with the link's target (the folder's path relative to it).
+    links: Vec<(PathBuf, String)>,
 }
 
 impl RunFolder {
     /// Create `<results>/<workload>-<timestamp>-s<seed>/` (with a `-2`, `-3`, ...
-    /// suffix if that name is taken) and point `<results>/latest` at it.
+    /// suffix if that name is taken) and point `<results>/current` at it;
+    /// [`RunFolder::finish`] moves `<results>/latest` once the run ended.
     pub fn create(results: &Path, workload: &str, seed: u64, now: SystemTime) -> Result<RunFolder> {
         fs::create_dir_all(results).map_err(|e| {
             HarnessError::new(format!(
@@ -49,8 +54,41 @@ impl RunFolder {
             }
         };
         fs::create_dir_all(path.join("nodes"))?;
-        point_latest(results, &name)?;
-        Ok(RunFolder { path })
+        point(results, "current", &name)?;
+        Ok(RunFolder {
+            path,
+            links: vec![(results.to_path_buf(), name)],
+        })
+    }
+
+    /// Also keep `<dir>/current` and `<dir>/latest` on this run: `dir` is a
+    /// directory above the folder's own results directory (the results directory
+    /// of a series of campaigns, whose own folder holds this one).
+    pub fn link_from(&mut self, dir: &Path) -> Result<()> {
+        let target = self.path.strip_prefix(dir).map_err(|_| {
+            HarnessError::new(format!(
+                "{} is not inside {}",
+                self.path.display(),
+                dir.display()
+            ))
+        })?;
+        let target = target.to_string_lossy().into_owned();
+        point(dir, "current", &target)?;
+        self.links.push((dir.to_path_buf(), target));
+        Ok(())
+    }
+
+    /// The run ended, however: point `latest` at it and remove `current` if it
+    /// still points here (another run may have started since).
+    pub fn finish(&self) -> Result<()> {
+        for (dir, target) in &self.links {
+            point(dir, "latest", target)?;
+            let current = dir.join("current");
+            if fs::read_link(&current).is_ok_and(|t| t == Path::new(target)) {
+                let _ = fs::remove_file(&current);
+            }
+        }
+        Ok(())
     }
 
     pub fn run_json(&self) -> PathBuf {
@@ -59,6 +97,11 @@ impl RunFolder {
 
     pub fn history(&self) -> PathBuf {
         self.path.join("history.jsonl")
+    }
+
+    /// The console output of the run, each line with its time.
+    pub fn watermark_log(&self) -> PathBuf {
+        self.path.join("watermark.log")
     }
 
     pub fn results_json(&self) -> PathBuf {
@@ -89,17 +132,17 @@ impl RunFolder {
     }
 }
 
-/// Replace `<results>/latest` with a symlink to `name`, atomically: a new symlink
+/// Replace `<dir>/<link>` with a symlink to `target`, atomically: a new symlink
 /// under a temporary name renamed over the old one.
-fn point_latest(results: &Path, name: &str) -> Result<()> {
-    let latest = results.join("latest");
-    let tmp = results.join(format!(".latest.{}", std::process::id()));
+fn point(dir: &Path, link: &str, target: &str) -> Result<()> {
+    let path = dir.join(link);
+    let tmp = dir.join(format!(".{link}.{}", std::process::id()));
     let _ = fs::remove_file(&tmp);
-    std::os::unix::fs::symlink(name, &tmp)
-        .and_then(|()| fs::rename(&tmp, &latest))
+    std::os::unix::fs::symlink(target, &tmp)
+        .and_then(|()| fs::rename(&tmp, &path))
         .map_err(|e| {
             let _ = fs::remove_file(&tmp);
-            HarnessError::new(format!("cannot point {} at {name}: {e}", latest.display()))
+            HarnessError::new(format!("cannot point {} at {target}: {e}", path.display()))
         })
 }
 
@@ -109,16 +152,67 @@ mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
-    fn folders_are_named_and_latest_follows_the_newest() {
+    fn folders_are_named_current_follows_the_run_and_latest_the_finished() {
         let dir = tempfile::tempdir().unwrap();
+        let link = |name: &str| fs::read_link(dir.path().join(name)).ok();
         let t = UNIX_EPOCH + Duration::from_secs(1_795_997_412);
         let a = RunFolder::create(dir.path(), "queue", 7, t).unwrap();
         assert!(a.path.ends_with("queue-20261130T001012Z-s7"));
         assert!(a.nodes().is_dir());
+        assert_eq!(
+            link("current").unwrap(),
+            Path::new("queue-20261130T001012Z-s7")
+        );
+        assert_eq!(link("latest"), None, "latest moves only when a run ends");
+        a.finish().unwrap();
+        assert_eq!(link("current"), None);
+        assert_eq!(
+            link("latest").unwrap(),
+            Path::new("queue-20261130T001012Z-s7")
+        );
+
         let b = RunFolder::create(dir.path(), "queue", 7, t).unwrap();
         assert!(b.path.ends_with("queue-20261130T001012Z-s7-2"));
-        let latest = fs::read_link(dir.path().join("latest")).unwrap();
-        assert_eq!(latest, Path::new("queue-20261130T001012Z-s7-2"));
+        assert_eq!(
+            link("current").unwrap(),
+            Path::new("queue-20261130T001012Z-s7-2")
+        );
+        assert_eq!(
+            link("latest").unwrap(),
+            Path::new("queue-20261130T001012Z-s7")
+        );
+        // A run that started meanwhile keeps its `current`.
+        let c = RunFolder::create(dir.path(), "queue", 7, t).unwrap();
+        b.finish().unwrap();
+        assert_eq!(
+            link("latest").unwrap(),
+            Path::new("queue-20261130T001012Z-s7-2")
+        );
+        assert_eq!(
+            link("current").unwrap(),
+            Path::new("queue-20261130T001012Z-s7-3")
+        );
+        c.finish().unwrap();
         assert!(dir.path().join("latest").join("nodes").is_dir());
+    }
+
+    #[test]
+    fn a_series_keeps_its_own_links_and_the_results_directorys() {
+        let dir = tempfile::tempdir().unwrap();
+        let series = dir.path().join("tests-x");
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_997_412);
+        let mut a = RunFolder::create(&series, "queue", 7, t).unwrap();
+        a.link_from(dir.path()).unwrap();
+        let top = |name: &str| fs::read_link(dir.path().join(name)).ok();
+        assert_eq!(
+            top("current").unwrap(),
+            Path::new("tests-x/queue-20261130T001012Z-s7")
+        );
+        a.finish().unwrap();
+        assert_eq!(top("current"), None);
+        assert!(dir.path().join("latest").join("nodes").is_dir());
+        assert!(series.join("latest").join("nodes").is_dir());
+        let outside = tempfile::tempdir().unwrap();
+        assert!(a.link_from(outside.path()).is_err());
     }
 }

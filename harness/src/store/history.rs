@@ -63,7 +63,7 @@ impl HistoryFile {
         let r = self.out.write_all(&buf);
         if let Err(e) = r {
             let msg = format!("cannot write {}: {e}", self.path.display());
-            eprintln!("watermark: {msg}; the history on disk is incomplete");
+            crate::errln!("watermark: {msg}; the history on disk is incomplete");
             self.failed = Some(msg);
         }
     }

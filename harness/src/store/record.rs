@@ -41,6 +41,10 @@ pub struct RunRecord {
     /// that far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub complete: Option<bool>,
+    /// Why the run ended without a verdict: the harness's failure (exit 3) or the
+    /// signal that interrupted it (exit 130).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
     /// What went wrong at the end of the run (see `complete`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -78,6 +82,7 @@ impl RunRecord {
             outcome: None,
             exit_code: None,
             complete: None,
+            failure: None,
             notes: Vec::new(),
             replay_of,
         }
@@ -86,17 +91,7 @@ impl RunRecord {
     /// Note the end of the run.
     pub fn finish(&mut self, ended: SystemTime, exit: Exit) {
         self.ended_at = Some(rfc3339(ended));
-        self.outcome = Some(
-            match exit {
-                Exit::Valid => "valid",
-                Exit::Invalid => "invalid",
-                Exit::Unknown => "unknown",
-                Exit::HarnessFailed => "harness-failed",
-                Exit::Interrupted => "interrupted",
-                Exit::Usage => "usage",
-            }
-            .to_string(),
-        );
+        self.outcome = Some(exit.outcome().to_string());
         self.exit_code = Some(exit as i32);
     }
 

@@ -9,6 +9,16 @@ pub fn rfc3339(t: SystemTime) -> String {
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
 }
 
+/// `2026-11-29T23:30:12.345Z`, as watermark.log stamps its lines.
+pub fn rfc3339_millis(t: SystemTime) -> String {
+    let (y, mo, d, h, mi, s) = civil(t);
+    let ms = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_millis())
+        .unwrap_or(0);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
+}
+
 /// `20261129T233012Z`, as run folder names carry it.
 pub fn compact_timestamp(t: SystemTime) -> String {
     let (y, mo, d, h, mi, s) = civil(t);
@@ -53,6 +63,8 @@ mod tests {
         assert_eq!(rfc3339(t), "2026-11-30T00:10:12Z");
         assert_eq!(compact_timestamp(t), "20261130T001012Z");
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let ms = t + Duration::from_millis(7);
+        assert_eq!(rfc3339_millis(ms), "2026-11-30T00:10:12.007Z");
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
         assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
     }
