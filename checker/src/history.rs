@@ -126,11 +126,7 @@ impl Event {
 
     /// Parse one line of `history.jsonl`.
     pub fn from_json_line(line: &str) -> Result<Event, String> {
-        serde_json::from_str(line).map_err(|e| {
-            format!(
-                "expected an event {{\"index\",\"time\",\"process\",\"type\",\"f\",\"value\"}}: {e}"
-            )
-        })
+        crate::format::jsonl::event(line)
     }
 }
 

@@ -6,7 +6,8 @@
 //! - [`queue`]: Kafka queue analysis (lost writes, inconsistent offsets, ...;
 //!   every kind is defined in docs/anomalies.md);
 //! - [`verdict`]: results.json — validity, per-checker results, anomalies;
-//! - [`check`]: choosing the checker for a history and running it.
+//! - [`check`]: choosing the checker for a history and running it;
+//! - [`values`]: how values are compared and shown, integers of any size exactly.
 //!
 //! No network, no processes, no file I/O: callers pass text in.
 
@@ -15,4 +16,5 @@ pub mod format;
 pub mod history;
 pub mod linear;
 pub mod queue;
+pub mod values;
 pub mod verdict;

@@ -6,6 +6,8 @@
 //! expected there, for the caller to prefix with the file name.
 
 mod edn;
+mod json;
+pub(crate) mod jsonl;
 
 use std::fmt;
 
@@ -168,7 +170,7 @@ pub fn parse(text: &str, format: Format) -> Result<Parsed, ParseError> {
 /// A value given on the command line (a model's initial state): JSON, or one
 /// EDN form (`0`, `{:x 0 :y 0}`, `#{1 2}`, `[:a :b]`), read as EDN forms are.
 pub fn parse_value(text: &str) -> Result<Value, ParseError> {
-    if let Ok(v) = serde_json::from_str::<Value>(text) {
+    if let Ok(v) = json::parse_value(text.trim()) {
         return Ok(v);
     }
     match edn::read_all(text).map_err(edn_err)?.as_slice() {
@@ -184,6 +186,11 @@ pub fn parse_value(text: &str) -> Result<Value, ParseError> {
     }
 }
 
+/// A text as one JSON value, its integers exact ([`crate::values`]).
+pub fn read_json(text: &str) -> Result<Value, String> {
+    json::parse_value(text)
+}
+
 type EventsAndLines = (Vec<Event>, Vec<usize>);
 
 /// One event per line. A last line without its newline that does not parse is the
@@ -195,7 +202,7 @@ fn parse_jsonl(text: &str) -> Result<EventsAndLines, ParseError> {
         if line.trim().is_empty() {
             continue;
         }
-        match Event::from_json_line(line) {
+        match jsonl::event(line) {
             Ok(e) => {
                 events.push(e);
                 lines.push(i + 1);

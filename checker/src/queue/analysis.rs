@@ -25,7 +25,7 @@ use crate::verdict::OpRef;
 pub(super) type ValueKey = String;
 
 pub(super) fn key_of(v: &Value) -> ValueKey {
-    v.to_string()
+    crate::values::canonical(v)
 }
 
 /// Where a value was seen at an offset.

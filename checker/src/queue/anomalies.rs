@@ -11,6 +11,7 @@ use super::analysis::{Analysis, ValueKey, Witness, key_of};
 use super::final_log::ReplicaLog;
 use super::ops::Send;
 use crate::history::Outcome;
+use crate::values::{canonical as show, exported};
 use crate::verdict::{Anomaly, AnomalyKind, OpRef};
 
 /// A check: the anomalies of one kind in an analysed history.
@@ -71,10 +72,13 @@ fn lost_writes(a: &Analysis) -> Vec<Anomaly> {
         let mut x = anomaly(
             AnomalyKind::LostWrite,
             s.partition,
-            format!("value {} ({why}) is missing from the final log", s.value),
+            format!(
+                "value {} ({why}) is missing from the final log",
+                show(s.value)
+            ),
         );
         x.offsets.extend(s.offset);
-        x.values = vec![s.value.clone()];
+        x.values = vec![exported(s.value)];
         x.ops.push(s.op_ref());
         x.ops.extend(reader.map(|q| q.op_ref()));
         anomalies.push(x);
@@ -102,7 +106,7 @@ fn inconsistent_offsets(a: &Analysis) -> Vec<Anomaly> {
             ),
         );
         x.offsets = vec![*o];
-        x.values = values.values().map(|v| (*v).clone()).collect();
+        x.values = values.values().map(|v| exported(v)).collect();
         x.ops = dedup_ops(seen.iter().filter_map(|s| a.op_ref(s.by)));
         anomalies.push(x);
     }
@@ -145,12 +149,12 @@ fn duplicates(a: &Analysis) -> Vec<Anomaly> {
             p,
             format!(
                 "value {} appears at {} offsets: {offsets:?}",
-                at.value,
+                show(at.value),
                 offsets.len()
             ),
         );
         x.offsets = offsets.iter().copied().collect();
-        x.values = vec![at.value.clone()];
+        x.values = vec![exported(at.value)];
         x.ops = dedup_ops(at.seen_by.iter().filter_map(|w| a.op_ref(*w)));
         anomalies.push(x);
     }
@@ -175,7 +179,7 @@ fn bad_reads(
         }
         let mut x = anomaly(kind, p, message(v, o));
         x.offsets = vec![o];
-        x.values = vec![v.clone()];
+        x.values = vec![exported(v)];
         x.ops.extend(send.map(Send::op_ref));
         x.ops.extend(poll.map(|i| a.polls[i].op_ref()));
         anomalies.push(x);
@@ -190,7 +194,7 @@ fn unexpected(a: &Analysis) -> Vec<Anomaly> {
         a,
         AnomalyKind::Unexpected,
         |s| s.is_none(),
-        |v, o| format!("value {v} at offset {o} was never sent"),
+        |v, o| format!("value {} at offset {o} was never sent", show(v)),
     )
 }
 
@@ -201,7 +205,12 @@ fn aborted_reads(a: &Analysis) -> Vec<Anomaly> {
         a,
         AnomalyKind::AbortedRead,
         |s| s.is_some_and(|s| s.op.outcome == Outcome::Fail),
-        |v, o| format!("value {v} at offset {o} was read although its send failed"),
+        |v, o| {
+            format!(
+                "value {} at offset {o} was read although its send failed",
+                show(v)
+            )
+        },
     )
 }
 
@@ -291,12 +300,12 @@ fn nonmonotonic_sends(a: &Analysis) -> Vec<Anomaly> {
             format!(
                 "process {} sent {} at offset {before}, then {} at lower offset {offset}",
                 s.op.process(),
-                prev.value,
-                s.value
+                show(prev.value),
+                show(s.value)
             ),
         );
         x.offsets = vec![offset, before];
-        x.values = vec![prev.value.clone(), s.value.clone()];
+        x.values = vec![exported(prev.value), exported(s.value)];
         x.ops = vec![prev.op_ref(), s.op_ref()];
         anomalies.push(x);
     }
@@ -335,10 +344,13 @@ fn replica_divergence(a: &Analysis) -> Vec<Anomaly> {
                     offsets.insert(*o);
                     if first.as_ref().is_none_or(|(f, _, _)| o < f) {
                         let text = format!(
-                            "offset {o}: node {} has {x}, node {} has {y}",
-                            rs[i].node, rs[j].node
+                            "offset {o}: node {} has {}, node {} has {}",
+                            rs[i].node,
+                            show(x),
+                            rs[j].node,
+                            show(y)
                         );
-                        first = Some((*o, text, vec![(*x).clone(), (*y).clone()]));
+                        first = Some((*o, text, vec![exported(x), exported(y)]));
                     }
                 }
             }

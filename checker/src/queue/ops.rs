@@ -81,7 +81,8 @@ impl<'a> Send<'a> {
         };
         let text = format!(
             "send {} to partition {} → {end}",
-            self.value, self.partition
+            crate::values::canonical(self.value),
+            self.partition
         );
         OpRef::of(&self.op, text)
     }
@@ -140,7 +141,7 @@ impl<'a> Poll<'a> {
             .records
             .iter()
             .take(6)
-            .map(|(o, v)| format!("{o}:{v}"))
+            .map(|(o, v)| format!("{o}:{}", crate::values::canonical(v)))
             .collect();
         let more = if self.records.len() > 6 {
             format!(" …{} more", self.records.len() - 6)
