@@ -91,6 +91,11 @@ pub struct CheckArgs {
     /// Print results.json to stdout instead of the text verdict.
     #[arg(long)]
     pub json: bool,
+    /// Check a history that breaks its order (a duplicate or decreasing index, a
+    /// completion timed before its invocation, a process's time running
+    /// backwards) anyway, with a warning, instead of refusing it.
+    #[arg(long)]
+    pub lenient: bool,
 }
 
 /// Bad input: what was wrong, where, and what to do. Exit 64.
@@ -130,6 +135,7 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         FormatArg::PorcupineKv => Format::PorcupineKv,
     };
     let parsed = format::parse(&text, fmt).map_err(|e| at(&shown, &e))?;
+    let disorder = disorder_note(&shown, &parsed.disorders, args.lenient)?;
 
     // A history.jsonl inside a run folder: the workload and the replicas' logs.
     let folder = path
@@ -179,7 +185,7 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         })?;
 
     let warning = run_json.as_ref().and_then(ended_early);
-    if let Some(w) = &warning {
+    for w in warning.iter().chain(&disorder) {
         for c in results.checkers.values_mut() {
             c.notes.push(w.clone());
         }
@@ -213,6 +219,49 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         Validity::Invalid => Exit::Invalid,
         Validity::Unknown => Exit::Unknown,
     })
+}
+
+/// A history that breaks its order is bad input (the first such event, by its
+/// line); with `--lenient` each is a warning on stderr (the first ten), and the
+/// returned note says so in the results.
+fn disorder_note(
+    shown: &str,
+    disorders: &[checker::history::Disorder],
+    lenient: bool,
+) -> Result<Option<String>, String> {
+    let Some(first) = disorders.first() else {
+        return Ok(None);
+    };
+    let n = disorders.len();
+    if !lenient {
+        let more = if n > 1 {
+            format!(" ({} more such events)", n - 1)
+        } else {
+            String::new()
+        };
+        return Err(format!(
+            "{shown}:{}: {}{more}; the history breaks its order (--lenient checks it anyway)",
+            first.line, first.message
+        ));
+    }
+    for d in disorders.iter().take(10) {
+        eprintln!(
+            "watermark check: warning: {shown}:{}: {}",
+            d.line, d.message
+        );
+    }
+    if n > 10 {
+        eprintln!("watermark check: warning: … and {} more", n - 10);
+    }
+    let events = if n == 1 {
+        "1 event"
+    } else {
+        &format!("{n} events")
+    };
+    Ok(Some(format!(
+        "the history breaks its order at {events} (first: line {}: {}); checked anyway (--lenient)",
+        first.line, first.message
+    )))
 }
 
 /// Print to stdout; a closed pipe (`| head`) is not worth a panic.

@@ -13,7 +13,7 @@ use std::fmt;
 
 use serde_json::{Value, json};
 
-use crate::history::{Event, EventType, Process};
+use crate::history::{Disorder, Event, EventType, OrderCheck, Process};
 
 /// A history file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +66,9 @@ pub struct Parsed {
     pub events: Vec<Event>,
     /// `lines[i]` is the 1-based line of `events[i]`.
     pub lines: Vec<usize>,
+    /// The events that break the history's order (`history::OrderCheck`), in
+    /// order: the caller decides whether that is an error.
+    pub disorders: Vec<Disorder>,
 }
 
 impl Parsed {
@@ -160,10 +163,20 @@ pub fn parse(text: &str, format: Format) -> Result<Parsed, ParseError> {
         Format::Edn | Format::PorcupineKv => parse_edn(text)?,
         Format::JepsenLog => parse_jepsen_log(text)?,
     };
+    let mut order = OrderCheck::default();
+    let disorders = events
+        .iter()
+        .zip(&lines)
+        .filter_map(|(e, &line)| {
+            let message = order.event(e.index, e.time, e.process, e.kind)?;
+            Some(Disorder { line, message })
+        })
+        .collect();
     Ok(Parsed {
         format,
         events,
         lines,
+        disorders,
     })
 }
 
