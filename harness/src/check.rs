@@ -9,10 +9,11 @@
 //! follows the machine), runs it and prints the verdict. Unreadable or malformed
 //! input is bad usage (exit 64) with the file, the line and what was expected.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use checker::check::{Model, check};
+use checker::check::{Model, read_history};
 use checker::format::{self, Format};
 use checker::linear::Options;
 use checker::queue::ReplicaLog;
@@ -125,17 +126,20 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         args.history.clone()
     };
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {shown}: {e} (give a history file or a run folder)"))?;
+    let open = || {
+        std::fs::File::open(&path)
+            .map(std::io::BufReader::new)
+            .map_err(|e| format!("cannot read {shown}: {e} (give a history file or a run folder)"))
+    };
     let fmt = match args.format {
-        FormatArg::Auto => format::detect(&text).map_err(|e| at(&shown, &e))?,
+        FormatArg::Auto => {
+            format::detect(&beginning(open()?, &shown)?).map_err(|e| at(&shown, &e))?
+        }
         FormatArg::Jsonl => Format::Jsonl,
         FormatArg::Edn => Format::Edn,
         FormatArg::JepsenLog => Format::JepsenLog,
         FormatArg::PorcupineKv => Format::PorcupineKv,
     };
-    let parsed = format::parse(&text, fmt).map_err(|e| at(&shown, &e))?;
-    let disorder = disorder_note(&shown, &parsed.disorders, args.lenient)?;
 
     // A history.jsonl inside a run folder: the workload and the replicas' logs.
     let folder = path
@@ -152,16 +156,36 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         None => Vec::new(),
     };
 
-    let model = match (args.model, workload) {
-        (Some(m), _) => m.model(),
-        (None, Some(w)) => w.model(),
-        (None, None) => Model::infer(fmt, &parsed.events).ok_or_else(|| {
-            let names: Vec<&str> = Model::ALL.iter().map(|m| m.name()).collect();
-            format!(
-                "{shown}: cannot tell which model to check against; name it with --model {}",
-                names.join("|")
+    let cannot_tell = || {
+        let names: Vec<&str> = Model::ALL.iter().map(|m| m.name()).collect();
+        format!(
+            "{shown}: cannot tell which model to check against; name it with --model {}",
+            names.join("|")
+        )
+    };
+    // The model, if it is known before reading the history: a history.jsonl's
+    // operations are named in a quick first pass, so that it is read only for
+    // the model it is checked against.
+    let known = match (args.model, workload) {
+        (Some(m), _) => Some(m.model()),
+        (None, Some(w)) => Some(w.model()),
+        (None, None) if fmt == Format::Jsonl => {
+            let names = checker::check::operation_names(open()?).map_err(|e| at(&shown, &e))?;
+            Some(
+                Model::infer_from_names(fmt, names.iter().map(String::as_str))
+                    .ok_or_else(cannot_tell)?,
             )
-        })?,
+        }
+        (None, None) => None,
+    };
+    let history = read_history(open()?, fmt, known).map_err(|e| at(&shown, &e))?;
+    let disorder = disorder_note(&shown, &history.disorders, args.lenient)?;
+    let model = match known {
+        Some(m) => m,
+        None => history
+            .parsed()
+            .and_then(|p| Model::infer(fmt, &p.events))
+            .ok_or_else(cannot_tell)?,
     };
 
     let mut options = checker_options(Duration::from_secs_f64(args.time_limit));
@@ -172,16 +196,16 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         let value = format::parse_value(text).map_err(|e| format!("--initial {text:?}: {e}"))?;
         options.initial = Some(value);
     }
-    let mut results =
-        check(fmt, &parsed.events, model, &replicas, &options).map_err(|e| {
-            match e.index.and_then(|i| parsed.line_of_index(i)) {
-                Some(line) => format!(
-                    "{shown}:{line}: {} (checking as {})",
-                    e.message,
-                    model.name()
-                ),
-                None => format!("{shown}: {} (checking as {})", e.message, model.name()),
-            }
+    let events = history.events;
+    let mut results = history
+        .check(model, &replicas, &options)
+        .map_err(|e| match e.line {
+            Some(line) => format!(
+                "{shown}:{line}: {} (checking as {})",
+                e.message,
+                model.name()
+            ),
+            None => format!("{shown}: {} (checking as {})", e.message, model.name()),
         })?;
 
     let warning = run_json.as_ref().and_then(ended_early);
@@ -205,7 +229,7 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         };
         say(&format!(
             "{shown}: {} events ({}), checked as {}{logs}\n",
-            parsed.events.len(),
+            events,
             fmt.name(),
             model.name(),
         ));
@@ -219,6 +243,23 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         Validity::Invalid => Exit::Invalid,
         Validity::Unknown => Exit::Unknown,
     })
+}
+
+/// The beginning of a history file (its first MiB, whole lines where it can), to
+/// tell its format by.
+fn beginning(mut input: impl std::io::Read, shown: &str) -> Result<String, String> {
+    let mut head = Vec::new();
+    input
+        .by_ref()
+        .take(1 << 20)
+        .read_to_end(&mut head)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if head.len() == 1 << 20
+        && let Some(end) = head.iter().rposition(|&b| b == b'\n')
+    {
+        head.truncate(end + 1);
+    }
+    Ok(String::from_utf8_lossy(&head).into_owned())
 }
 
 /// A history that breaks its order is bad input (the first such event, by its

@@ -418,10 +418,15 @@ impl<'a> Json<'a> {
         }
     }
 
-    /// Where the reader is (a byte offset), and the text from there on: for
-    /// reading a part again.
+    /// Where the reader is (a byte offset).
     pub(crate) fn pos(&self) -> usize {
         self.pos
+    }
+
+    /// The text read since byte offset `start`.
+    pub(crate) fn since(&self, start: usize) -> &'a str {
+        // Readers stop between tokens, on UTF-8 boundaries.
+        std::str::from_utf8(&self.src[start..self.pos]).unwrap_or("")
     }
 }
 

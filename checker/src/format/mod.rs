@@ -6,7 +6,7 @@
 //! expected there, for the caller to prefix with the file name.
 
 mod edn;
-mod json;
+pub(crate) mod json;
 pub(crate) mod jsonl;
 
 use std::fmt;
