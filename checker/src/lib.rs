@@ -9,7 +9,7 @@
 //! - [`check`]: choosing the checker for a history and running it;
 //! - [`values`]: how values are compared and shown, integers of any size exactly.
 //!
-//! No network, no processes, no file I/O: callers pass text in.
+//! No network, no processes, no file I/O: callers pass text (or a reader) in.
 
 pub mod check;
 pub mod format;

@@ -190,3 +190,60 @@ impl History {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QUEUE: &str = r#"{"index":0,"time":0,"process":0,"type":"invoke","f":"send","value":{"partition":0,"value":1}}
+{"index":1,"time":1,"process":0,"type":"ok","f":"send","value":{"partition":0,"value":1,"offset":0}}
+{"index":2,"time":2,"process":1,"type":"invoke","f":"poll","value":{"partition":0,"offset":0}}
+{"index":3,"time":3,"process":1,"type":"ok","f":"poll","value":{"partition":0,"records":[[0,1],[0,"x"]],"high_watermark":1}}
+{"index":4,"time":4,"process":2,"type":"invoke","f":"final-poll","value":{"partition":0,"offset":0}}
+{"index":5,"time":5,"process":2,"type":"ok","f":"final-poll","value":{"partition":0,"records":[[0,2]],"high_watermark":1}}
+"#;
+
+    fn streamed(text: &str) -> Result<Results, CheckError> {
+        read_history(text.as_bytes(), Format::Jsonl, Some(Model::Queue))
+            .unwrap()
+            .check(Model::Queue, &[], &Options::default())
+    }
+
+    #[test]
+    fn streaming_judges_as_the_events_in_memory_do() {
+        let parsed = format::parse(QUEUE, Format::Jsonl).unwrap();
+        let events = check(
+            Format::Jsonl,
+            &parsed.events,
+            Model::Queue,
+            &[],
+            &Options::default(),
+        );
+        let r = streamed(&QUEUE.replace('\n', "\r\n")).unwrap();
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            serde_json::to_string(&events.unwrap()).unwrap()
+        );
+        assert!(!r.checkers["queue"].anomalies.is_empty());
+    }
+
+    #[test]
+    fn a_torn_last_line_is_dropped_and_errors_name_their_line() {
+        let torn = format!("{QUEUE}{{\"index\":6,\"ti");
+        let h = read_history(torn.as_bytes(), Format::Jsonl, Some(Model::Queue)).unwrap();
+        assert_eq!(h.events, 6);
+        let bad = QUEUE.replace(r#""records":[[0,2]]"#, r#""records":7"#);
+        let e = streamed(&bad).unwrap_err();
+        assert_eq!((e.line, e.index), (Some(6), Some(5)), "{e:?}");
+        assert!(e.message.contains("final-poll expects"), "{e:?}");
+        let e = read_history(
+            format!("{{\"index\":6,\"ti\n{QUEUE}").as_bytes(),
+            Format::Jsonl,
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 1);
+        let names = operation_names(QUEUE.as_bytes()).unwrap();
+        assert_eq!(names, ["send", "poll", "final-poll"]);
+    }
+}
