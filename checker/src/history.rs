@@ -126,11 +126,7 @@ impl Event {
 
     /// Parse one line of `history.jsonl`.
     pub fn from_json_line(line: &str) -> Result<Event, String> {
-        serde_json::from_str(line).map_err(|e| {
-            format!(
-                "expected an event {{\"index\",\"time\",\"process\",\"type\",\"f\",\"value\"}}: {e}"
-            )
-        })
+        crate::format::jsonl::event(line)
     }
 }
 
@@ -304,6 +300,71 @@ pub(crate) fn pair_events(events: &[Event]) -> Result<Vec<Paired<'_>>, PairError
     Ok(ops)
 }
 
+/// Checks, event by event, the order every history keeps (docs/history.md,
+/// "Order"): indices increase, and each process's times never run backwards — in
+/// particular a completion is never timed before its invocation. Formats without
+/// indices or times number their events in order, which keeps the rules.
+#[derive(Debug, Default)]
+pub struct OrderCheck {
+    /// The previous event's index.
+    last_index: Option<u64>,
+    /// Per process: its latest event's time and index, and whether that event was
+    /// an invocation still open.
+    last: std::collections::HashMap<Process, (u64, u64, bool)>,
+}
+
+impl OrderCheck {
+    /// The next event: `None` if it keeps the order, else what it breaks.
+    pub fn event(
+        &mut self,
+        index: u64,
+        time: u64,
+        process: Process,
+        kind: EventType,
+    ) -> Option<String> {
+        let mut broken = match self.last_index {
+            Some(prev) if index == prev => Some(format!(
+                "duplicate index {index}: the previous event has it too (indices increase by event)"
+            )),
+            Some(prev) if index < prev => Some(format!(
+                "index {index} after index {prev}: indices must increase"
+            )),
+            _ => None,
+        };
+        self.last_index = Some(self.last_index.map_or(index, |p| p.max(index)));
+        let open = kind == EventType::Invoke;
+        if let Some((t, i, was_open)) = self.last.insert(process, (time, index, open))
+            && time < t
+            && broken.is_none()
+        {
+            broken = Some(if was_open && !open {
+                format!(
+                    "the {kind} of process {process} is timed {time}, before its invocation (index {i}) at {t}"
+                )
+            } else {
+                format!(
+                    "time runs backwards for process {process}: {time}, after its event at index {i} timed {t}"
+                )
+            });
+        }
+        broken
+    }
+}
+
+/// An event that breaks the history's order: where, and what it breaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Disorder {
+    /// The event's 1-based line in its file.
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for Disorder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,5 +466,27 @@ mod tests {
                 .message
                 .contains("has not completed")
         );
+    }
+
+    #[test]
+    fn order_check_names_what_each_event_breaks() {
+        use EventType::*;
+        let c = Process::Client;
+        let mut o = OrderCheck::default();
+        assert_eq!(o.event(0, 10, c(0), Invoke), None);
+        assert_eq!(o.event(1, 20, c(1), Invoke), None);
+        let e = o.event(1, 30, c(2), Invoke).unwrap();
+        assert!(e.contains("duplicate index 1"), "{e}");
+        let e = o.event(0, 40, c(3), Invoke).unwrap();
+        assert!(e.contains("index 0 after index 1"), "{e}");
+        let e = o.event(5, 5, c(0), Ok).unwrap();
+        assert!(e.contains("before its invocation (index 0) at 10"), "{e}");
+        let e = o.event(6, 15, c(1), Info).unwrap();
+        assert!(e.contains("before its invocation"), "{e}");
+        assert_eq!(o.event(7, 15, c(1), Invoke), None);
+        let e = o.event(8, 1, Process::Nemesis, Info);
+        assert_eq!(e, None);
+        let e = o.event(9, 0, Process::Nemesis, Info).unwrap();
+        assert!(e.contains("time runs backwards for process nemesis"), "{e}");
     }
 }

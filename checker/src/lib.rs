@@ -6,13 +6,15 @@
 //! - [`queue`]: Kafka queue analysis (lost writes, inconsistent offsets, ...;
 //!   every kind is defined in docs/anomalies.md);
 //! - [`verdict`]: results.json — validity, per-checker results, anomalies;
-//! - [`check`]: choosing the checker for a history and running it.
+//! - [`check`]: choosing the checker for a history and running it;
+//! - [`values`]: how values are compared and shown, integers of any size exactly.
 //!
-//! No network, no processes, no file I/O: callers pass text in.
+//! No network, no processes, no file I/O: callers pass text (or a reader) in.
 
 pub mod check;
 pub mod format;
 pub mod history;
 pub mod linear;
 pub mod queue;
+pub mod values;
 pub mod verdict;

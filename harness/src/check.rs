@@ -9,10 +9,11 @@
 //! follows the machine), runs it and prints the verdict. Unreadable or malformed
 //! input is bad usage (exit 64) with the file, the line and what was expected.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use checker::check::{Model, check};
+use checker::check::{Model, read_history};
 use checker::format::{self, Format};
 use checker::linear::Options;
 use checker::queue::ReplicaLog;
@@ -105,6 +106,11 @@ pub struct Judging {
         default_value_t = 300.0
     )]
     pub checker_time_limit: f64,
+    /// Check a history that breaks its order (a duplicate or decreasing index, a
+    /// completion timed before its invocation, a process's time running
+    /// backwards) anyway, with a warning, instead of refusing it.
+    #[arg(long)]
+    pub lenient: bool,
 }
 
 /// Bad input: what was wrong, where, and what to do. Exit 64.
@@ -126,6 +132,10 @@ pub(crate) struct Judged {
     /// The history file (inside the folder given, if a folder was).
     pub path: PathBuf,
     pub format: Format,
+    /// How many events the history holds.
+    pub event_count: usize,
+    /// The events, when asked for (a report needs them; a check of a queue
+    /// history reads it compactly instead).
     pub events: Vec<checker::history::Event>,
     pub model: Model,
     /// The replicas' final logs of a run folder.
@@ -147,7 +157,7 @@ impl Judged {
 }
 
 fn check_file(args: &CheckArgs) -> Result<Exit, String> {
-    let judged = judge(&args.history, &args.judging)?;
+    let judged = judge(&args.history, &args.judging, false)?;
     let shown = judged.path.display().to_string();
     if args.json {
         let json = serde_json::to_string_pretty(&judged.results).unwrap_or_default();
@@ -163,7 +173,7 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         };
         say(&format!(
             "{shown}: {} events ({}), checked as {}{logs}\n",
-            judged.events.len(),
+            judged.event_count,
             judged.format.name(),
             judged.model.name(),
         ));
@@ -177,7 +187,14 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
 
 /// Read the history at `history` (a file, a run folder or a Jepsen store folder)
 /// and judge it as `judging` says; bad input is an error naming file and line.
-pub(crate) fn judge(history: &Path, judging: &Judging) -> Result<Judged, String> {
+///
+/// With `keep_events` the events are kept in [`Judged::events`]; without, a
+/// queue history is read straight into the queue analysis's compact operations.
+pub(crate) fn judge(
+    history: &Path,
+    judging: &Judging,
+    keep_events: bool,
+) -> Result<Judged, String> {
     if !(judging.checker_time_limit.is_finite() && judging.checker_time_limit > 0.0) {
         return Err(format!(
             "--checker-time-limit must be a positive number of seconds, not {}",
@@ -190,16 +207,20 @@ pub(crate) fn judge(history: &Path, judging: &Judging) -> Result<Judged, String>
         history.to_path_buf()
     };
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {shown}: {e} (give a history file or a run folder)"))?;
+    let open = || {
+        std::fs::File::open(&path)
+            .map(std::io::BufReader::new)
+            .map_err(|e| format!("cannot read {shown}: {e} (give a history file or a run folder)"))
+    };
     let fmt = match judging.format {
-        FormatArg::Auto => format::detect(&text).map_err(|e| at(&shown, &e))?,
+        FormatArg::Auto => {
+            format::detect(&beginning(open()?, &shown)?).map_err(|e| at(&shown, &e))?
+        }
         FormatArg::Jsonl => Format::Jsonl,
         FormatArg::Edn => Format::Edn,
         FormatArg::JepsenLog => Format::JepsenLog,
         FormatArg::PorcupineKv => Format::PorcupineKv,
     };
-    let parsed = format::parse(&text, fmt).map_err(|e| at(&shown, &e))?;
 
     // A history.jsonl inside a run folder: the workload and the replicas' logs.
     let folder = path
@@ -216,16 +237,37 @@ pub(crate) fn judge(history: &Path, judging: &Judging) -> Result<Judged, String>
         None => Vec::new(),
     };
 
-    let model = match (judging.model, workload) {
-        (Some(m), _) => m.model(),
-        (None, Some(w)) => w.model(),
-        (None, None) => Model::infer(fmt, &parsed.events).ok_or_else(|| {
-            let names: Vec<&str> = Model::ALL.iter().map(|m| m.name()).collect();
-            format!(
-                "{shown}: cannot tell which model to check against; name it with --model {}",
-                names.join("|")
+    let cannot_tell = || {
+        let names: Vec<&str> = Model::ALL.iter().map(|m| m.name()).collect();
+        format!(
+            "{shown}: cannot tell which model to check against; name it with --model {}",
+            names.join("|")
+        )
+    };
+    // The model, if it is known before reading the history: a history.jsonl's
+    // operations are named in a quick first pass, so that it is read only for
+    // the model it is checked against.
+    let known = match (judging.model, workload) {
+        (Some(m), _) => Some(m.model()),
+        (None, Some(w)) => Some(w.model()),
+        (None, None) if fmt == Format::Jsonl => {
+            let names = checker::check::operation_names(open()?).map_err(|e| at(&shown, &e))?;
+            Some(
+                Model::infer_from_names(fmt, names.iter().map(String::as_str))
+                    .ok_or_else(cannot_tell)?,
             )
-        })?,
+        }
+        (None, None) => None,
+    };
+    let read_for = if keep_events { None } else { known };
+    let history = read_history(open()?, fmt, read_for).map_err(|e| at(&shown, &e))?;
+    let disorder = disorder_note(&shown, &history.disorders, judging.lenient)?;
+    let model = match known {
+        Some(m) => m,
+        None => history
+            .parsed()
+            .and_then(|p| Model::infer(fmt, &p.events))
+            .ok_or_else(cannot_tell)?,
     };
 
     let mut options = checker_options(Duration::from_secs_f64(judging.checker_time_limit));
@@ -236,20 +278,24 @@ pub(crate) fn judge(history: &Path, judging: &Judging) -> Result<Judged, String>
         let value = format::parse_value(text).map_err(|e| format!("--initial {text:?}: {e}"))?;
         options.initial = Some(value);
     }
-    let mut results =
-        check(fmt, &parsed.events, model, &replicas, &options).map_err(|e| {
-            match e.index.and_then(|i| parsed.line_of_index(i)) {
-                Some(line) => format!(
-                    "{shown}:{line}: {} (checking as {})",
-                    e.message,
-                    model.name()
-                ),
-                None => format!("{shown}: {} (checking as {})", e.message, model.name()),
-            }
+    let event_count = history.events;
+    let events = match (keep_events, history.parsed()) {
+        (true, Some(p)) => p.events.clone(),
+        _ => Vec::new(),
+    };
+    let mut results = history
+        .check(model, &replicas, &options)
+        .map_err(|e| match e.line {
+            Some(line) => format!(
+                "{shown}:{line}: {} (checking as {})",
+                e.message,
+                model.name()
+            ),
+            None => format!("{shown}: {} (checking as {})", e.message, model.name()),
         })?;
 
     let warning = run_json.as_ref().and_then(ended_early);
-    if let Some(w) = &warning {
+    for w in warning.iter().chain(&disorder) {
         for c in results.checkers.values_mut() {
             c.notes.push(w.clone());
         }
@@ -257,12 +303,73 @@ pub(crate) fn judge(history: &Path, judging: &Judging) -> Result<Judged, String>
     Ok(Judged {
         path,
         format: fmt,
-        events: parsed.events,
+        event_count,
+        events,
         model,
         replicas,
         results,
         warning,
     })
+}
+
+/// The beginning of a history file (its first MiB, whole lines where it can), to
+/// tell its format by.
+fn beginning(mut input: impl std::io::Read, shown: &str) -> Result<String, String> {
+    let mut head = Vec::new();
+    input
+        .by_ref()
+        .take(1 << 20)
+        .read_to_end(&mut head)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if head.len() == 1 << 20
+        && let Some(end) = head.iter().rposition(|&b| b == b'\n')
+    {
+        head.truncate(end + 1);
+    }
+    Ok(String::from_utf8_lossy(&head).into_owned())
+}
+
+/// A history that breaks its order is bad input (the first such event, by its
+/// line); with `--lenient` each is a warning on stderr (the first ten), and the
+/// returned note says so in the results.
+fn disorder_note(
+    shown: &str,
+    disorders: &[checker::history::Disorder],
+    lenient: bool,
+) -> Result<Option<String>, String> {
+    let Some(first) = disorders.first() else {
+        return Ok(None);
+    };
+    let n = disorders.len();
+    if !lenient {
+        let more = if n > 1 {
+            format!(" ({} more such events)", n - 1)
+        } else {
+            String::new()
+        };
+        return Err(format!(
+            "{shown}:{}: {}{more}; the history breaks its order (--lenient checks it anyway)",
+            first.line, first.message
+        ));
+    }
+    for d in disorders.iter().take(10) {
+        eprintln!(
+            "watermark check: warning: {shown}:{}: {}",
+            d.line, d.message
+        );
+    }
+    if n > 10 {
+        eprintln!("watermark check: warning: … and {} more", n - 10);
+    }
+    let events = if n == 1 {
+        "1 event"
+    } else {
+        &format!("{n} events")
+    };
+    Ok(Some(format!(
+        "the history breaks its order at {events} (first: line {}: {}); checked anyway (--lenient)",
+        first.line, first.message
+    )))
 }
 
 /// Print to stdout; a closed pipe (`| head`) is not worth a panic.

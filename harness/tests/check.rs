@@ -491,3 +491,46 @@ fn a_jepsen_store_folder_is_checked_through_its_history_edn() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_history_out_of_order_is_bad_input_unless_lenient() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("history.jsonl");
+    let ev = |index: u64, time: u64, p: u64, kind: &str, v: &str| {
+        format!(
+            "{{\"index\":{index},\"time\":{time},\"process\":{p},\"type\":\"{kind}\",\"f\":\"write\",\"value\":{v}}}\n"
+        )
+    };
+    // A duplicate index on line 3, a completion before its invocation on line 4.
+    let text = [
+        ev(0, 10, 0, "invoke", "1"),
+        ev(1, 20, 0, "ok", "1"),
+        ev(1, 30, 1, "invoke", "2"),
+        ev(2, 25, 1, "ok", "2"),
+    ]
+    .concat();
+    std::fs::write(&file, text).unwrap();
+    let o = watermark(&[path(&file)]);
+    assert_eq!(code(&o), 64, "{}{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("history.jsonl:3: duplicate index 1"), "{err}");
+    assert!(err.contains("1 more") && err.contains("--lenient"), "{err}");
+
+    let o = watermark(&[path(&file), "--lenient", "--json"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning: ") && err.contains("history.jsonl:3:"),
+        "{err}"
+    );
+    assert!(
+        err.contains("history.jsonl:4:") && err.contains("before its invocation"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let notes = v["checkers"]["linearizable"]["notes"].to_string();
+    assert!(
+        notes.contains("breaks its order at 2 events") && notes.contains("--lenient"),
+        "{notes}"
+    );
+}

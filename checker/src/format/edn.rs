@@ -5,10 +5,13 @@
 //! discards.
 //!
 //! Forms read straight into JSON values: keywords and symbols become strings
-//! without the colon, lists and sets become arrays, map keys become strings, and a
-//! number JSON cannot hold (a ratio, a hexadecimal literal) its text.
+//! without the colon, lists and sets become arrays, map keys become strings,
+//! integers of any size are exact ([`crate::values`]), and a number JSON cannot
+//! hold (a ratio, a hexadecimal literal) its text.
 
 use serde_json::{Map, Number, Value};
+
+use crate::values;
 
 /// A reading error: 1-based line, and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,8 +258,9 @@ impl<'a> Reader<'a> {
                     && t.as_bytes()[1].is_ascii_digit()) =>
             {
                 let digits = t.trim_end_matches(['N', 'M']);
-                if let Ok(i) = digits.parse::<i64>() {
-                    Value::Number(i.into())
+                if let Some(i) = values::integer(digits) {
+                    // Integers of any size, exactly (`…N` is a BigInt).
+                    i
                 } else if let Some(n) = digits.parse::<f64>().ok().and_then(Number::from_f64) {
                     Value::Number(n)
                 } else {

@@ -6,12 +6,14 @@
 //! expected there, for the caller to prefix with the file name.
 
 mod edn;
+pub(crate) mod json;
+pub(crate) mod jsonl;
 
 use std::fmt;
 
 use serde_json::{Value, json};
 
-use crate::history::{Event, EventType, Process};
+use crate::history::{Disorder, Event, EventType, OrderCheck, Process};
 
 /// A history file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +66,9 @@ pub struct Parsed {
     pub events: Vec<Event>,
     /// `lines[i]` is the 1-based line of `events[i]`.
     pub lines: Vec<usize>,
+    /// The events that break the history's order (`history::OrderCheck`), in
+    /// order: the caller decides whether that is an error.
+    pub disorders: Vec<Disorder>,
 }
 
 impl Parsed {
@@ -158,17 +163,27 @@ pub fn parse(text: &str, format: Format) -> Result<Parsed, ParseError> {
         Format::Edn | Format::PorcupineKv => parse_edn(text)?,
         Format::JepsenLog => parse_jepsen_log(text)?,
     };
+    let mut order = OrderCheck::default();
+    let disorders = events
+        .iter()
+        .zip(&lines)
+        .filter_map(|(e, &line)| {
+            let message = order.event(e.index, e.time, e.process, e.kind)?;
+            Some(Disorder { line, message })
+        })
+        .collect();
     Ok(Parsed {
         format,
         events,
         lines,
+        disorders,
     })
 }
 
 /// A value given on the command line (a model's initial state): JSON, or one
 /// EDN form (`0`, `{:x 0 :y 0}`, `#{1 2}`, `[:a :b]`), read as EDN forms are.
 pub fn parse_value(text: &str) -> Result<Value, ParseError> {
-    if let Ok(v) = serde_json::from_str::<Value>(text) {
+    if let Ok(v) = json::parse_value(text.trim()) {
         return Ok(v);
     }
     match edn::read_all(text).map_err(edn_err)?.as_slice() {
@@ -184,6 +199,11 @@ pub fn parse_value(text: &str) -> Result<Value, ParseError> {
     }
 }
 
+/// A text as one JSON value, its integers exact ([`crate::values`]).
+pub fn read_json(text: &str) -> Result<Value, String> {
+    json::parse_value(text)
+}
+
 type EventsAndLines = (Vec<Event>, Vec<usize>);
 
 /// One event per line. A last line without its newline that does not parse is the
@@ -195,7 +215,7 @@ fn parse_jsonl(text: &str) -> Result<EventsAndLines, ParseError> {
         if line.trim().is_empty() {
             continue;
         }
-        match Event::from_json_line(line) {
+        match jsonl::event(line) {
             Ok(e) => {
                 events.push(e);
                 lines.push(i + 1);

@@ -56,7 +56,7 @@ pub(super) fn multi_register<'a>(
     let mut keys: Vec<String> = Vec::new();
     let mut key_ids: FxMap<String, u32> = FxMap::default();
     let mut key = |k: &Value| -> u32 {
-        let name = k.to_string();
+        let name = crate::values::canonical(k);
         *key_ids.entry(name).or_insert_with(|| {
             keys.push(key_label(k));
             keys.len() as u32 - 1

@@ -18,7 +18,7 @@
 //! (`nonlinearizable`).
 
 mod entries;
-mod fx;
+pub(crate) mod fx;
 mod knossos;
 mod kv;
 mod memo;

@@ -57,8 +57,9 @@ pub type Val = u32;
 /// `nil` / `null`: a register's initial value.
 pub const NIL: Val = 0;
 
-/// A history's values interned to [`Val`]s by their JSON text (so `1` and `"1"`
-/// differ), `null` being [`NIL`].
+/// A history's values interned to [`Val`]s by their exact text
+/// ([`crate::values::canonical`]: `1` and `"1"` differ, integers of any size are
+/// exact), `null` being [`NIL`].
 #[derive(Debug, Clone)]
 pub struct Values {
     names: Vec<String>,
@@ -79,7 +80,7 @@ impl Values {
         if v.is_null() {
             return NIL;
         }
-        let s = v.to_string();
+        let s = crate::values::canonical(v);
         if let Some(&id) = self.ids.get(&s) {
             return id;
         }

@@ -89,7 +89,7 @@ fn keyed(v: &Value) -> (Option<&Value>, &Value) {
 fn key_name(key: Option<&Value>) -> Cow<'_, str> {
     match key {
         None => Cow::Borrowed(""),
-        Some(v) => Cow::Owned(v.to_string()),
+        Some(v) => Cow::Owned(crate::values::canonical(v)),
     }
 }
 
@@ -97,7 +97,7 @@ fn key_name(key: Option<&Value>) -> Cow<'_, str> {
 pub(super) fn key_label(key: &Value) -> String {
     match key {
         Value::String(s) => s.clone(),
-        v => v.to_string(),
+        v => crate::values::canonical(v),
     }
 }
 

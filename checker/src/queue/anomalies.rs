@@ -7,10 +7,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use super::analysis::{Analysis, ValueKey, Witness, key_of};
+use super::analysis::{Analysis, Witness};
 use super::final_log::ReplicaLog;
-use super::ops::Send;
+use super::ops::{Send, Val};
 use crate::history::Outcome;
+use crate::linear::fx::FxMap;
 use crate::verdict::{Anomaly, AnomalyKind, OpRef};
 
 /// A check: the anomalies of one kind in an analysed history.
@@ -71,87 +72,95 @@ fn lost_writes(a: &Analysis) -> Vec<Anomaly> {
         let mut x = anomaly(
             AnomalyKind::LostWrite,
             s.partition,
-            format!("value {} ({why}) is missing from the final log", s.value),
+            format!(
+                "value {} ({why}) is missing from the final log",
+                a.names.show(s.value)
+            ),
         );
         x.offsets.extend(s.offset);
-        x.values = vec![s.value.clone()];
-        x.ops.push(s.op_ref());
-        x.ops.extend(reader.map(|q| q.op_ref()));
+        x.values = vec![a.names.exported(s.value)];
+        x.ops.push(s.op_ref(&a.names));
+        x.ops.extend(reader.map(|q| q.op_ref(a.records, &a.names)));
         anomalies.push(x);
     }
     anomalies
+}
+
+/// An observation: offset, value, who saw it.
+type Seen = (i64, Val, Witness);
+
+/// The observations (in the order `Analysis::observations` gives them) of the
+/// keys that `conflict` finds seen with two or more different things: a first
+/// pass keeps one thing per key, a second gathers the few keys that conflict.
+fn conflicts<K: std::hash::Hash + Eq + Copy + Ord>(
+    a: &Analysis,
+    key: impl Fn(i64, i64, Val) -> (K, i64),
+) -> BTreeMap<K, Vec<Seen>> {
+    let mut first: FxMap<K, i64> = FxMap::default();
+    let mut conflicting: FxMap<K, Vec<Seen>> = FxMap::default();
+    a.observations(|p, o, v, _| {
+        let (k, thing) = key(p, o, v);
+        if *first.entry(k).or_insert(thing) != thing {
+            conflicting.entry(k).or_default();
+        }
+    });
+    drop(first);
+    if !conflicting.is_empty() {
+        a.observations(|p, o, v, w| {
+            if let Some(seen) = conflicting.get_mut(&key(p, o, v).0) {
+                seen.push((o, v, w));
+            }
+        });
+    }
+    conflicting.into_iter().collect()
 }
 
 /// inconsistent-offsets: one offset of a partition seen with two or more values,
 /// across sends' acknowledged offsets, polls, final-polls and the final log.
 fn inconsistent_offsets(a: &Analysis) -> Vec<Anomaly> {
     let mut anomalies = Vec::new();
-    for ((p, o), seen) in &a.observed {
-        let values: BTreeMap<ValueKey, &Value> =
-            seen.iter().map(|s| (key_of(s.value), s.value)).collect();
-        if values.len() < 2 {
-            continue;
-        }
+    for ((p, o), seen) in conflicts(a, |p, o, v| ((p, o), i64::from(v))) {
+        let values: BTreeMap<String, Val> = seen.iter().map(|s| (a.names.show(s.1), s.1)).collect();
         let mut x = anomaly(
             AnomalyKind::InconsistentOffsets,
-            *p,
+            p,
             format!(
                 "offset {o} seen with {} different values: {}",
                 values.len(),
                 values.keys().cloned().collect::<Vec<_>>().join(", ")
             ),
         );
-        x.offsets = vec![*o];
-        x.values = values.values().map(|v| (*v).clone()).collect();
-        x.ops = dedup_ops(seen.iter().filter_map(|s| a.op_ref(s.by)));
+        x.offsets = vec![o];
+        x.values = values.values().map(|v| a.names.exported(*v)).collect();
+        x.ops = dedup_ops(seen.iter().filter_map(|s| a.op_ref(s.2)));
         anomalies.push(x);
     }
     anomalies
 }
 
-/// Where one value of a partition was seen.
-struct Placement<'a> {
-    value: &'a Value,
-    /// Every offset it was seen at.
-    offsets: BTreeSet<i64>,
-    /// Who saw it there.
-    seen_by: Vec<Witness>,
-}
-
 /// duplicate: one value of a partition seen at two or more offsets.
 fn duplicates(a: &Analysis) -> Vec<Anomaly> {
-    let mut placements: BTreeMap<(i64, ValueKey), Placement> = BTreeMap::new();
-    for ((p, o), seen) in &a.observed {
-        for s in seen {
-            let e = placements
-                .entry((*p, key_of(s.value)))
-                .or_insert_with(|| Placement {
-                    value: s.value,
-                    offsets: BTreeSet::new(),
-                    seen_by: Vec::new(),
-                });
-            e.offsets.insert(*o);
-            e.seen_by.push(s.by);
-        }
-    }
+    let mut found: Vec<(i64, String, Val, Vec<Seen>)> = conflicts(a, |p, o, v| ((p, v), o))
+        .into_iter()
+        .map(|((p, v), seen)| (p, a.names.show(v), v, seen))
+        .collect();
+    found.sort_by(|x, y| (x.0, &x.1).cmp(&(y.0, &y.1)));
     let mut anomalies = Vec::new();
-    for ((p, _), at) in placements {
-        if at.offsets.len() < 2 {
-            continue;
-        }
-        let offsets = &at.offsets;
+    for (p, shown, v, mut seen) in found {
+        // Witnesses by offset, then in the order seen.
+        seen.sort_by_key(|s| s.0);
+        let offsets: BTreeSet<i64> = seen.iter().map(|s| s.0).collect();
         let mut x = anomaly(
             AnomalyKind::Duplicate,
             p,
             format!(
-                "value {} appears at {} offsets: {offsets:?}",
-                at.value,
+                "value {shown} appears at {} offsets: {offsets:?}",
                 offsets.len()
             ),
         );
         x.offsets = offsets.iter().copied().collect();
-        x.values = vec![at.value.clone()];
-        x.ops = dedup_ops(at.seen_by.iter().filter_map(|w| a.op_ref(*w)));
+        x.values = vec![a.names.exported(v)];
+        x.ops = dedup_ops(seen.iter().filter_map(|s| a.op_ref(s.2)));
         anomalies.push(x);
     }
     anomalies
@@ -163,23 +172,23 @@ fn bad_reads(
     a: &Analysis,
     kind: AnomalyKind,
     judge: impl Fn(Option<&Send>) -> bool,
-    message: impl Fn(&Value, i64) -> String,
+    message: impl Fn(&str, i64) -> String,
 ) -> Vec<Anomaly> {
-    let mut reported: BTreeSet<(i64, ValueKey)> = BTreeSet::new();
+    let mut reported: FxMap<(i64, Val), ()> = FxMap::default();
     let mut anomalies = Vec::new();
-    for (p, o, v, poll) in a.reads() {
-        let k = key_of(v);
-        let send = a.sent.get(&(p, k.clone())).map(|&i| &a.sends[i]);
-        if !judge(send) || !reported.insert((p, k)) {
-            continue;
+    a.reads(|p, o, v, poll| {
+        let send = a.sent.get(&(p, v)).map(|&i| &a.sends[i]);
+        if !judge(send) || reported.insert((p, v), ()).is_some() {
+            return;
         }
-        let mut x = anomaly(kind, p, message(v, o));
+        let mut x = anomaly(kind, p, message(&a.names.show(v), o));
         x.offsets = vec![o];
-        x.values = vec![v.clone()];
-        x.ops.extend(send.map(Send::op_ref));
-        x.ops.extend(poll.map(|i| a.polls[i].op_ref()));
+        x.values = vec![a.names.exported(v)];
+        x.ops.extend(send.map(|s| s.op_ref(&a.names)));
+        x.ops
+            .extend(poll.map(|i| a.polls[i].op_ref(a.records, &a.names)));
         anomalies.push(x);
-    }
+    });
     anomalies
 }
 
@@ -209,19 +218,23 @@ fn aborted_reads(a: &Analysis) -> Vec<Anomaly> {
 /// highest offset it returned that the partition's final log holds.
 fn poll_skips(a: &Analysis) -> Vec<Anomaly> {
     let mut anomalies = Vec::new();
-    for p in &a.polls {
-        let (Some(log), Some(max)) = (a.finals.get(&p.partition), p.offsets().max()) else {
+    let mut returned: Vec<i64> = Vec::new();
+    for p in a.polls {
+        let offsets = p.offsets(a.records);
+        let (Some(log), Some(&max)) = (a.finals.get(&p.partition), offsets.iter().max()) else {
             continue;
         };
         if max < p.from {
             continue;
         }
-        let returned: BTreeSet<i64> = p.offsets().collect();
+        returned.clear();
+        returned.extend_from_slice(offsets);
+        returned.sort_unstable();
         let skipped: Vec<i64> = log
             .records
             .range(p.from..max)
             .map(|(o, _)| *o)
-            .filter(|o| !returned.contains(o))
+            .filter(|o| returned.binary_search(o).is_err())
             .collect();
         if skipped.is_empty() {
             continue;
@@ -235,7 +248,7 @@ fn poll_skips(a: &Analysis) -> Vec<Anomaly> {
             ),
         );
         x.offsets = skipped;
-        x.ops = vec![p.op_ref()];
+        x.ops = vec![p.op_ref(a.records, &a.names)];
         anomalies.push(x);
     }
     anomalies
@@ -245,10 +258,10 @@ fn poll_skips(a: &Analysis) -> Vec<Anomaly> {
 /// a record at or below one it returned before it.
 fn nonmonotonic_polls(a: &Analysis) -> Vec<Anomaly> {
     let mut anomalies = Vec::new();
-    for p in &a.polls {
+    for p in a.polls {
         let mut disorder = Vec::new();
         let mut highest: Option<i64> = None;
-        for o in p.offsets() {
+        for &o in p.offsets(a.records) {
             if o < p.from || highest.is_some_and(|h| o <= h) {
                 disorder.push(o);
             }
@@ -266,7 +279,7 @@ fn nonmonotonic_polls(a: &Analysis) -> Vec<Anomaly> {
             ),
         );
         x.offsets = disorder;
-        x.ops = vec![p.op_ref()];
+        x.ops = vec![p.op_ref(a.records, &a.names)];
         anomalies.push(x);
     }
     anomalies
@@ -277,9 +290,9 @@ fn nonmonotonic_polls(a: &Analysis) -> Vec<Anomaly> {
 fn nonmonotonic_sends(a: &Analysis) -> Vec<Anomaly> {
     let mut anomalies = Vec::new();
     let mut last: HashMap<(u64, i64), (&Send, i64)> = HashMap::new();
-    for s in &a.sends {
+    for s in a.sends {
         let Some(offset) = s.offset else { continue };
-        let Some((prev, before)) = last.insert((s.op.process(), s.partition), (s, offset)) else {
+        let Some((prev, before)) = last.insert((s.op.process, s.partition), (s, offset)) else {
             continue;
         };
         if offset >= before {
@@ -290,14 +303,14 @@ fn nonmonotonic_sends(a: &Analysis) -> Vec<Anomaly> {
             s.partition,
             format!(
                 "process {} sent {} at offset {before}, then {} at lower offset {offset}",
-                s.op.process(),
-                prev.value,
-                s.value
+                s.op.process,
+                a.names.show(prev.value),
+                a.names.show(s.value)
             ),
         );
         x.offsets = vec![offset, before];
-        x.values = vec![prev.value.clone(), s.value.clone()];
-        x.ops = vec![prev.op_ref(), s.op_ref()];
+        x.values = vec![a.names.exported(prev.value), a.names.exported(s.value)];
+        x.ops = vec![prev.op_ref(&a.names), s.op_ref(&a.names)];
         anomalies.push(x);
     }
     anomalies
@@ -309,18 +322,26 @@ fn nonmonotonic_sends(a: &Analysis) -> Vec<Anomaly> {
 /// divergence both replicas have committed their own, different, records. One
 /// anomaly per partition, naming the first such offset.
 fn replica_divergence(a: &Analysis) -> Vec<Anomaly> {
-    let mut by_partition: BTreeMap<(&str, i64), Vec<&ReplicaLog>> = BTreeMap::new();
-    for r in a.replicas {
+    let mut by_partition: BTreeMap<(&str, i64), Vec<usize>> = BTreeMap::new();
+    for (i, r) in a.replicas.iter().enumerate() {
         by_partition
             .entry((&r.topic, r.partition))
             .or_default()
-            .push(r);
+            .push(i);
     }
     let mut anomalies = Vec::new();
-    for ((topic, p), rs) in by_partition {
-        let maps: Vec<BTreeMap<i64, &Value>> = rs
+    for ((topic, p), ids) in by_partition {
+        let rs: Vec<&ReplicaLog> = ids.iter().map(|&i| &a.replicas[i]).collect();
+        let maps: Vec<BTreeMap<i64, Val>> = ids
             .iter()
-            .map(|r| r.records.iter().map(|(o, v)| (*o, v)).collect())
+            .map(|&i| {
+                let r = &a.replicas[i];
+                r.records
+                    .iter()
+                    .zip(&a.replica_values[i])
+                    .map(|((o, _), v)| (*o, *v))
+                    .collect()
+            })
             .collect();
         let mut offsets = BTreeSet::new();
         let mut first: Option<(i64, String, Vec<Value>)> = None;
@@ -335,10 +356,13 @@ fn replica_divergence(a: &Analysis) -> Vec<Anomaly> {
                     offsets.insert(*o);
                     if first.as_ref().is_none_or(|(f, _, _)| o < f) {
                         let text = format!(
-                            "offset {o}: node {} has {x}, node {} has {y}",
-                            rs[i].node, rs[j].node
+                            "offset {o}: node {} has {}, node {} has {}",
+                            rs[i].node,
+                            a.names.show(*x),
+                            rs[j].node,
+                            a.names.show(*y)
                         );
-                        first = Some((*o, text, vec![(*x).clone(), (*y).clone()]));
+                        first = Some((*o, text, vec![a.names.exported(*x), a.names.exported(*y)]));
                     }
                 }
             }

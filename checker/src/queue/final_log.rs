@@ -64,7 +64,11 @@ pub fn parse_final_log(node: &str, text: &str) -> Result<Vec<ReplicaLog>, LogErr
         if line.trim().is_empty() {
             continue;
         }
-        let l: LogLine = serde_json::from_str(line).map_err(|e| LogError {
+        // Read exactly (integers of any size), then into the line's fields.
+        let exact = crate::format::read_json(line);
+        let l: LogLine = exact
+            .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+            .map_err(|e| LogError {
             node: node.to_string(),
             line: i + 1,
             message: format!(

@@ -1,10 +1,12 @@
 //! Kafka queue analysis: did the log keep every acknowledged write, give each
 //! offset one value, and hand consumers a gap-free, ordered view?
 //!
-//! The history is read once into an [`Analysis`](analysis::Analysis) — its sends
-//! and polls, each partition's final log, and the indices the checks share — and
-//! each anomaly kind is one function over it ([`anomalies`]), as in Jepsen's Kafka
-//! checker, whose names they carry. Every kind is defined in docs/anomalies.md;
+//! The history is read once, event by event, into a [`QueueHistory`] — its sends
+//! and ok polls, compactly ([`reading`], [`ops`]) — then indexed once into an
+//! [`Analysis`](analysis::Analysis) — each partition's final log, and the indices
+//! the checks share — and each anomaly kind is one function over it
+//! ([`anomalies`]), as in Jepsen's Kafka checker, whose names they carry. Time and
+//! memory are linear in the records the history holds. Every kind is defined in docs/anomalies.md;
 //! the history's shapes are in docs/history.md.
 //!
 //! Every judgement is made against the *final log* of a partition: what the final
@@ -21,21 +23,25 @@
 //! - polls only return records below the high watermark, so a value any poll saw
 //!   was committed and must survive.
 //!
-//! This module does no file I/O: the caller passes the history's events and the
-//! text of each `nodes/<id>/final-log.jsonl` (docs/run-folder.md).
+//! This module does no file I/O: the caller passes the history's events (or its
+//! lines, through `check::read_history`) and the text of each
+//! `nodes/<id>/final-log.jsonl` (docs/run-folder.md).
 
 mod analysis;
 mod anomalies;
 mod final_log;
 mod ops;
+pub(crate) mod reading;
 
 pub use final_log::{LogError, ReplicaLog, parse_final_log};
+pub use reading::QueueHistory;
 
 use std::collections::BTreeMap;
 
 use crate::history::{Event, Outcome, PairError};
 use crate::verdict::CheckerResult;
 use analysis::Analysis;
+use reading::Located;
 
 /// A queue history that cannot be analysed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,8 +74,25 @@ impl From<PairError> for QueueError {
 /// `replicas` may be empty (no run folder): replica-divergence is then not judged,
 /// and the final drain in the history is the only final log.
 pub fn check(events: &[Event], replicas: &[ReplicaLog]) -> Result<CheckerResult, QueueError> {
-    let a = Analysis::new(events, replicas)?;
-    let mut result = CheckerResult::from_anomalies(anomalies::all(&a));
+    QueueHistory::from_events(events)
+        .check(replicas)
+        .map_err(|l| l.error)
+}
+
+impl QueueHistory {
+    /// Analyse the history read against the replicas' final logs (see [`check`]);
+    /// an error says where it is.
+    pub(crate) fn check(mut self, replicas: &[ReplicaLog]) -> Result<CheckerResult, Located> {
+        if let Some(e) = self.error() {
+            return Err(e.clone());
+        }
+        let a = Analysis::new(&mut self, replicas);
+        Ok(judge(&a))
+    }
+}
+
+fn judge(a: &Analysis) -> CheckerResult {
+    let mut result = CheckerResult::from_anomalies(anomalies::all(a));
     let unjudged = a.unjudged();
     if !unjudged.is_empty() {
         result.cap_unknown(format!(
@@ -90,8 +113,8 @@ pub fn check(events: &[Event], replicas: &[ReplicaLog]) -> Result<CheckerResult,
             why.join("; ")
         ));
     }
-    result.stats = stats(&a);
-    Ok(result)
+    result.stats = stats(a);
+    result
 }
 
 /// The counts results.json shows for a queue history.

@@ -1,78 +1,191 @@
-//! A queue history's operations as the analysis reads them: a [`Send`] of a value
-//! to a partition, and a [`Poll`] (or final-poll) of a partition's records, each
-//! borrowed from the history's events and described in words for the anomalies
-//! that involve it. The shapes are those of docs/history.md ("The queue
-//! workload").
+//! A queue history's operations as the analysis keeps them, compactly: a
+//! [`Send`] of a value to a partition, and a [`Poll`] (or final-poll) of a
+//! partition's records, each with what names its operation in an anomaly
+//! ([`OpInfo`]). Values are interned ([`Interned`]: an integer id per distinct
+//! value, by its exact text), a poll's records are a range of one shared arena
+//! of (offset, value id) pairs, so a record costs 12 bytes and no allocation. The
+//! shapes are those of docs/history.md ("The queue workload").
 
 use serde_json::Value;
 
-use super::QueueError;
-use crate::history::{Outcome, Paired};
+use crate::history::Outcome;
+use crate::linear::fx::FxMap;
+use crate::values;
 use crate::verdict::OpRef;
 
-/// A `send` operation.
+/// An interned value.
+pub(crate) type Val = u32;
+
+/// A value's exact text, kept once.
 #[derive(Debug)]
-pub(super) struct Send<'a> {
-    pub(super) op: Paired<'a>,
+enum Name {
+    Int(i64),
+    Text(Box<str>),
+}
+
+/// The distinct values of a history, each with its id: integers that fit 64 bits
+/// by their number, others by their exact text ([`values::canonical`]).
+#[derive(Debug, Default)]
+pub(crate) struct Interned {
+    ints: FxMap<i64, Val>,
+    texts: FxMap<Box<str>, Val>,
+    names: Vec<Name>,
+}
+
+impl Interned {
+    pub(crate) fn int(&mut self, i: i64) -> Val {
+        let names = &mut self.names;
+        *self.ints.entry(i).or_insert_with(|| {
+            names.push(Name::Int(i));
+            names.len() as Val - 1
+        })
+    }
+
+    /// A value by its exact text (never that of an `i64`: see [`Self::int`]).
+    pub(crate) fn text(&mut self, text: &str) -> Val {
+        if let Some(&v) = self.texts.get(text) {
+            return v;
+        }
+        let v = self.names.len() as Val;
+        self.names.push(Name::Text(text.into()));
+        self.texts.insert(text.into(), v);
+        v
+    }
+
+    pub(crate) fn value(&mut self, v: &Value) -> Val {
+        match v.as_i64() {
+            Some(i) => self.int(i),
+            None => self.text(&values::canonical(v)),
+        }
+    }
+
+    /// The value's exact text.
+    pub(crate) fn show(&self, v: Val) -> String {
+        match &self.names[v as usize] {
+            Name::Int(i) => i.to_string(),
+            Name::Text(t) => t.to_string(),
+        }
+    }
+
+    /// The value as results.json gives it ([`values::exported`]).
+    pub(crate) fn exported(&self, v: Val) -> Value {
+        match &self.names[v as usize] {
+            Name::Int(i) => Value::from(*i),
+            Name::Text(t) => crate::format::read_json(t)
+                .map(|v| values::exported(&v))
+                .unwrap_or_else(|_| Value::String(t.to_string())),
+        }
+    }
+}
+
+/// Which operation an anomaly names.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OpInfo {
+    pub(super) invoke_index: u64,
+    /// The completion's index (`None`: never completed).
+    pub(super) complete_index: Option<u64>,
+    pub(super) process: u64,
+    pub(super) outcome: Outcome,
+}
+
+impl OpInfo {
+    fn op_ref(&self, f: &str, text: String) -> OpRef {
+        OpRef {
+            invoke: self.invoke_index,
+            complete: self.complete_index,
+            process: self.process,
+            f: f.to_string(),
+            text,
+        }
+    }
+}
+
+/// A `send` operation.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Send {
+    pub(super) op: OpInfo,
     pub(super) partition: i64,
-    pub(super) value: &'a Value,
+    pub(super) value: Val,
     /// The acknowledged offset (`ok` with an offset only).
     pub(super) offset: Option<i64>,
 }
 
 /// An `ok` `poll` or `final-poll` operation.
-#[derive(Debug)]
-pub(super) struct Poll<'a> {
-    pub(super) op: Paired<'a>,
+#[derive(Debug, Clone)]
+pub(super) struct Poll {
+    pub(super) op: OpInfo,
     pub(super) partition: i64,
     /// The offset asked for.
     pub(super) from: i64,
-    /// (offset, value), as returned.
-    pub(super) records: Vec<(i64, &'a Value)>,
+    /// Its records: `Records` positions `start..end`, as returned.
+    pub(super) start: usize,
+    pub(super) end: usize,
     /// The high watermark the broker answered with, if the history records it.
     pub(super) high_watermark: Option<i64>,
     /// Part of the final drain.
     pub(super) is_final: bool,
 }
 
-static NULL: Value = Value::Null;
+/// Every poll's records, one after another: (offset, value).
+#[derive(Debug, Default)]
+pub(super) struct Records {
+    pub(super) offsets: Vec<i64>,
+    pub(super) values: Vec<Val>,
+}
 
-fn shape(op: &Paired, message: String) -> QueueError {
-    QueueError::Shape {
-        index: op.completion.map_or(op.invoke.index, |c| c.index),
-        message,
+impl Records {
+    pub(super) fn push(&mut self, offset: i64, value: Val) {
+        self.offsets.push(offset);
+        self.values.push(value);
     }
 }
 
-fn int_field(v: &Value, field: &str) -> Option<i64> {
-    v.get(field).and_then(Value::as_i64)
-}
+impl Poll {
+    /// The offsets returned, in the order returned.
+    pub(super) fn offsets<'r>(&self, r: &'r Records) -> &'r [i64] {
+        &r.offsets[self.start..self.end]
+    }
 
-impl<'a> Send<'a> {
-    /// Read a `send`: `{"partition":p,"value":v}`, and `"offset":o` when acknowledged.
-    pub(super) fn parse(op: Paired<'a>) -> Result<Send<'a>, QueueError> {
-        let invoked = &op.invoke.value;
-        let partition = int_field(invoked, "partition").ok_or_else(|| {
-            shape(
-                &op,
-                format!("send expects {{\"partition\":p,\"value\":v}}, got {invoked}"),
-            )
-        })?;
-        let offset = if op.outcome == Outcome::Ok {
-            int_field(op.value(), "offset")
+    /// The records returned: (offset, value).
+    pub(super) fn records<'r>(&self, r: &'r Records) -> impl Iterator<Item = (i64, Val)> + 'r {
+        let (start, end) = (self.start, self.end);
+        r.offsets[start..end]
+            .iter()
+            .copied()
+            .zip(r.values[start..end].iter().copied())
+    }
+
+    pub(super) fn f(&self) -> &'static str {
+        if self.is_final { "final-poll" } else { "poll" }
+    }
+
+    /// The poll as an anomaly's operation (its first six records shown).
+    pub(super) fn op_ref(&self, r: &Records, names: &Interned) -> OpRef {
+        let shown: Vec<String> = self
+            .records(r)
+            .take(6)
+            .map(|(o, v)| format!("{o}:{}", names.show(v)))
+            .collect();
+        let n = self.end - self.start;
+        let more = if n > 6 {
+            format!(" …{} more", n - 6)
         } else {
-            None
+            String::new()
         };
-        Ok(Send {
-            op,
-            partition,
-            value: invoked.get("value").unwrap_or(&NULL),
-            offset,
-        })
+        let text = format!(
+            "{} partition {} from offset {} → [{}{more}]",
+            self.f(),
+            self.partition,
+            self.from,
+            shown.join(" ")
+        );
+        self.op.op_ref(self.f(), text)
     }
+}
 
+impl Send {
     /// The send as an anomaly's operation.
-    pub(super) fn op_ref(&self) -> OpRef {
+    pub(super) fn op_ref(&self, names: &Interned) -> OpRef {
         let end = match (self.op.outcome, self.offset) {
             (Outcome::Ok, Some(o)) => format!("ok at offset {o}"),
             (Outcome::Ok, None) => "ok (no offset)".to_string(),
@@ -81,79 +194,9 @@ impl<'a> Send<'a> {
         };
         let text = format!(
             "send {} to partition {} → {end}",
-            self.value, self.partition
+            names.show(self.value),
+            self.partition
         );
-        OpRef::of(&self.op, text)
-    }
-}
-
-impl<'a> Poll<'a> {
-    /// Read a `poll` or `final-poll`: `{"partition":p,"offset":o}` →
-    /// `{"partition":p,"records":[[offset,value],...],"high_watermark":hw}`. Only an
-    /// `ok` poll read anything (`None` otherwise).
-    pub(super) fn parse(op: Paired<'a>) -> Result<Option<Poll<'a>>, QueueError> {
-        if op.outcome != Outcome::Ok {
-            return Ok(None);
-        }
-        let (invoked, answer) = (&op.invoke.value, op.value());
-        let expect = || {
-            shape(
-                &op,
-                format!(
-                    "{} expects {{\"partition\":p,\"offset\":o}} → {{\"partition\":p,\"records\":[[offset,value],...]}}, got {invoked} → {answer}",
-                    op.invoke.f
-                ),
-            )
-        };
-        let partition = int_field(invoked, "partition")
-            .or_else(|| int_field(answer, "partition"))
-            .ok_or_else(expect)?;
-        let mut records = Vec::new();
-        for r in answer
-            .get("records")
-            .and_then(Value::as_array)
-            .ok_or_else(expect)?
-        {
-            match r.as_array().map(Vec::as_slice) {
-                Some([o, v]) => records.push((o.as_i64().ok_or_else(expect)?, v)),
-                _ => return Err(expect()),
-            }
-        }
-        Ok(Some(Poll {
-            op,
-            partition,
-            from: int_field(invoked, "offset").unwrap_or(0),
-            records,
-            high_watermark: int_field(answer, "high_watermark"),
-            is_final: op.invoke.f == "final-poll",
-        }))
-    }
-
-    /// The offsets returned, in the order returned.
-    pub(super) fn offsets(&self) -> impl Iterator<Item = i64> + '_ {
-        self.records.iter().map(|(o, _)| *o)
-    }
-
-    /// The poll as an anomaly's operation (its first six records shown).
-    pub(super) fn op_ref(&self) -> OpRef {
-        let shown: Vec<String> = self
-            .records
-            .iter()
-            .take(6)
-            .map(|(o, v)| format!("{o}:{v}"))
-            .collect();
-        let more = if self.records.len() > 6 {
-            format!(" …{} more", self.records.len() - 6)
-        } else {
-            String::new()
-        };
-        let text = format!(
-            "{} partition {} from offset {} → [{}{more}]",
-            self.op.invoke.f,
-            self.partition,
-            self.from,
-            shown.join(" ")
-        );
-        OpRef::of(&self.op, text)
+        self.op.op_ref("send", text)
     }
 }

@@ -16,7 +16,7 @@ use crate::check::{Judging, judge};
 
 /// Judge the history at `history` and write report.html and junit.xml into `out`.
 pub fn write(history: &Path, judging: &Judging, out: &Path) -> Result<Written, ReportError> {
-    let judged = judge(history, judging).map_err(ReportError::Input)?;
+    let judged = judge(history, judging, true).map_err(ReportError::Input)?;
     let ops = checker::history::pair(&judged.events).map_err(|e| {
         ReportError::input(format!(
             "{}: {} (the history does not pair invocations with completions)",

@@ -1,5 +1,10 @@
 //! Which checker judges a history, and running it: the one call `watermark run`
-//! and `watermark check` make.
+//! and `watermark check` make — on events in memory ([`check`]), or on a history
+//! read from a file for checking ([`read_history`], [`History::check`]).
+
+mod reading;
+
+pub use reading::{History, operation_names, read_history};
 
 use std::collections::BTreeMap;
 
@@ -57,16 +62,24 @@ impl Model {
     /// mutex, `add` → set, `get`/`put`/`append` → kv, `read`/`write`/`cas` →
     /// cas-register. `enqueue`/`dequeue` could be either queue: `None`.
     pub fn infer(format: Format, events: &[Event]) -> Option<Model> {
+        let fs = events
+            .iter()
+            .filter(|e| e.process != Process::Nemesis)
+            .map(|e| e.f.as_str());
+        Model::infer_from_names(format, fs)
+    }
+
+    /// [`Model::infer`] from the client operations' names.
+    pub fn infer_from_names<'a>(
+        format: Format,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Option<Model> {
         match format {
             Format::JepsenLog => return Some(Model::CasRegister),
             Format::PorcupineKv => return Some(Model::Kv),
             Format::Jsonl | Format::Edn => {}
         }
-        let fs: std::collections::BTreeSet<&str> = events
-            .iter()
-            .filter(|e| e.process != Process::Nemesis)
-            .map(|e| e.f.as_str())
-            .collect();
+        let fs: std::collections::BTreeSet<&str> = names.into_iter().collect();
         let any = |names: &[&str]| names.iter().any(|f| fs.contains(f));
         if any(&["send", "poll", "final-poll"]) {
             Some(Model::Queue)
@@ -106,6 +119,8 @@ impl std::str::FromStr for Model {
 pub struct CheckError {
     /// History index of the offending event, when one is to blame.
     pub index: Option<u64>,
+    /// Its 1-based line in the history file, when read from one.
+    pub line: Option<usize>,
     pub message: String,
 }
 
@@ -133,6 +148,7 @@ pub fn check(
     let mut checkers = BTreeMap::new();
     if model == Model::Queue {
         let r = queue::check(events, replicas).map_err(|e| CheckError {
+            line: None,
             index: match &e {
                 queue::QueueError::Pair(p) => events.get(p.position).map(|e| e.index),
                 queue::QueueError::Shape { index, .. } => Some(*index),
@@ -157,6 +173,7 @@ pub fn check(
             ..options.clone()
         };
         let r = linear::check(events, kind, &options).map_err(|e| CheckError {
+            line: None,
             index: match &e {
                 linear::LinError::Pair(p) => events.get(p.position).map(|e| e.index),
                 linear::LinError::Shape { index, .. } => Some(*index),
@@ -166,7 +183,16 @@ pub fn check(
         })?;
         checkers.insert("linearizable".to_string(), r);
     }
-    let open = open_invocations(events);
+    Ok(noted(checkers, open_invocations(events)))
+}
+
+/// The results of one checker, `name`, on a history with `open` invocations that
+/// never completed.
+pub(crate) fn results(name: &str, r: crate::verdict::CheckerResult, open: usize) -> Results {
+    noted(BTreeMap::from([(name.to_string(), r)]), open)
+}
+
+fn noted(mut checkers: BTreeMap<String, crate::verdict::CheckerResult>, open: usize) -> Results {
     for r in checkers.values_mut() {
         r.stats
             .insert("ops-never-completed".to_string(), open as u64);
@@ -181,7 +207,7 @@ pub fn check(
             ));
         }
     }
-    Ok(Results::new(checkers))
+    Results::new(checkers)
 }
 
 /// Client invocations without a completion at the end of the history.
