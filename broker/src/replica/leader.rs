@@ -165,7 +165,8 @@ impl<L: ReplicaLog> Replica<L> {
         };
         if acks_all && (state.isr.len() as u64) < u64::from(state.min_insync_replicas) {
             let isr = state.isr.clone();
-            return (Err(ReplicaError::NotEnoughReplicas { isr }), fx);
+            let min_insync = state.min_insync_replicas;
+            return (Err(ReplicaError::NotEnoughReplicas { isr, min_insync }), fx);
         }
         let epoch = state.leader_epoch;
         let n = entries.len() as u64;
@@ -235,6 +236,7 @@ impl<L: ReplicaLog> Replica<L> {
         let state = self.check_leader()?;
         if req.leader_epoch != state.leader_epoch {
             return Err(ReplicaError::FencedLeaderEpoch {
+                requested: req.leader_epoch,
                 current: state.leader_epoch,
             });
         }
@@ -278,6 +280,7 @@ impl<L: ReplicaLog> Replica<L> {
         let state = self.check_leader()?;
         if req.leader_epoch != state.leader_epoch {
             return Err(ReplicaError::FencedLeaderEpoch {
+                requested: req.leader_epoch,
                 current: state.leader_epoch,
             });
         }

@@ -270,7 +270,10 @@ fn acks_all_needs_min_insync_before_appending() {
         .append_as_leader(vec![(None, json!(1))], true, 0)
         .0
         .unwrap_err();
-    assert!(matches!(err, ReplicaError::NotEnoughReplicas { ref isr } if isr == &[1]));
+    assert!(matches!(
+        err,
+        ReplicaError::NotEnoughReplicas { ref isr, min_insync: 2 } if isr == &[1]
+    ));
     assert_eq!(b.get(1).log_end_offset(), 0, "nothing appended");
     // acks=1 does not check the ISR, and with ISR = {leader} HW follows LEO at once.
     let a = b
@@ -398,7 +401,7 @@ fn stale_epochs_are_fenced_both_ways() {
         };
         let err = b.get(1).fetch_as_leader(&req, 0).0.unwrap_err();
         assert!(
-            matches!(err, ReplicaError::FencedLeaderEpoch { current: 5 }),
+            matches!(err, ReplicaError::FencedLeaderEpoch { requested, current: 5 } if requested == epoch),
             "{err:?}"
         );
     }
@@ -1118,4 +1121,67 @@ fn propose_isr_with_isr_unchecked_shrinks_on_the_spot() {
     assert!(fx.wake);
     assert_eq!(b.get(1).pending_isr(), None, "nothing sent");
     assert_eq!(b.get(1).isr(), [1]);
+}
+
+// ---- what the node's event lines are made of ----
+
+#[test]
+fn every_cut_of_a_followers_log_is_told_with_its_rule_and_record_count() {
+    for mode in [Truncation::Epoch, Truncation::Hw] {
+        let mut b = Brokers::new(&[1, 2], mode);
+        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+        b.produce(1, 10, 0);
+        b.fetch(2, 1, 1);
+        b.fetch(2, 1, 2);
+        // Two records only the leader has; then it is deposed.
+        b.produce(1, 11, 3);
+        b.produce(1, 12, 3);
+        let (_, fx) = b
+            .get(1)
+            .apply_state(state(2, 2, 2, &[1, 2], &[1, 2]), mode, 4);
+        let told = |to, records| Truncated {
+            to,
+            records,
+            rule: mode,
+        };
+        match mode {
+            // Pre-0.11: cut at the local HW at once.
+            Truncation::Hw => assert_eq!(fx.truncations, [told(1, 2)]),
+            Truncation::Epoch => {
+                assert_eq!(fx.truncations, []);
+                let epoch = b.get(1).truncation_epoch().0.unwrap().unwrap();
+                let answer = b.get(2).end_offset_for(epoch);
+                let (done, fx) = b.get(1).apply_epoch_end_offset(answer);
+                assert!(done.unwrap());
+                assert_eq!(fx.truncations, [told(1, 2)]);
+            }
+        }
+        // The other follower of the new leader had nothing to cut: its settlement
+        // is told all the same, with no record removed.
+        b.tell(&[1, 2], state(1, 3, 3, &[1, 2], &[1, 2]), 5);
+        let fx = match mode {
+            Truncation::Hw => {
+                let (_, fx) = b
+                    .get(2)
+                    .apply_state(state(1, 4, 4, &[1, 2], &[1, 2]), mode, 6);
+                fx
+            }
+            Truncation::Epoch => {
+                let _ = b
+                    .get(2)
+                    .apply_state(state(1, 4, 4, &[1, 2], &[1, 2]), mode, 6);
+                let epoch = b.get(2).truncation_epoch().0.unwrap().unwrap();
+                let answer = b.get(1).end_offset_for(epoch);
+                b.get(2).apply_epoch_end_offset(answer).1
+            }
+        };
+        let leo = b.get(2).log_end_offset();
+        assert_eq!(fx.truncations, [told(leo, 0)], "{mode:?}");
+        // Pre-0.11's out-of-range cut is told only when it removes something.
+        assert_eq!(b.get(2).truncate_to_leader_end(leo + 5).1.truncations, []);
+        assert_eq!(
+            b.get(2).truncate_to_leader_end(0).1.truncations,
+            [told(0, leo)]
+        );
+    }
 }
