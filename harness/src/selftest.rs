@@ -114,6 +114,57 @@ pub fn profile(bug: Bug) -> &'static [&'static str] {
             "--time-limit",
             "15",
         ],
+        // The leader commits what one follower has; a partition that leaves it with
+        // that follower, cut from the controller, elects the other one, which lacks
+        // the records.
+        Bug::HwAnyFollower => &[
+            "--nemesis",
+            "partition",
+            "--nemesis-interval",
+            "5",
+            "--time-limit",
+            "30",
+        ],
+        // An isolated leader serves consumers the records it appended alone; the new
+        // leader never had them.
+        Bug::ReadPastHw => &[
+            "--nemesis",
+            "isolate-leader",
+            "--nemesis-interval",
+            "5",
+            "--time-limit",
+            "15",
+        ],
+        // The record at the HW is acknowledged before any follower has it; an
+        // isolated leader's last such record is lost with it.
+        Bug::AckOffByOne => &[
+            "--nemesis",
+            "isolate-leader",
+            "--nemesis-interval",
+            "5",
+            "--time-limit",
+            "15",
+        ],
+        // Writes still waiting on an isolated leader when the partition heals are
+        // acknowledged by the HW of the new leader's log, which replaced them.
+        Bug::AckIgnoresEpoch => &[
+            "--nemesis",
+            "isolate-leader",
+            "--nemesis-interval",
+            "5",
+            "--time-limit",
+            "15",
+        ],
+        // A deposed leader keeps the records it appended alone when the new leader's
+        // log is longer, and fetches the new leader's records after them.
+        Bug::EpochEndAtLeo => &[
+            "--nemesis",
+            "isolate-leader",
+            "--nemesis-interval",
+            "5",
+            "--time-limit",
+            "15",
+        ],
     }
 }
 

@@ -1185,3 +1185,178 @@ fn every_cut_of_a_followers_log_is_told_with_its_rule_and_record_count() {
         );
     }
 }
+
+// ---- more planted bugs: each test shows the rule with and without its bug ----
+
+#[test]
+fn hw_any_follower_commits_what_one_follower_of_two_has() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2, 3],
+            Bugs {
+                hw_any_follower: bug,
+                ..Bugs::default()
+            },
+        );
+        b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2, 3], &[1, 2, 3]), 0);
+        // Both followers have fetched once (LEO 0); then only follower 2 keeps up.
+        b.fetch(3, 1, 1);
+        let a = b.produce(1, 7, 2);
+        b.fetch(2, 1, 3);
+        b.fetch(2, 1, 4);
+        assert_eq!(b.get(1).follower(3).unwrap().log_end_offset, Some(0));
+        if bug {
+            assert_eq!(b.get(1).high_watermark(), 1, "committed without follower 3");
+            assert_eq!(b.get(1).ack_status(a.end_offset, 1), AckStatus::Committed);
+        } else {
+            assert_eq!(b.get(1).high_watermark(), 0, "follower 3 lacks offset 0");
+            assert_eq!(b.get(1).ack_status(a.end_offset, 1), AckStatus::Pending);
+        }
+        // A leader that no follower has fetched from yet still waits, bug or not.
+        b.tell(&[1, 2, 3], state(2, 2, 2, &[1, 2, 3], &[1, 2, 3]), 5);
+        b.produce(2, 8, 6);
+        assert!(!b.get(2).maybe_advance_hw(7));
+    }
+}
+
+#[test]
+fn read_past_hw_serves_records_no_follower_has() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2],
+            Bugs {
+                read_past_hw: bug,
+                ..Bugs::default()
+            },
+        );
+        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+        b.produce(1, 1, 1);
+        b.fetch(2, 1, 2);
+        b.fetch(2, 1, 3);
+        // A second record only the leader has.
+        b.produce(1, 2, 4);
+        assert_eq!(b.get(1).high_watermark(), 1);
+        let expected = if bug { 2 } else { 1 };
+        assert_eq!(b.get(1).read_limit(), expected, "bug {bug}");
+    }
+}
+
+#[test]
+fn ack_off_by_one_acks_a_record_the_hw_does_not_cover() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2],
+            Bugs {
+                ack_off_by_one: bug,
+                ..Bugs::default()
+            },
+        );
+        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+        b.fetch(2, 1, 1);
+        // The first record (offset 0) is in the leader's log only: HW 0.
+        let first = b.produce(1, 1, 2);
+        assert_eq!((first.base_offset, first.end_offset), (0, 1));
+        assert_eq!(b.get(1).high_watermark(), 0);
+        let expected = if bug {
+            AckStatus::Committed
+        } else {
+            AckStatus::Pending
+        };
+        assert_eq!(
+            b.get(1).ack_status(first.end_offset, 1),
+            expected,
+            "bug {bug}"
+        );
+        // Once the HW passes it, both agree; the next record is again acked early
+        // only with the bug.
+        b.fetch(2, 1, 3);
+        b.fetch(2, 1, 4);
+        assert_eq!(
+            b.get(1).ack_status(first.end_offset, 1),
+            AckStatus::Committed
+        );
+        let second = b.produce(1, 2, 5);
+        assert_eq!(
+            b.get(1).ack_status(second.end_offset, 1),
+            expected,
+            "bug {bug}"
+        );
+    }
+}
+
+#[test]
+fn ack_ignores_epoch_acks_a_write_a_deposed_leader_truncated() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2],
+            Bugs {
+                ack_ignores_epoch: bug,
+                ..Bugs::default()
+            },
+        );
+        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+        b.produce(1, 10, 1);
+        b.fetch(2, 1, 2);
+        b.fetch(2, 1, 3);
+        // Leader 1 appends a write no follower gets (it waits for acks=all), and is
+        // deposed; the new leader writes its own record at that offset.
+        let pending = b.produce(1, 11, 4);
+        b.tell(&[1, 2], state(2, 2, 2, &[1, 2], &[1, 2]), 5);
+        b.produce(2, 20, 6);
+        b.settle(1, 2);
+        b.fetch(1, 2, 7);
+        b.fetch(1, 2, 8);
+        assert_eq!(b.values(1), [(0, 1, 10), (1, 2, 20)], "the write was cut");
+        assert_eq!(b.get(1).high_watermark(), 2);
+        let expected = if bug {
+            AckStatus::Committed
+        } else {
+            AckStatus::LeadershipLost
+        };
+        assert_eq!(
+            b.get(1).ack_status(pending.end_offset, 1),
+            expected,
+            "bug {bug}"
+        );
+    }
+}
+
+#[test]
+fn epoch_end_at_leo_lets_a_diverged_follower_keep_its_suffix() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2],
+            Bugs {
+                epoch_end_at_leo: bug,
+                ..Bugs::default()
+            },
+        );
+        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+        b.produce(1, 10, 0);
+        b.fetch(2, 1, 1);
+        b.fetch(2, 1, 2);
+        // Leader 1 appends a record no one else gets, then is deposed; the new leader
+        // writes two records of epoch 2, so its log is longer than the old leader's.
+        b.produce(1, 11, 3);
+        b.tell(&[1, 2], state(2, 2, 2, &[1, 2], &[1, 2]), 4);
+        b.produce(2, 20, 5);
+        b.produce(2, 21, 5);
+        let leader_answer = b.get(2).end_offset_for(1);
+        b.settle(1, 2);
+        if bug {
+            assert_eq!(leader_answer, Some((1, 3)), "the leader's LEO");
+            assert_eq!(
+                b.values(1),
+                [(0, 1, 10), (1, 1, 11)],
+                "the stale record stays"
+            );
+            // It then fetches the leader's records after it: the logs diverge.
+            b.fetch(1, 2, 6);
+            assert_eq!(b.values(1)[1], (1, 1, 11));
+            assert_eq!(b.values(2)[1], (1, 2, 20));
+        } else {
+            assert_eq!(leader_answer, Some((1, 1)), "epoch 1 ends at 1");
+            assert_eq!(b.values(1), [(0, 1, 10)], "cut at the end of epoch 1");
+        }
+    }
+}

@@ -42,7 +42,8 @@ pub(super) async fn consume(
         return Err(refused(&node, &part, Api::Consume, e));
     }
     let hw = r.high_watermark();
-    if offset > hw {
+    let limit = r.read_limit();
+    if offset > limit {
         return Err(ApiError::new(
             Code::OffsetOutOfRange,
             format!("{topic}-{partition}: offset {offset} is past the high watermark {hw}"),
@@ -51,7 +52,7 @@ pub(super) async fn consume(
     }
     let records = r
         .log()
-        .read(offset, max as usize, hw)
+        .read(offset, max as usize, limit)
         .map_err(|e| replica_error(&part, e.into()))?;
     Ok(Json(json!({
         "high_watermark": hw,
@@ -106,8 +107,7 @@ pub(super) async fn read_key(
             if linearizable && r.high_watermark() < r.leader_epoch_start_offset() {
                 return None;
             }
-            let hw = r.high_watermark();
-            let found = r.log().value_below(&key, hw).cloned();
+            let found = r.log().value_below(&key, r.read_limit()).cloned();
             Some(Ok((found, r.leader_epoch())))
         })
         .await;
