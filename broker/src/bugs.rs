@@ -19,4 +19,21 @@ pub struct Bugs {
     /// A replica that becomes follower keeps records of epochs its new leader never
     /// wrote: no fencing of the log by the new leader epoch (no truncation at all).
     pub no_epoch_fence: bool,
+    /// The leader's HW follows the most advanced ISR follower instead of the least:
+    /// a record counts as committed once any one follower has it.
+    pub hw_any_follower: bool,
+    /// Consumers and the register view read up to the leader's LEO, past the HW:
+    /// records no follower may have yet are served as committed.
+    pub read_past_hw: bool,
+    /// acks=all is answered once the HW reaches the last record's offset instead of
+    /// passing it: the HW covers every record but the last.
+    pub ack_off_by_one: bool,
+    /// acks=all is judged by the HW alone, without checking that this replica still
+    /// leads in the epoch the record was written in: a deposed leader, now a follower,
+    /// acknowledges a write once its follower HW passes the offset the write had in
+    /// its truncated log.
+    pub ack_ignores_epoch: bool,
+    /// OffsetsForLeaderEpoch answers the leader's LEO instead of where the asked
+    /// epoch ends, so a diverged follower keeps its suffix.
+    pub epoch_end_at_leo: bool,
 }

@@ -108,6 +108,16 @@ pub enum Bug {
     /// Accept a deposed leader's records: a new follower keeps its log past the new
     /// leader's epoch instead of truncating.
     NoEpochFence,
+    /// Advance the HW once any one ISR follower has a record, not all of them.
+    HwAnyFollower,
+    /// Serve consumers and register reads up to the log end, past the HW.
+    ReadPastHw,
+    /// Answer acks=all once the HW reaches the record's offset, one record early.
+    AckOffByOne,
+    /// Judge acks=all by the HW alone, even after losing the leadership it was written in.
+    AckIgnoresEpoch,
+    /// Answer OffsetsForLeaderEpoch with the leader's LEO, not the asked epoch's end.
+    EpochEndAtLeo,
 }
 
 /// Broker ids and their addresses, as given on the command line.

@@ -2,8 +2,8 @@
 //! test of watermark. One binary, two roles (`broker controller`, `broker node`);
 //! all traffic is JSON over HTTP (see docs/api.md).
 //!
-//! Layers, each importing only those above it: `protocol`, `error`, `bugs` (shared
-//! words); `fsutil` (durable file replacement); `log` (storage); `replica` (the replication rules, pure) and `kv` (the
+//! Layers, each importing only those above it: `protocol`, `error`, `bugs`, `events`
+//! (shared words, and the event lines' shape); `fsutil` (durable file replacement); `log` (storage); `replica` (the replication rules, pure) and `kv` (the
 //! register view over a log); `rpc`, `server` (HTTP plumbing); `cli` (the command
 //! line); then the two roles, `controller` and `node`.
 //!
@@ -14,6 +14,7 @@ mod bugs;
 pub mod cli;
 pub mod controller;
 mod error;
+mod events;
 mod fsutil;
 mod kv;
 pub mod log;

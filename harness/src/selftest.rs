@@ -114,6 +114,67 @@ pub fn profile(bug: Bug) -> &'static [&'static str] {
             "--time-limit",
             "15",
         ],
+        // The leader commits what one follower has; a partition that leaves it with
+        // that follower, cut from the controller (`halves`, some `bridge`s), elects
+        // the other one, which lacks the records. Partitions draw their shape, hence
+        // the longer campaign.
+        Bug::HwAnyFollower => &[
+            "--nemesis",
+            "partition",
+            "--nemesis-interval",
+            "5",
+            "--time-limit",
+            "30",
+        ],
+        // An isolated leader serves consumers the records it appended alone; the new
+        // leader never had them.
+        Bug::ReadPastHw => &[
+            "--nemesis",
+            "isolate-leader",
+            "--nemesis-interval",
+            "5",
+            "--time-limit",
+            "15",
+        ],
+        // A record appended when the HW equals the LEO is acknowledged before any
+        // follower has it. At a low rate the leader is mostly caught up when it is
+        // isolated, so the first record it then appends is acknowledged and lost.
+        Bug::AckOffByOne => &[
+            "--rate",
+            "40",
+            "--nemesis",
+            "isolate-leader",
+            "--nemesis-interval",
+            "5",
+            "--time-limit",
+            "15",
+        ],
+        // Writes still waiting on an isolated leader when the partition heals are
+        // acknowledged by the HW of the new leader's log, which replaced them. Many
+        // slow clients send to the isolated leader at spread-out times, so some
+        // are still waiting (3 s client timeout) when it heals.
+        Bug::AckIgnoresEpoch => &[
+            "--concurrency",
+            "24",
+            "--rate",
+            "40",
+            "--nemesis",
+            "isolate-leader",
+            "--nemesis-interval",
+            "5",
+            "--time-limit",
+            "20",
+        ],
+        // A deposed leader keeps the records it appended alone when the new leader's
+        // log is longer, and fetches the new leader's records after them.
+        Bug::EpochEndAtLeo => &[
+            "--nemesis",
+            "isolate-leader",
+            "--nemesis-interval",
+            "5",
+            "--time-limit",
+            "15",
+        ],
     }
 }
 

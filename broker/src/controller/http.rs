@@ -15,9 +15,10 @@ use serde::de::DeserializeOwned;
 
 use super::service::Controller;
 use crate::error::{ApiError, Code};
+use crate::events::{self, Api, Event, FenceReason};
 use crate::protocol::{
     AlterPartition, ConfirmLeadership, CreateTopic, Heartbeat, HeartbeatResponse, Metadata,
-    PartitionState,
+    PartitionState, TopicPartition,
 };
 
 /// Largest request body accepted.
@@ -62,14 +63,24 @@ async fn alter_partition(
     State(c): Shared,
     JsonBody(req): JsonBody<AlterPartition>,
 ) -> Result<Json<PartitionState>, ApiError> {
-    c.apply(|state, _now| state.alter_partition(&req)).map(Json)
+    c.apply(|state, _now| Ok(state.alter_partition(&req)))?
+        .map(Json)
 }
 
 async fn confirm_leadership(
     State(c): Shared,
     JsonBody(req): JsonBody<ConfirmLeadership>,
 ) -> Result<Json<PartitionState>, ApiError> {
-    c.read(|state| state.confirm_leadership(&req)).map(Json)
+    let answer = c.read(|state| state.confirm_leadership(&req));
+    if answer.as_ref().is_err_and(|e| e.code == Code::NotLeader) {
+        let tp = TopicPartition {
+            topic: req.topic.clone(),
+            partition: req.partition,
+        };
+        let event = Event::fenced(Api::ConfirmLeadership, FenceReason::NotLeader, &tp);
+        events::emit(events::CONTROLLER, &event);
+    }
+    answer.map(Json)
 }
 
 async fn not_found(method: Method, uri: Uri) -> Response {

@@ -61,6 +61,9 @@ async fn serve(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error>> {
     for line in &effects.events {
         eprintln!("{line}");
     }
+    for event in &effects.transitions {
+        crate::events::emit(crate::events::CONTROLLER, event);
+    }
     let pusher = push::Pusher::new(&args.brokers.0)?;
     let controller = Arc::new(Controller::new(state, store, pusher, clock));
     let listener = crate::server::bind_and_announce(args.listen, &args.data_dir).await?;

@@ -11,6 +11,7 @@ use super::push::Pusher;
 use super::state::{ControllerState, Effects, Millis};
 use super::store::Store;
 use crate::error::{ApiError, Code};
+use crate::events;
 
 /// How often the liveness ticker looks for silent brokers.
 pub const TICK_INTERVAL: Duration = Duration::from_millis(100);
@@ -86,6 +87,9 @@ impl Controller {
         })?;
         for line in &effects.events {
             eprintln!("{line}");
+        }
+        for event in &effects.transitions {
+            events::emit(events::CONTROLLER, event);
         }
         if !effects.pushes.is_empty() {
             self.pusher

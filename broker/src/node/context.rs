@@ -234,6 +234,11 @@ fn planted_bugs(bug: Option<Bug>) -> Bugs {
         Some(Bug::IsrUnchecked) => b.isr_unchecked = true,
         Some(Bug::StaleRead) => b.stale_read = true,
         Some(Bug::NoEpochFence) => b.no_epoch_fence = true,
+        Some(Bug::HwAnyFollower) => b.hw_any_follower = true,
+        Some(Bug::ReadPastHw) => b.read_past_hw = true,
+        Some(Bug::AckOffByOne) => b.ack_off_by_one = true,
+        Some(Bug::AckIgnoresEpoch) => b.ack_ignores_epoch = true,
+        Some(Bug::EpochEndAtLeo) => b.epoch_end_at_leo = true,
     }
     b
 }
@@ -254,21 +259,27 @@ mod tests {
     fn each_bug_sets_exactly_its_flag() {
         assert_eq!(planted_bugs(None), Bugs::default());
         assert_eq!(planted_bugs(Some(Bug::HwTruncation)), Bugs::default());
-        let all = [
-            Bug::AckBeforeReplicate,
-            Bug::IsrUnchecked,
-            Bug::StaleRead,
-            Bug::NoEpochFence,
-        ];
-        for bug in all {
+        let mut seen = Vec::new();
+        for &bug in <Bug as clap::ValueEnum>::value_variants() {
+            if bug == Bug::HwTruncation {
+                continue;
+            }
             let b = planted_bugs(Some(bug));
             let set = [
                 b.ack_before_replicate,
                 b.isr_unchecked,
                 b.stale_read,
                 b.no_epoch_fence,
+                b.hw_any_follower,
+                b.read_past_hw,
+                b.ack_off_by_one,
+                b.ack_ignores_epoch,
+                b.epoch_end_at_leo,
             ];
             assert_eq!(set.iter().filter(|x| **x).count(), 1, "{bug:?}: {b:?}");
+            assert!(!seen.contains(&b), "{bug:?} sets another bug's flag");
+            seen.push(b);
         }
+        assert_eq!(seen.len(), 9);
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::partitions::ReplicaManager;
+use crate::events::Api;
 use crate::protocol::{Heartbeat, HeartbeatResponse};
 
 /// How often a node heartbeats (the controller's session timeout is a few of these).
@@ -28,8 +29,12 @@ pub async fn run(manager: Arc<ReplicaManager>) {
         {
             Ok(resp) => {
                 failures = 0;
-                let applied =
-                    manager.apply_controller(resp.controller_epoch, resp.brokers, resp.partitions);
+                let applied = manager.apply_controller(
+                    Api::Heartbeat,
+                    resp.controller_epoch,
+                    resp.brokers,
+                    resp.partitions,
+                );
                 if let Err(e) = applied {
                     eprintln!("node {}: heartbeat answer ignored: {e}", ctx.id);
                 }

@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use super::partitions::{Partition, ReplicaManager};
 use crate::error::{ApiError, Code};
+use crate::events::{Event, IsrCause};
 use crate::protocol::{AlterPartition, IsrMemberEpoch, PartitionState};
 use crate::replica::{IsrChange, PendingIsr};
 use crate::rpc::CallError;
@@ -69,6 +70,10 @@ fn propose(
                 ctx.id,
                 part.name()
             );
+            for event in Event::isr_changes(&part.tp, &from, &to, IsrCause::Lag, IsrCause::CaughtUp)
+            {
+                manager.emit(&event);
+            }
             None
         }
         IsrChange::Propose {

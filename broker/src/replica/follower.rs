@@ -9,6 +9,7 @@ impl<L: ReplicaLog> Replica<L> {
     /// settled with the leader under `epoch`.
     pub(super) fn become_follower(&mut self, truncation: Truncation, fx: &mut Effects) {
         self.role = Role::Follower;
+        self.rule = truncation;
         if self.bugs.no_epoch_fence {
             // PLANTED BUG (no-epoch-fence): keep every record of the epochs before the
             // new leader's, as if they were the new leader's own.
@@ -19,7 +20,7 @@ impl<L: ReplicaLog> Replica<L> {
             Truncation::Hw => {
                 self.truncating = Some(Truncation::Hw);
                 let hw = self.high_watermark;
-                match self.truncate(hw, fx) {
+                match self.truncate(hw, true, fx) {
                     Ok(()) => self.truncating = None,
                     Err(e) => fx.warnings.push(format!(
                         "truncating to the high watermark {hw}: {e} (retried before fetching)"
@@ -44,8 +45,11 @@ impl<L: ReplicaLog> Replica<L> {
             return (Err(ReplicaError::NotLeader { leader }), fx);
         }
         if resp.leader_epoch != self.leader_epoch() {
-            let current = self.leader_epoch();
-            return (Err(ReplicaError::FencedLeaderEpoch { current }), fx);
+            let (requested, current) = (resp.leader_epoch, self.leader_epoch());
+            return (
+                Err(ReplicaError::FencedLeaderEpoch { requested, current }),
+                fx,
+            );
         }
         let leo = self.log.log_end_offset();
         if let Some(first) = resp.records.first() {

@@ -119,27 +119,51 @@ impl<L: ReplicaLog> Replica<L> {
     }
 
     /// Leader: HW = min LEO over the (maximal) ISR and the replicas caught up within
-    /// the lag time; it only moves forward.
+    /// the lag time; it only moves forward. Nothing moves while one of them has not
+    /// fetched in this leader epoch.
     pub(super) fn advance_hw(&mut self, now_ms: u64, fx: &mut Effects) {
         if self.role != Role::Leader {
             return;
         }
         let isr = self.maximal_isr();
-        let mut min = self.log.log_end_offset();
-        for (&r, f) in &self.followers {
-            let caught_up = f.isr_eligible
-                && f.log_end_offset.is_some()
-                && now_ms.saturating_sub(f.last_caught_up_ms) <= self.lag_time_max_ms;
-            if isr.contains(&r) || caught_up {
-                match f.log_end_offset {
-                    Some(leo) => min = min.min(leo),
-                    None => return,
-                }
+        let leo = self.log.log_end_offset();
+        let counted: Vec<Option<u64>> = self
+            .followers
+            .iter()
+            .filter(|(r, f)| {
+                let caught_up = f.isr_eligible
+                    && f.log_end_offset.is_some()
+                    && now_ms.saturating_sub(f.last_caught_up_ms) <= self.lag_time_max_ms;
+                isr.contains(r) || caught_up
+            })
+            .map(|(_, f)| f.log_end_offset)
+            .collect();
+        let hw = if self.bugs.hw_any_follower && !counted.is_empty() {
+            // PLANTED BUG (hw-any-follower): the most advanced follower decides, as if
+            // one copy besides the leader's were enough.
+            match counted.iter().flatten().max() {
+                Some(&most) => most.min(leo),
+                None => return,
             }
+        } else {
+            match counted.iter().try_fold(leo, |min, f| f.map(|l| min.min(l))) {
+                Some(min) => min,
+                None => return,
+            }
+        };
+        if hw > self.high_watermark {
+            self.set_high_watermark(hw, fx);
         }
-        if min > self.high_watermark {
-            self.set_high_watermark(min, fx);
+    }
+
+    /// How far clients may read (consume, the register view): up to the HW, never
+    /// records the ISR may not all have.
+    pub fn read_limit(&self) -> u64 {
+        if self.bugs.read_past_hw {
+            // PLANTED BUG (read-past-hw): the whole log is served, committed or not.
+            return self.log.log_end_offset();
         }
+        self.high_watermark
     }
 
     /// [`advance_hw`](Self::advance_hw) on its own: whether the HW moved.
@@ -165,7 +189,8 @@ impl<L: ReplicaLog> Replica<L> {
         };
         if acks_all && (state.isr.len() as u64) < u64::from(state.min_insync_replicas) {
             let isr = state.isr.clone();
-            return (Err(ReplicaError::NotEnoughReplicas { isr }), fx);
+            let min_insync = state.min_insync_replicas;
+            return (Err(ReplicaError::NotEnoughReplicas { isr, min_insync }), fx);
         }
         let epoch = state.leader_epoch;
         let n = entries.len() as u64;
@@ -195,14 +220,25 @@ impl<L: ReplicaLog> Replica<L> {
         let Some(state) = &self.state else {
             return AckStatus::LeadershipLost;
         };
-        if self.role != Role::Leader || state.leader_epoch != epoch {
+        // PLANTED BUG (ack-ignores-epoch): without this check a deposed leader judges
+        // its pending writes by the HW of the log it now follows.
+        let still_leads = self.role == Role::Leader && state.leader_epoch == epoch;
+        if !still_leads && !self.bugs.ack_ignores_epoch {
             return AckStatus::LeadershipLost;
         }
         if self.bugs.ack_before_replicate {
             // PLANTED BUG (ack-before-replicate): the leader's own append is enough.
             return AckStatus::Committed;
         }
-        if self.high_watermark < end_offset {
+        // The HW must pass the write's last record: reach `end_offset`, one past it.
+        let needed = if self.bugs.ack_off_by_one {
+            // PLANTED BUG (ack-off-by-one): HW at the last record's offset is taken
+            // as covering it.
+            end_offset.saturating_sub(1)
+        } else {
+            end_offset
+        };
+        if self.high_watermark < needed {
             AckStatus::Pending
         } else if (self.maximal_isr().len() as u64) < u64::from(state.min_insync_replicas) {
             AckStatus::CommittedBelowMinIsr
@@ -235,6 +271,7 @@ impl<L: ReplicaLog> Replica<L> {
         let state = self.check_leader()?;
         if req.leader_epoch != state.leader_epoch {
             return Err(ReplicaError::FencedLeaderEpoch {
+                requested: req.leader_epoch,
                 current: state.leader_epoch,
             });
         }
@@ -278,6 +315,7 @@ impl<L: ReplicaLog> Replica<L> {
         let state = self.check_leader()?;
         if req.leader_epoch != state.leader_epoch {
             return Err(ReplicaError::FencedLeaderEpoch {
+                requested: req.leader_epoch,
                 current: state.leader_epoch,
             });
         }
@@ -293,6 +331,13 @@ impl<L: ReplicaLog> Replica<L> {
 
     /// OffsetsForLeaderEpoch, answered from this replica's log (leader side).
     pub fn end_offset_for(&self, epoch: LeaderEpoch) -> Option<(LeaderEpoch, u64)> {
-        self.epochs.end_offset_for(epoch, self.log.log_end_offset())
+        let leo = self.log.log_end_offset();
+        let answer = self.epochs.end_offset_for(epoch, leo);
+        if self.bugs.epoch_end_at_leo {
+            // PLANTED BUG (epoch-end-at-leo): the epoch is right, its end is our LEO,
+            // so a follower keeps whatever it wrote past the epoch's real end.
+            return answer.map(|(e, _)| (e, leo));
+        }
+        answer
     }
 }

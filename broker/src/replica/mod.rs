@@ -102,13 +102,15 @@ pub enum ReplicaError {
     NotLeader {
         leader: BrokerId,
     },
-    /// The request's leader epoch is not ours (`current` is ours).
+    /// The request's leader epoch (`requested`) is not ours (`current`).
     FencedLeaderEpoch {
+        requested: LeaderEpoch,
         current: LeaderEpoch,
     },
     /// acks=all with fewer than min.insync.replicas in the ISR; nothing was appended.
     NotEnoughReplicas {
         isr: Vec<BrokerId>,
+        min_insync: u32,
     },
     /// The fetch offset is past the leader's LEO.
     OffsetOutOfRange {
@@ -147,6 +149,20 @@ pub struct Effects {
     /// Storage errors the replica worked around (the work is retried later), for the
     /// node's log.
     pub warnings: Vec<String>,
+    /// The cuts of this follower's log, for the node's event lines.
+    pub truncations: Vec<Truncated>,
+}
+
+/// One cut of a follower's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Truncated {
+    /// The new LEO: every record at or above it was removed.
+    pub to: u64,
+    /// How many records were removed (0: the cut only dropped epochs, or settled that
+    /// nothing had to go).
+    pub records: u64,
+    /// The rule the follower runs.
+    pub rule: Truncation,
 }
 
 /// A change to the follower fetch task of a replica.
@@ -185,6 +201,8 @@ pub struct Replica<L> {
     /// A follower that still has to settle its log with the leader, and by which rule
     /// (None: settled, or not a follower).
     truncating: Option<Truncation>,
+    /// The truncation rule of the last time this replica became follower.
+    rule: Truncation,
     /// The LEO when this replica became leader (its epoch's start offset).
     leader_epoch_start: u64,
     lag_time_max_ms: u64,
@@ -235,6 +253,7 @@ impl<L: ReplicaLog> Replica<L> {
             followers: BTreeMap::new(),
             pending_isr: None,
             truncating: None,
+            rule: Truncation::Epoch,
             leader_epoch_start: 0,
             lag_time_max_ms,
             bugs: Bugs::default(),

@@ -270,7 +270,10 @@ fn acks_all_needs_min_insync_before_appending() {
         .append_as_leader(vec![(None, json!(1))], true, 0)
         .0
         .unwrap_err();
-    assert!(matches!(err, ReplicaError::NotEnoughReplicas { ref isr } if isr == &[1]));
+    assert!(matches!(
+        err,
+        ReplicaError::NotEnoughReplicas { ref isr, min_insync: 2 } if isr == &[1]
+    ));
     assert_eq!(b.get(1).log_end_offset(), 0, "nothing appended");
     // acks=1 does not check the ISR, and with ISR = {leader} HW follows LEO at once.
     let a = b
@@ -398,7 +401,7 @@ fn stale_epochs_are_fenced_both_ways() {
         };
         let err = b.get(1).fetch_as_leader(&req, 0).0.unwrap_err();
         assert!(
-            matches!(err, ReplicaError::FencedLeaderEpoch { current: 5 }),
+            matches!(err, ReplicaError::FencedLeaderEpoch { requested, current: 5 } if requested == epoch),
             "{err:?}"
         );
     }
@@ -1118,4 +1121,242 @@ fn propose_isr_with_isr_unchecked_shrinks_on_the_spot() {
     assert!(fx.wake);
     assert_eq!(b.get(1).pending_isr(), None, "nothing sent");
     assert_eq!(b.get(1).isr(), [1]);
+}
+
+// ---- what the node's event lines are made of ----
+
+#[test]
+fn every_cut_of_a_followers_log_is_told_with_its_rule_and_record_count() {
+    for mode in [Truncation::Epoch, Truncation::Hw] {
+        let mut b = Brokers::new(&[1, 2], mode);
+        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+        b.produce(1, 10, 0);
+        b.fetch(2, 1, 1);
+        b.fetch(2, 1, 2);
+        // Two records only the leader has; then it is deposed.
+        b.produce(1, 11, 3);
+        b.produce(1, 12, 3);
+        let (_, fx) = b
+            .get(1)
+            .apply_state(state(2, 2, 2, &[1, 2], &[1, 2]), mode, 4);
+        let told = |to, records| Truncated {
+            to,
+            records,
+            rule: mode,
+        };
+        match mode {
+            // Pre-0.11: cut at the local HW at once.
+            Truncation::Hw => assert_eq!(fx.truncations, [told(1, 2)]),
+            Truncation::Epoch => {
+                assert_eq!(fx.truncations, []);
+                let epoch = b.get(1).truncation_epoch().0.unwrap().unwrap();
+                let answer = b.get(2).end_offset_for(epoch);
+                let (done, fx) = b.get(1).apply_epoch_end_offset(answer);
+                assert!(done.unwrap());
+                assert_eq!(fx.truncations, [told(1, 2)]);
+            }
+        }
+        // The other follower of the new leader had nothing to cut: its settlement
+        // is told all the same, with no record removed.
+        b.tell(&[1, 2], state(1, 3, 3, &[1, 2], &[1, 2]), 5);
+        let fx = match mode {
+            Truncation::Hw => {
+                let (_, fx) = b
+                    .get(2)
+                    .apply_state(state(1, 4, 4, &[1, 2], &[1, 2]), mode, 6);
+                fx
+            }
+            Truncation::Epoch => {
+                let _ = b
+                    .get(2)
+                    .apply_state(state(1, 4, 4, &[1, 2], &[1, 2]), mode, 6);
+                let epoch = b.get(2).truncation_epoch().0.unwrap().unwrap();
+                let answer = b.get(1).end_offset_for(epoch);
+                b.get(2).apply_epoch_end_offset(answer).1
+            }
+        };
+        let leo = b.get(2).log_end_offset();
+        assert_eq!(fx.truncations, [told(leo, 0)], "{mode:?}");
+        // Pre-0.11's out-of-range cut is told only when it removes something.
+        assert_eq!(b.get(2).truncate_to_leader_end(leo + 5).1.truncations, []);
+        assert_eq!(
+            b.get(2).truncate_to_leader_end(0).1.truncations,
+            [told(0, leo)]
+        );
+    }
+}
+
+// ---- more planted bugs: each test shows the rule with and without its bug ----
+
+#[test]
+fn hw_any_follower_commits_what_one_follower_of_two_has() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2, 3],
+            Bugs {
+                hw_any_follower: bug,
+                ..Bugs::default()
+            },
+        );
+        b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2, 3], &[1, 2, 3]), 0);
+        // Both followers have fetched once (LEO 0); then only follower 2 keeps up.
+        b.fetch(3, 1, 1);
+        let a = b.produce(1, 7, 2);
+        b.fetch(2, 1, 3);
+        b.fetch(2, 1, 4);
+        assert_eq!(b.get(1).follower(3).unwrap().log_end_offset, Some(0));
+        if bug {
+            assert_eq!(b.get(1).high_watermark(), 1, "committed without follower 3");
+            assert_eq!(b.get(1).ack_status(a.end_offset, 1), AckStatus::Committed);
+        } else {
+            assert_eq!(b.get(1).high_watermark(), 0, "follower 3 lacks offset 0");
+            assert_eq!(b.get(1).ack_status(a.end_offset, 1), AckStatus::Pending);
+        }
+        // A leader that no follower has fetched from yet still waits, bug or not.
+        b.tell(&[1, 2, 3], state(2, 2, 2, &[1, 2, 3], &[1, 2, 3]), 5);
+        b.produce(2, 8, 6);
+        assert!(!b.get(2).maybe_advance_hw(7));
+    }
+}
+
+#[test]
+fn read_past_hw_serves_records_no_follower_has() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2],
+            Bugs {
+                read_past_hw: bug,
+                ..Bugs::default()
+            },
+        );
+        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+        b.produce(1, 1, 1);
+        b.fetch(2, 1, 2);
+        b.fetch(2, 1, 3);
+        // A second record only the leader has.
+        b.produce(1, 2, 4);
+        assert_eq!(b.get(1).high_watermark(), 1);
+        let expected = if bug { 2 } else { 1 };
+        assert_eq!(b.get(1).read_limit(), expected, "bug {bug}");
+    }
+}
+
+#[test]
+fn ack_off_by_one_acks_a_record_the_hw_does_not_cover() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2],
+            Bugs {
+                ack_off_by_one: bug,
+                ..Bugs::default()
+            },
+        );
+        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+        b.fetch(2, 1, 1);
+        // The first record (offset 0) is in the leader's log only: HW 0.
+        let first = b.produce(1, 1, 2);
+        assert_eq!((first.base_offset, first.end_offset), (0, 1));
+        assert_eq!(b.get(1).high_watermark(), 0);
+        let expected = if bug {
+            AckStatus::Committed
+        } else {
+            AckStatus::Pending
+        };
+        assert_eq!(
+            b.get(1).ack_status(first.end_offset, 1),
+            expected,
+            "bug {bug}"
+        );
+        // Once the HW passes it, both agree; the next record is again acked early
+        // only with the bug.
+        b.fetch(2, 1, 3);
+        b.fetch(2, 1, 4);
+        assert_eq!(
+            b.get(1).ack_status(first.end_offset, 1),
+            AckStatus::Committed
+        );
+        let second = b.produce(1, 2, 5);
+        assert_eq!(
+            b.get(1).ack_status(second.end_offset, 1),
+            expected,
+            "bug {bug}"
+        );
+    }
+}
+
+#[test]
+fn ack_ignores_epoch_acks_a_write_a_deposed_leader_truncated() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2],
+            Bugs {
+                ack_ignores_epoch: bug,
+                ..Bugs::default()
+            },
+        );
+        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+        b.produce(1, 10, 1);
+        b.fetch(2, 1, 2);
+        b.fetch(2, 1, 3);
+        // Leader 1 appends a write no follower gets (it waits for acks=all), and is
+        // deposed; the new leader writes its own record at that offset.
+        let pending = b.produce(1, 11, 4);
+        b.tell(&[1, 2], state(2, 2, 2, &[1, 2], &[1, 2]), 5);
+        b.produce(2, 20, 6);
+        b.settle(1, 2);
+        b.fetch(1, 2, 7);
+        b.fetch(1, 2, 8);
+        assert_eq!(b.values(1), [(0, 1, 10), (1, 2, 20)], "the write was cut");
+        assert_eq!(b.get(1).high_watermark(), 2);
+        let expected = if bug {
+            AckStatus::Committed
+        } else {
+            AckStatus::LeadershipLost
+        };
+        assert_eq!(
+            b.get(1).ack_status(pending.end_offset, 1),
+            expected,
+            "bug {bug}"
+        );
+    }
+}
+
+#[test]
+fn epoch_end_at_leo_lets_a_diverged_follower_keep_its_suffix() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2],
+            Bugs {
+                epoch_end_at_leo: bug,
+                ..Bugs::default()
+            },
+        );
+        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+        b.produce(1, 10, 0);
+        b.fetch(2, 1, 1);
+        b.fetch(2, 1, 2);
+        // Leader 1 appends a record no one else gets, then is deposed; the new leader
+        // writes two records of epoch 2, so its log is longer than the old leader's.
+        b.produce(1, 11, 3);
+        b.tell(&[1, 2], state(2, 2, 2, &[1, 2], &[1, 2]), 4);
+        b.produce(2, 20, 5);
+        b.produce(2, 21, 5);
+        let leader_answer = b.get(2).end_offset_for(1);
+        b.settle(1, 2);
+        if bug {
+            assert_eq!(leader_answer, Some((1, 3)), "the leader's LEO");
+            assert_eq!(
+                b.values(1),
+                [(0, 1, 10), (1, 1, 11)],
+                "the stale record stays"
+            );
+            // It then fetches the leader's records after it: the logs diverge.
+            b.fetch(1, 2, 6);
+            assert_eq!(b.values(1)[1], (1, 1, 11));
+            assert_eq!(b.values(2)[1], (1, 2, 20));
+        } else {
+            assert_eq!(leader_answer, Some((1, 1)), "epoch 1 ends at 1");
+            assert_eq!(b.values(1), [(0, 1, 10)], "cut at the end of epoch 1");
+        }
+    }
 }

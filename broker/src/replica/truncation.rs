@@ -10,7 +10,7 @@
 
 use std::io;
 
-use super::{Effects, Replica, ReplicaLog};
+use super::{Effects, Replica, ReplicaLog, Truncated};
 use crate::protocol::LeaderEpoch;
 
 /// How a follower decides where to truncate its log.
@@ -23,23 +23,40 @@ pub enum Truncation {
 }
 
 impl<L: ReplicaLog> Replica<L> {
-    /// Cut the log at `offset`, with the epoch cache and the HW.
+    /// Cut the log at `offset`, with the epoch cache and the HW, and note the cut for
+    /// the event lines if it removed records or epochs, or if `settles` (the cut that
+    /// ends the follower's truncation, even when nothing had to go).
     ///
     /// The epoch cache is cut even when `offset` is at or past LEO, as Kafka's
     /// `truncateTo` does: an epoch that starts at LEO (this replica led it and wrote
     /// nothing) may be one the leader never had, and kept, it would make the follower
     /// ask the leader about it again and again.
-    pub(super) fn truncate(&mut self, offset: u64, fx: &mut Effects) -> io::Result<()> {
+    pub(super) fn truncate(
+        &mut self,
+        offset: u64,
+        settles: bool,
+        fx: &mut Effects,
+    ) -> io::Result<()> {
         let leo = self.log.log_end_offset();
         if offset < leo {
             self.log.truncate_to(offset)?;
             fx.wake = true;
         }
-        if self.epochs.truncate_from_end(offset.min(leo)) {
+        let epochs_cut = self.epochs.truncate_from_end(offset.min(leo));
+        if epochs_cut {
             fx.epochs_changed(&self.epochs);
         }
-        let hw = self.high_watermark.min(self.log.log_end_offset());
+        let new_leo = self.log.log_end_offset();
+        let hw = self.high_watermark.min(new_leo);
         self.set_high_watermark(hw, fx);
+        let records = leo - new_leo;
+        if records > 0 || epochs_cut || settles {
+            fx.truncations.push(Truncated {
+                to: new_leo,
+                records,
+                rule: self.rule,
+            });
+        }
         Ok(())
     }
 
@@ -53,7 +70,7 @@ impl<L: ReplicaLog> Replica<L> {
     /// handling): cut our log to it.
     pub fn truncate_to_leader_end(&mut self, leader_leo: u64) -> (io::Result<()>, Effects) {
         let mut fx = Effects::default();
-        let result = self.truncate(leader_leo, &mut fx);
+        let result = self.truncate(leader_leo, false, &mut fx);
         (result, fx)
     }
 
@@ -74,7 +91,7 @@ impl<L: ReplicaLog> Replica<L> {
         // No epoch information (an empty log, or one from before epochs): fall back to
         // the high watermark as Kafka does.
         let hw = self.high_watermark;
-        let result = self.truncate(hw, &mut fx);
+        let result = self.truncate(hw, true, &mut fx);
         if result.is_ok() {
             self.truncating = None;
         }
@@ -108,18 +125,24 @@ impl<L: ReplicaLog> Replica<L> {
         let Some((leader_epoch, leader_end)) = answer else {
             // UNDEFINED: the leader knows no epoch ≤ ours; Kafka falls back to the HW.
             let hw = self.high_watermark;
-            self.truncate(hw, fx)?;
+            self.truncate(hw, true, fx)?;
             self.truncating = None;
             return Ok(true);
         };
         match self.epochs.end_offset_for(leader_epoch, leo) {
             Some((ours, our_end)) if ours == leader_epoch => {
-                self.truncate(our_end.min(leader_end).min(leo), fx)?;
+                self.truncate(our_end.min(leader_end).min(leo), true, fx)?;
                 self.truncating = None;
                 Ok(true)
             }
             Some((_, our_end)) => {
-                self.truncate(our_end.min(leo), fx)?;
+                // Settled only if no epoch is left to ask about.
+                let last = self
+                    .epochs
+                    .entries()
+                    .iter()
+                    .all(|&(_, start)| start >= our_end.min(leo));
+                self.truncate(our_end.min(leo), last, fx)?;
                 if self.epochs.latest_epoch().is_none() {
                     self.truncating = None;
                 }
@@ -129,7 +152,7 @@ impl<L: ReplicaLog> Replica<L> {
                 // The leader answered an epoch above all of ours (it cannot, for the epoch
                 // we asked): settle for the HW as Kafka does with UNDEFINED.
                 let hw = self.high_watermark;
-                self.truncate(hw, fx)?;
+                self.truncate(hw, true, fx)?;
                 self.truncating = None;
                 Ok(true)
             }

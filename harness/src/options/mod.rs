@@ -197,6 +197,16 @@ pub enum Bug {
     StaleRead,
     /// Keep the records of epochs the new leader never wrote (no epoch fencing).
     NoEpochFence,
+    /// Advance the high watermark once any one ISR follower has a record, not all.
+    HwAnyFollower,
+    /// Serve consumers and register reads past the high watermark.
+    ReadPastHw,
+    /// Answer acks=all once the high watermark reaches the record's offset (one early).
+    AckOffByOne,
+    /// Judge acks=all by the high watermark alone, even after losing leadership.
+    AckIgnoresEpoch,
+    /// Answer OffsetsForLeaderEpoch with the leader's LEO, not the epoch's end.
+    EpochEndAtLeo,
 }
 
 by_name!(
@@ -559,7 +569,8 @@ mod tests {
         same::<Scenario>();
         assert_eq!(
             crate::names::list::<Bug>(),
-            "hw-truncation, ack-before-replicate, isr-unchecked, stale-read, no-epoch-fence"
+            "hw-truncation, ack-before-replicate, isr-unchecked, stale-read, no-epoch-fence, \
+             hw-any-follower, read-past-hw, ack-off-by-one, ack-ignores-epoch, epoch-end-at-leo"
         );
     }
 

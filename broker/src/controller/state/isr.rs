@@ -3,18 +3,32 @@
 
 use std::collections::BTreeSet;
 
-use super::{ControllerState, Effects, unknown_partition};
+use super::{ChangedBy, ControllerState, Effects, unknown_partition};
 use crate::error::{ApiError, Code};
+use crate::events::{Api, Event, FenceReason};
 use crate::protocol::{
     AlterPartition, BrokerId, ConfirmLeadership, PartitionState, TopicPartition,
 };
 
 impl ControllerState {
-    /// `POST /internal/alter-partition`: a leader proposes a new ISR.
+    /// `POST /internal/alter-partition`: a leader proposes a new ISR. A refusal for
+    /// stale epochs (or from a broker that does not lead) is a fenced request among
+    /// the effects' transitions.
     pub fn alter_partition(
         &mut self,
         req: &AlterPartition,
-    ) -> Result<(PartitionState, Effects), ApiError> {
+    ) -> (Result<PartitionState, ApiError>, Effects) {
+        let mut effects = Effects::default();
+        let result = self.judge_alter_partition(req, &mut effects);
+        (result, effects)
+    }
+
+    /// [`alter_partition`](Self::alter_partition), noting its effects in `effects`.
+    fn judge_alter_partition(
+        &mut self,
+        req: &AlterPartition,
+        effects: &mut Effects,
+    ) -> Result<PartitionState, ApiError> {
         let tp = TopicPartition {
             topic: req.topic.clone(),
             partition: req.partition,
@@ -23,7 +37,10 @@ impl ControllerState {
             return Err(unknown_partition(&req.topic, req.partition));
         };
         let name = format!("{}-{}", p.topic, p.partition);
-        let fenced = |why: String| {
+        let mut fenced = |reason: FenceReason, why: String| {
+            effects
+                .transitions
+                .push(Event::fenced(Api::AlterPartition, reason, &tp));
             ApiError::new(
                 Code::FencedLeaderEpoch,
                 format!("AlterPartition for {name}: {why}"),
@@ -37,22 +54,36 @@ impl ControllerState {
             .get(&req.broker_id)
             .and_then(|b| b.broker_epoch);
         if known_epoch != Some(req.broker_epoch) {
-            return Err(fenced(format!(
-                "broker {} sent broker epoch {}, the controller knows {:?}",
-                req.broker_id, req.broker_epoch, known_epoch
-            )));
+            return Err(fenced(
+                FenceReason::StaleBrokerEpoch,
+                format!(
+                    "broker {} sent broker epoch {}, the controller knows {:?}",
+                    req.broker_id, req.broker_epoch, known_epoch
+                ),
+            ));
         }
         if req.broker_id != p.leader || req.leader_epoch != p.leader_epoch {
-            return Err(fenced(format!(
-                "broker {} with leader epoch {} is not the leader (leader {}, leader epoch {})",
-                req.broker_id, req.leader_epoch, p.leader, p.leader_epoch
-            )));
+            let reason = if req.broker_id != p.leader {
+                FenceReason::NotLeader
+            } else {
+                FenceReason::leader_epoch(req.leader_epoch, p.leader_epoch)
+            };
+            return Err(fenced(
+                reason,
+                format!(
+                    "broker {} with leader epoch {} is not the leader (leader {}, leader epoch {})",
+                    req.broker_id, req.leader_epoch, p.leader, p.leader_epoch
+                ),
+            ));
         }
         if req.partition_epoch != p.partition_epoch {
-            return Err(fenced(format!(
-                "partition epoch {} is stale (current {})",
-                req.partition_epoch, p.partition_epoch
-            )));
+            return Err(fenced(
+                FenceReason::StalePartitionEpoch,
+                format!(
+                    "partition epoch {} is stale (current {})",
+                    req.partition_epoch, p.partition_epoch
+                ),
+            ));
         }
         let mut seen = BTreeSet::new();
         for &b in &req.new_isr {
@@ -86,6 +117,11 @@ impl ControllerState {
             }
             let known = self.brokers.get(&m.broker_id).and_then(|b| b.broker_epoch);
             if known != Some(m.broker_epoch) {
+                effects.transitions.push(Event::fenced(
+                    Api::AlterPartition,
+                    FenceReason::StaleBrokerEpoch,
+                    &tp,
+                ));
                 return Err(ApiError::invalid(format!(
                     "new_isr {:?} of {name}: broker {} fetched with broker epoch {}, the \
                      controller knows {known:?} (it restarted: not eligible yet)",
@@ -107,15 +143,14 @@ impl ControllerState {
             .filter(|b| seen.contains(b))
             .collect();
         if new_isr == p.isr {
-            return Ok((p.clone(), Effects::default()));
+            return Ok(p.clone());
         }
         let mut next = p.clone();
         next.isr = new_isr;
         next.partition_epoch += 1;
-        let mut effects = Effects::default();
         let why = format!("proposed by leader {}", req.broker_id);
-        self.update(tp, next.clone(), &why, &mut effects);
-        Ok((next, effects))
+        self.update(tp, next.clone(), &why, ChangedBy::Leader, effects);
+        Ok(next)
     }
 
     /// `POST /internal/confirm-leadership`: does the caller still lead with this epoch?

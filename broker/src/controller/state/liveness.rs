@@ -1,10 +1,13 @@
 //! Broker liveness: registration and restarts (broker epochs), the session timeout,
 //! and what a broker's death or return does to the partitions it replicates.
 
-use super::{ControllerState, Effects, Liveness, Millis};
+use super::{ChangedBy, ControllerState, Effects, Liveness, Millis};
 use crate::controller::election::{Election, elect};
 use crate::error::ApiError;
-use crate::protocol::{BrokerId, Heartbeat, HeartbeatResponse, NO_LEADER, TopicPartition};
+use crate::events::Event;
+use crate::protocol::{
+    BrokerId, Heartbeat, HeartbeatResponse, NO_LEADER, PartitionState, TopicPartition,
+};
 
 impl ControllerState {
     /// `POST /internal/heartbeat`: register, detect restarts, keep the broker alive.
@@ -24,6 +27,9 @@ impl ControllerState {
         let known_epoch = broker.broker_epoch;
         let mut effects = Effects::default();
         let mut started = was != Liveness::Alive;
+        // Whether the broker (re)joins now: a first registration, a restart, or back
+        // from the dead (not a broker merely heard again after a controller restart).
+        let mut came_back = was == Liveness::Dead;
         match known_epoch {
             None => {
                 effects.events.push(format!(
@@ -31,6 +37,7 @@ impl ControllerState {
                     hb.broker_epoch
                 ));
                 effects.dirty = true;
+                came_back = true;
             }
             Some(old) if old != hb.broker_epoch => {
                 effects.events.push(format!(
@@ -38,9 +45,10 @@ impl ControllerState {
                     hb.broker_epoch
                 ));
                 self.set_liveness(id, Liveness::Dead);
-                self.broker_failed(id, "restarted", &mut effects);
+                self.broker_failed(id, "restarted", now, &mut effects);
                 effects.dirty = true;
                 started = true;
+                came_back = true;
             }
             Some(_) if was == Liveness::Dead => {
                 effects.events.push(format!("broker {id}: alive again"));
@@ -51,8 +59,11 @@ impl ControllerState {
         b.broker_epoch = Some(hb.broker_epoch);
         b.last_heartbeat = Some(now);
         b.liveness = Liveness::Alive;
+        if came_back {
+            b.alive_since = Some(now);
+        }
         if started {
-            self.elect_offline(&format!("broker {id} came back"), &mut effects);
+            self.elect_offline(&format!("broker {id} came back"), now, &mut effects);
         }
         let response = HeartbeatResponse {
             controller_epoch: self.controller_epoch,
@@ -114,19 +125,19 @@ impl ControllerState {
             self.set_liveness(id, Liveness::Dead);
         }
         for &id in &dead {
-            self.broker_failed(id, "died", &mut effects);
+            self.broker_failed(id, "died", now, &mut effects);
         }
         if !dead.is_empty() && self.config.unclean_election {
             // A broker that was still pending is dead now: an unclean election that
             // waited for it may go ahead.
-            self.elect_offline("no ISR member can come back any more", &mut effects);
+            self.elect_offline("no ISR member can come back any more", now, &mut effects);
         }
         effects
     }
 
     /// Broker `id` died or restarted: it leaves every ISR (never emptying one), and the
     /// partitions it led elect a new leader.
-    fn broker_failed(&mut self, id: BrokerId, why: &str, effects: &mut Effects) {
+    fn broker_failed(&mut self, id: BrokerId, why: &str, now: Millis, effects: &mut Effects) {
         let affected: Vec<TopicPartition> = self
             .partitions
             .iter()
@@ -151,11 +162,15 @@ impl ControllerState {
                     Election::Clean(b) => {
                         next.leader = b;
                         next.isr = isr;
+                        effects.transitions.push(self.elected(&next, true, id, now));
                     }
                     Election::Unclean(b) => {
                         next.leader = b;
                         next.isr = vec![b];
                         why.push_str(UNCLEAN_WARNING);
+                        effects
+                            .transitions
+                            .push(self.elected(&next, false, id, now));
                     }
                     Election::Offline => {
                         next.leader = NO_LEADER;
@@ -169,7 +184,32 @@ impl ControllerState {
             } else {
                 continue;
             }
-            self.update(tp, next, &why, effects);
+            self.update(tp, next, &why, ChangedBy::Controller, effects);
+        }
+    }
+
+    /// The event of `next`'s leader's election (`clean`: from the ISR), replacing
+    /// `previous` (-1: the partition was offline).
+    fn elected(
+        &self,
+        next: &PartitionState,
+        clean: bool,
+        previous: BrokerId,
+        now: Millis,
+    ) -> Event {
+        let recently_restarted = self
+            .brokers
+            .get(&next.leader)
+            .and_then(|b| b.alive_since)
+            .is_some_and(|since| now.saturating_sub(since) < self.config.session_timeout_ms);
+        Event::LeaderElected {
+            topic: next.topic.clone(),
+            partition: next.partition,
+            leader: next.leader,
+            leader_epoch: next.leader_epoch,
+            clean,
+            recently_restarted,
+            previous_leader: (previous != NO_LEADER).then_some(previous),
         }
     }
 
@@ -184,7 +224,7 @@ impl ControllerState {
 
     /// Offline partitions elect a leader again if an eligible replica is alive: after
     /// a broker came alive, or (unclean election) once the grace period is over.
-    fn elect_offline(&mut self, why: &str, effects: &mut Effects) {
+    fn elect_offline(&mut self, why: &str, now: Millis, effects: &mut Effects) {
         let offline: Vec<TopicPartition> = self
             .partitions
             .iter()
@@ -196,24 +236,28 @@ impl ControllerState {
             let mut next = p.clone();
             let mut why = why.to_string();
             let unclean = self.unclean_allowed(&p.isr);
-            match elect(&p.replicas, &p.isr, |b| self.is_alive(b), unclean) {
+            let clean = match elect(&p.replicas, &p.isr, |b| self.is_alive(b), unclean) {
                 Election::Clean(b) => {
                     // Drop members known dead (possible only for a partition created
                     // while all its replicas were down); the new leader stays.
                     next.leader = b;
                     next.isr
                         .retain(|&r| self.brokers[&r].liveness != Liveness::Dead);
+                    true
                 }
                 Election::Unclean(b) => {
                     next.leader = b;
                     next.isr = vec![b];
                     why.push_str(UNCLEAN_WARNING);
+                    false
                 }
                 Election::Offline => continue,
-            }
+            };
             next.leader_epoch += 1;
             next.partition_epoch += 1;
-            self.update(tp, next, &why, effects);
+            let event = self.elected(&next, clean, NO_LEADER, now);
+            effects.transitions.push(event);
+            self.update(tp, next, &why, ChangedBy::Controller, effects);
         }
     }
 }

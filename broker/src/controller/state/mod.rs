@@ -36,6 +36,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, Code};
+use crate::events::{Event, IsrCause};
 use crate::protocol::{
     BrokerId, BrokerInfo, Metadata, NO_LEADER, PartitionState, TopicMetadata, TopicPartition,
 };
@@ -73,6 +74,10 @@ pub struct BrokerState {
     /// When its last heartbeat arrived (None: not since this controller started).
     pub last_heartbeat: Option<Millis>,
     pub liveness: Liveness,
+    /// When it registered, restarted or came back from the dead (None: not since this
+    /// controller started; a broker merely confirming it lives after a controller
+    /// restart did not come back).
+    pub alive_since: Option<Millis>,
 }
 
 /// The part of the state that survives controller restarts.
@@ -94,6 +99,8 @@ pub struct Effects {
     pub pushes: BTreeMap<BrokerId, Vec<PartitionState>>,
     /// One human-readable line per change, for stderr.
     pub events: Vec<String>,
+    /// The replication transitions, for the event lines (`crate::events`).
+    pub transitions: Vec<Event>,
     /// The durable state changed: persist it before answering or pushing.
     pub dirty: bool,
 }
@@ -102,6 +109,7 @@ impl Effects {
     /// Both effects, in order (`later` wins for a partition pushed by both).
     pub fn merge(&mut self, later: Effects) {
         self.events.extend(later.events);
+        self.transitions.extend(later.transitions);
         self.dirty |= later.dirty;
         for states in later.pushes.into_values() {
             for s in &states {
@@ -159,6 +167,7 @@ impl ControllerState {
                     broker_epoch: durable.broker_epochs.get(&id).copied(),
                     last_heartbeat: None,
                     liveness: Liveness::Pending,
+                    alive_since: None,
                 },
             );
         }
@@ -190,6 +199,9 @@ impl ControllerState {
                 state.partitions.len(),
                 broker_ids
             )],
+            transitions: vec![Event::ControllerEpoch {
+                epoch: controller_epoch,
+            }],
             dirty: true,
             ..Effects::default()
         };
@@ -269,15 +281,25 @@ impl ControllerState {
         }
     }
 
-    /// Replace a partition's state: log the change, push it to every replica, mark dirty.
+    /// Replace a partition's state: log the change (and its ISR change, decided `by`
+    /// the controller or proposed by the leader), push it to every replica, mark dirty.
     fn update(
         &mut self,
         tp: TopicPartition,
         next: PartitionState,
         why: &str,
+        by: ChangedBy,
         effects: &mut Effects,
     ) {
         let old = self.partitions.get(&tp);
+        if let Some(old) = old {
+            let (shrink, expand) = match by {
+                ChangedBy::Controller => (IsrCause::Controller, IsrCause::Controller),
+                ChangedBy::Leader => (IsrCause::Lag, IsrCause::CaughtUp),
+            };
+            let changes = Event::isr_changes(&tp, &old.isr, &next.isr, shrink, expand);
+            effects.transitions.extend(changes);
+        }
         let mut line = format!("partition {}-{}: ", next.topic, next.partition);
         match old {
             Some(old) if old.leader != next.leader => {
@@ -303,6 +325,15 @@ impl ControllerState {
         effects.dirty = true;
         self.partitions.insert(tp, next);
     }
+}
+
+/// Who decided a partition's change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChangedBy {
+    /// The controller: a broker died or restarted, or an election.
+    Controller,
+    /// The leader proposed it (AlterPartition): lag shrinks, caught-up expands.
+    Leader,
 }
 
 fn unknown_partition(topic: &str, partition: u32) -> ApiError {

@@ -7,6 +7,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::events::Event as Transition;
 use crate::protocol::{AlterPartition, CreateTopic, Heartbeat};
 
 const TIMEOUT: Millis = 1000;
@@ -103,6 +104,7 @@ fn check_step(
                 );
             }
         }
+        check_transitions(tp, old, new, effects)?;
         if new != old {
             // (Leader and ISR may also come back the same under new epochs: a restarted
             // sole ISR member goes offline and is elected again in one step.)
@@ -119,6 +121,55 @@ fn check_step(
                 prop_assert_eq!(pushed, Some(new), "replica {} not told", r);
             }
         }
+    }
+    Ok(())
+}
+
+/// The step's event lines tell its elections and ISR changes: a new leader epoch
+/// with a leader is a `leader_elected` naming them, and every broker that left or
+/// joined the ISR is in an `isr_shrink` or `isr_expand` of the partition.
+fn check_transitions(
+    tp: &TopicPartition,
+    old: &PartitionState,
+    new: &PartitionState,
+    effects: &Effects,
+) -> Result<(), TestCaseError> {
+    let ours = |topic: &str, partition: u32| topic == tp.topic && partition == tp.partition;
+    if new.leader_epoch > old.leader_epoch && new.leader != NO_LEADER {
+        let told = effects.transitions.iter().any(|t| {
+            matches!(t, Transition::LeaderElected { topic, partition, leader, leader_epoch, .. }
+                if ours(topic, *partition) && *leader == new.leader
+                    && *leader_epoch == new.leader_epoch)
+        });
+        prop_assert!(
+            told,
+            "election of {} not told: {:?}",
+            new.leader,
+            effects.transitions
+        );
+    }
+    let listed = |b: BrokerId, shrink: bool| {
+        effects.transitions.iter().any(|t| match t {
+            Transition::IsrShrink {
+                topic,
+                partition,
+                replicas,
+                ..
+            } if shrink => ours(topic, *partition) && replicas.contains(&b),
+            Transition::IsrExpand {
+                topic,
+                partition,
+                replicas,
+                ..
+            } if !shrink => ours(topic, *partition) && replicas.contains(&b),
+            _ => false,
+        })
+    };
+    for &b in old.isr.iter().filter(|b| !new.isr.contains(b)) {
+        prop_assert!(listed(b, true), "{b} left the ISR untold");
+    }
+    for &b in new.isr.iter().filter(|b| !old.isr.contains(b)) {
+        prop_assert!(listed(b, false), "{b} joined the ISR untold");
     }
     Ok(())
 }
@@ -184,12 +235,12 @@ fn run(events: Vec<Event>, unclean: bool) -> Result<(), TestCaseError> {
                     new_isr: new_isr.clone(),
                     new_isr_epochs: Vec::new(),
                 };
-                match s.alter_partition(&req) {
-                    Ok((state, effects)) => {
+                let (answer, effects) = s.alter_partition(&req);
+                match answer {
+                    Ok(state) => {
                         prop_assert!(!stale && from == p.leader);
                         prop_assert!(new_isr.iter().all(|b| state.isr.contains(b)));
                         prop_assert_eq!(state.isr.len(), new_isr.len());
-                        effects
                     }
                     Err(e) => {
                         prop_assert!(matches!(
@@ -199,9 +250,16 @@ fn run(events: Vec<Event>, unclean: bool) -> Result<(), TestCaseError> {
                         if stale || from != p.leader {
                             prop_assert_eq!(e.code, Code::FencedLeaderEpoch);
                         }
-                        Effects::default()
+                        // A fenced proposal is a fenced event, and changes nothing.
+                        let fenced = effects
+                            .transitions
+                            .iter()
+                            .any(|t| matches!(t, Transition::Fenced { .. }));
+                        prop_assert_eq!(fenced, e.code == Code::FencedLeaderEpoch);
+                        prop_assert!(!effects.dirty && effects.pushes.is_empty());
                     }
                 }
+                effects
             }
             Event::Create {
                 topic,

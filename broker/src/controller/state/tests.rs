@@ -1,6 +1,7 @@
 //! The controller's rules, step by step, on the pure state machine.
 
 use super::*;
+use crate::events::{Api, FenceReason};
 use crate::protocol::{AlterPartition, ConfirmLeadership, CreateTopic, Heartbeat, IsrMemberEpoch};
 
 const TIMEOUT: Millis = 1000;
@@ -86,7 +87,7 @@ fn alter(
     p: &PartitionState,
     new_isr: &[BrokerId],
 ) -> Result<(PartitionState, Effects), ApiError> {
-    s.alter_partition(&AlterPartition {
+    let (answer, effects) = s.alter_partition(&AlterPartition {
         broker_id: leader,
         broker_epoch: epoch_of(leader),
         topic: p.topic.clone(),
@@ -95,7 +96,8 @@ fn alter(
         partition_epoch: p.partition_epoch,
         new_isr: new_isr.to_vec(),
         new_isr_epochs: Vec::new(),
-    })
+    });
+    answer.map(|p| (p, effects))
 }
 
 fn state(
@@ -322,12 +324,12 @@ fn alter_partition_is_fenced_unless_from_the_current_leader_with_current_epochs(
         new_isr_epochs: Vec::new(),
     };
     assert_eq!(
-        s.alter_partition(&req).unwrap_err().code,
+        s.alter_partition(&req).0.unwrap_err().code,
         Code::FencedLeaderEpoch
     );
     req.partition = 9;
     assert_eq!(
-        s.alter_partition(&req).unwrap_err().code,
+        s.alter_partition(&req).0.unwrap_err().code,
         Code::UnknownTopicOrPartition
     );
     assert_eq!(view(&part(&s, "q", 0)), state(1, 0, 1, &[1, 2]));
@@ -594,7 +596,7 @@ fn an_isr_member_proposed_with_a_broker_epoch_it_no_longer_has_is_refused() {
     // Broker 3 restarts: it is alive, under a new broker epoch.
     beat(&mut s, 3, 777, 10);
     let propose = |s: &mut ControllerState, epoch_of_3: u64| {
-        s.alter_partition(&AlterPartition {
+        let (answer, effects) = s.alter_partition(&AlterPartition {
             broker_id: 1,
             broker_epoch: epoch_of(1),
             topic: p.topic.clone(),
@@ -612,7 +614,8 @@ fn an_isr_member_proposed_with_a_broker_epoch_it_no_longer_has_is_refused() {
                     broker_epoch: epoch_of_3,
                 },
             ],
-        })
+        });
+        answer.map(|p| (p, effects))
     };
     let err = propose(&mut s, epoch_of(3)).unwrap_err();
     assert_eq!(err.code, Code::InvalidRequest, "{err}");
@@ -621,4 +624,132 @@ fn an_isr_member_proposed_with_a_broker_epoch_it_no_longer_has_is_refused() {
     // Once the leader saw the new process fetch, it may be added.
     let (next, _) = propose(&mut s, 777).unwrap();
     assert_eq!(next.isr, vec![1, 2, 3]);
+}
+
+// ---- event lines: what the transitions tell ----
+
+fn elected(
+    leader: BrokerId,
+    leader_epoch: i32,
+    clean: bool,
+    recently_restarted: bool,
+    previous_leader: Option<BrokerId>,
+) -> Event {
+    Event::LeaderElected {
+        topic: "q".into(),
+        partition: 0,
+        leader,
+        leader_epoch,
+        clean,
+        recently_restarted,
+        previous_leader,
+    }
+}
+
+fn isr_event(shrink: bool, replicas: &[BrokerId], isr: &[BrokerId], cause: IsrCause) -> Event {
+    let (topic, partition, replicas, isr) = ("q".into(), 0, replicas.to_vec(), isr.to_vec());
+    match shrink {
+        true => Event::IsrShrink {
+            topic,
+            partition,
+            replicas,
+            isr,
+            cause,
+        },
+        false => Event::IsrExpand {
+            topic,
+            partition,
+            replicas,
+            isr,
+            cause,
+        },
+    }
+}
+
+#[test]
+fn a_start_tells_the_new_controller_epoch() {
+    let (_, effects) = ControllerState::start(config(false), &[1], Durable::default(), 0).unwrap();
+    assert_eq!(effects.transitions, [Event::ControllerEpoch { epoch: 1 }]);
+}
+
+#[test]
+fn a_failover_tells_a_clean_election_and_the_isr_shrink_by_the_controller() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 2);
+    let effects = kill(&mut s, 1, &[], 5000);
+    assert_eq!(
+        effects.transitions,
+        [
+            elected(2, 1, true, false, Some(1)),
+            isr_event(true, &[1], &[2, 3], IsrCause::Controller),
+        ]
+    );
+}
+
+#[test]
+fn an_unclean_election_and_a_just_restarted_leader_are_told_as_such() {
+    let mut s = cluster(3, true);
+    create(&mut s, "q", 1, 3, 1);
+    let p = part(&s, "q", 0);
+    alter(&mut s, 1, &p, &[1]).unwrap();
+    let effects = kill(&mut s, 1, &[], 5000);
+    assert_eq!(
+        effects.transitions,
+        [
+            elected(2, 1, false, false, Some(1)),
+            isr_event(true, &[1], &[2], IsrCause::Controller),
+            isr_event(false, &[2], &[2], IsrCause::Controller),
+        ]
+    );
+
+    // The sole ISR member restarts: it goes offline (nobody elected), then leads
+    // again as a broker that came back just now.
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 1);
+    let p = part(&s, "q", 0);
+    alter(&mut s, 1, &p, &[1]).unwrap();
+    let effects = beat(&mut s, 1, 999, 5000);
+    assert_eq!(effects.transitions, [elected(1, 2, true, true, None)]);
+}
+
+#[test]
+fn alter_partition_tells_lag_shrinks_caught_up_expansions_and_fenced_proposals() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 2);
+    let p = part(&s, "q", 0);
+    let (p, effects) = alter(&mut s, 1, &p, &[1, 3]).unwrap();
+    assert_eq!(
+        effects.transitions,
+        [isr_event(true, &[2], &[1, 3], IsrCause::Lag)]
+    );
+    let (p, effects) = alter(&mut s, 1, &p, &[1, 2, 3]).unwrap();
+    assert_eq!(
+        effects.transitions,
+        [isr_event(false, &[2], &[1, 2, 3], IsrCause::CaughtUp)]
+    );
+    let mut stale = p.clone();
+    stale.partition_epoch -= 1;
+    let fenced = |reason| Event::Fenced {
+        api: Api::AlterPartition,
+        reason,
+        topic: Some("q".into()),
+        partition: Some(0),
+    };
+    let (_, effects) = s.alter_partition(&AlterPartition {
+        broker_id: 1,
+        broker_epoch: epoch_of(1),
+        topic: "q".into(),
+        partition: 0,
+        leader_epoch: stale.leader_epoch,
+        partition_epoch: stale.partition_epoch,
+        new_isr: vec![1, 2],
+        new_isr_epochs: Vec::new(),
+    });
+    assert_eq!(
+        effects.transitions,
+        [fenced(FenceReason::StalePartitionEpoch)]
+    );
+    assert!(!effects.dirty);
+    let err = alter(&mut s, 2, &p, &[2, 3]).unwrap_err();
+    assert_eq!(err.code, Code::FencedLeaderEpoch);
 }

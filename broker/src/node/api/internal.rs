@@ -11,8 +11,9 @@ use axum::response::IntoResponse;
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::{ApiResult, MAX_RECORDS, Shared, json_body, replica_error};
+use super::{ApiResult, MAX_RECORDS, Shared, json_body, refused};
 use crate::error::{ApiError, Code};
+use crate::events::{Api, Event, FenceReason};
 use crate::protocol::{EpochEndOffset, Fetch, LeaderAndIsr, OffsetsForLeaderEpoch};
 use crate::replica::{FetchRequest, ReplicaError, Role};
 
@@ -24,6 +25,12 @@ pub(super) async fn leader_and_isr(
     // Broker-epoch fencing: a push meant for an earlier process of this broker (sent
     // before it restarted, delivered late) must not act on this one.
     if let Some(e) = msg.broker_epoch.filter(|&e| e != node.ctx().broker_epoch) {
+        node.emit(&Event::Fenced {
+            api: Api::LeaderAndIsr,
+            reason: FenceReason::StaleBrokerEpoch,
+            topic: None,
+            partition: None,
+        });
         return Err(ApiError::new(
             Code::FencedLeaderEpoch,
             format!(
@@ -33,7 +40,12 @@ pub(super) async fn leader_and_isr(
         )
         .with("broker_epoch", node.ctx().broker_epoch));
     }
-    node.apply_controller(msg.controller_epoch, msg.brokers, msg.partitions)?;
+    node.apply_controller(
+        Api::LeaderAndIsr,
+        msg.controller_epoch,
+        msg.brokers,
+        msg.partitions,
+    )?;
     Ok(Json(json!({})).into_response())
 }
 
@@ -49,7 +61,7 @@ pub(super) async fn fetch(State(node): Shared, body: Result<Bytes, BytesRejectio
     };
     let now = node.ctx().now_ms();
     let resp = node.update(&part, |r| r.fetch_as_leader(&rreq, now));
-    let resp = resp.map_err(|e| replica_error(&part, e))?;
+    let resp = resp.map_err(|e| refused(&node, &part, Api::Fetch, e))?;
     if !resp.records.is_empty() {
         return Ok(Json(resp).into_response());
     }
@@ -69,7 +81,7 @@ pub(super) async fn fetch(State(node): Shared, body: Result<Bytes, BytesRejectio
         Some(resp) => resp,
         None => ready(true).expect("a final check always answers"),
     };
-    let resp = resp.map_err(|e| replica_error(&part, e))?;
+    let resp = resp.map_err(|e| refused(&node, &part, Api::Fetch, e))?;
     Ok(Json(resp).into_response())
 }
 
@@ -80,19 +92,22 @@ pub(super) async fn offsets_for_leader_epoch(
     let req: OffsetsForLeaderEpoch = json_body(body)?;
     let part = node.require(&req.topic, req.partition)?;
     let r = part.read();
+    let api = Api::OffsetsForLeaderEpoch;
     if r.role() != Role::Leader {
-        return Err(replica_error(
+        let leader = r.leader();
+        return Err(refused(
+            &node,
             &part,
-            ReplicaError::NotLeader { leader: r.leader() },
+            api,
+            ReplicaError::NotLeader { leader },
         ));
     }
     if req.current_leader_epoch != r.leader_epoch() {
-        return Err(replica_error(
-            &part,
-            ReplicaError::FencedLeaderEpoch {
-                current: r.leader_epoch(),
-            },
-        ));
+        let e = ReplicaError::FencedLeaderEpoch {
+            requested: req.current_leader_epoch,
+            current: r.leader_epoch(),
+        };
+        return Err(refused(&node, &part, api, e));
     }
     let answer = EpochEndOffset::from_answer(r.end_offset_for(req.leader_epoch));
     Ok(Json(answer).into_response())

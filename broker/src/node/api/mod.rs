@@ -22,6 +22,7 @@ use serde::de::DeserializeOwned;
 
 use super::partitions::{Partition, ReplicaManager};
 use crate::error::{ApiError, Code};
+use crate::events::{Api, Event, FenceReason};
 use crate::replica::ReplicaError;
 
 mod debug;
@@ -141,6 +142,35 @@ fn parse_bool(q: &HashMap<String, String>, name: &str) -> Result<bool, ApiError>
     }
 }
 
+/// The JSON error for the replica's refusal of an `api` request, after its event
+/// line: a request fenced by leader epoch or sent to a non-leader is `fenced`, an
+/// acks=all produce with too small an ISR `not_enough_replicas`.
+fn refused(node: &ReplicaManager, part: &Partition, api: Api, e: ReplicaError) -> ApiError {
+    let event = match &e {
+        ReplicaError::NotLeader { .. } => {
+            Some(Event::fenced(api, FenceReason::NotLeader, &part.tp))
+        }
+        ReplicaError::FencedLeaderEpoch { requested, current } => {
+            let reason = FenceReason::leader_epoch(*requested, *current);
+            Some(Event::fenced(api, reason, &part.tp))
+        }
+        ReplicaError::NotEnoughReplicas { isr, min_insync } => Some(Event::NotEnoughReplicas {
+            topic: part.tp.topic.clone(),
+            partition: part.tp.partition,
+            isr_size: isr.len(),
+            min_insync: *min_insync,
+            after_append: false,
+        }),
+        ReplicaError::OffsetOutOfRange { .. }
+        | ReplicaError::UnknownReplica { .. }
+        | ReplicaError::Io(_) => None,
+    };
+    if let Some(event) = event {
+        node.emit(&event);
+    }
+    replica_error(part, e)
+}
+
 /// The JSON error for the replica's refusal (see docs/api.md for the codes).
 fn replica_error(part: &Partition, e: ReplicaError) -> ApiError {
     let name = part.name();
@@ -149,12 +179,12 @@ fn replica_error(part: &Partition, e: ReplicaError) -> ApiError {
             ApiError::new(Code::NotLeader, format!("this broker does not lead {name}"))
                 .with("leader", leader)
         }
-        ReplicaError::FencedLeaderEpoch { current } => ApiError::new(
+        ReplicaError::FencedLeaderEpoch { current, .. } => ApiError::new(
             Code::FencedLeaderEpoch,
             format!("{name}: the request's leader epoch is not the current one ({current})"),
         )
         .with("leader_epoch", current),
-        ReplicaError::NotEnoughReplicas { isr } => ApiError::new(
+        ReplicaError::NotEnoughReplicas { isr, .. } => ApiError::new(
             Code::NotEnoughReplicas,
             format!("{name}: ISR {isr:?} is smaller than min.insync.replicas; nothing was written"),
         )

@@ -13,10 +13,10 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::{
-    ACK_TIMEOUT, ApiResult, MAX_RECORDS, Shared, body_bytes, parse_partition, path, query,
-    replica_error,
+    ACK_TIMEOUT, ApiResult, MAX_RECORDS, Shared, body_bytes, parse_partition, path, query, refused,
 };
 use crate::error::{ApiError, Code};
+use crate::events::{Api, Event};
 use crate::node::partitions::{NodeReplica, Partition, ReplicaManager};
 use crate::replica::{AckStatus, Appended, Effects, ReplicaError, Role};
 
@@ -141,7 +141,18 @@ pub(super) async fn produce(
         match status {
             Some(AckStatus::Committed) => {}
             Some(AckStatus::CommittedBelowMinIsr) => {
-                let isr = part.read().isr().to_vec();
+                let (isr, min_insync) = {
+                    let r = part.read();
+                    let min = r.state().map_or(0, |s| s.min_insync_replicas);
+                    (r.isr().to_vec(), min)
+                };
+                node.emit(&Event::NotEnoughReplicas {
+                    topic: part.tp.topic.clone(),
+                    partition: part.tp.partition,
+                    isr_size: isr.len(),
+                    min_insync,
+                    after_append: true,
+                });
                 return Err(ApiError::new(
                     Code::NotEnoughReplicasAfterAppend,
                     format!(
@@ -188,18 +199,19 @@ fn append(
     let now = node.ctx().now_ms();
     node.update(part, |r| {
         if let Some(expected) = &body.if_value {
-            if let Err(e) = check_if_value(part, r, &body.entries, expected) {
+            if let Err(e) = check_if_value(node, part, r, &body.entries, expected) {
                 return (Err(e), Effects::default());
             }
         }
         let (result, fx) = r.append_as_leader(body.entries, acks_all, now);
-        (result.map_err(|e| replica_error(part, e)), fx)
+        (result.map_err(|e| refused(node, part, Api::Produce, e)), fx)
     })
 }
 
 /// The `if_value` condition: this replica leads, and the key's newest value in its
 /// log is `expected`.
 fn check_if_value(
+    node: &ReplicaManager,
     part: &Partition,
     r: &NodeReplica,
     entries: &[(Option<String>, Value)],
@@ -207,7 +219,8 @@ fn check_if_value(
 ) -> Result<(), ApiError> {
     if r.role() != Role::Leader {
         let leader = r.leader();
-        return Err(replica_error(part, ReplicaError::NotLeader { leader }));
+        let e = ReplicaError::NotLeader { leader };
+        return Err(refused(node, part, Api::Produce, e));
     }
     let key = entries[0]
         .0

@@ -12,9 +12,10 @@ use tokio::time::Instant;
 
 use super::{
     ACK_TIMEOUT, ApiResult, MAX_RECORDS, Shared, parse_bool, parse_partition, parse_u64, path,
-    query, replica_error,
+    query, refused, replica_error,
 };
 use crate::error::{ApiError, Code};
+use crate::events::{Api, Event, FenceReason};
 use crate::kv::partition_for_key;
 use crate::replica::{ReplicaError, ReplicaLog, Role};
 use crate::rpc::CallError;
@@ -37,13 +38,12 @@ pub(super) async fn consume(
     let part = node.require(&topic, partition)?;
     let r = part.read();
     if r.role() != Role::Leader {
-        return Err(replica_error(
-            &part,
-            ReplicaError::NotLeader { leader: r.leader() },
-        ));
+        let e = ReplicaError::NotLeader { leader: r.leader() };
+        return Err(refused(&node, &part, Api::Consume, e));
     }
     let hw = r.high_watermark();
-    if offset > hw {
+    let limit = r.read_limit();
+    if offset > limit {
         return Err(ApiError::new(
             Code::OffsetOutOfRange,
             format!("{topic}-{partition}: offset {offset} is past the high watermark {hw}"),
@@ -52,7 +52,7 @@ pub(super) async fn consume(
     }
     let records = r
         .log()
-        .read(offset, max as usize, hw)
+        .read(offset, max as usize, limit)
         .map_err(|e| replica_error(&part, e.into()))?;
     Ok(Json(json!({
         "high_watermark": hw,
@@ -101,16 +101,13 @@ pub(super) async fn read_key(
         .wait_until(deadline, || {
             let r = part.read();
             if r.role() != Role::Leader {
-                return Some(Err(replica_error(
-                    &part,
-                    ReplicaError::NotLeader { leader: r.leader() },
-                )));
+                let e = ReplicaError::NotLeader { leader: r.leader() };
+                return Some(Err(refused(&node, &part, Api::Read, e)));
             }
             if linearizable && r.high_watermark() < r.leader_epoch_start_offset() {
                 return None;
             }
-            let hw = r.high_watermark();
-            let found = r.log().value_below(&key, hw).cloned();
+            let found = r.log().value_below(&key, r.read_limit()).cloned();
             Some(Ok((found, r.leader_epoch())))
         })
         .await;
@@ -132,6 +129,7 @@ pub(super) async fn read_key(
         {
             Ok(state) if state.leader == node.ctx().id && state.leader_epoch == epoch => {}
             Ok(state) => {
+                node.emit(&Event::fenced(Api::Read, FenceReason::NotLeader, &part.tp));
                 return Err(ApiError::new(
                     Code::NotLeader,
                     format!(
@@ -142,6 +140,7 @@ pub(super) async fn read_key(
                 .with("leader", state.leader));
             }
             Err(CallError::Api(e)) if e.code == Code::NotLeader => {
+                node.emit(&Event::fenced(Api::Read, FenceReason::NotLeader, &part.tp));
                 let leader = e.extra.get("leader").cloned().unwrap_or(json!(-1));
                 return Err(ApiError::new(
                     Code::NotLeader,

@@ -20,9 +20,10 @@ use tokio::sync::mpsc;
 
 use super::context::Context;
 use crate::error::{ApiError, Code};
+use crate::events::{self, Api, Event, FenceReason, TruncationRule};
 use crate::log::checkpoint;
 use crate::protocol::{BrokerInfo, Metadata, PartitionState, TopicPartition};
-use crate::replica::{Effects, FetchTask, Transition};
+use crate::replica::{Effects, FetchTask, Transition, Truncation};
 use partition::{EPOCHS_FILE, HW_FILE};
 pub use partition::{NodeReplica, Partition};
 
@@ -77,6 +78,11 @@ impl ReplicaManager {
         &self.ctx
     }
 
+    /// Write `event`'s line (`crate::events`) as this node's.
+    pub fn emit(&self, event: &Event) {
+        events::emit(self.ctx.id, event);
+    }
+
     /// The hosted partition `tp`, if any.
     pub fn get(&self, tp: &TopicPartition) -> Option<Arc<Partition>> {
         self.partitions
@@ -121,10 +127,12 @@ impl ReplicaManager {
         Metadata::from_states(view.epoch, view.brokers, &states)
     }
 
-    /// Apply a controller message (LeaderAndIsr push or heartbeat answer). A message
-    /// from an older controller epoch is refused with `FENCED_LEADER_EPOCH`.
+    /// Apply a controller message (LeaderAndIsr push or heartbeat answer, as `api`
+    /// says). A message from an older controller epoch is refused with
+    /// `FENCED_LEADER_EPOCH`.
     pub fn apply_controller(
         &self,
+        api: Api,
         controller_epoch: i32,
         brokers: Vec<BrokerInfo>,
         states: Vec<PartitionState>,
@@ -132,6 +140,12 @@ impl ReplicaManager {
         {
             let mut v = self.view.lock().unwrap_or_else(|p| p.into_inner());
             if controller_epoch < v.epoch {
+                self.emit(&Event::Fenced {
+                    api,
+                    reason: FenceReason::StaleControllerEpoch,
+                    topic: None,
+                    partition: None,
+                });
                 return Err(ApiError::new(
                     Code::FencedLeaderEpoch,
                     format!(
@@ -183,6 +197,20 @@ impl ReplicaManager {
                 part.name()
             );
         }
+        let (topic, partition, leader_epoch) = (tp.topic, tp.partition, epoch);
+        match transition {
+            Transition::BecameLeader => self.emit(&Event::BecomeLeader {
+                topic,
+                partition,
+                leader_epoch,
+            }),
+            Transition::BecameFollower { .. } => self.emit(&Event::BecomeFollower {
+                topic,
+                partition,
+                leader_epoch,
+            }),
+            Transition::BecameOffline | Transition::IsrUpdated | Transition::Ignored => {}
+        }
     }
 
     /// Run one replica event under the partition's lock and carry out its effects:
@@ -212,6 +240,18 @@ impl ReplicaManager {
         };
         for w in &fx.warnings {
             eprintln!("node {}: {}: {w}", self.ctx.id, part.name());
+        }
+        for t in &fx.truncations {
+            self.emit(&Event::Truncate {
+                topic: part.tp.topic.clone(),
+                partition: part.tp.partition,
+                to: t.to,
+                records: t.records,
+                rule: match t.rule {
+                    Truncation::Epoch => TruncationRule::Epoch,
+                    Truncation::Hw => TruncationRule::Hw,
+                },
+            });
         }
         if fx.wake {
             part.purgatory.wake();
@@ -267,6 +307,7 @@ impl ReplicaManager {
             return Ok(p.clone());
         }
         let config = &self.ctx.config;
+        let reopened = Partition::dir_in(&config.data_dir, tp).exists();
         let (part, effects) = Partition::open(
             &config.data_dir,
             tp.clone(),
@@ -278,6 +319,15 @@ impl ReplicaManager {
         // Opening does not count as done before the rebuilt cache is on disk.
         if let Some(epochs) = &effects.checkpoint_epochs {
             checkpoint::write_epochs(&part.dir.join(EPOCHS_FILE), epochs)?;
+        }
+        if reopened {
+            let r = part.read();
+            self.emit(&Event::LogReopened {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                leo: r.log_end_offset(),
+                hw: r.high_watermark(),
+            });
         }
         let part = Arc::new(part);
         map.insert(tp.clone(), part.clone());

@@ -77,7 +77,7 @@ impl Partition {
     ) -> io::Result<(Partition, Effects)> {
         // It becomes a directory name: the same rule as the controller's.
         check_topic_name(&tp.topic).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let dir = data_dir.join(format!("{}-{}", tp.topic, tp.partition));
+        let dir = Partition::dir_in(data_dir, &tp);
         let log = Log::open(&dir.join("log"), config)?;
         let epochs = checkpoint::read_epochs(&dir.join(EPOCHS_FILE))?;
         let hw = checkpoint::read_high_watermark(&dir.join(HW_FILE))?;
@@ -94,6 +94,11 @@ impl Partition {
             isr_retry_at_ms: AtomicU64::new(0),
         };
         Ok((part, effects))
+    }
+
+    /// Where partition `tp` lives under `data_dir`.
+    pub(super) fn dir_in(data_dir: &Path, tp: &TopicPartition) -> PathBuf {
+        data_dir.join(format!("{}-{}", tp.topic, tp.partition))
     }
 
     /// `topic-partition`, for messages.
