@@ -5,7 +5,7 @@
 //! This is the file-reading shell around the pure `checker` crate: it reads the
 //! history (and, inside a run folder, `run.json` for the workload and every
 //! `nodes/<id>/final-log.jsonl` for replica divergence), picks the format and the
-//! model, gives the checker its budgets (the time limit, and a memory budget that
+//! model (a run folder is judged as `watermark run` judged it: [`crate::judge`]), gives the checker its budgets (the time limit, and a memory budget that
 //! follows the machine), runs it and prints the verdict. Unreadable or malformed
 //! input is bad usage (exit 64) with the file, the line and what was expected.
 
@@ -20,6 +20,7 @@ use checker::verdict::Validity;
 use clap::ValueEnum;
 
 use crate::exit::Exit;
+use crate::judge::{judge, judge_as};
 use crate::options::WorkloadKind;
 use crate::store::FinalLogs;
 
@@ -146,37 +147,43 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
         None => Vec::new(),
     };
 
-    let model = match (args.model, workload) {
-        (Some(m), _) => m.model(),
-        (None, Some(w)) => w.model(),
-        (None, None) => Model::infer(fmt, &parsed.events).ok_or_else(|| {
+    // The models to check against: --model, else the run's workload (a mixed run:
+    // the queue analysis and the register's model, each on its own operations),
+    // else what the format and the operations imply.
+    let models: Vec<Model> = match (args.model, workload) {
+        (Some(m), _) => vec![m.model()],
+        (None, Some(w)) => w.parts().iter().filter_map(|p| p.model()).collect(),
+        (None, None) => vec![Model::infer(fmt, &parsed.events).ok_or_else(|| {
             let names: Vec<&str> = Model::ALL.iter().map(|m| m.name()).collect();
             format!(
                 "{shown}: cannot tell which model to check against; name it with --model {}",
                 names.join("|")
             )
-        })?,
+        })?],
     };
+    let checked_as = models
+        .iter()
+        .map(|m| m.name())
+        .collect::<Vec<_>>()
+        .join(" and ");
 
     let mut options = checker_options(Duration::from_secs_f64(args.time_limit));
     if let Some(text) = &args.initial {
-        if model == Model::Queue {
+        if models == [Model::Queue] {
             return Err("--initial sets a linearizability model's initial state; the queue analysis has none".to_string());
         }
         let value = format::parse_value(text).map_err(|e| format!("--initial {text:?}: {e}"))?;
         options.initial = Some(value);
     }
-    let mut results =
-        check(fmt, &parsed.events, model, &replicas, &options).map_err(|e| {
-            match e.index.and_then(|i| parsed.line_of_index(i)) {
-                Some(line) => format!(
-                    "{shown}:{line}: {} (checking as {})",
-                    e.message,
-                    model.name()
-                ),
-                None => format!("{shown}: {} (checking as {})", e.message, model.name()),
-            }
-        })?;
+    let checked = match (args.model, workload) {
+        (Some(m), Some(w)) => judge_as(w, m.model(), fmt, &parsed.events, &replicas, &options),
+        (None, Some(w)) => judge(w, fmt, &parsed.events, &replicas, &options),
+        _ => check(fmt, &parsed.events, models[0], &replicas, &options),
+    };
+    let mut results = checked.map_err(|e| match e.index.and_then(|i| parsed.line_of_index(i)) {
+        Some(line) => format!("{shown}:{line}: {} (checking as {checked_as})", e.message),
+        None => format!("{shown}: {} (checking as {checked_as})", e.message),
+    })?;
 
     let warning = run_json.as_ref().and_then(ended_early);
     if let Some(w) = &warning {
@@ -198,10 +205,9 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
             format!(", {} replica logs", replicas.len())
         };
         say(&format!(
-            "{shown}: {} events ({}), checked as {}{logs}\n",
+            "{shown}: {} events ({}), checked as {checked_as}{logs}\n",
             parsed.events.len(),
             fmt.name(),
-            model.name(),
         ));
         if let Some(w) = &warning {
             say(&format!("warning: {w}\n"));

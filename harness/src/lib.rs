@@ -3,7 +3,7 @@
 //!
 //! Imports go one way: `proc` and `net` (plain data, the proxies) at the bottom, then
 //! `cluster` (processes and links), `nemesis` (faults on a cluster), `options`, the
-//! run folder (`store`) and `report`, and the commands (`run`, `replay`, `check`,
+//! run folder (`store`), how a history is judged (`judge`) and `report`, and the commands (`run`, `replay`, `check`,
 //! `selftest`, `serve`) on top, under `cli`.
 
 mod check;
@@ -11,6 +11,7 @@ pub mod cli;
 pub mod cluster;
 pub mod error;
 pub mod exit;
+mod judge;
 mod names;
 pub mod nemesis;
 pub mod net;
