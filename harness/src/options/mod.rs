@@ -420,6 +420,22 @@ mod tests {
     }
 
     #[test]
+    fn the_mixed_workload_takes_any_acks_and_needs_two_clients() {
+        let a = parse(&["--acks", "1", "--seed", "1"]).unwrap();
+        assert_eq!((a.workload, a.acks), (WorkloadKind::Mixed, AcksArg::One));
+        let q = parse(&["--workload", "queue", "--concurrency", "1"]).unwrap();
+        assert!(!q.linearizable_reads);
+        let e = parse(&["--concurrency", "1"]).unwrap_err();
+        assert!(e.contains("--concurrency 2 or more"), "{e}");
+        let r = parse(&["--workload", "register"]).unwrap();
+        assert!(!r.linearizable_reads, "plain reads unless asked");
+        assert_eq!(
+            WorkloadKind::Mixed.parts(),
+            [WorkloadKind::Queue, WorkloadKind::Register]
+        );
+    }
+
+    #[test]
     fn a_single_node_needs_no_min_insync_option() {
         let a = parse(&["--nodes", "1", "--seed", "1"]).unwrap();
         assert_eq!((a.replication_factor, a.min_insync), (1, 1));
