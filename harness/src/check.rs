@@ -5,7 +5,7 @@
 //! This is the file-reading shell around the pure `checker` crate: it reads the
 //! history (and, inside a run folder, `run.json` for the workload and every
 //! `nodes/<id>/final-log.jsonl` for replica divergence), picks the format and the
-//! model, gives the checker its budgets (the time limit, and a memory budget that
+//! model (a run folder is judged as `watermark run` judged it: [`crate::judge`]), gives the checker its budgets (the time limit, and a memory budget that
 //! follows the machine), runs it and prints the verdict. Unreadable or malformed
 //! input is bad usage (exit 64) with the file, the line and what was expected.
 
@@ -137,7 +137,8 @@ pub(crate) struct Judged {
     /// The events, when asked for (a report needs them; a check of a queue
     /// history reads it compactly instead).
     pub events: Vec<checker::history::Event>,
-    pub model: Model,
+    /// The models it was checked against, by name ("queue and cas-register").
+    pub checked_as: String,
     /// The replicas' final logs of a run folder.
     pub replicas: Vec<ReplicaLog>,
     pub results: checker::verdict::Results,
@@ -175,7 +176,7 @@ fn check_file(args: &CheckArgs) -> Result<Exit, String> {
             "{shown}: {} events ({}), checked as {}{logs}\n",
             judged.event_count,
             judged.format.name(),
-            judged.model.name(),
+            judged.checked_as,
         ));
         if let Some(w) = &judged.warning {
             say(&format!("warning: {w}\n"));
@@ -244,12 +245,15 @@ pub(crate) fn judge(
             names.join("|")
         )
     };
+    // A mixed run's history holds two workloads' operations, each judged by its
+    // own checker on its own operations (crate::judge): read it into events.
+    let mixed = workload.filter(|w| w.model().is_none());
     // The model, if it is known before reading the history: a history.jsonl's
     // operations are named in a quick first pass, so that it is read only for
     // the model it is checked against.
     let known = match (judging.model, workload) {
         (Some(m), _) => Some(m.model()),
-        (None, Some(w)) => Some(w.model()),
+        (None, Some(w)) => w.model(),
         (None, None) if fmt == Format::Jsonl => {
             let names = checker::check::operation_names(open()?).map_err(|e| at(&shown, &e))?;
             Some(
@@ -259,20 +263,35 @@ pub(crate) fn judge(
         }
         (None, None) => None,
     };
-    let read_for = if keep_events { None } else { known };
+    let read_for = if keep_events || mixed.is_some() {
+        None
+    } else {
+        known
+    };
     let history = read_history(open()?, fmt, read_for).map_err(|e| at(&shown, &e))?;
     let disorder = disorder_note(&shown, &history.disorders, judging.lenient)?;
-    let model = match known {
-        Some(m) => m,
-        None => history
-            .parsed()
-            .and_then(|p| Model::infer(fmt, &p.events))
-            .ok_or_else(cannot_tell)?,
+    // The models checked against: --model, else the run's workload (a mixed run:
+    // the queue analysis and the register's model), else what the format and the
+    // operations imply.
+    let models: Vec<Model> = match (known, mixed) {
+        (Some(m), _) => vec![m],
+        (None, Some(w)) => w.parts().iter().filter_map(|p| p.model()).collect(),
+        (None, None) => vec![
+            history
+                .parsed()
+                .and_then(|p| Model::infer(fmt, &p.events))
+                .ok_or_else(cannot_tell)?,
+        ],
     };
+    let checked_as = models
+        .iter()
+        .map(|m| m.name())
+        .collect::<Vec<_>>()
+        .join(" and ");
 
     let mut options = checker_options(Duration::from_secs_f64(judging.checker_time_limit));
     if let Some(text) = &judging.initial {
-        if model == Model::Queue {
+        if models == [Model::Queue] {
             return Err("--initial sets a linearizability model's initial state; the queue analysis has none".to_string());
         }
         let value = format::parse_value(text).map_err(|e| format!("--initial {text:?}: {e}"))?;
@@ -283,16 +302,24 @@ pub(crate) fn judge(
         (true, Some(p)) => p.events.clone(),
         _ => Vec::new(),
     };
-    let mut results = history
-        .check(model, &replicas, &options)
-        .map_err(|e| match e.line {
-            Some(line) => format!(
-                "{shown}:{line}: {} (checking as {})",
-                e.message,
-                model.name()
-            ),
-            None => format!("{shown}: {} (checking as {})", e.message, model.name()),
-        })?;
+    let failed = |message: String, line: Option<usize>| match line {
+        Some(line) => format!("{shown}:{line}: {message} (checking as {checked_as})"),
+        None => format!("{shown}: {message} (checking as {checked_as})"),
+    };
+    let mut results = match (mixed, history.parsed()) {
+        (Some(w), Some(parsed)) => {
+            let judged = match judging.model {
+                Some(m) => {
+                    crate::judge::judge_as(w, m.model(), fmt, &parsed.events, &replicas, &options)
+                }
+                None => crate::judge::judge(w, fmt, &parsed.events, &replicas, &options),
+            };
+            judged.map_err(|e| failed(e.message, e.index.and_then(|i| parsed.line_of_index(i))))?
+        }
+        _ => history
+            .check(models[0], &replicas, &options)
+            .map_err(|e| failed(e.message, e.line))?,
+    };
 
     let warning = run_json.as_ref().and_then(ended_early);
     for w in warning.iter().chain(&disorder) {
@@ -305,7 +332,7 @@ pub(crate) fn judge(
         format: fmt,
         event_count,
         events,
-        model,
+        checked_as,
         replicas,
         results,
         warning,

@@ -78,17 +78,23 @@ Exit codes: 0 written, 3 the file cannot be written, 64 not a run folder or a ma
     Serve(crate::serve::ServeArgs),
     /// Prove the harness finds planted broker bugs, and raises no false alarm.
     ///
-    /// For each bug (`broker node --bug NAME`), seeded campaigns with the faults that
-    /// can reveal it until one ends INVALID or --time-per-bug is spent; then the clean
-    /// broker for the same budget. Prints a table (bug, caught?, seed, time to
-    /// detection, anomaly kinds); every campaign's run folder is kept under
-    /// results/selftest-<UTC timestamp>-s<seed>/.
+    /// For each bug (`broker node --bug NAME`), --seeds default campaigns (a plain
+    /// `watermark run --bug NAME` of --campaign-time-limit seconds, nothing tuned to
+    /// the bug), then as many of the clean broker on the same seeds. Prints a table
+    /// (bug, caught / seeds, detection rate, median time to detection, verdicts,
+    /// pass, anomaly kinds) and writes selftest.json; every campaign's run folder is
+    /// kept under results/selftest-<UTC timestamp>-s<seed>/. With --tuned, each bug's
+    /// own faults until it is caught instead.
     #[command(after_help = "Examples:
-  watermark selftest                                  every bug, 120 s each
-  watermark selftest --bugs hw-truncation --runs 3    one bug, at most three campaigns
+  watermark selftest                                  every bug, 3 seeds of 60 s each
+  watermark selftest --seeds 10 --min-rate 0.8 --jobs 2
+                                                      10 seeds, pass at 8 of 10, two at once
+  watermark selftest --tuned --bugs hw-truncation --runs 3
+                                                      one bug's tuned faults, at most 3 campaigns
 
-Exit codes: 0 every bug caught and the clean broker clean, 1 a bug escaped or the clean
-broker raised an anomaly, 3 harness failure, 64 bad usage, 130 interrupted.")]
+Exit codes: 0 every bug caught in at least --min-rate of its seeds (--tuned: caught) and the
+clean broker valid in every campaign, 1 otherwise, 3 harness failure, 64 bad usage,
+130 interrupted.")]
     Selftest(crate::selftest::SelftestArgs),
 }
 
@@ -111,7 +117,7 @@ mod tests {
                 "--checker-time-limit",
             ),
             (
-                &["watermark", "selftest", "--time-limit", "5"],
+                &["watermark", "selftest", "--tuned", "--time-limit", "5"],
                 "--time-per-bug",
             ),
         ] {

@@ -3,9 +3,9 @@
 //!
 //! Imports go one way: `proc` and `net` (plain data, the proxies) at the bottom, then
 //! `cluster` (processes and links), `nemesis` (faults on a cluster), `options`, the
-//! run folder (`store`, with `console`: the run's watermark.log) and `report`, and
-//! the commands (`run` and its `series`, `replay`, `check`, `export`, `selftest`,
-//! `serve`) on top, under `cli`.
+//! run folder (`store`, with `console`: the run's watermark.log), how a history is
+//! judged (`judge`) and `report`, and the commands (`run` and its `series`,
+//! `replay`, `check`, `export`, `selftest`, `serve`) on top, under `cli`.
 
 mod check;
 pub mod cli;
@@ -14,6 +14,7 @@ pub mod console;
 pub mod error;
 pub mod exit;
 mod export;
+mod judge;
 mod names;
 pub mod nemesis;
 pub mod net;

@@ -1,22 +1,21 @@
 //! `watermark run`: one campaign from start to verdict.
 //!
 //! make the run folder (`results/current` points at it) → run.json → start the
-//! cluster → create the workload's topic → clients and nemesis until the time
+//! cluster → create the workload's topics → clients and nemesis until the time
 //! limit → end every fault → heal, resume and restart everything → wait (bounded)
 //! until the cluster converged → the workload's final step (the queue's drain; a
-//! register needs none) → dump every replica's log → the checker, as `watermark
+//! register needs none) → dump every replica's log → the checkers, as `watermark
 //! check` judges the run folder → results.json → summary → report.html and
 //! junit.xml → `results/latest` moved to it → exit code. A run that ends without
 //! a verdict (the harness failed, or Ctrl-C) still writes run.json's outcome and a
 //! junit.xml whose errored test case says why. The workload is a value
-//! ([`Workload`]): nothing here depends on which, but for the model its kind names
-//! ([`WorkloadKind::model`](crate::options::WorkloadKind::model)).
+//! ([`Workload`]): nothing here depends on which, but for the checkers its kind
+//! names ([`judge`](crate::judge)).
 //!
 //! Whatever happens, no broker process outlives the campaign: the cluster kills its
 //! processes when dropped, and Ctrl-C / SIGTERM stop the campaign, kill every child
 //! and exit 130, leaving the history streamed so far readable by `watermark check`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -257,15 +256,20 @@ async fn campaign_inner(
         cluster.controller_addr(),
     ));
 
-    progress.phase("creating the topic");
-    cluster
-        .create_topic(
-            workload.topic(),
-            args.partitions,
-            args.replication_factor,
-            args.min_insync,
-        )
-        .await?;
+    progress.phase(match workload.topics() {
+        [_] => "creating the topic",
+        _ => "creating the topics",
+    });
+    for topic in workload.topics() {
+        cluster
+            .create_topic(
+                topic,
+                args.partitions,
+                args.replication_factor,
+                args.min_insync,
+            )
+            .await?;
+    }
 
     let mut notes = Vec::new();
     clients_and_faults(
@@ -288,7 +292,7 @@ async fn campaign_inner(
     .await?;
 
     progress.phase("checking");
-    let result = judge(
+    let results = judge(
         args,
         &*workload,
         &history.events(),
@@ -296,7 +300,6 @@ async fn campaign_inner(
         complete,
         &mut notes,
     );
-    let results = Results::new(BTreeMap::from([(workload.checker().to_string(), result)]));
     record.complete = Some(complete);
     record.notes = notes.clone();
     store::write_json(&folder.results_json(), &results)?;
@@ -336,7 +339,7 @@ async fn clients_and_faults(
         args.partitions,
         args.nemesis_interval(),
     );
-    let mut nemesis = Nemesis::new(planner, workload.topic());
+    let mut nemesis = Nemesis::new(planner, workload.topics()[0]);
     {
         let (history, fault_tally) = (history.clone(), tally.clone());
         let mut on_event = move |e: NemesisEvent| {
@@ -348,7 +351,7 @@ async fn clients_and_faults(
         let scenario = args.scenario;
         let run = async {
             match scenario {
-                Some(s) => s.run(cluster, workload.topic(), &mut on_event).await,
+                Some(s) => s.run(cluster, workload.topics()[0], &mut on_event).await,
                 None => nemesis.run(cluster, limit, &mut on_event).await,
             }
         };
@@ -435,12 +438,12 @@ async fn end_of_run(
     Ok(complete)
 }
 
-/// Judge the history as `watermark check` judges the run folder (the workload's
-/// model, within `--checker-time-limit` and a memory budget that follows the
-/// machine), with the replicas' final logs if the workload reads them. An
-/// incomplete end of run (no convergence, no full final step, missing logs) does
-/// not change the verdict — the checker says unknown where what was recorded
-/// cannot decide — but it is noted, and the summary shows why.
+/// Judge the history as `watermark check` judges the run folder (each workload's
+/// checker on its operations, within `--checker-time-limit` and a memory budget
+/// that follows the machine), with the replicas' final logs if the workload reads
+/// them. An incomplete end of run (no convergence, no full final step, missing
+/// logs) does not change the verdict — the checker says unknown where what was
+/// recorded cannot decide — but it is noted, and the summary shows why.
 fn judge(
     args: &Resolved,
     workload: &dyn Workload,
@@ -448,7 +451,7 @@ fn judge(
     folder: &RunFolder,
     complete: bool,
     notes: &mut Vec<String>,
-) -> CheckerResult {
+) -> Results {
     let mut replicas = Vec::new();
     let mut logs_ok = true;
     if workload.judges_final_logs() {
@@ -463,19 +466,28 @@ fn judge(
         replicas = logs.replicas;
     }
     let options = checker_options(args.checker_time_limit());
-    let model = args.workload.model();
-    let checked = checker::check::check(Format::Jsonl, events, model, &replicas, &options)
-        .map(|r| r.checkers.into_values().next());
-    let mut result = match checked {
-        Ok(Some(result)) => result,
-        Ok(None) => CheckerResult::unknown("the checker returned no verdict"),
-        Err(e) => CheckerResult::unknown(format!("the history cannot be analysed: {e}")),
-    };
+    let mut results =
+        match crate::judge::judge(args.workload, Format::Jsonl, events, &replicas, &options) {
+            Ok(results) => results,
+            Err(e) => {
+                let why = format!("the history cannot be analysed: {e}");
+                let checkers = args
+                    .workload
+                    .parts()
+                    .iter()
+                    .map(|p| (p.checker().to_string(), CheckerResult::unknown(why.clone())))
+                    .collect();
+                Results::new(checkers)
+            }
+        };
     if workload.judges_final_logs() && !(complete && logs_ok) {
-        result.notes.push(
-            "the end of the run was incomplete (see the run's notes): the verdict is on what the run recorded"
-                .to_string(),
-        );
+        // The final logs are the queue's.
+        if let Some(r) = results.checkers.get_mut(workloads::queue::CHECKER) {
+            r.notes.push(
+                "the end of the run was incomplete (see the run's notes): the verdict is on what the run recorded"
+                    .to_string(),
+            );
+        }
     }
-    result
+    results
 }

@@ -109,6 +109,84 @@ fn line(index: u64, process: u64, kind: &str, f: &str, value: serde_json::Value)
 }
 
 #[test]
+fn a_mixed_run_folder_is_judged_by_both_checkers_each_on_its_own_operations() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("run.json"),
+        json!({"workload": "mixed", "seed": 7}).to_string(),
+    )
+    .unwrap();
+    // The queue's operations are fine; the register's read is stale.
+    let history = [
+        line(0, 0, "invoke", "send", json!({"partition": 0, "value": 1})),
+        line(1, 1, "invoke", "write", json!({"key": "k0", "value": 5})),
+        line(
+            2,
+            0,
+            "ok",
+            "send",
+            json!({"partition": 0, "value": 1, "offset": 0}),
+        ),
+        line(3, 1, "ok", "write", json!({"key": "k0", "value": 5})),
+        line(4, 3, "invoke", "read", json!({"key": "k0", "value": null})),
+        line(5, 3, "ok", "read", json!({"key": "k0", "value": null})),
+        line(
+            6,
+            4,
+            "invoke",
+            "final-poll",
+            json!({"partition": 0, "offset": 0}),
+        ),
+        line(
+            7,
+            4,
+            "ok",
+            "final-poll",
+            json!({"partition": 0, "records": [[0, 1]], "high_watermark": 1}),
+        ),
+    ]
+    .join("\n");
+    std::fs::write(d.join("history.jsonl"), history + "\n").unwrap();
+    // The register topic's replica logs take no part in the queue analysis.
+    std::fs::create_dir_all(d.join("nodes/1")).unwrap();
+    let logs = [
+        json!({"topic": "queue", "partition": 0, "log_end_offset": 1, "high_watermark": 1,
+               "records": [{"offset": 0, "leader_epoch": 1, "key": null, "value": 1}]}),
+        json!({"topic": "register", "partition": 0, "log_end_offset": 1, "high_watermark": 1,
+               "records": [{"offset": 0, "leader_epoch": 1, "key": "k0", "value": 5}]}),
+    ];
+    let text: Vec<String> = logs.iter().map(|l| l.to_string()).collect();
+    std::fs::write(d.join("nodes/1/final-log.jsonl"), text.join("\n") + "\n").unwrap();
+
+    let o = watermark(&[path(d), "--json"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["checkers"]["queue"]["valid"], true, "{v}");
+    assert_eq!(v["checkers"]["queue"]["stats"]["sends"], 1, "{v}");
+    let lin = &v["checkers"]["linearizable"];
+    assert_eq!(lin["valid"], false, "{v}");
+    assert_eq!(lin["anomalies"][0]["kind"], "nonlinearizable");
+    // The operation keeps its index in the whole history.
+    assert_eq!(lin["anomalies"][0]["explanation"]["op"]["invoke"], 4);
+    let o = watermark(&[path(d)]);
+    assert!(
+        stdout(&o).contains("checked as queue and cas-register, 2 replica logs"),
+        "{}",
+        stdout(&o)
+    );
+
+    // --model picks one view: the queue's operations alone are valid.
+    let o = watermark(&[path(d), "--model", "queue"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let o = watermark(&[path(d), "--model", "cas-register", "--json"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["checkers"].get("queue").is_none(), "{v}");
+}
+
+#[test]
 fn run_folder_queue_with_replica_logs() {
     use serde_json::json;
     let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,6 @@
-//! `watermark run` end to end, over real broker processes: a default campaign is
-//! valid and leaves a complete run folder; pre-0.11 truncation under kills and
+//! `watermark run` end to end, over real broker processes: a default campaign runs
+//! the queue and the register together, is valid, leaves a complete run folder, and
+//! `watermark check` judges that folder by both checkers as the run did; pre-0.11 truncation under kills and
 //! leader isolation loses or diverges data and the checker says so; a harness
 //! SIGKILLed mid-run leaves no process behind and a checkable history; bad options
 //! exit 64.
@@ -62,13 +63,14 @@ fn a_default_run_is_valid_and_leaves_a_complete_run_folder() {
     let folder = run_folder(results.path());
     let name = folder.file_name().unwrap().to_str().unwrap().to_string();
     assert!(
-        name.starts_with("queue-") && name.ends_with("Z-s42"),
+        name.starts_with("mixed-") && name.ends_with("Z-s42"),
         "run folder {name}"
     );
 
     let run = read_json(&folder.join("run.json"));
     assert_eq!(run["seed"], 42);
-    assert_eq!(run["workload"], "queue");
+    assert_eq!(run["workload"], "mixed");
+    assert_eq!(run["options"]["linearizable_reads"], true);
     assert_eq!(run["options"]["nodes"], 3);
     assert_eq!(run["options"]["concurrency"], 6);
     assert_eq!(run["options"]["checker_time_limit"], 120.0);
@@ -87,8 +89,21 @@ fn a_default_run_is_valid_and_leaves_a_complete_run_folder() {
             folder.display()
         );
     }
+    // One history, each workload judged by its own checker.
     let results_json = read_json(&folder.join("results.json"));
     assert_eq!(results_json["valid"], true, "{results_json}");
+    let checkers = results_json["checkers"].as_object().unwrap();
+    assert_eq!(
+        checkers.keys().collect::<Vec<_>>(),
+        ["linearizable", "queue"],
+        "{results_json}"
+    );
+    assert!(checkers["linearizable"]["stats"]["ops"].as_u64().unwrap() > 100);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("checker queue: valid") && stdout.contains("checker linearizable: valid"),
+        "{stdout}"
+    );
 
     let history = std::fs::read_to_string(folder.join("history.jsonl")).unwrap();
     let events: Vec<Value> = history
@@ -106,6 +121,21 @@ fn a_default_run_is_valid_and_leaves_a_complete_run_folder() {
     };
     assert!(count("send", "ok") > 100, "too few acknowledged sends");
     assert!(count("poll", "ok") > 100, "too few polls");
+    assert!(count("read", "ok") > 50, "too few register reads");
+    assert!(
+        count("write", "ok") + count("cas", "ok") > 50,
+        "too few writes"
+    );
+    // Workers 0..3 run the queue, 3..6 the register: process p is worker p mod 6.
+    for e in events.iter().filter(|e| e["process"].is_u64()) {
+        let worker = e["process"].as_u64().unwrap() % 6;
+        let f = e["f"].as_str().unwrap();
+        match f {
+            "send" | "poll" => assert!(worker < 3, "{e}"),
+            "read" | "write" | "cas" => assert!(worker >= 3, "{e}"),
+            _ => assert_eq!(f, "final-poll"),
+        }
+    }
     assert!(
         count("final-poll", "ok") >= 2,
         "no final drain of both partitions"
@@ -119,9 +149,31 @@ fn a_default_run_is_valid_and_leaves_a_complete_run_folder() {
         let node = folder.join("nodes").join(id.to_string());
         assert!(node.join("broker.log").is_file(), "{}", node.display());
         let log = std::fs::read_to_string(node.join("final-log.jsonl")).unwrap();
-        assert_eq!(log.lines().count(), 2, "node {id} holds both partitions");
+        assert_eq!(
+            log.lines().count(),
+            4,
+            "node {id} holds both partitions of both topics"
+        );
     }
     assert_no_process_left(dir);
+
+    // `watermark check` judges the run folder as the run did: both checkers.
+    let out = watermark(
+        &["check", folder.to_str().unwrap(), "--json"],
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let checked: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for name in ["queue", "linearizable"] {
+        assert_eq!(
+            checked["checkers"][name]["valid"], results_json["checkers"][name]["valid"],
+            "{name}"
+        );
+        assert_eq!(
+            checked["checkers"][name]["stats"], results_json["checkers"][name]["stats"],
+            "{name}"
+        );
+    }
 }
 
 /// Run campaigns with `args` under the given seeds until one ends INVALID with an

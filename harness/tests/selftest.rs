@@ -1,6 +1,8 @@
-//! `watermark selftest` end to end, short enough for CI: two planted bugs are caught
-//! and the clean broker raises no anomaly under the same campaigns (exit 0, the
-//! table, one run folder per campaign); an unknown bug is a usage error.
+//! `watermark selftest` end to end, short enough for CI: the default mode measures
+//! one bug and the clean broker on one seed each, two campaigns at once, and its
+//! table, selftest.json and exit code agree; with `--tuned`, two planted bugs are
+//! caught and the clean broker raises no anomaly under the same campaigns (exit 0,
+//! the table, one run folder per campaign); bad options are usage errors.
 //!
 //! Every wait is bounded; on timeout the harness is SIGKILLed and its brokers die with
 //! it (PR_SET_PDEATHSIG).
@@ -10,7 +12,7 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
-use support::{assert_no_process_left, text, watermark};
+use support::{assert_no_process_left, read_json, text, watermark};
 
 /// The self-test folder under `results` (there is one).
 fn selftest_folder(results: &Path) -> std::path::PathBuf {
@@ -28,12 +30,112 @@ fn selftest_folder(results: &Path) -> std::path::PathBuf {
 }
 
 #[test]
+fn the_default_mode_measures_a_bug_and_the_clean_broker_with_campaigns_side_by_side() {
+    let results = tempfile::tempdir().unwrap();
+    let dir = results.path().to_str().unwrap();
+    let out = watermark(
+        &[
+            "selftest",
+            "--bugs",
+            "no-epoch-fence",
+            "--seeds",
+            "1",
+            "--campaign-time-limit",
+            "10",
+            "--jobs",
+            "2",
+            "--seed",
+            "3",
+            "--results",
+            dir,
+        ],
+        Duration::from_secs(400),
+    );
+    assert_no_process_left(dir);
+    let code = out.status.code();
+    assert!(matches!(code, Some(0 | 1)), "{}", text(&out));
+    let folder = selftest_folder(results.path());
+    let report = read_json(&folder.join("selftest.json"));
+    assert_eq!(report["mode"], "default-campaign");
+    assert_eq!(report["seeds"], serde_json::json!([3]));
+    assert_eq!(report["campaign_time_limit"], 10.0);
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{report}");
+    let (bug, clean) = (&rows[0], &rows[1]);
+    assert_eq!(
+        (&bug["bug"], &clean["bug"]),
+        (&"no-epoch-fence".into(), &"clean".into())
+    );
+
+    // Each campaign is a default run of its own, with its log beside its run folder.
+    for row in rows {
+        let campaigns = row["campaigns"].as_array().unwrap();
+        assert_eq!(campaigns.len(), 1, "{row}");
+        let c = &campaigns[0];
+        assert_eq!(c["seed"], 3);
+        let run = Path::new(c["folder"].as_str().expect("a run folder"));
+        assert!(run.starts_with(&folder), "{}", run.display());
+        assert!(run.with_file_name("watermark.log").is_file());
+        let run_json = read_json(&run.join("run.json"));
+        assert_eq!(run_json["workload"], "mixed");
+        assert_eq!(run_json["options"]["time_limit"], 10.0);
+        assert_eq!(
+            run_json["options"]["nemesis"],
+            serde_json::json!(["kill", "pause", "partition"])
+        );
+        let planted = if row["bug"] == "clean" {
+            serde_json::Value::Null
+        } else {
+            row["bug"].clone()
+        };
+        assert_eq!(run_json["options"]["bug"], planted);
+        // A caught campaign says when: within the run's history.
+        if c["exit"] == 1 {
+            let t = c["detection"]["seconds"]
+                .as_f64()
+                .expect("a detection time");
+            assert!(t > 0.0 && t < c["seconds"].as_f64().unwrap(), "{c}");
+        } else {
+            assert!(c["detection"].is_null(), "{c}");
+        }
+    }
+    // The clean broker is valid; the bug passes if its one seed caught it.
+    assert_eq!(clean["campaigns"][0]["exit"], 0, "{}", text(&out));
+    assert_eq!(clean["passed"], true);
+    let caught = bug["campaigns"][0]["exit"] == 1;
+    assert_eq!(bug["caught"], u64::from(caught));
+    assert_eq!(bug["passed"], caught);
+    assert_eq!(report["passed"], caught);
+    assert_eq!(code, Some(if caught { 0 } else { 1 }), "{}", text(&out));
+
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("no-epoch-fence"))
+        .unwrap_or_else(|| panic!("no row: {stdout}"));
+    let expected = if caught { " 1/1 " } else { " 0/1 " };
+    assert!(line.contains(expected), "{line}");
+    let clean_line = stdout.lines().find(|l| l.starts_with("clean")).unwrap();
+    assert!(
+        clean_line.contains("1 valid") && clean_line.contains(" yes "),
+        "{clean_line}"
+    );
+    let verdict = if caught {
+        "selftest: PASSED"
+    } else {
+        "selftest: FAILED"
+    };
+    assert!(stdout.contains(verdict), "{stdout}");
+}
+
+#[test]
 fn two_planted_bugs_are_caught_and_the_clean_broker_is_clean() {
     let results = tempfile::tempdir().unwrap();
     let dir = results.path().to_str().unwrap();
     let out = watermark(
         &[
             "selftest",
+            "--tuned",
             "--bugs",
             "ack-before-replicate,hw-truncation",
             "--time-limit",
@@ -85,6 +187,26 @@ fn two_planted_bugs_are_caught_and_the_clean_broker_is_clean() {
     // The clean broker ran the campaigns of both bugs (two runs).
     assert_eq!(rows[2]["bug"], "clean");
     assert_eq!(rows[2]["campaigns"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn options_of_the_other_mode_and_bad_values_are_usage_errors() {
+    for args in [
+        &["selftest", "--tuned", "--seeds", "2"][..],
+        &["selftest", "--tuned", "--jobs", "2"],
+        &["selftest", "--runs", "2"],
+        &["selftest", "--time-limit", "30"],
+        &["selftest", "--min-rate", "0"],
+        &["selftest", "--min-rate", "1.5"],
+        &["selftest", "--jobs", "0"],
+        &["selftest", "--seeds", "0"],
+        &["selftest", "--campaign-time-limit", "-3"],
+    ] {
+        let out = watermark(args, Duration::from_secs(30));
+        assert_eq!(out.status.code(), Some(64), "{args:?}\n{}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}\n{stderr}");
+    }
 }
 
 #[test]

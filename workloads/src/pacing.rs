@@ -126,15 +126,15 @@ impl Pacer {
     }
 }
 
-/// Run `worker(0..concurrency)` concurrently until every one returns.
-pub async fn run_workers<F, Fut>(concurrency: u32, worker: F)
+/// Run `worker(w)` for every `w` of `workers` concurrently until every one returns.
+pub async fn run_workers<F, Fut>(workers: std::ops::Range<u32>, worker: F)
 where
     F: Fn(u32) -> Fut,
     Fut: Future + Send + 'static,
     Fut::Output: Send + 'static,
 {
     let mut tasks = tokio::task::JoinSet::new();
-    for w in 0..concurrency {
+    for w in workers {
         tasks.spawn(worker(w));
     }
     while tasks.join_next().await.is_some() {}

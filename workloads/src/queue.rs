@@ -3,10 +3,12 @@
 //! position and now and then seek back; at the end every partition is drained from
 //! offset 0 (`final-poll`). The `queue` checker judges the history.
 //!
-//! Each of `concurrency` workers draws its operations from its own seeded stream, so
-//! a worker's sequence of choices is reproducible from the seed. A worker whose
-//! operation ended `info` continues under a new process number (process +
-//! concurrency), as in Jepsen: the old process may still be "in flight" forever.
+//! Each worker draws its operations from its own seeded stream, so a worker's
+//! sequence of choices is reproducible from the seed. Worker `w` of `concurrency`
+//! starts as process `w`; one whose operation ended `info` continues under a new
+//! process number (process + concurrency), as in Jepsen: the old process may still
+//! be "in flight" forever. A campaign that also runs the register gives the queue
+//! only some of the `concurrency` workers ([`QueueConfig::workers`]).
 
 use std::time::{Duration, Instant};
 
@@ -14,9 +16,7 @@ use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use checker::history::{Event, EventType};
-use checker::queue::ReplicaLog;
-use checker::verdict::CheckerResult;
+use checker::history::EventType;
 
 use crate::client::{Acks, Client, ClientConfig, Outcome};
 use crate::pacing::{Draws, Ended, Pacer, run_workers};
@@ -26,8 +26,11 @@ use crate::workload::{BoxFuture, Workload};
 /// The topic the queue workload writes.
 pub const TOPIC: &str = "queue";
 
-/// The checker that judges this workload's histories.
+/// The checker that judges this workload's operations (its key in results.json).
 pub const CHECKER: &str = "queue";
+
+/// The operations (`f`) of this workload in a history.
+pub const OPERATIONS: [&str; 3] = ["send", "poll", "final-poll"];
 
 /// Records asked for per poll.
 const POLL_MAX_RECORDS: u32 = 100;
@@ -43,21 +46,21 @@ const SEND_PROBABILITY: f64 = 0.5;
 pub struct QueueConfig {
     pub partitions: u32,
     pub acks: Acks,
-    /// Number of concurrent workers.
+    /// Number of concurrent workers of the campaign (of every workload it runs).
     pub concurrency: u32,
-    /// Target operations per second over all workers.
+    /// The workers this workload runs, of `concurrency`: all of them (`0..concurrency`),
+    /// or its share when the campaign also runs the register.
+    pub workers: std::ops::Range<u32>,
+    /// Target operations per second over all `concurrency` workers (each worker
+    /// aims at `rate / concurrency`).
     pub rate: f64,
     pub seed: u64,
     pub client: ClientConfig,
 }
 
 impl Workload for QueueConfig {
-    fn topic(&self) -> &'static str {
-        TOPIC
-    }
-
-    fn checker(&self) -> &'static str {
-        CHECKER
+    fn topics(&self) -> &'static [&'static str] {
+        &[TOPIC]
     }
 
     fn run(
@@ -86,15 +89,9 @@ impl Workload for QueueConfig {
         })
     }
 
+    /// The queue analysis judges the history against the replicas' final logs.
     fn judges_final_logs(&self) -> bool {
         true
-    }
-
-    /// The queue analysis: the history against the replicas' final logs.
-    fn check(&self, events: &[Event], replicas: &[ReplicaLog]) -> CheckerResult {
-        checker::queue::check(events, replicas).unwrap_or_else(|e| {
-            CheckerResult::unknown(format!("the history cannot be analysed: {e}"))
-        })
     }
 }
 
@@ -156,7 +153,7 @@ pub async fn run(
     recorder: std::sync::Arc<dyn Recorder>,
     stop: watch::Receiver<bool>,
 ) {
-    run_workers(config.concurrency, |w| {
+    run_workers(config.workers.clone(), |w| {
         worker(config.clone(), w, recorder.clone(), stop.clone())
     })
     .await;

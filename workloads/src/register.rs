@@ -22,11 +22,8 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use checker::history::{Event, EventType};
-use checker::queue::ReplicaLog;
-use checker::verdict::CheckerResult;
+use checker::history::EventType;
 use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -39,12 +36,13 @@ use crate::workload::{BoxFuture, Workload};
 /// The topic the register workload uses.
 pub const TOPIC: &str = "register";
 
-/// The checker that judges this workload's histories (the name `watermark check`
+/// The checker that judges this workload's operations, each key on its own against
+/// the cas-register model (its key in results.json: the name `watermark check`
 /// gives linearizability results).
 pub const CHECKER: &str = "linearizable";
 
-/// The linearizability checker's budget; past it the verdict is unknown.
-pub const CHECK_TIME_LIMIT: Duration = Duration::from_secs(120);
+/// The operations (`f`) of this workload in a history.
+pub const OPERATIONS: [&str; 3] = ["read", "write", "cas"];
 
 /// Keys a worker draws from at a time.
 pub const ACTIVE_KEYS: u64 = 6;
@@ -64,9 +62,13 @@ pub fn partition_for_key(key: &str, partitions: u32) -> u32 {
 #[derive(Debug, Clone)]
 pub struct RegisterConfig {
     pub partitions: u32,
-    /// Number of concurrent workers.
+    /// Number of concurrent workers of the campaign (of every workload it runs).
     pub concurrency: u32,
-    /// Target operations per second over all workers.
+    /// The workers this workload runs, of `concurrency`: all of them (`0..concurrency`),
+    /// or its share when the campaign also runs the queue.
+    pub workers: std::ops::Range<u32>,
+    /// Target operations per second over all `concurrency` workers (each worker
+    /// aims at `rate / concurrency`).
     pub rate: f64,
     pub seed: u64,
     /// Read with `?linearizable=true`.
@@ -75,12 +77,8 @@ pub struct RegisterConfig {
 }
 
 impl Workload for RegisterConfig {
-    fn topic(&self) -> &'static str {
-        TOPIC
-    }
-
-    fn checker(&self) -> &'static str {
-        CHECKER
+    fn topics(&self) -> &'static [&'static str] {
+        &[TOPIC]
     }
 
     fn run(
@@ -96,19 +94,6 @@ impl Workload for RegisterConfig {
     /// not weaken the verdict.
     fn judges_final_logs(&self) -> bool {
         false
-    }
-
-    /// Each key, on its own, against the cas-register model (a cas that failed did
-    /// not happen; one in doubt may have), within [`CHECK_TIME_LIMIT`].
-    fn check(&self, events: &[Event], _replicas: &[ReplicaLog]) -> CheckerResult {
-        let options = checker::linear::Options {
-            time_limit: Some(CHECK_TIME_LIMIT),
-            ..Default::default()
-        };
-        checker::linear::check(events, checker::linear::ModelKind::CasRegister, &options)
-            .unwrap_or_else(|e| {
-                CheckerResult::unknown(format!("the history cannot be analysed: {e}"))
-            })
     }
 }
 
@@ -205,7 +190,7 @@ pub async fn run(
     recorder: Arc<dyn Recorder>,
     stop: watch::Receiver<bool>,
 ) {
-    run_workers(config.concurrency, |w| {
+    run_workers(config.workers.clone(), |w| {
         worker(config.clone(), w, recorder.clone(), stop.clone())
     })
     .await;

@@ -1,15 +1,14 @@
-//! A workload as a value: the topic its clients use, the clients themselves, what the
-//! end of a run adds to the history, and the checker that judges it. A campaign asks
-//! these of whichever workload it runs, so it never needs to know which one it is.
+//! A workload as a value: the topics its clients use, the clients themselves, and
+//! what the end of a run adds to the history. A campaign asks these of whichever
+//! workload it runs, so it never needs to know which one it is. Which checker judges
+//! which operations is the harness's to say, as `watermark check` judges a run
+//! folder without running anything.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-use checker::history::Event;
-use checker::queue::ReplicaLog;
-use checker::verdict::CheckerResult;
 use tokio::sync::watch;
 
 use crate::recorder::Recorder;
@@ -19,11 +18,9 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What a campaign needs of a workload.
 pub trait Workload: Send + Sync {
-    /// The topic its clients use; the harness creates it before the clients start.
-    fn topic(&self) -> &'static str;
-
-    /// The name of the checker that judges its histories (its key in results.json).
-    fn checker(&self) -> &'static str;
+    /// The topics its clients use; the harness creates them before the clients
+    /// start. The first is the one faults aimed at a partition's leader read.
+    fn topics(&self) -> &'static [&'static str];
 
     /// Run the clients, recording every operation, until `stop` turns true; the
     /// operations in flight then complete (bounded by the client's request timeout),
@@ -57,8 +54,4 @@ pub trait Workload: Send + Sync {
     /// incomplete end of the run (no convergence, a partial final step, a missing
     /// log) leaves lost writes possible, and caps a clean verdict at unknown.
     fn judges_final_logs(&self) -> bool;
-
-    /// Judge a history (and the replicas' final logs, if it reads them). A history
-    /// the checker cannot analyse is an unknown verdict saying why.
-    fn check(&self, events: &[Event], replicas: &[ReplicaLog]) -> CheckerResult;
 }

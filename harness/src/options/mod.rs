@@ -54,10 +54,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub unclean_election: bool,
 
-    /// What the clients do: `queue` (producers and consumers on a partitioned topic)
-    /// or `register` (reads, writes and compare-and-set on keys, checked for
-    /// linearizability).
-    #[arg(short = 'w', long, value_enum, default_value_t = WorkloadKind::Queue)]
+    /// What the clients do: `mixed` (both of the others at once, the clients split
+    /// between them, the register's reads linearizable), `queue` (producers and
+    /// consumers on a partitioned topic) or `register` (reads, writes and
+    /// compare-and-set on keys, checked for linearizability).
+    #[arg(short = 'w', long, value_enum, default_value_t = WorkloadKind::Mixed)]
     pub workload: WorkloadKind,
 
     /// Faults to schedule, comma-separated, or none.
@@ -120,7 +121,7 @@ pub struct RunArgs {
     pub replica_lag_time_max_ms: Option<u64>,
 
     /// Register workload: read with `?linearizable=true` (the leader confirms it
-    /// still leads before answering).
+    /// still leads before answering). The mixed workload always does.
     #[arg(long)]
     pub linearizable_reads: bool,
 
@@ -163,18 +164,20 @@ pub enum Truncation {
 /// `--workload`: what the clients do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum WorkloadKind {
+    /// The queue and the register at once, each judged by its own checker.
+    Mixed,
     Queue,
     Register,
 }
 
 impl WorkloadKind {
-    /// What its histories are checked as, by `watermark run` and by `watermark
-    /// check` on its run folder: the queue analysis, or each key of the register
-    /// against the cas-register model.
-    pub fn model(self) -> checker::check::Model {
+    /// The single workloads a campaign of this kind runs, each judged by its own
+    /// checker: itself, or for `mixed` the queue and the register.
+    pub fn parts(self) -> &'static [WorkloadKind] {
         match self {
-            WorkloadKind::Queue => checker::check::Model::Queue,
-            WorkloadKind::Register => checker::check::Model::CasRegister,
+            WorkloadKind::Mixed => &[WorkloadKind::Queue, WorkloadKind::Register],
+            WorkloadKind::Queue => &[WorkloadKind::Queue],
+            WorkloadKind::Register => &[WorkloadKind::Register],
         }
     }
 }
@@ -310,9 +313,11 @@ impl RunArgs {
                     .to_string(),
             ));
         }
-        if self.linearizable_reads && self.workload != WorkloadKind::Register {
+        if self.linearizable_reads && self.workload == WorkloadKind::Queue {
             return Err(usage(
-                "--linearizable-reads applies to --workload register only".to_string(),
+                "--linearizable-reads applies to the register's reads: --workload register \
+                 or mixed (which always reads linearizably)"
+                    .to_string(),
             ));
         }
         let rf = self.replication_factor.unwrap_or(self.nodes);
@@ -343,6 +348,12 @@ impl RunArgs {
                 self.nodes
             )));
         }
+        if self.workload == WorkloadKind::Mixed && concurrency < 2 {
+            return Err(usage(format!(
+                "--workload mixed splits the clients between the queue and the register: \
+                 it needs --concurrency 2 or more, not {concurrency} (or name one workload)"
+            )));
+        }
         let broker_bin = locate(self.broker_bin.as_deref()).map_err(ResolveError::Harness)?;
         Ok(Resolved {
             nodes: self.nodes,
@@ -367,7 +378,9 @@ impl RunArgs {
             bug: self.bug,
             flush_messages: self.flush_messages,
             replica_lag_time_max_ms: self.replica_lag_time_max_ms,
-            linearizable_reads: self.linearizable_reads,
+            // The mixed workload's register reads linearizably: its checker would
+            // otherwise judge the stale reads plain reads are allowed.
+            linearizable_reads: self.linearizable_reads || self.workload == WorkloadKind::Mixed,
             scenario: self.scenario,
         })
     }
@@ -431,7 +444,11 @@ mod tests {
         );
         assert_eq!(
             (a.acks, a.truncation, a.workload),
-            (AcksArg::All, Truncation::Epoch, WorkloadKind::Queue)
+            (AcksArg::All, Truncation::Epoch, WorkloadKind::Mixed)
+        );
+        assert!(
+            a.linearizable_reads,
+            "the mixed workload reads linearizably"
         );
         assert_eq!(
             a.nemesis,
@@ -485,6 +502,22 @@ mod tests {
         assert_eq!(
             (a.workload, a.nodes, a.time_limit),
             (WorkloadKind::Register, 5, 7.5)
+        );
+    }
+
+    #[test]
+    fn the_mixed_workload_takes_any_acks_and_needs_two_clients() {
+        let a = parse(&["--acks", "1", "--seed", "1"]).unwrap();
+        assert_eq!((a.workload, a.acks), (WorkloadKind::Mixed, AcksArg::One));
+        let q = parse(&["--workload", "queue", "--concurrency", "1"]).unwrap();
+        assert!(!q.linearizable_reads);
+        let e = parse(&["--concurrency", "1"]).unwrap_err();
+        assert!(e.contains("--concurrency 2 or more"), "{e}");
+        let r = parse(&["--workload", "register"]).unwrap();
+        assert!(!r.linearizable_reads, "plain reads unless asked");
+        assert_eq!(
+            WorkloadKind::Mixed.parts(),
+            [WorkloadKind::Queue, WorkloadKind::Register]
         );
     }
 
@@ -586,7 +619,8 @@ mod tests {
             &["--rate", "0"],
             &["--time-limit", "-1"],
             &["--bug", "nonsense"],
-            &["--linearizable-reads"],
+            &["--workload", "queue", "--linearizable-reads"],
+            &["--concurrency", "1"],
             &["--acks", "2"],
             &["--workload", "register", "--acks", "1"],
         ] {

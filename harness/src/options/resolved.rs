@@ -2,12 +2,14 @@
 //! stores, and what the campaign derives from them — the workload, the brokers'
 //! command lines.
 
+use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use workloads::Workload;
 use workloads::client::ClientConfig;
+use workloads::mixed::{Mixed, split_workers};
 use workloads::queue::QueueConfig;
 use workloads::register::RegisterConfig;
 
@@ -69,25 +71,45 @@ impl Resolved {
         Duration::from_secs_f64(self.nemesis_interval)
     }
 
-    /// The workload to run, its clients reaching the cluster as `client` says.
+    /// The workload to run, its clients reaching the cluster as `client` says. A
+    /// mixed campaign splits its workers between the queue and the register
+    /// ([`split_workers`]); `rate` and `concurrency` stay the campaign's totals.
     pub fn workload(&self, client: ClientConfig) -> Box<dyn Workload> {
+        let all = 0..self.concurrency;
         match self.workload {
-            WorkloadKind::Queue => Box::new(QueueConfig {
-                partitions: self.partitions,
-                acks: self.acks.to_client(),
-                concurrency: self.concurrency,
-                rate: self.rate,
-                seed: self.seed,
-                client,
-            }),
-            WorkloadKind::Register => Box::new(RegisterConfig {
-                partitions: self.partitions,
-                concurrency: self.concurrency,
-                rate: self.rate,
-                seed: self.seed,
-                linearizable_reads: self.linearizable_reads,
-                client,
-            }),
+            WorkloadKind::Queue => Box::new(self.queue(all, client)),
+            WorkloadKind::Register => Box::new(self.register(all, client)),
+            WorkloadKind::Mixed => {
+                let (queue, register) = split_workers(self.concurrency);
+                Box::new(Mixed {
+                    queue: self.queue(queue, client.clone()),
+                    register: self.register(register, client),
+                })
+            }
+        }
+    }
+
+    fn queue(&self, workers: Range<u32>, client: ClientConfig) -> QueueConfig {
+        QueueConfig {
+            partitions: self.partitions,
+            acks: self.acks.to_client(),
+            concurrency: self.concurrency,
+            workers,
+            rate: self.rate,
+            seed: self.seed,
+            client,
+        }
+    }
+
+    fn register(&self, workers: Range<u32>, client: ClientConfig) -> RegisterConfig {
+        RegisterConfig {
+            partitions: self.partitions,
+            concurrency: self.concurrency,
+            workers,
+            rate: self.rate,
+            seed: self.seed,
+            linearizable_reads: self.linearizable_reads,
+            client,
         }
     }
 

@@ -31,7 +31,7 @@ pub fn write(history: &Path, judging: &Judging, out: &Path) -> Result<Written, R
         config: json!({
             "history": linkable(&judged.path, out),
             "format": judged.format.name(),
-            "model": judged.model.name(),
+            "model": judged.checked_as,
         }),
         events: judged.events,
         ops,

@@ -1,0 +1,238 @@
+//! How a run's history is judged: by the checker of each workload the run ran, each
+//! on its own operations. `watermark run` judges its history this way at its end and
+//! `watermark check` judges a run folder the same way, so the two always agree.
+//!
+//! A single workload's history goes to its checker whole. A mixed campaign's history
+//! holds both workloads' operations, told apart by their names (docs/history.md): the
+//! queue's (`send`, `poll`, `final-poll`) go to the queue analysis with the final logs
+//! of the topic `queue`, the register's (`read`, `write`, `cas`) to linearizability
+//! per key. Each view keeps the nemesis's events and the events' own indices, so an
+//! anomaly names the operations by their place in the whole history.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use checker::check::{CheckError, Model};
+use checker::format::Format;
+use checker::history::{Event, Process};
+use checker::linear::Options;
+use checker::queue::ReplicaLog;
+use checker::verdict::Results;
+
+use crate::options::WorkloadKind;
+
+impl WorkloadKind {
+    /// What a single workload's operations are checked as: the queue analysis, or
+    /// each key of the register against the cas-register model. A mixed campaign
+    /// has one of each ([`WorkloadKind::parts`]).
+    pub fn model(self) -> Option<Model> {
+        match self {
+            WorkloadKind::Queue => Some(Model::Queue),
+            WorkloadKind::Register => Some(Model::CasRegister),
+            WorkloadKind::Mixed => None,
+        }
+    }
+
+    /// The name of a single workload's checker, its key in results.json.
+    pub fn checker(self) -> &'static str {
+        match self {
+            WorkloadKind::Register => workloads::register::CHECKER,
+            WorkloadKind::Queue | WorkloadKind::Mixed => workloads::queue::CHECKER,
+        }
+    }
+
+    /// The operations (`f`) of a single workload.
+    fn operations(self) -> &'static [&'static str] {
+        match self {
+            WorkloadKind::Queue => &workloads::queue::OPERATIONS,
+            WorkloadKind::Register => &workloads::register::OPERATIONS,
+            WorkloadKind::Mixed => &[],
+        }
+    }
+}
+
+/// Judge the history of a run of `kind`: each of its workloads by its own checker,
+/// in one [`Results`] (one entry per checker).
+pub fn judge(
+    kind: WorkloadKind,
+    format: Format,
+    events: &[Event],
+    replicas: &[ReplicaLog],
+    options: &Options,
+) -> Result<Results, CheckError> {
+    let mut checkers = BTreeMap::new();
+    for &part in kind.parts() {
+        let model = part.model().unwrap_or(Model::Queue);
+        let r = judge_as(kind, model, format, events, replicas, options)?;
+        checkers.extend(r.checkers);
+    }
+    Ok(Results::new(checkers))
+}
+
+/// Judge the history of a run of `kind` against `model` (`watermark check --model`):
+/// a mixed campaign's queue operations for the queue analysis, its register
+/// operations for any other model.
+pub fn judge_as(
+    kind: WorkloadKind,
+    model: Model,
+    format: Format,
+    events: &[Event],
+    replicas: &[ReplicaLog],
+    options: &Options,
+) -> Result<Results, CheckError> {
+    let part = if model == Model::Queue {
+        WorkloadKind::Queue
+    } else {
+        WorkloadKind::Register
+    };
+    let events = view(kind, part, events);
+    let replicas: Vec<ReplicaLog> = if model == Model::Queue {
+        replicas
+            .iter()
+            .filter(|r| r.topic == workloads::queue::TOPIC)
+            .cloned()
+            .collect()
+    } else {
+        Vec::new()
+    };
+    checker::check::check(format, &events, model, &replicas, options)
+}
+
+/// The events of `part` in the history of a run of `kind`: all of them if the run
+/// ran `part` alone; else the nemesis's and `part`'s operations.
+pub fn view<'a>(kind: WorkloadKind, part: WorkloadKind, events: &'a [Event]) -> Cow<'a, [Event]> {
+    if kind != WorkloadKind::Mixed {
+        return Cow::Borrowed(events);
+    }
+    let ops = part.operations();
+    Cow::Owned(
+        events
+            .iter()
+            .filter(|e| e.process == Process::Nemesis || ops.contains(&e.f.as_str()))
+            .cloned()
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use checker::history::EventType;
+    use checker::verdict::{AnomalyKind, Validity};
+    use serde_json::{Value, json};
+
+    fn event(index: u64, process: u64, kind: EventType, f: &str, value: Value) -> Event {
+        Event {
+            index,
+            time: index * 1000,
+            process: Process::Client(process),
+            kind,
+            f: f.to_string(),
+            value,
+            error: None,
+        }
+    }
+
+    /// A mixed history: a send acknowledged then lost (the final poll does not
+    /// read it), and a register key read stale by another process.
+    fn mixed_history(stale: bool) -> Vec<Event> {
+        use EventType::*;
+        let read = if stale { json!(null) } else { json!(5) };
+        vec![
+            event(0, 0, Invoke, "send", json!({"partition":0,"value":1})),
+            event(1, 3, Invoke, "write", json!({"key":"k0","value":5})),
+            event(
+                2,
+                0,
+                Ok,
+                "send",
+                json!({"partition":0,"value":1,"offset":0}),
+            ),
+            event(3, 3, Ok, "write", json!({"key":"k0","value":5})),
+            event(4, 4, Invoke, "read", json!({"key":"k0","value":null})),
+            event(5, 4, Ok, "read", json!({"key":"k0","value":read})),
+            event(
+                6,
+                6,
+                Invoke,
+                "final-poll",
+                json!({"partition":0,"offset":0}),
+            ),
+            event(
+                7,
+                6,
+                Ok,
+                "final-poll",
+                json!({"partition":0,"records":[],"high_watermark":0}),
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_mixed_history_is_judged_by_both_checkers_each_on_its_own_operations() {
+        let r = judge(
+            WorkloadKind::Mixed,
+            Format::Jsonl,
+            &mixed_history(true),
+            &[],
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(r.valid, Validity::Invalid);
+        let queue = &r.checkers["queue"];
+        assert_eq!(queue.anomalies[0].kind, AnomalyKind::LostWrite);
+        assert_eq!(queue.anomalies[0].ops[0].invoke, 0);
+        let lin = &r.checkers["linearizable"];
+        assert_eq!(lin.anomalies[0].kind, AnomalyKind::Nonlinearizable);
+        // Indices are the whole history's.
+        let op = &lin.anomalies[0].explanation.as_ref().unwrap().op;
+        assert_eq!((op.invoke, op.complete), (4, Some(5)));
+
+        let good = judge(
+            WorkloadKind::Mixed,
+            Format::Jsonl,
+            &mixed_history(false),
+            &[],
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(good.checkers["linearizable"].valid, Validity::Valid);
+        assert_eq!(good.checkers["queue"].valid, Validity::Invalid);
+    }
+
+    #[test]
+    fn a_model_picks_one_view_of_a_mixed_history_and_a_single_workload_is_whole() {
+        let events = mixed_history(true);
+        let lin = judge_as(
+            WorkloadKind::Mixed,
+            Model::CasRegister,
+            Format::Jsonl,
+            &events,
+            &[],
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(lin.checkers.keys().collect::<Vec<_>>(), ["linearizable"]);
+        assert_eq!(
+            view(WorkloadKind::Mixed, WorkloadKind::Queue, &events).len(),
+            4
+        );
+        assert_eq!(
+            view(WorkloadKind::Queue, WorkloadKind::Queue, &events).len(),
+            8
+        );
+        // The register's checker cannot read sends: a whole mixed history is no
+        // register history.
+        assert!(
+            judge_as(
+                WorkloadKind::Register,
+                Model::CasRegister,
+                Format::Jsonl,
+                &events,
+                &[],
+                &Options::default()
+            )
+            .is_err()
+        );
+    }
+}
