@@ -344,7 +344,8 @@ async fn reports_and_index_render_in_headless_chromium() {
         )
         .await;
     assert_eq!(lin["bad"], 1, "{lin}");
-    assert_eq!(lin["ok"], 3, "{lin}");
+    // Two writes linearized; the indeterminate cas nothing observed is not drawn.
+    assert_eq!(lin["ok"], 2, "{lin}");
     assert!(
         lin["text"]
             .as_str()
