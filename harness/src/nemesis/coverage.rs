@@ -203,13 +203,19 @@ impl Coverage {
         *self = fresh;
     }
 
-    /// The transitions seen at least once.
+    /// The transitions seen at least once (a leader change in the metadata counts
+    /// as a leader election).
     pub fn seen(&self) -> BTreeSet<Transition> {
-        self.transitions
+        let mut seen: BTreeSet<Transition> = self
+            .transitions
             .iter()
             .filter(|(_, n)| **n > 0)
             .map(|(t, _)| *t)
-            .collect()
+            .collect();
+        if self.leader_changes_observed > 0 {
+            seen.insert(Transition::LeaderElection);
+        }
+        seen
     }
 
     /// Did leadership move at all, by the brokers' events or the metadata?
@@ -231,15 +237,28 @@ impl Coverage {
         }
     }
 
-    /// The coverage for the run's summary: the transitions with their counts, then
-    /// each warning on its own line.
+    /// The coverage for the run's summary: the transitions with their counts, by
+    /// area, then each warning on its own line.
     pub fn summary(&self) -> String {
-        let mut out = String::from("fault coverage:");
-        for (t, n) in &self.transitions {
-            out.push_str(&format!(" {t} {n},"));
+        use Transition::*;
+        let mut out =
+            String::from("fault coverage (replication transitions the campaign went through):\n");
+        let areas: [(&str, &[Transition]); 4] = [
+            (
+                "elections",
+                &[LeaderElection, UncleanElection, RestartedLeader],
+            ),
+            ("ISR", &[IsrShrinkController, IsrShrinkLag, IsrExpand]),
+            ("truncation", &[TruncateEpoch, TruncateHw, TruncateRecords]),
+            ("fencing", &[Fenced, NotEnoughReplicas, ControllerFailover]),
+        ];
+        for (area, transitions) in areas {
+            let counts: Vec<String> = transitions
+                .iter()
+                .map(|&t| format!("{t} {}", self.get(t)))
+                .collect();
+            out.push_str(&format!("  {area:<11} {}\n", counts.join(", ")));
         }
-        out.pop();
-        out.push('\n');
         out.push_str(&format!(
             "  {} records truncated, {} leader changes seen in the metadata, {} broker events\n",
             self.truncated_records, self.leader_changes_observed, self.event_lines
@@ -328,6 +347,7 @@ EVENT {"ts_ms":1012,"node":2,"kind":"log_reopened","topic":"queue","partition":0
         c.leader_changes_observed = 1;
         c.finish(&reachable);
         assert!(c.warnings.is_empty());
+        assert!(!c.unseen.contains(&Transition::LeaderElection));
     }
 
     #[test]
