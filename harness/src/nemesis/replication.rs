@@ -22,6 +22,10 @@ use crate::cluster::events::EventTail;
 use crate::error::Result;
 use crate::proc::Proc;
 
+/// No pattern starts closer than this to the time limit: it would be cut short
+/// before anything it aims at could happen.
+const LAST_START: Duration = Duration::from_secs(1);
+
 /// Runs the replication package against a cluster.
 #[derive(Debug)]
 pub struct ReplicationNemesis {
@@ -77,6 +81,10 @@ impl ReplicationNemesis {
         self.observe(cluster).await;
         let mut wait = self.planner.first_gap();
         'campaign: while sleep_within(wait, end).await {
+            if end - Instant::now() < LAST_START {
+                sleep_within(LAST_START, end).await;
+                break;
+            }
             let view = self.observe(cluster).await;
             let plan = match self.planner.decide(&view, &self.coverage) {
                 Decision::Wait(d) => {
