@@ -232,7 +232,10 @@ async fn campaign_inner(
     record.notes = notes.clone();
     coverage.recount(&folder.nodes());
     coverage.finish(&args.reachable_transitions());
-    store::write_json(&folder.results_json(), &with_coverage(&results, &coverage)?)?;
+    let results_json = coverage
+        .beside(&results)
+        .map_err(|e| HarnessError::new(format!("cannot serialize the results: {e}")))?;
+    store::write_json(&folder.results_json(), &results_json)?;
     progress.finish();
     print!(
         "{}",
@@ -244,18 +247,6 @@ async fn campaign_inner(
         Validity::Invalid => Exit::Invalid,
         Validity::Unknown => Exit::Unknown,
     })
-}
-
-/// results.json: the verdict, and the campaign's fault coverage under `coverage`.
-fn with_coverage(results: &Results, coverage: &Coverage) -> Result<serde_json::Value> {
-    let mut json = serde_json::to_value(results)
-        .map_err(|e| HarnessError::new(format!("cannot serialize the results: {e}")))?;
-    let coverage = serde_json::to_value(coverage)
-        .map_err(|e| HarnessError::new(format!("cannot serialize the coverage: {e}")))?;
-    if let Some(map) = json.as_object_mut() {
-        map.insert("coverage".to_string(), coverage);
-    }
-    Ok(json)
 }
 
 /// The campaign proper: the clients and the faults (the replication package, a

@@ -223,6 +223,16 @@ impl Coverage {
         self.get(Transition::LeaderElection) > 0 || self.leader_changes_observed > 0
     }
 
+    /// results.json: the verdict `results` with this coverage beside it, under
+    /// `coverage`.
+    pub fn beside<T: Serialize>(&self, results: &T) -> serde_json::Result<serde_json::Value> {
+        let mut json = serde_json::to_value(results)?;
+        if let Some(map) = json.as_object_mut() {
+            map.insert("coverage".to_string(), serde_json::to_value(self)?);
+        }
+        Ok(json)
+    }
+
     /// Fill in `unseen` (among `reachable`) and `warnings`, once the campaign is over.
     pub fn finish(&mut self, reachable: &BTreeSet<Transition>) {
         let seen = self.seen();
@@ -355,7 +365,7 @@ EVENT {"ts_ms":1012,"node":2,"kind":"log_reopened","topic":"queue","partition":0
         let mut c = covered();
         c.patterns.insert("kip101".into(), 2);
         c.finish(&Transition::reachable(true, false));
-        let json = serde_json::to_value(&c).unwrap();
+        let json = c.beside(&serde_json::json!({"valid": true})).unwrap()["coverage"].clone();
         assert_eq!(json["transitions"]["leader-election"], 2);
         assert_eq!(json["transitions"]["truncate-hw"], 0);
         assert_eq!(json["unseen"], serde_json::json!(["truncate-hw"]));
