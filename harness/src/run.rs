@@ -32,7 +32,9 @@ use crate::cluster::{Cluster, ClusterConfig};
 use crate::console::ConsoleLog;
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
-use crate::nemesis::{Nemesis, NemesisEvent, Planner};
+use crate::nemesis::{
+    Aimed, Coverage, Nemesis, NemesisEvent, Planner, ReplicationNemesis, view_of,
+};
 use crate::options::{ResolveError, Resolved, RunArgs};
 use crate::progress::{self, Progress, Tally};
 use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord};
@@ -272,7 +274,7 @@ async fn campaign_inner(
     }
 
     let mut notes = Vec::new();
-    clients_and_faults(
+    let mut coverage = clients_and_faults(
         args,
         &mut cluster,
         &*workload,
@@ -302,12 +304,18 @@ async fn campaign_inner(
     );
     record.complete = Some(complete);
     record.notes = notes.clone();
-    store::write_json(&folder.results_json(), &results)?;
+    coverage.recount(&folder.nodes());
+    coverage.finish(&args.reachable_transitions());
+    let results_json = coverage
+        .beside(&results)
+        .map_err(|e| HarnessError::new(format!("cannot serialize the results: {e}")))?;
+    store::write_json(&folder.results_json(), &results_json)?;
     progress.finish();
     outln!(
         "{}",
         progress::summary(&results, &notes, tally.counts(), &folder.path).trim_end()
     );
+    print!("{}", coverage.summary());
     Ok(match results.valid {
         Validity::Valid => Exit::Valid,
         Validity::Invalid => Exit::Invalid,
@@ -315,10 +323,11 @@ async fn campaign_inner(
     })
 }
 
-/// The campaign proper: the clients and the faults (the random schedule, or a
-/// scenario's script) until the time limit. The nemesis ends its faults at the limit;
-/// the clients stop then too, letting operations in flight complete. A nemesis that
-/// failed is noted; clients that do not stop are a harness failure.
+/// The campaign proper: the clients and the faults (the replication package, a
+/// fault list's random schedule, or a scenario's script) until the time limit. The
+/// nemesis ends its faults at the limit; the clients stop then too, letting
+/// operations in flight complete. A nemesis that failed is noted; clients that do
+/// not stop are a harness failure. Returns the coverage the nemesis observed.
 async fn clients_and_faults(
     args: &Resolved,
     cluster: &mut Cluster,
@@ -326,9 +335,25 @@ async fn clients_and_faults(
     history: &Arc<History>,
     progress: &mut Progress,
     notes: &mut Vec<String>,
-) -> Result<()> {
+) -> Result<Coverage> {
     let limit = args.time_limit();
     let tally = history.tally();
+    let since_ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let mut package = args.replication_package().then(|| {
+        let settings = args.package_settings(&cluster.node_ids());
+        let planner = Aimed::new(args.seed, settings, args.reachable_transitions());
+        ReplicationNemesis::new(
+            planner,
+            workload.topics()[0],
+            cluster.root(),
+            Coverage::new(since_ms),
+        )
+    });
+    // Without the package, the coverage looks at the leader epochs before and after.
+    let mut coverage = Coverage::new(since_ms);
+    coverage.observe(&view_of(cluster, workload.topics()[0]).await);
     progress.begin_running();
     let (stop_tx, stop_rx) = watch::channel(false);
     let clients = tokio::spawn(workload.run(history.clone(), stop_rx));
@@ -343,16 +368,19 @@ async fn clients_and_faults(
     {
         let (history, fault_tally) = (history.clone(), tally.clone());
         let mut on_event = move |e: NemesisEvent| {
-            fault_tally.nemesis(&e.f, &e.value);
+            if !e.is_decision() {
+                fault_tally.nemesis(&e.f, &e.value);
+            }
             history.nemesis(EventType::Info, &e.f, e.value);
         };
         let started = Instant::now();
         // A scenario's script runs to its end instead of the time limit.
         let scenario = args.scenario;
         let run = async {
-            match scenario {
-                Some(s) => s.run(cluster, workload.topics()[0], &mut on_event).await,
-                None => nemesis.run(cluster, limit, &mut on_event).await,
+            match (scenario, package.as_mut()) {
+                (Some(s), _) => s.run(cluster, workload.topics()[0], &mut on_event).await,
+                (None, Some(p)) => p.run(cluster, limit, &mut on_event).await,
+                (None, None) => nemesis.run(cluster, limit, &mut on_event).await,
             }
         };
         tokio::pin!(run);
@@ -373,10 +401,14 @@ async fn clients_and_faults(
             notes.push(format!("the nemesis failed: {e}"));
         }
     }
+    match package {
+        Some(p) => coverage = p.into_coverage(),
+        None => coverage.observe(&view_of(cluster, workload.topics()[0]).await),
+    }
     let _ = stop_tx.send(true);
     progress.phase("waiting for operations in flight");
     match tokio::time::timeout(WORKLOAD_STOP_TIMEOUT, clients).await {
-        Ok(Ok(())) => Ok(()),
+        Ok(Ok(())) => Ok(coverage),
         Ok(Err(e)) => Err(HarnessError::new(format!("the workload task failed: {e}"))),
         Err(_) => Err(HarnessError::new(format!(
             "client operations still running {}s after the time limit",

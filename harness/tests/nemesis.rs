@@ -216,3 +216,82 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
     cluster.shutdown().await.unwrap();
     assert_nothing_left(dir.path());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes_everything() {
+    use watermark::nemesis::{Aimed, Coverage, ReplicationNemesis, Settings, Timeouts, Transition};
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = ClusterConfig {
+        broker_bin: broker_bin(),
+        nodes: 3,
+        root: dir.path().to_path_buf(),
+        // A short lag time keeps the lag patterns short in a short test.
+        node_args: vec!["--replica-lag-time-max-ms".into(), "2000".into()],
+        controller_args: vec![],
+        start_timeout: Duration::from_secs(60),
+    };
+    let mut cluster = Cluster::start(config).await.unwrap();
+    cluster.create_topic("queue", 2, 3, 2).await.unwrap();
+    let settings = Settings {
+        timeouts: Timeouts::of_cluster(Some(2000)),
+        nodes: cluster.node_ids(),
+        page_cache: false,
+        crash_all_safe: true,
+    };
+    let planner = Aimed::new(11, settings, Transition::reachable(false, false));
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let root = dir.path().to_path_buf();
+    let mut nemesis = ReplicationNemesis::new(planner, "queue", &root, Coverage::new(since));
+    let mut events: Vec<NemesisEvent> = Vec::new();
+    nemesis
+        .run(&mut cluster, Duration::from_secs(15), &mut |e| {
+            events.push(e)
+        })
+        .await
+        .unwrap();
+    println!(
+        "nemesis events: {}",
+        serde_json::to_string(&events).unwrap()
+    );
+    assert!(nemesis.in_force().is_empty(), "{:?}", nemesis.in_force());
+    assert!(cluster.cut_links().is_empty());
+    for p in cluster.procs() {
+        assert!(cluster.is_running(p) && !cluster.is_paused(p), "{p}");
+    }
+    assert_eq!(events[0].f, "plan", "{events:?}");
+    assert!(
+        events[0].value["why"]
+            .as_str()
+            .unwrap()
+            .starts_with("first fault")
+    );
+    let starts = ["kill", "pause", "partition", "crash-all", "lose-unflushed"];
+    let ends = ["restart", "resume", "heal"];
+    let count = |names: &[&str]| {
+        events
+            .iter()
+            .filter(|e| names.contains(&e.f.as_str()))
+            .count()
+    };
+    assert!(
+        count(&starts) >= 1 && count(&starts) == count(&ends),
+        "{events:?}"
+    );
+    // The first pattern moved a leader: the controller's leader epochs went up.
+    assert!(
+        nemesis.coverage().leader_changed(),
+        "{:?}",
+        nemesis.coverage()
+    );
+    cluster.heal_all().await.unwrap();
+    cluster
+        .wait_converged(Duration::from_secs(120))
+        .await
+        .unwrap();
+    cluster.shutdown().await.unwrap();
+    assert_nothing_left(dir.path());
+}

@@ -17,11 +17,14 @@
 //! peer and client keeps using the addresses it was given at the start.
 //!
 //! The harness's own calls (metadata, debug endpoints, topic creation) go straight to
-//! the processes' real addresses, outside the faults.
+//! the processes' real addresses, outside the faults. The replication transitions
+//! the brokers report on stderr (`EVENT` lines in their `broker.log`) are read by
+//! [`events`].
 
 pub mod api;
 pub(crate) mod broker_bin;
 mod convergence;
+pub mod events;
 pub mod supervisor;
 
 use std::collections::BTreeMap;
@@ -196,6 +199,11 @@ impl Cluster {
             }
             tokio::time::sleep(POLL).await;
         }
+    }
+
+    /// Where each process's folder (data dir and `broker.log`) is.
+    pub fn root(&self) -> &std::path::Path {
+        &self.config.root
     }
 
     /// Node ids, ascending.

@@ -12,6 +12,10 @@ use crate::proc::Proc;
 /// A fault the user can ask for with `--nemesis`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum)]
 pub enum FaultKind {
+    /// The default: fault patterns aimed at the replication protocol (the leader,
+    /// the next-in-line follower, the controller), timed around the cluster's
+    /// timeouts, favouring what the campaign has not exercised yet (on its own).
+    Replication,
     /// SIGKILL a node or the controller, restart it later on the same data dir.
     Kill,
     /// SIGSTOP a node or the controller, SIGCONT it later.
@@ -44,13 +48,22 @@ impl FaultKind {
 }
 
 /// Extra `broker node` arguments the faults need: `lose-unflushed` needs every node
-/// run with `--simulate-page-cache`.
+/// run with `--simulate-page-cache` (the replication package asks for it itself when
+/// the brokers flush on a policy: see [`page_cache_for`]).
 pub fn node_args(kinds: &[FaultKind]) -> Vec<String> {
     if kinds.contains(&FaultKind::LoseUnflushed) {
         vec!["--simulate-page-cache".into()]
     } else {
         Vec::new()
     }
+}
+
+/// Whether the replication package runs the nodes with `--simulate-page-cache`
+/// (and so plays `lose-unflushed`): only when they flush on a policy
+/// (`--flush-messages`). Without one nothing is ever flushed, and a node losing its
+/// unflushed bytes would lose its whole log.
+pub fn page_cache_for(kinds: &[FaultKind], flush_messages: Option<u64>) -> bool {
+    kinds.contains(&FaultKind::Replication) && flush_messages.is_some()
 }
 
 /// A fault with its targets drawn.
@@ -134,6 +147,11 @@ impl NemesisEvent {
     pub fn new(f: &str, value: Value) -> NemesisEvent {
         NemesisEvent { f: f.into(), value }
     }
+
+    /// A decision of the nemesis (`plan`): it starts or ends no fault itself.
+    pub fn is_decision(&self) -> bool {
+        self.f == "plan"
+    }
 }
 
 #[cfg(test)]
@@ -148,6 +166,9 @@ mod tests {
             vec!["--simulate-page-cache"]
         );
         assert!(node_args(&[Kill]).is_empty());
+        assert!(!page_cache_for(&[Replication], None));
+        assert!(!page_cache_for(&[Kill], Some(1)));
+        assert!(page_cache_for(&[Replication], Some(100)));
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub struct Planner {
 
 impl Planner {
     /// `partitions`: how many partitions the topic has (isolate-leader picks one).
+    /// The replication package is not a fault of this schedule: it is left out.
     pub fn new(
         seed: u64,
         kinds: &[FaultKind],
@@ -43,7 +44,11 @@ impl Planner {
     ) -> Planner {
         Planner {
             rng: ChaCha8Rng::seed_from_u64(seed),
-            kinds: kinds.to_vec(),
+            kinds: kinds
+                .iter()
+                .copied()
+                .filter(|&k| k != FaultKind::Replication)
+                .collect(),
             nodes: nodes.to_vec(),
             partitions: partitions.max(1),
             interval: interval.max(Duration::from_millis(100)),
@@ -141,6 +146,7 @@ impl Planner {
     fn draw(&mut self, kind: FaultKind) -> Option<Fault> {
         let all = self.all_procs();
         let fault = match kind {
+            FaultKind::Replication => return None,
             FaultKind::Kill => Fault::Kill(self.draw_target(false)?),
             FaultKind::Pause => Fault::Pause(self.draw_target(false)?),
             FaultKind::LoseUnflushed => match self.draw_target(true)? {

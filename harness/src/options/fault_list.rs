@@ -1,6 +1,6 @@
-//! `--nemesis` between what is typed (each entry a fault, or `none`) and what is
-//! scheduled (the faults in the order first named; none at all is stored as
-//! `["none"]`).
+//! `--nemesis` between what is typed (each entry a fault, `replication`, or `none`)
+//! and what is scheduled (the faults in the order first named; none at all is
+//! stored as `["none"]`). `none` and the `replication` package each stand alone.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -28,6 +28,14 @@ pub fn resolve(entries: &[Option<FaultKind>]) -> Result<Vec<FaultKind>, String> 
         if !kinds.contains(kind) {
             kinds.push(*kind);
         }
+    }
+    if kinds.len() > 1 && kinds.contains(&FaultKind::Replication) {
+        let typed: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
+        return Err(format!(
+            "--nemesis: `replication` is a whole package of faults and cannot be combined \
+             with other faults in `{}`; name the faults alone for a plain schedule",
+            typed.join(",")
+        ));
     }
     Ok(kinds)
 }

@@ -61,17 +61,20 @@ pub struct RunArgs {
     #[arg(short = 'w', long, value_enum, default_value_t = WorkloadKind::Mixed)]
     pub workload: WorkloadKind,
 
-    /// Faults to schedule, comma-separated, or none.
+    /// Faults to schedule: `replication` (fault patterns aimed at the replication
+    /// protocol, favouring what the campaign has not exercised yet), or a
+    /// comma-separated list of faults drawn uniformly, or none.
     #[arg(
         long,
         value_name = "LIST",
-        default_value = "kill,pause,partition",
+        default_value = "replication",
         value_delimiter = ',',
         value_parser = Names::<FaultKind>::new("fault").or("none", "no faults at all (on its own)")
     )]
     pub nemesis: Vec<Option<FaultKind>>,
 
-    /// Mean seconds between faults (each is drawn with jitter from the seed).
+    /// Mean seconds between faults of a fault list (each is drawn with jitter from
+    /// the seed); the replication package times its faults by the cluster's timeouts.
     #[arg(long, value_name = "SECS", default_value_t = 5.0, value_parser = parse_positive_secs)]
     pub nemesis_interval: f64,
 
@@ -450,10 +453,7 @@ mod tests {
             a.linearizable_reads,
             "the mixed workload reads linearizably"
         );
-        assert_eq!(
-            a.nemesis,
-            [FaultKind::Kill, FaultKind::Pause, FaultKind::Partition]
-        );
+        assert_eq!(a.nemesis, [FaultKind::Replication]);
         assert_eq!(
             (a.nemesis_interval, a.time_limit, a.rate),
             (5.0, 60.0, 200.0)
@@ -584,6 +584,29 @@ mod tests {
         );
         let e = parse(&["--nemesis", "none,kill"]).unwrap_err();
         assert!(e.contains("`none` cannot be combined"), "{e}");
+        let e = parse(&["--nemesis", "replication,kill"]).unwrap_err();
+        assert!(e.contains("`replication` is a whole package"), "{e}");
+        let a = parse(&["--nemesis", "replication,replication"]).unwrap();
+        assert_eq!(a.nemesis, [Replication]);
+    }
+
+    #[test]
+    fn the_replication_package_simulates_the_page_cache_only_with_a_flush_policy() {
+        let plain = parse(&["--seed", "1"]).unwrap();
+        assert!(
+            !plain
+                .node_args()
+                .contains(&"--simulate-page-cache".to_string())
+        );
+        let flushing = parse(&["--seed", "1", "--flush-messages", "10"]).unwrap();
+        let args = flushing.node_args();
+        assert_eq!(
+            args.iter()
+                .filter(|a| *a == "--simulate-page-cache")
+                .count(),
+            1,
+            "{args:?}"
+        );
     }
 
     #[test]
@@ -616,6 +639,7 @@ mod tests {
             &["--min-insync", "3", "--replication-factor", "2"],
             &["--nemesis", "kill,explode"],
             &["--nemesis", "none,kill"],
+            &["--nemesis", "kill,replication"],
             &["--rate", "0"],
             &["--time-limit", "-1"],
             &["--bug", "nonsense"],

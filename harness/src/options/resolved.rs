@@ -14,7 +14,7 @@ use workloads::queue::QueueConfig;
 use workloads::register::RegisterConfig;
 
 use super::{AcksArg, Bug, Truncation, WorkloadKind, fault_list};
-use crate::nemesis::{FaultKind, Scenario};
+use crate::nemesis::{FaultKind, Scenario, Settings, Timeouts, Transition};
 
 /// The options of a run with every default resolved: what the campaign runs with,
 /// and what run.json stores under `options` (in the shape `RunArgs` reads back for
@@ -126,10 +126,36 @@ impl Resolved {
             args.extend(["--bug".to_string(), bug.to_string()]);
         }
         args.extend(crate::nemesis::node_args(&self.nemesis));
+        if crate::nemesis::page_cache_for(&self.nemesis, self.flush_messages) {
+            args.push("--simulate-page-cache".to_string());
+        }
         if let Some(scenario) = self.scenario {
             args.extend(scenario.node_args());
         }
         args
+    }
+
+    /// Does the campaign play the replication package (rather than a fault list or
+    /// a scenario)?
+    pub fn replication_package(&self) -> bool {
+        self.scenario.is_none() && self.nemesis == [FaultKind::Replication]
+    }
+
+    /// What the replication package may do to a cluster of `nodes` so configured.
+    pub fn package_settings(&self, nodes: &[i32]) -> Settings {
+        let page_cache = crate::nemesis::page_cache_for(&self.nemesis, self.flush_messages);
+        Settings {
+            timeouts: Timeouts::of_cluster(self.replica_lag_time_max_ms),
+            nodes: nodes.to_vec(),
+            page_cache,
+            crash_all_safe: !page_cache || self.flush_messages == Some(1),
+        }
+    }
+
+    /// The replication transitions brokers so configured can go through.
+    pub fn reachable_transitions(&self) -> std::collections::BTreeSet<Transition> {
+        let hw = self.truncation == Truncation::Hw || self.bug == Some(Bug::HwTruncation);
+        Transition::reachable(hw, self.unclean_election)
     }
 
     /// Extra arguments of `broker controller`.

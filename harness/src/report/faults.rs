@@ -8,7 +8,8 @@
 //! `heal` (or `stop-partition`) ends partitions, `resume` ends pauses, `restart`
 //! ends kills and crashes; one naming the same targets is preferred, else every
 //! open fault of that family ends. Faults still open at the end of the history run
-//! to its end. Events that neither start nor end a fault become instant marks.
+//! to its end. Events that neither start nor end a fault become instant marks, but
+//! for the nemesis's decisions (`plan`), which the report lists on their own.
 
 use checker::history::{Event, EventType, Process};
 use serde_json::Value;
@@ -62,12 +63,15 @@ enum Role {
     Start(Family),
     End(Option<Family>),
     Mark,
+    /// A decision of the nemesis (`plan`): shown in its own table, not as a fault.
+    Decision,
 }
 
 fn role(f: &str) -> Role {
     let f = f.to_ascii_lowercase();
     let base = f.strip_prefix("start-").unwrap_or(&f);
     match f.as_str() {
+        "plan" => return Role::Decision,
         "heal" | "stop-partition" | "heal-partition" => return Role::End(Some(Family::Partition)),
         "resume" | "cont" | "stop-pause" => return Role::End(Some(Family::Pause)),
         "restart" | "start" | "stop-kill" | "recover" | "restart-all" => {
@@ -155,6 +159,7 @@ pub fn periods(events: &[Event], end_time: u64) -> (Vec<FaultPeriod>, Vec<FaultM
                 pending_ends.retain(|(f, _, _)| f != &e.f);
                 close(&mut periods, family, &e.value, e.time);
             }
+            Role::Decision => {}
             Role::Mark => {
                 if e.kind == EventType::Invoke
                     || !marks
@@ -259,6 +264,19 @@ mod tests {
         assert_eq!(p[2].family, Family::Partition);
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].label, "check-convergence");
+    }
+
+    #[test]
+    fn decisions_are_neither_faults_nor_marks() {
+        use EventType::*;
+        let events = vec![
+            nem(0, 5, Info, "plan", json!({"pattern": "leader-kill"})),
+            nem(1, 6, Info, "kill", json!([2])),
+            nem(2, 9, Info, "restart", json!([2])),
+        ];
+        let (p, m) = periods(&events, 20);
+        assert_eq!(p.len(), 1);
+        assert!(m.is_empty(), "{m:?}");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use checker::verdict::Results;
 use serde_json::Value;
 
 use super::ReportError;
+use crate::nemesis::Coverage;
 use crate::store::FinalLogs;
 
 /// The files of one run folder, parsed.
@@ -26,6 +27,9 @@ pub struct RunData {
     pub ops: Vec<Op>,
     /// `results.json`.
     pub results: Results,
+    /// results.json's `coverage`: the replication transitions the campaign went
+    /// through (absent from older runs and from `watermark check`'s results.json).
+    pub coverage: Option<Coverage>,
     /// Every `nodes/<id>/final-log.jsonl` found.
     pub replicas: Vec<ReplicaLog>,
     /// Things the report should mention but that do not stop it (a torn last line).
@@ -107,7 +111,21 @@ pub fn load(dir: &Path) -> Result<RunData, ReportError> {
             results_json.display()
         )));
     }
-    let results: Results = parse_json(&results_json, &read(&results_json)?)?;
+    let results_text = read(&results_json)?;
+    let results: Results = parse_json(&results_json, &results_text)?;
+    let coverage = match parse_json::<Value>(&results_json, &results_text)?.get("coverage") {
+        None | Some(Value::Null) => None,
+        Some(c) => match serde_json::from_value::<Coverage>(c.clone()) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                warnings.push(format!(
+                    "{}: the coverage is malformed ({e}); not shown",
+                    results_json.display()
+                ));
+                None
+            }
+        },
+    };
 
     // A run that died before the final dump has no final logs.
     let logs = FinalLogs::read(&dir.join("nodes"));
@@ -121,6 +139,7 @@ pub fn load(dir: &Path) -> Result<RunData, ReportError> {
         events,
         ops,
         results,
+        coverage,
         replicas,
         warnings,
     })

@@ -37,6 +37,8 @@ pub fn write(history: &Path, judging: &Judging, out: &Path) -> Result<Written, R
         ops,
         results: judged.results,
         replicas: judged.replicas,
+        // A history alone tells nothing of the brokers' transitions.
+        coverage: None,
         warnings: judged.warning.into_iter().collect(),
     };
     let html = page::render(&data);

@@ -7,6 +7,8 @@
 //!
 //! - [`folder`]: reading the run folder back, with errors naming file and line;
 //! - `faults`: nemesis events folded into shaded fault periods;
+//! - `coverage`: the replication transitions the campaign went through, and why
+//!   the nemesis chose each of its patterns;
 //! - `charts`: timeline, latency and throughput pictures in one plotting frame,
 //!   downsampled for big runs;
 //! - [`page`]: the self-contained `report.html`, with `anomalies` (each in words,
@@ -16,6 +18,7 @@
 
 mod anomalies;
 mod charts;
+mod coverage;
 mod faults;
 pub mod folder;
 mod history;

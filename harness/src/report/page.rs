@@ -49,6 +49,7 @@ td.v-valid,td.v-invalid,td.v-unknown{color:#fff;font-weight:600}
 .anomaly{background:#fff;border:1px solid #e3c4c4;border-left:4px solid #c62828;border-radius:3px;padding:8px 12px;margin:12px 0}
 .anomaly .meaning{color:#555;font-style:italic}
 .ops li{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px}
+.unseen td{color:#999}
 .warn{background:#fff4e5;border:1px solid #f0c36d;padding:6px 10px;border-radius:3px}
 .legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:12px;height:10px;margin-right:4px;vertical-align:middle}
 svg.plot{display:block;max-width:100%;height:auto;background:#fff;border:1px solid #e6e8eb;margin:6px 0}
@@ -103,6 +104,7 @@ pub fn render(data: &RunData) -> String {
     anomalies::section(&mut out, data, &anomalies, &links, &faults, end);
     whole_run(&mut out, data, &links, &faults, end);
     fault_table(&mut out, &periods, &marks);
+    super::coverage::section(&mut out, data);
     replicas(&mut out, data);
     files(&mut out, data);
     out.push_str("</main></body></html>\n");

@@ -1,0 +1,215 @@
+//! The steps of the replication nemesis's scripts: one signal to one process, or
+//! one set of links cut or restored, each recorded in the history under the same
+//! names the fault lists use (`kill`/`restart`, `pause`/`resume`, `partition`/`heal`,
+//! `lose-unflushed`, `crash-all`), so the report and the progress line read them
+//! alike. A [`Script`] is a list of steps, each after a delay from the previous.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::fault::NemesisEvent;
+use crate::net::Grudge;
+use crate::proc::Proc;
+
+/// One step of a script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// SIGKILL.
+    Kill(Proc),
+    /// SIGKILL a node run with `--simulate-page-cache`: its unflushed bytes are lost.
+    LoseUnflushed(i32),
+    /// SIGKILL every node at once.
+    CrashAll(Vec<i32>),
+    /// Start a killed process again on its data dir.
+    Restart(Proc),
+    /// Start killed nodes again one by one, each after its gap (recorded once, as
+    /// the end of a crash-all, in restart order).
+    RestartEach(Vec<(Duration, i32)>),
+    /// SIGSTOP.
+    Pause(Proc),
+    /// SIGCONT.
+    Resume(Proc),
+    /// Cut the links of a grudge; `shape` names it in the history.
+    Cut { shape: &'static str, grudge: Grudge },
+    /// Restore the links a `Cut` of the same shape cut.
+    Heal { shape: &'static str, grudge: Grudge },
+}
+
+fn ids(procs: impl IntoIterator<Item = Proc>) -> Value {
+    Value::Array(procs.into_iter().map(Proc::to_json).collect())
+}
+
+impl Action {
+    /// The history event of this step.
+    pub fn event(&self) -> NemesisEvent {
+        match self {
+            Action::Kill(p) => NemesisEvent::new("kill", ids([*p])),
+            Action::LoseUnflushed(id) => NemesisEvent::new("lose-unflushed", json!([id])),
+            Action::CrashAll(nodes) => {
+                let mut sorted = nodes.clone();
+                sorted.sort();
+                NemesisEvent::new("crash-all", json!(sorted))
+            }
+            Action::Restart(p) => NemesisEvent::new("restart", ids([*p])),
+            Action::RestartEach(order) => {
+                let order: Vec<i32> = order.iter().map(|(_, id)| *id).collect();
+                NemesisEvent::new("restart", json!(order))
+            }
+            Action::Pause(p) => NemesisEvent::new("pause", ids([*p])),
+            Action::Resume(p) => NemesisEvent::new("resume", ids([*p])),
+            Action::Cut { shape, grudge } => NemesisEvent::new(
+                "partition",
+                json!({"topology": shape, "grudge": grudge.to_json()}),
+            ),
+            Action::Heal { shape, grudge } => NemesisEvent::new(
+                "heal",
+                json!({"topology": shape, "grudge": grudge.to_json()}),
+            ),
+        }
+    }
+
+    /// The step that undoes this one, if it leaves something to undo.
+    pub fn undo(&self) -> Option<Action> {
+        match self {
+            Action::Kill(p) => Some(Action::Restart(*p)),
+            Action::LoseUnflushed(id) => Some(Action::Restart(Proc::Node(*id))),
+            Action::CrashAll(nodes) => Some(Action::RestartEach(
+                nodes.iter().map(|&id| (Duration::ZERO, id)).collect(),
+            )),
+            Action::Pause(p) => Some(Action::Resume(*p)),
+            Action::Cut { shape, grudge } => Some(Action::Heal {
+                shape,
+                grudge: grudge.clone(),
+            }),
+            Action::Restart(_)
+            | Action::RestartEach(_)
+            | Action::Resume(_)
+            | Action::Heal { .. } => None,
+        }
+    }
+
+    /// Does this step undo `earlier`?
+    pub fn undoes(&self, earlier: &Action) -> bool {
+        match (self, earlier) {
+            (Action::Restart(p), Action::Kill(q)) => p == q,
+            (Action::Restart(Proc::Node(id)), Action::LoseUnflushed(other)) => id == other,
+            (Action::RestartEach(_), Action::CrashAll(_)) => true,
+            (Action::Resume(p), Action::Pause(q)) => p == q,
+            (Action::Heal { grudge, .. }, Action::Cut { grudge: cut, .. }) => grudge == cut,
+            _ => false,
+        }
+    }
+
+    /// For the decision's record: `kill 2`, `partition isolate-leader`, ….
+    pub fn describe(&self) -> String {
+        let e = self.event();
+        match &e.value {
+            Value::Object(m) => format!("{} {}", e.f, m["topology"].as_str().unwrap_or("")),
+            Value::Array(items) => {
+                let items: Vec<String> = items
+                    .iter()
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                    .collect();
+                format!("{} {}", e.f, items.join(","))
+            }
+            v => format!("{} {v}", e.f),
+        }
+    }
+}
+
+/// A pattern's steps: each runs after its delay from the previous one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Script {
+    pub steps: Vec<(Duration, Action)>,
+}
+
+impl Script {
+    /// Add a step `after` the previous one.
+    pub fn then(mut self, after: Duration, action: Action) -> Script {
+        self.steps.push((after, action));
+        self
+    }
+
+    /// How long the whole script takes (restart gaps included).
+    pub fn length(&self) -> Duration {
+        self.steps
+            .iter()
+            .map(|(after, a)| match a {
+                Action::RestartEach(order) => *after + order.iter().map(|(g, _)| *g).sum(),
+                _ => *after,
+            })
+            .sum()
+    }
+
+    /// Every step undone by a later one: a script leaves nothing behind.
+    pub fn leaves_nothing(&self) -> bool {
+        self.steps.iter().enumerate().all(|(i, (_, a))| {
+            a.undo().is_none() || self.steps[i + 1..].iter().any(|(_, b)| b.undoes(a))
+        })
+    }
+
+    /// For the decision's record: each step with its time from the start.
+    pub fn to_json(&self) -> Value {
+        let mut at = Duration::ZERO;
+        let steps: Vec<Value> = self
+            .steps
+            .iter()
+            .map(|(after, a)| {
+                at += *after;
+                let mut step = json!({"at_ms": at.as_millis() as u64, "do": a.describe()});
+                if let Action::RestartEach(order) = a {
+                    let gaps: Vec<u64> = order.iter().map(|(g, _)| g.as_millis() as u64).collect();
+                    step["gaps_ms"] = json!(gaps);
+                    at += order.iter().map(|(g, _)| *g).sum::<Duration>();
+                }
+                step
+            })
+            .collect();
+        Value::Array(steps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_are_recorded_under_the_fault_lists_names() {
+        let ms = Duration::from_millis;
+        let cut = Action::Cut {
+            shape: "isolate-leader",
+            grudge: Grudge::isolate(
+                Proc::Node(1),
+                &[Proc::Controller, Proc::Node(1), Proc::Node(2)],
+            ),
+        };
+        let script = Script::default()
+            .then(ms(0), Action::Kill(Proc::Node(2)))
+            .then(ms(100), cut.clone())
+            .then(ms(200), Action::Restart(Proc::Node(2)))
+            .then(ms(300), cut.undo().unwrap())
+            .then(ms(0), Action::CrashAll(vec![3, 1, 2]))
+            .then(
+                ms(50),
+                Action::RestartEach(vec![(ms(10), 2), (ms(20), 1), (ms(30), 3)]),
+            );
+        assert!(script.leaves_nothing());
+        assert_eq!(script.length(), ms(710));
+        let json = script.to_json();
+        assert_eq!(json[1]["do"], "partition isolate-leader");
+        assert_eq!(json[2], json!({"at_ms": 300, "do": "restart 2"}));
+        assert_eq!(json[5]["do"], "restart 2,1,3");
+        assert_eq!(json[5]["gaps_ms"], json!([10, 20, 30]));
+        assert_eq!(
+            Action::CrashAll(vec![3, 1, 2]).event().value,
+            json!([1, 2, 3])
+        );
+        assert_eq!(
+            Action::Pause(Proc::Controller).describe(),
+            "pause controller"
+        );
+        let unhealed = Script::default().then(ms(0), cut);
+        assert!(!unhealed.leaves_nothing());
+    }
+}

@@ -1,0 +1,184 @@
+//! The replication package's planner, without I/O: given the seed, what the cluster
+//! looks like now ([`ClusterView`]) and what the campaign has exercised so far
+//! ([`Coverage`]), which [`Pattern`] comes next, on which partition, with which
+//! roles and durations, and why.
+//!
+//! - Leadership must move in every campaign: until the coverage shows a leader
+//!   election (by the brokers' events or the metadata), only patterns that move a
+//!   leader are drawn, held past a session timeout — so the first fault of every
+//!   campaign, a couple of seconds in, moves one.
+//! - Then greybox: a pattern's weight grows with the transitions it aims at that
+//!   the campaign has not reached yet, and shrinks with how often it was chosen.
+//! - Gaps between patterns are drawn around the session timeout.
+//!
+//! Every draw comes from the seed's generator, so the same seed, views and coverage
+//! give the same decisions; each decision says why it was made, and the runner
+//! records it in the history.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use clap::ValueEnum;
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Value, json};
+
+use super::action::Script;
+use super::coverage::{Coverage, Transition};
+use super::fault::NemesisEvent;
+use super::pattern::{Pattern, Settings};
+use super::view::ClusterView;
+
+/// What the planner decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Nothing fits the cluster now (no partition has a live leader): look again later.
+    Wait(Duration),
+    Run(Plan),
+}
+
+/// A pattern resolved against the cluster: the roles it hits and its script.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Counts from 1 within a campaign.
+    pub number: u32,
+    pub pattern: Pattern,
+    /// Why this pattern: `leadership has not moved yet`, `unseen: isr-shrink-lag`, ….
+    pub why: String,
+    pub partition: Option<u32>,
+    /// The processes in each role, and the pattern's variant.
+    pub roles: Value,
+    pub script: Script,
+    /// What the cluster looked like when the decision was made.
+    pub observed: Value,
+}
+
+impl Plan {
+    /// The history event recording this decision (`f` = `plan`).
+    pub fn event(&self) -> NemesisEvent {
+        NemesisEvent::new(
+            "plan",
+            json!({
+                "number": self.number,
+                "pattern": self.pattern.to_string(),
+                "why": self.why,
+                "partition": self.partition,
+                "roles": self.roles,
+                "steps": self.script.to_json(),
+                "observed": self.observed,
+            }),
+        )
+    }
+}
+
+/// The seeded planner of the replication package: see the module doc.
+#[derive(Debug, Clone)]
+pub struct Aimed {
+    rng: ChaCha8Rng,
+    settings: Settings,
+    reachable: BTreeSet<Transition>,
+    chosen: BTreeMap<Pattern, u32>,
+    decisions: u32,
+}
+
+impl Aimed {
+    /// A planner for a cluster of `settings`, favouring the `reachable` transitions.
+    pub fn new(seed: u64, settings: Settings, reachable: BTreeSet<Transition>) -> Aimed {
+        Aimed {
+            // Its own stream: the fault lists' planner draws from the plain seed.
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7321),
+            settings,
+            reachable,
+            chosen: BTreeMap::new(),
+            decisions: 0,
+        }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Before the first pattern: long enough for the clients to have written.
+    pub fn first_gap(&mut self) -> Duration {
+        Duration::from_millis(self.rng.random_range(1500..3000))
+    }
+
+    /// Between two patterns: around a session timeout, sometimes well under it
+    /// (the cluster has not settled yet), sometimes past it.
+    pub fn gap(&mut self) -> Duration {
+        self.settings
+            .timeouts
+            .session
+            .mul_f64(self.rng.random_range(0.3..1.5))
+    }
+
+    /// The next pattern for the cluster as `view` shows it, given `coverage`.
+    pub fn decide(&mut self, view: &ClusterView, coverage: &Coverage) -> Decision {
+        let led = view.led();
+        let move_leader = !coverage.leader_changed();
+        let fitting: Vec<Pattern> = Pattern::value_variants()
+            .iter()
+            .copied()
+            .filter(|p| !move_leader || p.moves_leader())
+            .filter(|p| {
+                p.fits(&self.settings, None) || led.iter().any(|q| p.fits(&self.settings, Some(q)))
+            })
+            .collect();
+        if fitting.is_empty() {
+            return Decision::Wait(self.settings.timeouts.fetch_wait * 2);
+        }
+        let unseen: BTreeSet<Transition> = self
+            .reachable
+            .difference(&coverage.seen())
+            .copied()
+            .collect();
+        let weight = |p: &Pattern| {
+            let fresh = p.targets().iter().filter(|t| unseen.contains(t)).count();
+            let chosen = self.chosen.get(p).copied().unwrap_or(0);
+            (1.0 + 3.0 * fresh as f64) / (1.0 + 0.5 * f64::from(chosen))
+        };
+        let pattern = *fitting
+            .choose_weighted(&mut self.rng, weight)
+            .expect("positive weights");
+        let aims: Vec<String> = pattern
+            .targets()
+            .iter()
+            .filter(|t| unseen.contains(t))
+            .map(|t| t.to_string())
+            .collect();
+        let why = if move_leader && self.decisions == 0 {
+            "first fault: every campaign moves a leader early".to_string()
+        } else if move_leader {
+            "leadership has not moved yet: a fault that moves it".to_string()
+        } else if !aims.is_empty() {
+            format!("unseen: {}", aims.join(", "))
+        } else {
+            "every transition it aims at was seen: drawn by how rarely it ran".to_string()
+        };
+        let aimable: Vec<_> = led
+            .iter()
+            .copied()
+            .filter(|q| pattern.fits(&self.settings, Some(q)))
+            .collect();
+        let target = match pattern {
+            Pattern::ControllerFailover => None,
+            _ => aimable.choose(&mut self.rng).copied(),
+        };
+        let (roles, script) = pattern.script(&self.settings, target, move_leader, &mut self.rng);
+        self.decisions += 1;
+        *self.chosen.entry(pattern).or_default() += 1;
+        Decision::Run(Plan {
+            number: self.decisions,
+            pattern,
+            why,
+            partition: target.map(|p| p.partition),
+            roles,
+            script,
+            observed: view.to_json(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,297 @@
+use super::*;
+use crate::nemesis::action::Action;
+use crate::nemesis::view::{PartitionView, Timeouts};
+use crate::proc::Proc;
+
+fn settings() -> Settings {
+    Settings {
+        timeouts: Timeouts::of_cluster(None),
+        nodes: vec![1, 2, 3],
+        page_cache: false,
+        crash_all_safe: true,
+    }
+}
+
+/// Partition 0 led by 2 (replicas 3, 2, 1: the controller would elect 3 next),
+/// partition 1 led by 1.
+fn view() -> ClusterView {
+    ClusterView {
+        nodes: vec![1, 2, 3],
+        alive: vec![1, 2, 3],
+        partitions: vec![
+            PartitionView {
+                partition: 0,
+                leader: Some(2),
+                leader_epoch: 4,
+                isr: vec![1, 2, 3],
+                replicas: vec![3, 2, 1],
+            },
+            PartitionView {
+                partition: 1,
+                leader: Some(1),
+                leader_epoch: 2,
+                isr: vec![1, 2, 3],
+                replicas: vec![1, 2, 3],
+            },
+        ],
+    }
+}
+
+/// Coverage after a leader election, with every transition seen but `missing`.
+fn coverage_without(missing: &[Transition]) -> Coverage {
+    let mut c = Coverage::new(0);
+    for t in Transition::value_variants() {
+        if !missing.contains(t) {
+            c.transitions.insert(*t, 1);
+        }
+    }
+    c
+}
+
+fn planner(seed: u64) -> Aimed {
+    Aimed::new(seed, settings(), Transition::reachable(false, false))
+}
+
+fn plan(d: Decision) -> Plan {
+    match d {
+        Decision::Run(p) => p,
+        Decision::Wait(w) => panic!("waited {w:?}"),
+    }
+}
+
+#[test]
+fn a_seed_gives_the_same_decisions_for_the_same_observations() {
+    let run = |seed| {
+        let mut a = planner(seed);
+        let mut out = vec![format!("{:?}", a.first_gap())];
+        for i in 0..40 {
+            let c = if i < 3 {
+                Coverage::new(0)
+            } else {
+                coverage_without(&[Transition::IsrShrinkLag])
+            };
+            let p = plan(a.decide(&view(), &c));
+            out.push(p.event().value.to_string());
+            out.push(format!("{:?}", a.gap()));
+        }
+        out
+    };
+    assert_eq!(run(7), run(7));
+    assert_ne!(run(7), run(8));
+}
+
+#[test]
+fn the_first_fault_of_every_seed_moves_a_leader_past_a_session_timeout() {
+    let session = settings().timeouts.session;
+    for seed in 0..300 {
+        let mut a = planner(seed);
+        let p = plan(a.decide(&view(), &Coverage::new(0)));
+        assert!(p.pattern.moves_leader(), "seed {seed}: {:?}", p.pattern);
+        assert!(p.why.starts_with("first fault"), "{}", p.why);
+        let partition = p.partition.expect("aimed at a partition");
+        let leader = view().partitions[partition as usize].leader.unwrap();
+        assert_eq!(p.roles["leader"], leader);
+        // The leader is down, stopped or cut off for longer than a session timeout.
+        let mut at = Duration::ZERO;
+        let mut from = None;
+        let mut held = Duration::ZERO;
+        for (after, action) in &p.script.steps {
+            at += *after;
+            let hits_leader = match action {
+                Action::Kill(q) | Action::Pause(q) => *q == Proc::Node(leader),
+                Action::Cut { grudge, .. } => !grudge.allows(Proc::Node(leader), Proc::Controller),
+                _ => false,
+            };
+            let frees_leader = match action {
+                Action::Restart(q) | Action::Resume(q) => *q == Proc::Node(leader),
+                Action::Heal { grudge, .. } => !grudge.allows(Proc::Node(leader), Proc::Controller),
+                _ => false,
+            };
+            if hits_leader && from.is_none() {
+                from = Some(at);
+            }
+            if frees_leader && let Some(f) = from {
+                held = held.max(at - f);
+            }
+        }
+        assert!(
+            held > session,
+            "seed {seed}: {:?} held the leader {held:?}",
+            p.pattern
+        );
+        assert!(p.script.leaves_nothing(), "seed {seed}: {:?}", p.script);
+    }
+}
+
+#[test]
+fn until_leadership_moves_only_leader_moving_patterns_are_drawn() {
+    let mut a = planner(3);
+    for _ in 0..50 {
+        let p = plan(a.decide(&view(), &Coverage::new(0)));
+        assert!(p.pattern.moves_leader());
+    }
+    let mut observed = Coverage::new(0);
+    observed.leader_changes_observed = 1;
+    let kinds: BTreeSet<Pattern> = (0..100)
+        .map(|_| plan(a.decide(&view(), &observed)).pattern)
+        .collect();
+    assert!(kinds.iter().any(|p| !p.moves_leader()), "{kinds:?}");
+}
+
+#[test]
+fn patterns_aim_at_the_roles_the_metadata_names() {
+    let v = view();
+    for seed in 0..200 {
+        let mut a = planner(seed);
+        let p = plan(a.decide(&v, &coverage_without(&[])));
+        let Some(partition) = p.partition else {
+            assert!(matches!(
+                p.pattern,
+                Pattern::CrashAll | Pattern::ControllerFailover
+            ));
+            continue;
+        };
+        let part = &v.partitions[partition as usize];
+        let leader = part.leader.unwrap();
+        let next = part.followers()[0];
+        assert_eq!(p.roles["leader"], leader);
+        let steps: Vec<&Action> = p.script.steps.iter().map(|(_, a)| a).collect();
+        match p.pattern {
+            Pattern::LeaderKill => assert_eq!(steps[0], &Action::Kill(Proc::Node(leader))),
+            Pattern::IsolateLeader => {
+                let Action::Cut { grudge, .. } = steps[0] else {
+                    panic!()
+                };
+                assert_eq!(
+                    grudge,
+                    &crate::net::Grudge::isolate(
+                        Proc::Node(leader),
+                        &[
+                            Proc::Controller,
+                            Proc::Node(1),
+                            Proc::Node(2),
+                            Proc::Node(3)
+                        ]
+                    )
+                );
+            }
+            Pattern::PartialPartition => {
+                // Cut from the follower the controller would elect, not the other.
+                assert_eq!(p.roles["cut_from"], next);
+                let near = part.followers()[1];
+                for (_, a) in &p.script.steps {
+                    if let Action::Cut { grudge, .. } = a {
+                        assert!(!grudge.allows(Proc::Node(leader), Proc::Node(next)));
+                        assert!(grudge.allows(Proc::Node(leader), Proc::Node(near)));
+                        assert!(grudge.allows(Proc::Node(near), Proc::Controller));
+                    }
+                }
+            }
+            Pattern::Kip101 => {
+                let f = p.roles["follower"].as_i64().unwrap() as i32;
+                assert!(part.followers().contains(&f));
+                assert_eq!(steps[0], &Action::Kill(Proc::Node(f)));
+                assert!(steps.contains(&&Action::Kill(Proc::Node(leader))));
+            }
+            Pattern::KillDuringPartition => {
+                assert_eq!(p.roles["follower"], next);
+                assert!(steps.contains(&&Action::Kill(Proc::Node(leader))));
+            }
+            _ => {}
+        }
+        assert!(p.script.leaves_nothing(), "{:?}: {:?}", p.pattern, p.script);
+    }
+}
+
+#[test]
+fn the_follower_aimed_at_is_mostly_the_controllers_next_choice() {
+    let v = view();
+    let (mut next, mut total) = (0, 0);
+    for seed in 0..400 {
+        let mut a = planner(seed);
+        let p = plan(a.decide(&v, &coverage_without(&[Transition::RestartedLeader])));
+        if p.pattern == Pattern::Kip101 {
+            let part = &v.partitions[p.partition.unwrap() as usize];
+            total += 1;
+            next += usize::from(p.roles["follower"] == part.followers()[0]);
+        }
+    }
+    assert!(total > 30 && next * 10 > total * 6, "{next} of {total}");
+}
+
+#[test]
+fn patterns_reaching_unseen_transitions_are_favoured() {
+    let lag = [
+        Pattern::FollowerLag,
+        Pattern::PartialPartition,
+        Pattern::KillDuringPartition,
+    ];
+    let share = |c: &Coverage| {
+        let mut hits = 0;
+        for seed in 0..600 {
+            let p = plan(planner(seed).decide(&view(), c));
+            hits += usize::from(lag.contains(&p.pattern));
+        }
+        hits as f64 / 600.0
+    };
+    // Three of the nine patterns that fit aim at the lag shrink.
+    let uniform = share(&coverage_without(&[]));
+    let favoured = share(&coverage_without(&[Transition::IsrShrinkLag]));
+    assert!((0.25..0.42).contains(&uniform), "{uniform}");
+    assert!(favoured > 0.55, "{favoured}");
+    let p = plan(planner(1).decide(&view(), &coverage_without(&[Transition::IsrShrinkLag])));
+    if lag.contains(&p.pattern) {
+        assert_eq!(p.why, "unseen: isr-shrink-lag");
+    }
+}
+
+#[test]
+fn a_cluster_without_a_live_leader_gets_only_role_free_patterns_or_a_wait() {
+    let mut v = view();
+    for p in &mut v.partitions {
+        p.leader = None;
+    }
+    let mut a = planner(5);
+    assert!(matches!(a.decide(&v, &Coverage::new(0)), Decision::Wait(_)));
+    for _ in 0..30 {
+        let p = plan(a.decide(&v, &coverage_without(&[])));
+        assert!(matches!(
+            p.pattern,
+            Pattern::CrashAll | Pattern::ControllerFailover
+        ));
+    }
+}
+
+#[test]
+fn unsafe_or_meaningless_patterns_are_left_out() {
+    let mut s = settings();
+    s.crash_all_safe = false;
+    let mut a = Aimed::new(1, s.clone(), Transition::reachable(false, false));
+    for _ in 0..200 {
+        let p = plan(a.decide(&view(), &coverage_without(&[])));
+        assert!(!matches!(
+            p.pattern,
+            Pattern::CrashAll | Pattern::LoseUnflushed
+        ));
+    }
+    s.page_cache = true;
+    let mut a = Aimed::new(1, s, Transition::reachable(false, false));
+    let kinds: BTreeSet<Pattern> = (0..200)
+        .map(|_| plan(a.decide(&view(), &coverage_without(&[]))).pattern)
+        .collect();
+    assert!(kinds.contains(&Pattern::LoseUnflushed));
+}
+
+#[test]
+fn gaps_are_drawn_around_the_session_timeout() {
+    let mut a = planner(2);
+    let first = a.first_gap();
+    assert!(first >= Duration::from_millis(1500) && first < Duration::from_secs(3));
+    for _ in 0..100 {
+        let g = a.gap();
+        assert!(
+            g >= Duration::from_millis(900) && g < Duration::from_millis(4500),
+            "{g:?}"
+        );
+    }
+}

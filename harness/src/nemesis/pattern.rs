@@ -1,0 +1,326 @@
+//! The replication package's fault patterns (docs/faults.md#the-replication-package):
+//! each aimed at roles read from the cluster at the moment it starts (the leader
+//! of a partition, the follower the controller would elect next, the controller),
+//! each opening a window where a replication rule matters, with durations drawn
+//! around the cluster's own timeouts — some shorter, some longer — and each undoing
+//! everything it did before it ends.
+
+use std::time::Duration;
+
+use clap::ValueEnum;
+use rand::Rng;
+use rand::seq::{IndexedRandom, SliceRandom};
+use serde_json::{Value, json};
+
+use super::action::{Action, Script};
+use super::coverage::Transition;
+use super::view::{PartitionView, Timeouts};
+use crate::names::by_name;
+use crate::net::Grudge;
+use crate::proc::Proc;
+
+/// A fault pattern of the replication package.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum)]
+pub enum Pattern {
+    /// SIGKILL a partition's leader; restart it after about a session timeout.
+    LeaderKill,
+    /// SIGSTOP a partition's leader; it wakes up after about a session timeout,
+    /// perhaps no longer leader.
+    LeaderPause,
+    /// KIP-101: restart a follower and kill the leader before it caught up.
+    Kip101,
+    /// Cut a follower from its leader (not from the controller) for about the lag time.
+    FollowerLag,
+    /// Cut the leader from the controller and every replica; clients still reach it.
+    IsolateLeader,
+    /// Cut the leader from the controller and the next-in-line follower while it
+    /// still reaches the other (or stall the controller and kill the leader).
+    PartialPartition,
+    /// SIGKILL every node; restart them quickly one by one, the old leader last.
+    CrashAll,
+    /// Cut the next-in-line follower from the leader, then kill the leader.
+    KillDuringPartition,
+    /// SIGKILL a node that loses its unflushed bytes (`--flush-messages` runs only).
+    LoseUnflushed,
+    /// Kill, stall or isolate the controller.
+    ControllerFailover,
+}
+
+by_name!(Pattern => "pattern");
+
+/// What the package may do in this cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub timeouts: Timeouts,
+    /// Every node id.
+    pub nodes: Vec<i32>,
+    /// Nodes run with `--simulate-page-cache`: a kill loses unflushed bytes.
+    pub page_cache: bool,
+    /// Crashing every node at once loses nothing acknowledged (no page cache
+    /// simulated, or every record flushed).
+    pub crash_all_safe: bool,
+}
+
+impl Settings {
+    fn procs(&self) -> Vec<Proc> {
+        std::iter::once(Proc::Controller)
+            .chain(self.nodes.iter().map(|&id| Proc::Node(id)))
+            .collect()
+    }
+}
+
+impl Pattern {
+    /// The transitions this pattern is meant to reach (what the planner favours it for).
+    pub fn targets(self) -> &'static [Transition] {
+        use Transition::*;
+        match self {
+            Pattern::LeaderKill => &[
+                LeaderElection,
+                IsrShrinkController,
+                IsrExpand,
+                TruncateEpoch,
+            ],
+            Pattern::LeaderPause => &[LeaderElection, Fenced, TruncateEpoch, TruncateRecords],
+            Pattern::Kip101 => &[
+                RestartedLeader,
+                LeaderElection,
+                TruncateEpoch,
+                TruncateHw,
+                TruncateRecords,
+            ],
+            Pattern::FollowerLag => &[IsrShrinkLag, IsrExpand],
+            Pattern::IsolateLeader => &[LeaderElection, Fenced, TruncateEpoch, TruncateRecords],
+            Pattern::PartialPartition => &[IsrShrinkLag, NotEnoughReplicas, Fenced, LeaderElection],
+            Pattern::CrashAll => &[
+                RestartedLeader,
+                LeaderElection,
+                TruncateEpoch,
+                TruncateHw,
+                NotEnoughReplicas,
+            ],
+            Pattern::KillDuringPartition => {
+                &[LeaderElection, TruncateEpoch, TruncateRecords, IsrShrinkLag]
+            }
+            Pattern::LoseUnflushed => &[TruncateEpoch, TruncateRecords, IsrShrinkController],
+            Pattern::ControllerFailover => &[ControllerFailover, Fenced],
+        }
+    }
+
+    /// Patterns that move a partition's leadership when held past a session timeout:
+    /// the campaign's first fault is one of them.
+    pub fn moves_leader(self) -> bool {
+        matches!(
+            self,
+            Pattern::LeaderKill | Pattern::LeaderPause | Pattern::IsolateLeader | Pattern::Kip101
+        )
+    }
+
+    /// Can this pattern run in this cluster, on a partition led with these followers?
+    pub fn fits(self, settings: &Settings, partition: Option<&PartitionView>) -> bool {
+        let followers = partition.map_or(0, |p| p.followers().len());
+        match self {
+            Pattern::CrashAll => settings.crash_all_safe,
+            Pattern::ControllerFailover => true,
+            Pattern::LoseUnflushed => settings.page_cache && followers >= 1,
+            Pattern::PartialPartition => followers >= 2,
+            _ => followers >= 1,
+        }
+    }
+
+    /// The pattern's roles and script on `partition` (None for the role-free
+    /// patterns); `move_leader` holds leader faults past a session timeout.
+    pub fn script(
+        self,
+        settings: &Settings,
+        partition: Option<&PartitionView>,
+        move_leader: bool,
+        rng: &mut impl Rng,
+    ) -> (Value, Script) {
+        let t = settings.timeouts;
+        let ms = Duration::from_millis;
+        let node = Proc::Node;
+        let zero = Duration::ZERO;
+        let (leader, followers) = match partition {
+            Some(p) => (p.leader.unwrap_or(-1), p.followers()),
+            None => (-1, Vec::new()),
+        };
+        let hold = |rng: &mut _| {
+            if move_leader {
+                longer(rng, t.session)
+            } else {
+                around(rng, t.session)
+            }
+        };
+        // The follower the controller would elect next, mostly; sometimes another.
+        let next = followers.first().copied().unwrap_or(-1);
+        let aimed = if followers.len() > 1 && rng.random_bool(0.25) {
+            *followers[1..].choose(rng).expect("not empty")
+        } else {
+            next
+        };
+        let pair = |a: i32, b: i32| Grudge {
+            cut: vec![(node(a), node(b)), (node(b), node(a))],
+        };
+        let mut roles = json!({"leader": leader, "followers": followers});
+        let s = Script::default();
+        let script = match self {
+            Pattern::LeaderKill => s
+                .then(zero, Action::Kill(node(leader)))
+                .then(hold(rng), Action::Restart(node(leader))),
+            Pattern::LeaderPause => s
+                .then(zero, Action::Pause(node(leader)))
+                .then(hold(rng), Action::Resume(node(leader))),
+            Pattern::Kip101 => {
+                roles["follower"] = json!(aimed);
+                // Back within a session timeout: the controller may not notice.
+                let down = shorter(rng, t.session);
+                let s = s.then(zero, Action::Kill(node(aimed)));
+                let s = if rng.random_bool(0.5) {
+                    roles["variant"] = json!("restart-then-kill-leader");
+                    let race = t.fetch_wait.mul_f64(rng.random_range(0.0..1.0));
+                    s.then(down, Action::Restart(node(aimed)))
+                        .then(race, Action::Kill(node(leader)))
+                } else {
+                    roles["variant"] = json!("kill-leader-then-restart");
+                    s.then(down, Action::Kill(node(leader)))
+                        .then(ms(rng.random_range(0..200)), Action::Restart(node(aimed)))
+                };
+                s.then(longer(rng, t.session), Action::Restart(node(leader)))
+            }
+            Pattern::FollowerLag => {
+                roles["follower"] = json!(aimed);
+                let held = if rng.random_bool(0.67) {
+                    longer(rng, t.lag)
+                } else {
+                    shorter(rng, t.lag)
+                };
+                let grudge = pair(leader, aimed);
+                s.then(zero, cut("cut-follower", &grudge))
+                    .then(held, heal("cut-follower", &grudge))
+            }
+            Pattern::IsolateLeader => {
+                let grudge = Grudge::isolate(node(leader), &settings.procs());
+                s.then(zero, cut("isolate-leader", &grudge))
+                    .then(hold(rng), heal("isolate-leader", &grudge))
+            }
+            Pattern::PartialPartition => {
+                let (far, near) = (next, followers[1]);
+                roles["cut_from"] = json!(far);
+                roles["reaches"] = json!(near);
+                let held = t.lag.mul_f64(rng.random_range(0.5..1.8));
+                if rng.random_bool(0.5) {
+                    roles["variant"] = json!("cut-from-controller");
+                    let mut grudge = pair(leader, far);
+                    grudge.cut.push((node(leader), Proc::Controller));
+                    grudge.cut.push((Proc::Controller, node(leader)));
+                    s.then(zero, cut("partial-partition", &grudge))
+                        .then(held, heal("partial-partition", &grudge))
+                } else {
+                    // The controller does not count the time it is stopped against
+                    // anyone: nothing is elected, and no ISR change accepted, until
+                    // it resumes and finds the leader dead.
+                    roles["variant"] = json!("stalled-controller");
+                    let grudge = pair(leader, far);
+                    s.then(zero, Action::Pause(Proc::Controller))
+                        .then(zero, cut("cut-follower", &grudge))
+                        .then(held.max(t.lag.mul_f64(1.1)), Action::Kill(node(leader)))
+                        .then(
+                            ms(rng.random_range(100..500)),
+                            Action::Resume(Proc::Controller),
+                        )
+                        .then(zero, heal("cut-follower", &grudge))
+                        .then(longer(rng, t.session), Action::Restart(node(leader)))
+                }
+            }
+            Pattern::CrashAll => {
+                let mut order = settings.nodes.clone();
+                order.shuffle(rng);
+                if leader >= 0 && rng.random_bool(0.67) {
+                    // KIP-101's first scenario: the followers come back first.
+                    order.retain(|&id| id != leader);
+                    order.push(leader);
+                    roles["variant"] = json!("old-leader-last");
+                }
+                let restarts = order
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &id)| {
+                        let gap = match i {
+                            0 => zero,
+                            _ if rng.random_bool(0.5) => shorter(rng, t.fetch_wait),
+                            _ => shorter(rng, t.session),
+                        };
+                        (gap, id)
+                    })
+                    .collect();
+                s.then(zero, Action::CrashAll(settings.nodes.clone())).then(
+                    ms(rng.random_range(100..1000)),
+                    Action::RestartEach(restarts),
+                )
+            }
+            Pattern::KillDuringPartition => {
+                roles["follower"] = json!(next);
+                let grudge = pair(leader, next);
+                let lagging = t.lag.mul_f64(rng.random_range(0.2..0.9));
+                s.then(zero, cut("cut-follower", &grudge))
+                    .then(lagging, Action::Kill(node(leader)))
+                    .then(longer(rng, t.session), heal("cut-follower", &grudge))
+                    .then(ms(rng.random_range(0..1000)), Action::Restart(node(leader)))
+            }
+            Pattern::LoseUnflushed => {
+                let target = if rng.random_bool(0.6) { aimed } else { leader };
+                roles["target"] = json!(target);
+                s.then(zero, Action::LoseUnflushed(target))
+                    .then(around(rng, t.session), Action::Restart(node(target)))
+            }
+            Pattern::ControllerFailover => {
+                roles = json!({"controller": "controller"});
+                let c = Proc::Controller;
+                let held = around(rng, t.session);
+                match rng.random_range(0..4) {
+                    0 | 1 => s.then(zero, Action::Kill(c)).then(held, Action::Restart(c)),
+                    2 => s.then(zero, Action::Pause(c)).then(held, Action::Resume(c)),
+                    _ => {
+                        let grudge = Grudge::isolate(c, &settings.procs());
+                        s.then(zero, cut("isolate-controller", &grudge))
+                            .then(held, heal("isolate-controller", &grudge))
+                    }
+                }
+            }
+        };
+        (roles, script)
+    }
+}
+
+fn cut(shape: &'static str, grudge: &Grudge) -> Action {
+    Action::Cut {
+        shape,
+        grudge: grudge.clone(),
+    }
+}
+
+fn heal(shape: &'static str, grudge: &Grudge) -> Action {
+    Action::Heal {
+        shape,
+        grudge: grudge.clone(),
+    }
+}
+
+/// Well under `base`: the timeout does not fire.
+pub fn shorter(rng: &mut impl Rng, base: Duration) -> Duration {
+    base.mul_f64(rng.random_range(0.3..0.8))
+}
+
+/// Well past `base`: the timeout fires.
+pub fn longer(rng: &mut impl Rng, base: Duration) -> Duration {
+    base.mul_f64(rng.random_range(1.3..2.2))
+}
+
+/// Shorter or longer than `base`, as a coin says.
+pub fn around(rng: &mut impl Rng, base: Duration) -> Duration {
+    if rng.random_bool(0.5) {
+        shorter(rng, base)
+    } else {
+        longer(rng, base)
+    }
+}

@@ -1,0 +1,171 @@
+//! What the replication nemesis knows of the cluster when it decides: the roles of
+//! each partition of the workload's topic (who leads, in which order the controller
+//! would elect the others, the ISR) read from the controller's metadata at that
+//! moment, and the cluster's own timeouts that its fault durations are drawn
+//! around. Plain data, so the planner stays pure: the same view, coverage and seed
+//! give the same decision.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::cluster::api::Metadata;
+
+/// The timeouts of the cluster under test (docs/broker.md), which decide when a
+/// fault changes something: a broker silent for longer than `session` is dead to
+/// the controller; a follower behind for longer than `lag` leaves the ISR; an empty
+/// follower fetch waits up to `fetch_wait` at the leader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    pub session: Duration,
+    pub lag: Duration,
+    pub fetch_wait: Duration,
+}
+
+impl Timeouts {
+    /// The brokers' defaults, with `replica.lag.time.max.ms` as given (if it is).
+    pub fn of_cluster(replica_lag_time_max_ms: Option<u64>) -> Timeouts {
+        Timeouts {
+            session: Duration::from_millis(3000),
+            lag: Duration::from_millis(replica_lag_time_max_ms.unwrap_or(10_000)),
+            fetch_wait: Duration::from_millis(500),
+        }
+    }
+}
+
+/// One partition as the controller describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionView {
+    pub partition: u32,
+    /// None while the partition has no leader.
+    pub leader: Option<i32>,
+    pub leader_epoch: i64,
+    pub isr: Vec<i32>,
+    /// In the order the controller prefers them when it elects.
+    pub replicas: Vec<i32>,
+}
+
+impl PartitionView {
+    /// The followers in the order the controller would elect them if the leader
+    /// died now: ISR members first, each group in replica order.
+    pub fn followers(&self) -> Vec<i32> {
+        let Some(leader) = self.leader else {
+            return Vec::new();
+        };
+        let others = self.replicas.iter().copied().filter(|&r| r != leader);
+        let (mut in_isr, out): (Vec<i32>, Vec<i32>) = others.partition(|r| self.isr.contains(r));
+        in_isr.extend(out);
+        in_isr
+    }
+}
+
+/// The cluster at the moment of a decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterView {
+    /// Every node id.
+    pub nodes: Vec<i32>,
+    /// Nodes the controller counts alive.
+    pub alive: Vec<i32>,
+    /// The workload topic's partitions (empty if the controller did not answer).
+    pub partitions: Vec<PartitionView>,
+}
+
+impl ClusterView {
+    /// The view of `topic` in the controller's metadata (None: no answer).
+    pub fn new(nodes: &[i32], metadata: Option<&Metadata>, topic: &str) -> ClusterView {
+        let Some(meta) = metadata else {
+            return ClusterView {
+                nodes: nodes.to_vec(),
+                alive: Vec::new(),
+                partitions: Vec::new(),
+            };
+        };
+        let partitions = meta
+            .topics
+            .iter()
+            .filter(|t| t.name == topic)
+            .flat_map(|t| &t.partitions)
+            .map(|p| PartitionView {
+                partition: p.partition,
+                leader: (p.leader >= 0).then_some(p.leader),
+                leader_epoch: p.leader_epoch,
+                isr: p.isr.clone(),
+                replicas: p.replicas.clone(),
+            })
+            .collect();
+        ClusterView {
+            nodes: nodes.to_vec(),
+            alive: meta
+                .brokers
+                .iter()
+                .filter(|b| b.alive)
+                .map(|b| b.id)
+                .collect(),
+            partitions,
+        }
+    }
+
+    /// Partitions whose leader is alive and have a follower: what a pattern aimed
+    /// at a leader can hit.
+    pub fn led(&self) -> Vec<&PartitionView> {
+        self.partitions
+            .iter()
+            .filter(|p| {
+                p.leader.is_some_and(|l| self.alive.contains(&l)) && !p.followers().is_empty()
+            })
+            .collect()
+    }
+
+    /// For the history: each partition's leader, epoch and ISR.
+    pub fn to_json(&self) -> Value {
+        let parts: Vec<Value> = self
+            .partitions
+            .iter()
+            .map(|p| {
+                json!({"partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch, "isr": p.isr})
+            })
+            .collect();
+        json!({"alive": self.alive, "partitions": parts})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn followers_come_in_the_controllers_election_order() {
+        let p = PartitionView {
+            partition: 0,
+            leader: Some(2),
+            leader_epoch: 3,
+            isr: vec![2, 3],
+            replicas: vec![1, 2, 3],
+        };
+        // 1 is out of the ISR: the controller would elect 3 first.
+        assert_eq!(p.followers(), vec![3, 1]);
+        let leaderless = PartitionView { leader: None, ..p };
+        assert!(leaderless.followers().is_empty());
+    }
+
+    #[test]
+    fn the_view_reads_the_topic_from_the_metadata() {
+        let meta: Metadata = serde_json::from_value(json!({
+            "controller_epoch": 1,
+            "brokers": [{"id": 1, "alive": true}, {"id": 2, "alive": true}, {"id": 3, "alive": false}],
+            "topics": [{"name": "queue", "partitions": [
+                {"partition": 0, "leader": 1, "leader_epoch": 2, "isr": [1, 2], "replicas": [1, 2, 3]},
+                {"partition": 1, "leader": -1, "leader_epoch": 4, "isr": [3], "replicas": [3, 1, 2]}
+            ]}, {"name": "other", "partitions": []}]
+        }))
+        .unwrap();
+        let v = ClusterView::new(&[1, 2, 3], Some(&meta), "queue");
+        assert_eq!(v.alive, vec![1, 2]);
+        assert_eq!(v.partitions.len(), 2);
+        assert_eq!(v.partitions[1].leader, None);
+        assert_eq!(v.led().len(), 1);
+        assert_eq!(v.to_json()["partitions"][0]["leader"], 1);
+        let blind = ClusterView::new(&[1, 2, 3], None, "queue");
+        assert!(blind.led().is_empty());
+    }
+}
