@@ -315,7 +315,9 @@ async fn campaign_inner(
         "{}",
         progress::summary(&results, &notes, tally.counts(), &folder.path).trim_end()
     );
-    print!("{}", coverage.summary());
+    for line in coverage.summary().lines() {
+        outln!("{line}");
+    }
     Ok(match results.valid {
         Validity::Valid => Exit::Valid,
         Validity::Invalid => Exit::Invalid,
