@@ -81,7 +81,8 @@ fn the_default_mode_measures_a_bug_and_the_clean_broker_with_campaigns_side_by_s
         assert_eq!(run_json["options"]["time_limit"], 10.0);
         assert_eq!(
             run_json["options"]["nemesis"],
-            serde_json::json!(["kill", "pause", "partition"])
+            serde_json::json!(["replication"]),
+            "the default nemesis"
         );
         let planted = if row["bug"] == "clean" {
             serde_json::Value::Null
