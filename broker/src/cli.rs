@@ -108,6 +108,9 @@ pub enum Bug {
     /// Accept a deposed leader's records: a new follower keeps its log past the new
     /// leader's epoch instead of truncating.
     NoEpochFence,
+    /// Test-only: abort the process (SIGABRT) at its 300th produce request, so the
+    /// harness's crash detection can be seen at work.
+    Abort,
 }
 
 /// Broker ids and their addresses, as given on the command line.

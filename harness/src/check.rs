@@ -6,8 +6,10 @@
 //! history (and, inside a run folder, `run.json` for the workload and every
 //! `nodes/<id>/final-log.jsonl` for replica divergence), picks the format and the
 //! model, gives the checker its budgets (the time limit, and a memory budget that
-//! follows the machine), runs it and prints the verdict. Unreadable or malformed
-//! input is bad usage (exit 64) with the file, the line and what was expected.
+//! follows the machine), runs it — and, for our history, judges its `crash` events
+//! as the run does (`crate::crashes`) — and prints the verdict. Unreadable or
+//! malformed input is bad usage (exit 64) with the file, the line and what was
+//! expected.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -105,6 +107,10 @@ pub struct Judging {
         default_value_t = 300.0
     )]
     pub checker_time_limit: f64,
+    /// Crashes the history records (`crash` events: a broker that died on its own)
+    /// are noted, not anomalies [default: as the run folder's run.json says].
+    #[arg(long)]
+    pub allow_crashes: bool,
 }
 
 /// Bad input: what was wrong, where, and what to do. Exit 64.
@@ -247,6 +253,20 @@ pub(crate) fn judge(history: &Path, judging: &Judging) -> Result<Judged, String>
                 None => format!("{shown}: {} (checking as {})", e.message, model.name()),
             }
         })?;
+
+    // The harness's own verdict on the processes it watched, as the run judged it.
+    if fmt == Format::Jsonl {
+        let allowed_by_run = run_json
+            .as_ref()
+            .and_then(|r| r.pointer("/options/allow_crashes"))
+            .and_then(|a| a.as_bool())
+            .unwrap_or(false);
+        crate::crashes::add_verdict(
+            &mut results,
+            &parsed.events,
+            judging.allow_crashes || allowed_by_run,
+        );
+    }
 
     let warning = run_json.as_ref().and_then(ended_early);
     if let Some(w) = &warning {

@@ -1,16 +1,17 @@
 //! `watermark run`: one campaign from start to verdict.
 //!
 //! make the run folder (`results/current` points at it) → run.json → start the
-//! cluster → create the workload's topic → clients and nemesis until the time
-//! limit → end every fault → heal, resume and restart everything → wait (bounded)
-//! until the cluster converged → the workload's final step (the queue's drain; a
-//! register needs none) → dump every replica's log → the checker, as `watermark
-//! check` judges the run folder → results.json → summary → report.html and
-//! junit.xml → `results/latest` moved to it → exit code. A run that ends without
-//! a verdict (the harness failed, or Ctrl-C) still writes run.json's outcome and a
-//! junit.xml whose errored test case says why. The workload is a value
-//! ([`Workload`]): nothing here depends on which, but for the model its kind names
-//! ([`WorkloadKind::model`](crate::options::WorkloadKind::model)).
+//! cluster (from here on, a broker that dies on its own is a `crash` event:
+//! `crate::crashes`) → create the workload's topic → clients and nemesis until the
+//! time limit → end every fault → heal, resume and restart everything → wait
+//! (bounded) until the cluster converged → the workload's final step (the queue's
+//! drain; a register needs none) → dump every replica's log → the checker and the
+//! crashes, as `watermark check` judges the run folder → results.json → summary →
+//! report.html and junit.xml → `results/latest` moved to it → exit code. A run that
+//! ends without a verdict (the harness failed, or Ctrl-C) still writes run.json's
+//! outcome and a junit.xml whose errored test case says why. The workload is a
+//! value ([`Workload`]): nothing here depends on which, but for the model its kind
+//! names ([`WorkloadKind::model`](crate::options::WorkloadKind::model)).
 //!
 //! Whatever happens, no broker process outlives the campaign: the cluster kills its
 //! processes when dropped, and Ctrl-C / SIGTERM stop the campaign, kill every child
@@ -31,6 +32,7 @@ use workloads::client::ClientConfig;
 use crate::check::checker_options;
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::console::ConsoleLog;
+use crate::crashes;
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
 use crate::nemesis::{Nemesis, NemesisEvent, Planner};
@@ -252,6 +254,10 @@ async fn campaign_inner(
     })
     .await
     .map_err(|e| HarnessError::new(format!("the cluster did not start: {e}")))?;
+    // A broker that dies on its own is a crash event, written as it is detected.
+    let crash_recorder = cluster
+        .take_crash_reports()
+        .map(|reports| crashes::record(reports, history.clone()));
     let workload = args.workload(ClientConfig::new(
         cluster.client_addrs(),
         cluster.controller_addr(),
@@ -286,6 +292,9 @@ async fn campaign_inner(
         &mut notes,
     )
     .await?;
+    if let Some(recorder) = crash_recorder {
+        crashes::flush(recorder).await;
+    }
 
     progress.phase("checking");
     let result = judge(
@@ -296,7 +305,8 @@ async fn campaign_inner(
         complete,
         &mut notes,
     );
-    let results = Results::new(BTreeMap::from([(workload.checker().to_string(), result)]));
+    let mut results = Results::new(BTreeMap::from([(workload.checker().to_string(), result)]));
+    crashes::add_verdict(&mut results, &history.events(), args.allow_crashes);
     record.complete = Some(complete);
     record.notes = notes.clone();
     store::write_json(&folder.results_json(), &results)?;

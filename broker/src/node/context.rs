@@ -234,6 +234,7 @@ fn planted_bugs(bug: Option<Bug>) -> Bugs {
         Some(Bug::IsrUnchecked) => b.isr_unchecked = true,
         Some(Bug::StaleRead) => b.stale_read = true,
         Some(Bug::NoEpochFence) => b.no_epoch_fence = true,
+        Some(Bug::Abort) => b.abort = true,
     }
     b
 }
@@ -259,6 +260,7 @@ mod tests {
             Bug::IsrUnchecked,
             Bug::StaleRead,
             Bug::NoEpochFence,
+            Bug::Abort,
         ];
         for bug in all {
             let b = planted_bugs(Some(bug));
@@ -267,6 +269,7 @@ mod tests {
                 b.isr_unchecked,
                 b.stale_read,
                 b.no_epoch_fence,
+                b.abort,
             ];
             assert_eq!(set.iter().filter(|x| **x).count(), 1, "{bug:?}: {b:?}");
         }

@@ -130,6 +130,11 @@ pub struct RunArgs {
     /// --time-limit does not apply.
     #[arg(long, value_name = "NAME", value_parser = Names::<Scenario>::new("scenario"))]
     pub scenario: Option<Scenario>,
+
+    /// A broker process that dies on its own (a panic, an abort, an exit) is noted,
+    /// not a `crash` anomaly: the run is judged on its history alone.
+    #[arg(long)]
+    pub allow_crashes: bool,
 }
 
 /// `--acks`.
@@ -197,6 +202,9 @@ pub enum Bug {
     StaleRead,
     /// Keep the records of epochs the new leader never wrote (no epoch fencing).
     NoEpochFence,
+    /// Test-only: each node aborts (SIGABRT) at its 300th produce request — a
+    /// crashed broker, for the harness's crash detection.
+    Abort,
 }
 
 by_name!(
@@ -359,6 +367,7 @@ impl RunArgs {
             replica_lag_time_max_ms: self.replica_lag_time_max_ms,
             linearizable_reads: self.linearizable_reads,
             scenario: self.scenario,
+            allow_crashes: self.allow_crashes,
         })
     }
 }
@@ -389,6 +398,7 @@ impl From<Resolved> for RunArgs {
             replica_lag_time_max_ms: r.replica_lag_time_max_ms,
             linearizable_reads: r.linearizable_reads,
             scenario: r.scenario,
+            allow_crashes: r.allow_crashes,
         }
     }
 }
@@ -559,7 +569,7 @@ mod tests {
         same::<Scenario>();
         assert_eq!(
             crate::names::list::<Bug>(),
-            "hw-truncation, ack-before-replicate, isr-unchecked, stale-read, no-epoch-fence"
+            "hw-truncation, ack-before-replicate, isr-unchecked, stale-read, no-epoch-fence, abort"
         );
     }
 
