@@ -4,7 +4,18 @@
 //! `if bugs.NAME { /* PLANTED BUG */ … }`; without `--bug` all flags are false and
 //! the broker follows its rules unchanged.
 //!
-//! `hw-truncation` is no flag here: it is `--truncation hw`.
+//! `hw-truncation` is no flag here: it is `--truncation hw`. `abort` breaks no
+//! replication rule: it is test-only, a broker that crashes on its own
+//! ([`Bugs::count_produce`]), so the harness's crash detection can be tested over
+//! real processes.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// `--bug abort`: the produce request at which the node aborts.
+pub const ABORT_AT_PRODUCE: u64 = 300;
+
+/// Produce requests this process received (counted under `--bug abort` only).
+static PRODUCE_REQUESTS: AtomicU64 = AtomicU64::new(0);
 
 /// Which rule, if any, this broker breaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,4 +47,39 @@ pub struct Bugs {
     /// OffsetsForLeaderEpoch answers the leader's LEO instead of where the asked
     /// epoch ends, so a diverged follower keeps its suffix.
     pub epoch_end_at_leo: bool,
+    /// Test-only: the process aborts (SIGABRT) at its [`ABORT_AT_PRODUCE`]-th
+    /// produce request, whatever that request's outcome.
+    pub abort: bool,
+}
+
+impl Bugs {
+    /// Count a produce request. PLANTED BUG (abort): under `--bug abort` the
+    /// [`ABORT_AT_PRODUCE`]-th one, counted from this process's start, says so on
+    /// stderr and aborts the process — deterministic in the requests it receives.
+    pub fn count_produce(&self) {
+        if !self.abort {
+            return;
+        }
+        let n = PRODUCE_REQUESTS.fetch_add(1, Ordering::SeqCst) + 1;
+        if n == ABORT_AT_PRODUCE {
+            eprintln!(
+                "PLANTED BUG (abort): aborting at produce request {n} (--bug abort, test-only)"
+            );
+            no_core_dump();
+            std::process::abort();
+        }
+    }
+}
+
+/// A planted abort leaves no core file behind (in the working directory of
+/// whoever started the broker).
+fn no_core_dump() {
+    let none = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: setrlimit with a valid pointer to a local rlimit.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_CORE, &none);
+    }
 }

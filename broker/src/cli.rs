@@ -118,6 +118,9 @@ pub enum Bug {
     AckIgnoresEpoch,
     /// Answer OffsetsForLeaderEpoch with the leader's LEO, not the asked epoch's end.
     EpochEndAtLeo,
+    /// Test-only: abort the process (SIGABRT) at its 300th produce request, so the
+    /// harness's crash detection can be seen at work.
+    Abort,
 }
 
 /// Broker ids and their addresses, as given on the command line.

@@ -70,7 +70,8 @@ impl<'de> Deserialize<'de> for Validity {
 }
 
 /// The kinds of anomaly, defined in docs/anomalies.md (the queue kinds carry the
-/// names of Jepsen's Kafka checker).
+/// names of Jepsen's Kafka checker; `crash` is the harness's own: a process of the
+/// system under test died on its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AnomalyKind {
@@ -84,11 +85,12 @@ pub enum AnomalyKind {
     NonmonotonicSend,
     ReplicaDivergence,
     Nonlinearizable,
+    Crash,
 }
 
 impl AnomalyKind {
     /// Every kind, in the order results list them.
-    pub const ALL: [AnomalyKind; 10] = [
+    pub const ALL: [AnomalyKind; 11] = [
         AnomalyKind::LostWrite,
         AnomalyKind::InconsistentOffsets,
         AnomalyKind::Duplicate,
@@ -99,6 +101,7 @@ impl AnomalyKind {
         AnomalyKind::NonmonotonicSend,
         AnomalyKind::ReplicaDivergence,
         AnomalyKind::Nonlinearizable,
+        AnomalyKind::Crash,
     ];
 
     /// The name in results.json (docs/anomalies.md).
@@ -114,6 +117,7 @@ impl AnomalyKind {
             AnomalyKind::NonmonotonicSend => "nonmonotonic-send",
             AnomalyKind::ReplicaDivergence => "replica-divergence",
             AnomalyKind::Nonlinearizable => "nonlinearizable",
+            AnomalyKind::Crash => "crash",
         }
     }
 }
@@ -206,6 +210,13 @@ pub struct Anomaly {
     /// For `nonlinearizable`: the search's account of why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<Explanation>,
+    /// For `crash`: the process that died (a node id, or `"controller"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<Value>,
+    /// For `crash`: what the process's log says about its end (its panic or abort
+    /// message), quoted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
 }
 
 impl Anomaly {
@@ -219,6 +230,8 @@ impl Anomaly {
             ops: Vec::new(),
             message: message.into(),
             explanation: None,
+            node: None,
+            log: None,
         }
     }
 }
@@ -346,6 +359,7 @@ impl Results {
 const SHOWN_OPS: usize = 8;
 const SHOWN_PER_KIND: usize = 10;
 const SHOWN_PREFIX: usize = 10;
+const SHOWN_LOG_LINES: usize = 12;
 
 fn render_anomaly(out: &mut String, a: &Anomaly) {
     let _ = write!(out, "  {}", a.kind);
@@ -356,6 +370,11 @@ fn render_anomaly(out: &mut String, a: &Anomaly) {
         let _ = write!(out, " key {k}");
     }
     let _ = writeln!(out, ": {}", a.message);
+    if let Some(log) = &a.log {
+        for line in log.lines().take(SHOWN_LOG_LINES) {
+            let _ = writeln!(out, "      | {line}");
+        }
+    }
     for op in a.ops.iter().take(SHOWN_OPS) {
         let _ = writeln!(out, "      {op}");
     }

@@ -5,8 +5,10 @@
 //! This is the file-reading shell around the pure `checker` crate: it reads the
 //! history (and, inside a run folder, `run.json` for the workload and every
 //! `nodes/<id>/final-log.jsonl` for replica divergence), picks the format and the
-//! model (a run folder is judged as `watermark run` judged it: [`crate::judge`]), gives the checker its budgets (the time limit, and a memory budget that
-//! follows the machine), runs it and prints the verdict. Unreadable or malformed
+//! model (a run folder is judged as `watermark run` judged it: [`crate::judge`]),
+//! gives the checker its budgets (the time limit, and a memory budget that follows
+//! the machine), runs it — and, for our history, judges its `crash` events as the
+//! run does (`crate::crashes`) — and prints the verdict. Unreadable or malformed
 //! input is bad usage (exit 64) with the file, the line and what was expected.
 
 use std::io::Read as _;
@@ -111,6 +113,10 @@ pub struct Judging {
     /// backwards) anyway, with a warning, instead of refusing it.
     #[arg(long)]
     pub lenient: bool,
+    /// Crashes the history records (`crash` events: a broker that died on its own)
+    /// are noted, not anomalies [default: as the run folder's run.json says].
+    #[arg(long)]
+    pub allow_crashes: bool,
 }
 
 /// Bad input: what was wrong, where, and what to do. Exit 64.
@@ -302,6 +308,11 @@ pub(crate) fn judge(
         (true, Some(p)) => p.events.clone(),
         _ => Vec::new(),
     };
+    // The crash events, where the history was read into events (else they are
+    // read from the file below).
+    let recorded_crashes: Option<Vec<checker::history::Event>> = history
+        .parsed()
+        .map(|p| p.events.iter().filter(|e| is_crash(e)).cloned().collect());
     let failed = |message: String, line: Option<usize>| match line {
         Some(line) => format!("{shown}:{line}: {message} (checking as {checked_as})"),
         None => format!("{shown}: {message} (checking as {checked_as})"),
@@ -321,6 +332,24 @@ pub(crate) fn judge(
             .map_err(|e| failed(e.message, e.line))?,
     };
 
+    // The harness's own verdict on the processes it watched, as the run judged it.
+    if fmt == Format::Jsonl {
+        let allowed_by_run = run_json
+            .as_ref()
+            .and_then(|r| r.pointer("/options/allow_crashes"))
+            .and_then(|a| a.as_bool())
+            .unwrap_or(false);
+        let crashes = match recorded_crashes {
+            Some(crashes) => crashes,
+            None => crash_events(open()?, &shown)?,
+        };
+        crate::crashes::add_verdict(
+            &mut results,
+            &crashes,
+            judging.allow_crashes || allowed_by_run,
+        );
+    }
+
     let warning = run_json.as_ref().and_then(ended_early);
     for w in warning.iter().chain(&disorder) {
         for c in results.checkers.values_mut() {
@@ -337,6 +366,30 @@ pub(crate) fn judge(
         results,
         warning,
     })
+}
+
+/// The `crash` events of a history.jsonl, read a line at a time (only lines that
+/// mention a crash are parsed).
+fn crash_events(
+    input: impl std::io::BufRead,
+    shown: &str,
+) -> Result<Vec<checker::history::Event>, String> {
+    let mut crashes = Vec::new();
+    for line in input.lines() {
+        let line = line.map_err(|e| format!("cannot read {shown}: {e}"))?;
+        if !line.contains(crate::crashes::EVENT) {
+            continue;
+        }
+        // A torn or malformed line was already reported by the reading above.
+        if let Ok(parsed) = format::parse(&line, Format::Jsonl) {
+            crashes.extend(parsed.events.into_iter().filter(is_crash));
+        }
+    }
+    Ok(crashes)
+}
+
+fn is_crash(e: &checker::history::Event) -> bool {
+    e.process == checker::history::Process::Nemesis && e.f == crate::crashes::EVENT
 }
 
 /// The beginning of a history file (its first MiB, whole lines where it can), to

@@ -4,13 +4,14 @@
 //! Imports go one way: `proc` and `net` (plain data, the proxies) at the bottom, then
 //! `cluster` (processes and links), `nemesis` (faults on a cluster), `options`, the
 //! run folder (`store`, with `console`: the run's watermark.log), how a history is
-//! judged (`judge`) and `report`, and the commands (`run` and its `series`,
-//! `replay`, `check`, `export`, `selftest`, `serve`) on top, under `cli`.
+//! judged (`judge`) and `report`, and the commands (`run` and its `series` and
+//! `crashes`, `replay`, `check`, `export`, `selftest`, `serve`) on top, under `cli`.
 
 mod check;
 pub mod cli;
 pub mod cluster;
 pub mod console;
+mod crashes;
 pub mod error;
 pub mod exit;
 mod export;

@@ -264,6 +264,9 @@ pub fn summary(
                 }
                 out.push_str(&line);
                 out.push('\n');
+                for said in a.log.iter().flat_map(|l| l.lines()).take(6) {
+                    out.push_str(&format!("      | {said}\n"));
+                }
                 for op in a.ops.iter().take(3) {
                     out.push_str(&format!("      {op}\n"));
                 }

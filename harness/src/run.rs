@@ -1,10 +1,12 @@
 //! `watermark run`: one campaign from start to verdict.
 //!
 //! make the run folder (`results/current` points at it) → run.json → start the
-//! cluster → create the workload's topics → clients and nemesis until the time
+//! cluster (from here on, a broker that dies on its own is a `crash` event:
+//! `crate::crashes`) → create the workload's topics → clients and nemesis until the time
 //! limit → end every fault → heal, resume and restart everything → wait (bounded)
 //! until the cluster converged → the workload's final step (the queue's drain; a
-//! register needs none) → dump every replica's log → the checkers, as `watermark
+//! register needs none) → dump every replica's log → the checkers and
+//! the crashes, as `watermark
 //! check` judges the run folder → results.json → summary → report.html and
 //! junit.xml → `results/latest` moved to it → exit code. A run that ends without
 //! a verdict (the harness failed, or Ctrl-C) still writes run.json's outcome and a
@@ -30,6 +32,7 @@ use workloads::client::ClientConfig;
 use crate::check::checker_options;
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::console::ConsoleLog;
+use crate::crashes;
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
 use crate::nemesis::{
@@ -253,6 +256,10 @@ async fn campaign_inner(
     })
     .await
     .map_err(|e| HarnessError::new(format!("the cluster did not start: {e}")))?;
+    // A broker that dies on its own is a crash event, written as it is detected.
+    let crash_recorder = cluster
+        .take_crash_reports()
+        .map(|reports| crashes::record(reports, history.clone()));
     let workload = args.workload(ClientConfig::new(
         cluster.client_addrs(),
         cluster.controller_addr(),
@@ -292,9 +299,12 @@ async fn campaign_inner(
         &mut notes,
     )
     .await?;
+    if let Some(recorder) = crash_recorder {
+        crashes::flush(recorder).await;
+    }
 
     progress.phase("checking");
-    let results = judge(
+    let mut results = judge(
         args,
         &*workload,
         &history.events(),
@@ -302,6 +312,7 @@ async fn campaign_inner(
         complete,
         &mut notes,
     );
+    crashes::add_verdict(&mut results, &history.events(), args.allow_crashes);
     record.complete = Some(complete);
     record.notes = notes.clone();
     coverage.recount(&folder.nodes());

@@ -209,6 +209,8 @@ pub fn profile(bug: Bug) -> &'static [&'static str] {
             "--time-limit",
             "15",
         ],
+        // Test-only: a leader aborts at its 300th produce request, within seconds.
+        Bug::Abort => &["--time-limit", "10"],
     }
 }
 

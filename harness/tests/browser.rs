@@ -1,7 +1,9 @@
 //! The reports in a real browser: headless Chromium driven over chromedriver's
-//! WebDriver HTTP API opens report.html files and the `watermark serve` index,
-//! checks what a reader needs is there (verdict, anomalies, working links into the
-//! timeline, shaded faults, no network fetches), and saves screenshots.
+//! WebDriver HTTP API opens report.html files and the `watermark serve` pages — the
+//! index and its pages, a campaign folder's page, the trend — checks what a reader
+//! needs is there (verdict, anomalies, working links into the timeline, shaded
+//! faults, no network fetches, rows and coloured cells leading to reports), and
+//! saves screenshots.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (.ci/run installs them). In CI
 //! (`CI=true`) a missing browser fails the test; locally it is skipped, loudly.
@@ -14,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use report_fixtures::{Server, results_dir};
+use report_fixtures::{Plant, Server, campaigns_dir, queue_run, results_dir};
 use serde_json::{Value, json};
 use watermark::report::write_reports;
 
@@ -399,6 +401,141 @@ async fn reports_and_index_render_in_headless_chromium() {
     driver.screenshot(&shots.join("index.png"), false).await;
     driver
         .click(r#"tr.run[data-run="queue-20261129T210000Z-s5"] a.report-link"#)
+        .await;
+    let v = driver
+        .eval("return document.querySelector('#verdict').textContent")
+        .await;
+    assert_eq!(v, "INVALID");
+    eprintln!("screenshots in {}", shots.display());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_pages_campaign_folders_and_the_trend_in_headless_chromium() {
+    if !browser_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("results");
+    let runs = results_dir(&root);
+    for run in &runs[..3] {
+        write_reports(run).unwrap();
+    }
+    let (series, _selftest) = campaigns_dir(&root, 120, 130);
+    // One campaign of the series with a whole run folder and its report.
+    let real = root.join(&series).join("queue-20261129T210000Z-s2001");
+    queue_run(&real, 2001, 6, 300, Plant::TruncatedTail);
+    write_reports(&real).unwrap();
+    let shots = screenshot_dir();
+    let driver = Driver::start().await;
+    let server = Server::start(&root);
+    let base = format!("http://{}", server.addr);
+    let rows = r#"return {
+        runs: document.querySelectorAll('tr.run').length,
+        campaigns: [...document.querySelectorAll('tr.campaign')].map(r => r.dataset.campaign),
+        where: (document.querySelector('.paging .where') || {}).textContent,
+        url: location.href,
+    }"#;
+
+    // 120 loose runs, 4 fixtures and 2 campaign folders: two pages of the index.
+    driver.goto(&format!("{base}/")).await;
+    let page1 = driver.eval(rows).await;
+    assert_eq!(page1["runs"], 98, "{page1}");
+    assert_eq!(page1["campaigns"].as_array().unwrap().len(), 2, "{page1}");
+    assert_eq!(page1["where"], "page 1 of 2 (1–100 of 126)", "{page1}");
+    driver
+        .screenshot(&shots.join("index-page1.png"), true)
+        .await;
+    driver.click(".paging a.next").await;
+    let page2 = driver.eval(rows).await;
+    assert_eq!(page2["runs"], 26, "{page2}");
+    assert!(
+        page2["url"].as_str().unwrap().ends_with("/?page=2"),
+        "{page2}"
+    );
+
+    // From the index to the series' page: a row per campaign, a cell per campaign.
+    driver.goto(&format!("{base}/")).await;
+    driver
+        .click(&format!(
+            r#"tr.campaign[data-campaign="{series}"] a.campaign-link"#
+        ))
+        .await;
+    let page = driver
+        .eval(
+            r#"return {
+            url: location.href,
+            rows: document.querySelectorAll('tr.run').length,
+            cells: document.querySelectorAll('#campaign-strip a.cell').length,
+            invalid: document.querySelectorAll('#campaign-strip a.cell.c-invalid').length,
+            summary: document.querySelector('#campaign-summary').textContent,
+            first: document.querySelector('tr.run').dataset.run,
+            cellWidth: document.querySelector('#campaign-strip a.cell').getBoundingClientRect().width,
+            invalidColour: getComputedStyle(document.querySelector('#campaign-strip a.cell.c-invalid')).backgroundColor,
+            resources: performance.getEntriesByType('resource').map(e => e.name),
+        }"#,
+        )
+        .await;
+    assert!(
+        page["url"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/campaigns/{series}/")),
+        "{page}"
+    );
+    assert_eq!(page["rows"], 100, "{page}");
+    assert_eq!(page["cells"], 131, "{page}");
+    assert_eq!(page["invalid"], 44, "{page}");
+    assert!(
+        page["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("series: 131 runs"),
+        "{page}"
+    );
+    assert_eq!(
+        page["first"],
+        format!("{series}/queue-20261129T210000Z-s2001"),
+        "in the order they ran: {page}"
+    );
+    assert!(page["cellWidth"].as_f64().unwrap() >= 8.0, "{page}");
+    assert_eq!(page["invalidColour"], "rgb(198, 40, 40)", "{page}");
+    assert_eq!(page["resources"], json!([]), "the page fetched something");
+    driver.screenshot(&shots.join("campaign.png"), true).await;
+    // Its cell leads to its report.
+    driver
+        .click(r#"#campaign-strip a.cell[href$="s2001/report.html"]"#)
+        .await;
+    let v = driver
+        .eval("return document.querySelector('#verdict').textContent")
+        .await;
+    assert_eq!(v, "INVALID");
+    // The campaign page's second page of rows.
+    driver.goto(&format!("{base}/campaigns/{series}/")).await;
+    driver.click(".paging a.next").await;
+    let second = driver.eval(rows).await;
+    assert_eq!(second["runs"], 31, "{second}");
+
+    // The trend: every run, a row per day, each cell a link.
+    driver.click(r#"nav a[href="/trend"]"#).await;
+    let trend = driver
+        .eval(
+            r#"return {
+            days: [...document.querySelectorAll('tr.day')].map(r => r.dataset.day),
+            cells: document.querySelectorAll('#trend a.cell').length,
+            linked: [...document.querySelectorAll('#trend a.cell')].every(a => a.href.includes('/runs/')),
+            sized: [...document.querySelectorAll('#trend a.cell')].every(a => a.getBoundingClientRect().height >= 10),
+        }"#,
+        )
+        .await;
+    let days = trend["days"].as_array().unwrap();
+    assert_eq!(days.first().unwrap(), "2026-11-30", "{trend}");
+    assert!(days.contains(&json!("2026-11-29")), "{trend}");
+    assert_eq!(trend["cells"], 120 + 4 + 131 + 2, "{trend}");
+    assert_eq!(trend["linked"], true);
+    assert_eq!(trend["sized"], true);
+    driver.screenshot(&shots.join("trend.png"), true).await;
+    driver
+        .click(r#"tr.day[data-day="2026-11-29"] a.cell.c-invalid[href$="s5/report.html"]"#)
         .await;
     let v = driver
         .eval("return document.querySelector('#verdict').textContent")

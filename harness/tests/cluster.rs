@@ -1,6 +1,7 @@
 //! Real processes, real signals: the supervisor leaves nothing behind (on drop, on
-//! panic, when the harness itself is SIGKILLed), and the cluster of real brokers
-//! starts, survives kill / restart, blackholes a cut link and converges.
+//! panic, when the harness itself is SIGKILLed), reports the processes that die on
+//! their own and only those, and the cluster of real brokers starts, survives kill /
+//! restart, blackholes a cut link and converges.
 
 mod support;
 
@@ -10,7 +11,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use watermark::cluster::supervisor::{ProcessSpec, Supervised};
+use std::os::unix::process::ExitStatusExt;
+
+use watermark::cluster::supervisor::{Death, DeathSink, ProcessSpec, Supervised};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -116,6 +119,100 @@ async fn supervised_process_announces_logs_pauses_restarts_and_dies_on_drop() {
         "{log}"
     );
     assert_eq!(log.matches("to-stderr").count(), 3, "{log}");
+}
+
+/// A sink collecting the deaths reported, and a way to wait for the next.
+fn death_sink() -> (DeathSink, std::sync::mpsc::Receiver<Death>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let sink = DeathSink::new(move |d| {
+        let _ = tx.lock().unwrap().send(d);
+    });
+    (sink, rx)
+}
+
+#[tokio::test]
+async fn deaths_on_their_own_are_reported_as_they_happen_and_kills_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sink, deaths) = death_sink();
+    // Announces, lives 0.4 s, says why and exits 7 — every start.
+    let script = "echo listening on 127.0.0.1:4343; sleep 0.4; echo giving up >&2; exit 7";
+    let mut p = Supervised::start_reporting(sh(dir.path(), "p", script), Some(sink))
+        .await
+        .unwrap();
+    let first = p.pid().unwrap();
+    // Reported by the supervisor when its output closes, without anyone asking.
+    let d = deaths.recv_timeout(LONG).expect("the exit is reported");
+    assert_eq!((d.name.as_str(), d.pid), ("p", first));
+    assert_eq!(d.status.code(), Some(7));
+    assert_eq!(d.log_path, dir.path().join("p.log"));
+    assert_eq!(d.log_from, 0);
+    assert!(!alive(first));
+    // Restarting it reaps nothing twice: no second report of the same death.
+    assert!(p.exited().unwrap().is_some_and(|s| s.code() == Some(7)));
+    p.restart().await.unwrap();
+    let log_len = |p: &Path| std::fs::metadata(p).unwrap().len();
+    let d = deaths.recv_timeout(LONG).expect("the second start's exit");
+    assert_ne!(d.pid, first);
+    assert!(
+        d.log_from > 0 && d.log_from < log_len(&d.log_path),
+        "the second start's output begins after the first's: {d:?}"
+    );
+
+    // Killed by the harness: not reported, however often.
+    let (sink, deaths) = death_sink();
+    let mut q = Supervised::start_reporting(sh(dir.path(), "q", ANNOUNCE_THEN_SLEEP), Some(sink))
+        .await
+        .unwrap();
+    q.kill().await.unwrap();
+    q.restart().await.unwrap();
+    q.signal_kill();
+    q.kill().await.unwrap();
+    q.restart().await.unwrap();
+    drop(q);
+    // A process that died of a SIGKILL the harness did not send is reported.
+    let (sink, deaths_r) = death_sink();
+    let mut r = Supervised::start_reporting(sh(dir.path(), "r", ANNOUNCE_THEN_SLEEP), Some(sink))
+        .await
+        .unwrap();
+    let pid = r.pid().unwrap();
+    // SAFETY: kill(2) on the group of the child we started.
+    unsafe {
+        libc::killpg(pid, libc::SIGKILL);
+    }
+    let d = deaths_r
+        .recv_timeout(LONG)
+        .expect("an outside SIGKILL is reported");
+    assert_eq!(d.status.signal(), Some(libc::SIGKILL));
+    // Killing a process that already died on its own still reports how it died.
+    let (sink, deaths_s) = death_sink();
+    let mut s = Supervised::start_reporting(
+        sh(
+            dir.path(),
+            "s",
+            "echo listening on 127.0.0.1:1; exec sleep 1000",
+        ),
+        Some(sink),
+    )
+    .await
+    .unwrap();
+    // SAFETY: as above. Dead (a zombie, maybe already reaped) before the kill.
+    let spid = s.pid().unwrap();
+    unsafe {
+        libc::kill(spid, libc::SIGTERM);
+    }
+    assert!(wait_dead(spid, LONG));
+    s.kill().await.unwrap();
+    let d = deaths_s
+        .recv_timeout(LONG)
+        .expect("the SIGTERM death is reported");
+    assert_eq!(d.status.signal(), Some(libc::SIGTERM));
+    r.kill().await.unwrap();
+    assert!(
+        deaths.try_recv().is_err(),
+        "a kill by the harness was reported"
+    );
+    assert!(deaths_r.try_recv().is_err());
 }
 
 #[tokio::test]

@@ -239,6 +239,7 @@ fn planted_bugs(bug: Option<Bug>) -> Bugs {
         Some(Bug::AckOffByOne) => b.ack_off_by_one = true,
         Some(Bug::AckIgnoresEpoch) => b.ack_ignores_epoch = true,
         Some(Bug::EpochEndAtLeo) => b.epoch_end_at_leo = true,
+        Some(Bug::Abort) => b.abort = true,
     }
     b
 }
@@ -275,6 +276,7 @@ mod tests {
                 b.ack_off_by_one,
                 b.ack_ignores_epoch,
                 b.epoch_end_at_leo,
+                b.abort,
             ];
             assert_eq!(set.iter().filter(|x| **x).count(), 1, "{bug:?}: {b:?}");
             assert!(!seen.contains(&b), "{bug:?} sets another bug's flag");

@@ -128,6 +128,20 @@ impl Proc {
         }
     }
 
+    /// Wait (bounded) for the process to end on its own, and reap it: how it ended.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let child = self.child.as_mut()?;
+        let start = Instant::now();
+        while start.elapsed() < within {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// Start again with the same arguments, on the same address (peers know it).
     pub fn restart(&mut self) {
         self.kill();

@@ -20,10 +20,14 @@
 //! the processes' real addresses, outside the faults. The replication transitions
 //! the brokers report on stderr (`EVENT` lines in their `broker.log`) are read by
 //! [`events`].
+//!
+//! A process that dies without the harness killing it is a [`crash::Crash`], reported
+//! as it is reaped to the receiver [`Cluster::take_crash_reports`] hands out.
 
 pub mod api;
 pub(crate) mod broker_bin;
 mod convergence;
+pub mod crash;
 pub mod events;
 pub mod supervisor;
 
@@ -67,6 +71,7 @@ pub struct Cluster {
     /// to → the proxy clients use to reach `to`.
     client_links: BTreeMap<Proc, Link>,
     admin: Admin,
+    crashes: crash::CrashReports,
 }
 
 /// The harness's own HTTP calls: short, so a paused process cannot stall it.
@@ -110,10 +115,11 @@ impl Cluster {
             members: BTreeMap::new(),
             links,
             client_links,
+            crashes: crash::CrashReports::new(),
         };
         for &p in &procs {
             let spec = cluster.spec(p);
-            let process = Supervised::start(spec).await?;
+            let process = Supervised::start_reporting(spec, Some(cluster.crashes.sink(p))).await?;
             let addr = process.addr();
             cluster.members.insert(p, process);
             cluster.point_links_at(p, addr);
@@ -206,6 +212,14 @@ impl Cluster {
         &self.config.root
     }
 
+    /// The processes that die on their own, as they are reaped (those before this
+    /// call included); taken once.
+    pub fn take_crash_reports(
+        &mut self,
+    ) -> Option<tokio::sync::mpsc::UnboundedReceiver<crash::Crash>> {
+        self.crashes.take()
+    }
+
     /// Node ids, ascending.
     pub fn node_ids(&self) -> Vec<i32> {
         (1..=self.config.nodes as i32).collect()
@@ -277,7 +291,8 @@ impl Cluster {
     /// Start a killed process again on the same data dir (no-op if it runs).
     pub async fn restart(&mut self, p: Proc) -> Result<()> {
         let member = self.member(p)?;
-        // It may have died on its own: reap it, then start it like a killed one.
+        // It may have died on its own (a crash, reported as it is reaped): reap it,
+        // then start it like a killed one.
         member.exited()?;
         if member.is_running() {
             return Ok(());

@@ -20,17 +20,25 @@
 //! stdout and stderr are appended to the process's log file (`broker.log`); stdout goes
 //! through a pipe that a thread copies into the log, watching for the `listening on
 //! ADDR` line a broker prints first (docs/api.md, the broker's command line).
+//!
+//! A process that dies without the harness killing it — a panic, an abort, an exit,
+//! a SIGKILL the harness did not send — is a [`Death`] handed to the process's
+//! [`DeathSink`] the moment it is reaped: when its stdout closes (the copying thread
+//! reaps it then), or whenever the harness next touches it (a kill, a restart). A
+//! process the harness SIGKILLed and that ended by that SIGKILL is not reported. Each
+//! start's child is reaped once, under a lock, and signalled only while not yet
+//! reaped, so a signal never reaches a recycled pid.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Mutex, OnceLock, mpsc};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, mpsc};
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -53,29 +61,162 @@ pub struct ProcessSpec {
     pub start_timeout: Duration,
 }
 
+/// A process that ended without the harness killing it.
+#[derive(Debug, Clone)]
+pub struct Death {
+    /// As [`ProcessSpec::name`].
+    pub name: String,
+    pub pid: i32,
+    pub status: ExitStatus,
+    /// Its log ([`ProcessSpec::log_path`]), appended to across restarts ...
+    pub log_path: PathBuf,
+    /// ... and where this start's output begins in it.
+    pub log_from: u64,
+}
+
+/// Where a supervised process reports a [`Death`]; called from whichever thread
+/// reaps it.
+#[derive(Clone)]
+pub struct DeathSink(Arc<dyn Fn(Death) + Send + Sync>);
+
+impl DeathSink {
+    pub fn new(f: impl Fn(Death) + Send + Sync + 'static) -> DeathSink {
+        DeathSink(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for DeathSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeathSink")
+    }
+}
+
 /// A supervised process: running (maybe paused) or stopped, and restartable.
 /// Dropping it kills the process group (continuing it first if paused) and reaps it.
 #[derive(Debug)]
 pub struct Supervised {
     spec: ProcessSpec,
     running: Option<Running>,
+    on_death: Option<DeathSink>,
 }
 
 #[derive(Debug)]
 struct Running {
-    child: Child,
+    life: Arc<Life>,
     pid: i32,
     paused: bool,
     addr: SocketAddr,
+}
+
+/// One start of a process, shared by its [`Supervised`] and the thread copying its
+/// stdout: whoever reaps the child first records how it ended and, unless the
+/// harness killed it, reports the [`Death`].
+#[derive(Debug)]
+struct Life {
+    pid: i32,
+    name: String,
+    log_path: PathBuf,
+    log_from: u64,
+    on_death: Option<DeathSink>,
+    state: Mutex<LifeState>,
+}
+
+#[derive(Debug)]
+struct LifeState {
+    child: Child,
+    /// How it ended, once reaped.
+    status: Option<ExitStatus>,
+    /// The harness has sent (or is sending) SIGKILL.
+    killing: bool,
+}
+
+impl Life {
+    fn lock(&self) -> MutexGuard<'_, LifeState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Send `signal` to the process group unless the child was reaped.
+    fn signal(&self, signal: Signal) -> nix::Result<()> {
+        let state = self.lock();
+        match state.status {
+            None => killpg(Pid::from_raw(self.pid), signal),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Mark it killed by the harness and send SIGCONT and SIGKILL (unless reaped).
+    fn kill(&self) {
+        let mut state = self.lock();
+        state.killing = true;
+        if state.status.is_none() {
+            signal_group(self.pid, Signal::SIGCONT);
+            signal_group(self.pid, Signal::SIGKILL);
+        }
+    }
+
+    fn killing(&self) -> bool {
+        self.lock().killing
+    }
+
+    /// Reap the child if it has ended; how it ended.
+    fn reap(&self) -> std::io::Result<Option<ExitStatus>> {
+        let mut state = self.lock();
+        if state.status.is_some() {
+            return Ok(state.status);
+        }
+        match state.child.try_wait()? {
+            None => Ok(None),
+            Some(status) => Ok(Some(self.ended(state, status))),
+        }
+    }
+
+    /// Block until the child is reaped (it has been sent SIGKILL).
+    fn wait(&self) {
+        let mut state = self.lock();
+        if state.status.is_none()
+            && let Ok(status) = state.child.wait()
+        {
+            self.ended(state, status);
+        }
+    }
+
+    /// Record the end of the child just reaped; report it unless the harness's
+    /// SIGKILL ended it.
+    fn ended(&self, mut state: MutexGuard<'_, LifeState>, status: ExitStatus) -> ExitStatus {
+        state.status = Some(status);
+        unregister(self.pid);
+        let asked = state.killing && status.signal() == Some(libc::SIGKILL);
+        drop(state);
+        if !asked && let Some(sink) = &self.on_death {
+            (sink.0)(Death {
+                name: self.name.clone(),
+                pid: self.pid,
+                status,
+                log_path: self.log_path.clone(),
+                log_from: self.log_from,
+            });
+        }
+        status
+    }
 }
 
 impl Supervised {
     /// Start the process and wait (bounded by `start_timeout`) for its
     /// `listening on ADDR` line.
     pub async fn start(spec: ProcessSpec) -> Result<Supervised> {
+        Supervised::start_reporting(spec, None).await
+    }
+
+    /// [`Supervised::start`], reporting every start of the process that dies
+    /// without the harness killing it to `on_death`.
+    pub async fn start_reporting(
+        spec: ProcessSpec,
+        on_death: Option<DeathSink>,
+    ) -> Result<Supervised> {
         let mut s = Supervised {
             spec,
             running: None,
+            on_death,
         };
         s.launch().await?;
         Ok(s)
@@ -100,15 +241,15 @@ impl Supervised {
         self.running.as_ref().is_some_and(|r| r.paused)
     }
 
-    /// If the process died on its own, reap it and say how it ended.
+    /// If the process died on its own, reap it and say how it ended (its
+    /// [`Death`] is reported, if it was not already).
     pub fn exited(&mut self) -> Result<Option<ExitStatus>> {
         let Some(r) = self.running.as_mut() else {
             return Ok(None);
         };
-        match r.child.try_wait()? {
+        match r.life.reap()? {
             None => Ok(None),
             Some(status) => {
-                unregister(r.pid);
                 self.running = None;
                 Ok(Some(status))
             }
@@ -119,25 +260,23 @@ impl Supervised {
     /// [`Self::kill`]): lets a caller kill several processes at the same instant.
     pub fn signal_kill(&self) {
         if let Some(r) = &self.running {
-            signal_group(r.pid, Signal::SIGCONT);
-            signal_group(r.pid, Signal::SIGKILL);
+            r.life.kill();
         }
     }
 
     /// SIGKILL the process group and reap the process; a no-op if it is not running.
-    /// A paused process is continued first.
+    /// A paused process is continued first. A process found dead of something else
+    /// than this SIGKILL died on its own, and is reported so.
     pub async fn kill(&mut self) -> Result<()> {
-        let Some(mut r) = self.running.take() else {
+        let Some(r) = self.running.take() else {
             return Ok(());
         };
-        signal_group(r.pid, Signal::SIGCONT);
-        signal_group(r.pid, Signal::SIGKILL);
-        unregister(r.pid);
+        r.life.kill();
         // Reap without blocking the runtime: a process in uninterruptible sleep (an
         // fsync on a loaded disk) may take a moment to die.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         loop {
-            if r.child.try_wait()?.is_some() {
+            if r.life.reap()?.is_some() {
                 return Ok(());
             }
             if tokio::time::Instant::now() >= deadline {
@@ -159,7 +298,7 @@ impl Supervised {
     /// SIGSTOP the process group (a no-op if not running or already paused).
     pub fn pause(&mut self) -> Result<()> {
         if let Some(r) = self.running.as_mut().filter(|r| !r.paused) {
-            killpg(Pid::from_raw(r.pid), Signal::SIGSTOP).map_err(|e| {
+            r.life.signal(Signal::SIGSTOP).map_err(|e| {
                 HarnessError::new(format!("SIGSTOP {} (pid {}): {e}", self.spec.name, r.pid))
             })?;
             r.paused = true;
@@ -170,7 +309,7 @@ impl Supervised {
     /// SIGCONT the process group (a no-op if not paused).
     pub fn resume(&mut self) -> Result<()> {
         if let Some(r) = self.running.as_mut().filter(|r| r.paused) {
-            killpg(Pid::from_raw(r.pid), Signal::SIGCONT).map_err(|e| {
+            r.life.signal(Signal::SIGCONT).map_err(|e| {
                 HarnessError::new(format!("SIGCONT {} (pid {}): {e}", self.spec.name, r.pid))
             })?;
             r.paused = false;
@@ -181,6 +320,7 @@ impl Supervised {
     async fn launch(&mut self) -> Result<SocketAddr> {
         let spec = &self.spec;
         let log = open_log(&spec.log_path)?;
+        let log_from = log.metadata().map_or(0, |m| m.len());
         let mut cmd = Command::new(&spec.program);
         cmd.args(&spec.args)
             .stdin(Stdio::null())
@@ -210,17 +350,30 @@ impl Supervised {
         })?;
         let pid = child.id() as i32;
         let stdout = child.stdout.take().expect("stdout is piped");
-        let (tx, rx) = oneshot::channel();
-        std::thread::Builder::new()
-            .name(format!("tee {}", spec.name))
-            .spawn(move || tee(stdout, log, tx))?;
-        // Owned by `self` before the first await, so a cancelled start still kills it.
+        let life = Arc::new(Life {
+            pid,
+            name: spec.name.clone(),
+            log_path: spec.log_path.clone(),
+            log_from,
+            on_death: self.on_death.clone(),
+            state: Mutex::new(LifeState {
+                child,
+                status: None,
+                killing: false,
+            }),
+        });
+        // Owned by `self` before anything can fail or wait, so a failed or
+        // cancelled start still kills it.
         self.running = Some(Running {
-            child,
+            life: life.clone(),
             pid,
             paused: false,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         });
+        let (tx, rx) = oneshot::channel();
+        std::thread::Builder::new()
+            .name(format!("tee {}", spec.name))
+            .spawn(move || tee(stdout, log, tx, &life))?;
         let why = match tokio::time::timeout(self.spec.start_timeout, rx).await {
             Ok(Ok(addr)) => {
                 if let Some(r) = self.running.as_mut() {
@@ -247,11 +400,9 @@ impl Supervised {
 
 impl Drop for Supervised {
     fn drop(&mut self) {
-        if let Some(mut r) = self.running.take() {
-            signal_group(r.pid, Signal::SIGCONT);
-            signal_group(r.pid, Signal::SIGKILL);
-            unregister(r.pid);
-            let _ = r.child.wait();
+        if let Some(r) = self.running.take() {
+            r.life.kill();
+            r.life.wait();
         }
     }
 }
@@ -269,16 +420,27 @@ fn open_log(path: &Path) -> Result<File> {
         .map_err(|e| HarnessError::new(format!("cannot open log {}: {e}", path.display())))
 }
 
+/// How long after its stdout closed a process not killed by the harness may take to
+/// end before the copying thread stops waiting (whoever touches it next reaps it).
+const EXIT_AFTER_EOF: Duration = Duration::from_secs(10);
+
 /// Copy the child's stdout into its log line by line; hand over the first
-/// `listening on ADDR`.
-fn tee(stdout: std::process::ChildStdout, mut log: File, tx: oneshot::Sender<SocketAddr>) {
+/// `listening on ADDR`. When stdout closes, the process has ended (a broker neither
+/// closes its stdout nor forks): unless the harness is killing it, reap it now, so
+/// a death on its own is reported as it happens.
+fn tee(
+    stdout: std::process::ChildStdout,
+    mut log: File,
+    tx: oneshot::Sender<SocketAddr>,
+    life: &Life,
+) {
     let mut tx = Some(tx);
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
     loop {
         line.clear();
         match reader.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => break,
             Ok(_) => {}
         }
         let _ = log.write_all(&line);
@@ -286,6 +448,14 @@ fn tee(stdout: std::process::ChildStdout, mut log: File, tx: oneshot::Sender<Soc
             && let Some(addr) = parse_announce(&line)
         {
             let _ = tx.take().expect("checked").send(addr);
+        }
+    }
+    drop(tx);
+    let deadline = Instant::now() + EXIT_AFTER_EOF;
+    while !life.killing() && Instant::now() < deadline {
+        match life.reap() {
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Ok(Some(_)) | Err(_) => return,
         }
     }
 }

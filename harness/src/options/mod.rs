@@ -134,6 +134,11 @@ pub struct RunArgs {
     /// --time-limit does not apply.
     #[arg(long, value_name = "NAME", value_parser = Names::<Scenario>::new("scenario"))]
     pub scenario: Option<Scenario>,
+
+    /// A broker process that dies on its own (a panic, an abort, an exit) is noted,
+    /// not a `crash` anomaly: the run is judged on its history alone.
+    #[arg(long)]
+    pub allow_crashes: bool,
 }
 
 /// `--acks`.
@@ -213,6 +218,9 @@ pub enum Bug {
     AckIgnoresEpoch,
     /// Answer OffsetsForLeaderEpoch with the leader's LEO, not the epoch's end.
     EpochEndAtLeo,
+    /// Test-only: each node aborts (SIGABRT) at its 300th produce request — a
+    /// crashed broker, for the harness's crash detection.
+    Abort,
 }
 
 by_name!(
@@ -385,6 +393,7 @@ impl RunArgs {
             // otherwise judge the stale reads plain reads are allowed.
             linearizable_reads: self.linearizable_reads || self.workload == WorkloadKind::Mixed,
             scenario: self.scenario,
+            allow_crashes: self.allow_crashes,
         })
     }
 }
@@ -415,6 +424,7 @@ impl From<Resolved> for RunArgs {
             replica_lag_time_max_ms: r.replica_lag_time_max_ms,
             linearizable_reads: r.linearizable_reads,
             scenario: r.scenario,
+            allow_crashes: r.allow_crashes,
         }
     }
 }
@@ -626,7 +636,7 @@ mod tests {
         assert_eq!(
             crate::names::list::<Bug>(),
             "hw-truncation, ack-before-replicate, isr-unchecked, stale-read, no-epoch-fence, \
-             hw-any-follower, read-past-hw, ack-off-by-one, ack-ignores-epoch, epoch-end-at-leo"
+             hw-any-follower, read-past-hw, ack-off-by-one, ack-ignores-epoch, epoch-end-at-leo, abort"
         );
     }
 

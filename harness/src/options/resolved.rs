@@ -49,6 +49,10 @@ pub struct Resolved {
     pub replica_lag_time_max_ms: Option<u64>,
     pub linearizable_reads: bool,
     pub scenario: Option<Scenario>,
+    /// Crashes of broker processes are noted, not anomalies (false in older run.json
+    /// files).
+    #[serde(default)]
+    pub allow_crashes: bool,
 }
 
 fn default_checker_time_limit() -> f64 {

@@ -125,6 +125,9 @@ pub(super) fn kind_meaning(kind: AnomalyKind) -> &'static str {
         AnomalyKind::Nonlinearizable => {
             "No order of the operations consistent with real time explains what clients observed."
         }
+        AnomalyKind::Crash => {
+            "A broker process died on its own — a panic, an abort, an exit — without the nemesis stopping it: the system under test crashed."
+        }
     }
 }
 
@@ -186,6 +189,15 @@ fn anomaly(
     if let Some(k) = &a.key {
         let _ = write!(place, " · key {}", short(k, 40));
     }
+    match &a.node {
+        Some(serde_json::Value::String(s)) => {
+            let _ = write!(place, " · {s}");
+        }
+        Some(n) => {
+            let _ = write!(place, " · node {n}");
+        }
+        None => {}
+    }
     let _ = write!(
         out,
         r#"<section class="anomaly" id="anomaly-{n}" data-kind="{kind}"><h3>{kind}{} <small>({})</small></h3><p>{}</p><p class="meaning">{}</p>"#,
@@ -195,6 +207,13 @@ fn anomaly(
         kind_meaning(a.kind),
         kind = a.kind
     );
+    if let Some(log) = &a.log {
+        let _ = write!(
+            out,
+            r#"<p>its log says:</p><pre class="crash-log">{}</pre>"#,
+            escape(log)
+        );
+    }
     if !a.offsets.is_empty() {
         let shown: Vec<String> = a.offsets.iter().take(30).map(|o| o.to_string()).collect();
         let more = if a.offsets.len() > 30 { " …" } else { "" };

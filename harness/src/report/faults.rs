@@ -102,6 +102,11 @@ pub fn label(f: &str, value: &Value) -> String {
         Value::Object(m) if m.get("topology").is_some_and(Value::is_string) => {
             format!(" {}", m["topology"].as_str().unwrap_or_default())
         }
+        // A crash: the process that died.
+        Value::Object(m) if m.contains_key("node") => match &m["node"] {
+            Value::String(s) => format!(" {s}"),
+            n => format!(" node {n}"),
+        },
         Value::String(s) => format!(" {s}"),
         v => format!(" {v}"),
     };

@@ -34,6 +34,8 @@ fn kinds_of(name: &str, c: &CheckerResult) -> Vec<AnomalyKind> {
         QUEUE_KINDS.to_vec()
     } else if name.contains("linear") || name.contains("register") {
         vec![AnomalyKind::Nonlinearizable]
+    } else if name == crate::crashes::CHECKER {
+        vec![AnomalyKind::Crash]
     } else {
         Vec::new()
     };

@@ -48,6 +48,7 @@ td.v-valid,td.v-invalid,td.v-unknown{color:#fff;font-weight:600}
 .summary li{margin:2px 0}
 .anomaly{background:#fff;border:1px solid #e3c4c4;border-left:4px solid #c62828;border-radius:3px;padding:8px 12px;margin:12px 0}
 .anomaly .meaning{color:#555;font-style:italic}
+pre.crash-log{background:#1d2127;color:#f3f3f3;padding:8px 10px;border-radius:3px;white-space:pre-wrap;font:12px/1.4 ui-monospace,Menlo,Consolas,monospace;margin:6px 0}
 .ops li{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px}
 .unseen td{color:#999}
 .warn{background:#fff4e5;border:1px solid #f0c36d;padding:6px 10px;border-radius:3px}

@@ -429,3 +429,80 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// A small run folder as `watermark serve` lists it: run.json (started at
+/// `started`, ended `outcome`) and, for a verdict, results.json (an invalid one
+/// with a lost write).
+pub fn tiny_run(dir: &Path, seed: u64, started: &str, outcome: &str) {
+    fs::create_dir_all(dir).unwrap();
+    let run = json!({"workload": "queue", "seed": seed, "started_at": started,
+                     "ended_at": started, "outcome": outcome});
+    fs::write(dir.join("run.json"), run.to_string()).unwrap();
+    let results = match outcome {
+        "valid" => json!({"valid": true, "checkers": {"queue": {"valid": true}}}),
+        "invalid" => json!({"valid": false, "checkers": {"queue": {"valid": false,
+            "anomalies": [{"kind": "lost-write", "message": "value 1 is missing"}]}}}),
+        _ => return,
+    };
+    fs::write(dir.join("results.json"), results.to_string()).unwrap();
+}
+
+/// `2026-11-DDTHH:MM:00Z` and its folder-name form for run `i` of a sequence
+/// spread over days 20–27, one every 7 minutes.
+pub fn stamp(i: u64) -> (String, String) {
+    let minutes = i * 7;
+    let (day, hour, minute) = (20 + minutes / 1440 % 8, minutes / 60 % 24, minutes % 60);
+    (
+        format!("2026-11-{day:02}T{hour:02}:{minute:02}:00Z"),
+        format!("202611{day:02}T{hour:02}{minute:02}00Z"),
+    )
+}
+
+/// A results directory for serve's paging and campaign folders: `loose` run
+/// folders (every fifth invalid), a `--test-count` series of `series` campaigns
+/// (summary.json; every third invalid) and a self-test folder (`abort/seed-5/`
+/// invalid, `clean/seed-5/` valid), the two campaign folders newest. Returns the
+/// series' and the self-test's folder names.
+pub fn campaigns_dir(root: &Path, loose: u64, series: u64) -> (String, String) {
+    for i in 0..loose {
+        let (at, compact) = stamp(i);
+        let outcome = if i % 5 == 4 { "invalid" } else { "valid" };
+        tiny_run(&root.join(format!("queue-{compact}-s{i}")), i, &at, outcome);
+    }
+    let series_name = "tests-queue-20261130T100000Z-s1000".to_string();
+    let dir = root.join(&series_name);
+    for i in 0..series {
+        let at = format!("2026-11-30T10:{:02}:{:02}Z", i / 60, i % 60);
+        let compact = format!("20261130T10{:02}{:02}Z", i / 60, i % 60);
+        let outcome = if i % 3 == 2 { "invalid" } else { "valid" };
+        tiny_run(
+            &dir.join(format!("queue-{compact}-s{}", 1000 + i)),
+            1000 + i,
+            &at,
+            outcome,
+        );
+    }
+    fs::write(
+        dir.join("summary.json"),
+        json!({"workload": "queue", "seed": 1000, "test_count": series,
+               "started_at": "2026-11-30T10:00:00.000Z", "outcome": "invalid"})
+        .to_string(),
+    )
+    .unwrap();
+    let selftest_name = "selftest-20261130T120000Z-s5".to_string();
+    let dir = root.join(&selftest_name);
+    tiny_run(
+        &dir.join("abort/seed-5/queue-20261130T120000Z-s5"),
+        5,
+        "2026-11-30T12:00:00Z",
+        "invalid",
+    );
+    tiny_run(
+        &dir.join("clean/seed-5/queue-20261130T120100Z-s5"),
+        5,
+        "2026-11-30T12:01:00Z",
+        "valid",
+    );
+    fs::write(dir.join("selftest.json"), "[]").unwrap();
+    (series_name, selftest_name)
+}

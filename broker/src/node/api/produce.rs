@@ -98,6 +98,7 @@ pub(super) async fn produce(
     q: Result<Query<HashMap<String, String>>, QueryRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
+    node.ctx().config.bugs.count_produce();
     let (topic, partition) = path(p)?;
     let partition = parse_partition(&partition)?;
     let q = query(q)?;

@@ -1,25 +1,39 @@
 //! `watermark serve`: browse the results directory in a web browser.
 //!
-//! An index of runs, newest first, each with its workload, seed, date, verdict
-//! and anomaly counts, linking its report and raw files. Files are served only
-//! from inside the results directory: a path with `..` or a root is refused, and
-//! every path is canonicalised (following symlinks) and must still lie under the
-//! canonical root, so a symlink pointing outside is refused too. Errors are JSON
-//! with a code, like the broker's. Binds 127.0.0.1 unless told otherwise.
+//! - `/`: the index, newest first: each run folder with its workload, seed, date,
+//!   verdict and anomaly counts, linking its report and raw files; each campaign
+//!   folder (a `--test-count` series, a self-test) with its runs' verdicts;
+//! - `/campaigns/FOLDER/`: a campaign folder, a row per campaign and a strip of
+//!   its verdicts in the order they ran;
+//! - `/trend`: every run's verdict as a coloured cell, a row per day;
+//! - `/runs/PATH`: the files themselves.
+//!
+//! Long lists are paged, `?page=N` ([`pages::Paging`]). What is listed and how it is
+//! read: [`listing`]; the HTML: [`pages`]. Files are served only from inside the
+//! results directory: a path with `..` or a root is refused, and every path is
+//! canonicalised (following symlinks) and must still lie under the canonical root,
+//! so a symlink pointing outside is refused too. Errors are JSON with a code, like
+//! the broker's. Binds 127.0.0.1 unless told otherwise.
 
+mod listing;
+mod pages;
+
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::exit::Exit;
 use crate::report::text::escape;
+use listing::{Entry, RunRef};
+use pages::{Paging, encode};
 
 /// Options of `watermark serve`.
 #[derive(Debug, clap::Args)]
@@ -116,6 +130,10 @@ pub fn router(root: PathBuf) -> Router {
         .route("/runs", get(|| async { Redirect::permanent("/") }))
         .route("/runs/", get(|| async { Redirect::permanent("/") }))
         .route("/runs/{*path}", get(file))
+        .route("/campaigns", get(|| async { Redirect::permanent("/") }))
+        .route("/campaigns/", get(|| async { Redirect::permanent("/") }))
+        .route("/campaigns/{*path}", get(campaign))
+        .route("/trend", get(trend))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "NOT_FOUND", "no such page") })
         .with_state(Arc::new(Root(root)))
 }
@@ -128,191 +146,161 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response {
         .into_response()
 }
 
-/// The files of a run folder the index links to.
-const RUN_FILES: [&str; 6] = [
-    "report.html",
-    "run.json",
-    "history.jsonl",
-    "results.json",
-    "junit.xml",
-    "nodes",
-];
-
-/// One run folder, as the index shows it.
-#[derive(Debug, Clone, Default)]
-pub struct RunSummary {
-    pub name: String,
-    pub workload: Option<String>,
-    pub seed: Option<String>,
-    pub started_at: Option<String>,
-    /// `valid`, `invalid`, `unknown`, or why there is none.
-    pub verdict: String,
-    /// (kind, count), over every checker.
-    pub anomalies: Vec<(String, u64)>,
-    pub has_report: bool,
-    /// Which of the run folder's files exist.
-    pub files: Vec<&'static str>,
-    /// What could not be read.
-    pub problems: Vec<String>,
-}
-
-fn read_json(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", file_name(path)))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}:{}: {e}", file_name(path), e.line()))
-}
-
-fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// Summarise one run folder; a broken folder still gets a row saying what is wrong.
-pub fn summarise(dir: &Path) -> RunSummary {
-    let mut s = RunSummary {
-        name: file_name(dir),
-        has_report: dir.join("report.html").is_file(),
-        files: RUN_FILES
-            .iter()
-            .copied()
-            .filter(|f| dir.join(f).exists())
-            .collect(),
-        ..Default::default()
-    };
-    let scalar = |v: &Value| match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Null => None,
-        v => Some(v.to_string()),
-    };
-    match read_json(&dir.join("run.json")) {
-        Ok(run) => {
-            s.workload = run.get("workload").and_then(scalar);
-            s.seed = run.get("seed").and_then(scalar);
-            s.started_at = run.get("started_at").and_then(scalar);
-        }
-        Err(e) => s.problems.push(e),
+/// `?page=N` (1 when absent), or why it is no page number.
+fn page_number(query: &HashMap<String, String>) -> Result<usize, String> {
+    match query.get("page") {
+        None => Ok(1),
+        Some(p) => p
+            .parse::<usize>()
+            .map_err(|_| format!("page `{p}` is not a page number (1, 2, …)")),
     }
-    match read_json(&dir.join("results.json")) {
-        Ok(results) => {
-            s.verdict = match results.get("valid") {
-                Some(Value::Bool(true)) => "valid".into(),
-                Some(Value::Bool(false)) => "invalid".into(),
-                Some(Value::String(u)) if u == "unknown" => "unknown".into(),
-                _ => "unreadable".into(),
-            };
-            let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
-            if let Some(Value::Object(checkers)) = results.get("checkers") {
-                for c in checkers.values() {
-                    if let Some(Value::Array(list)) = c.get("anomalies") {
-                        for a in list {
-                            if let Some(k) = a.get("kind").and_then(Value::as_str) {
-                                *counts.entry(k.to_string()).or_default() += 1;
-                            }
-                        }
-                    }
-                }
-            }
-            s.anomalies = counts.into_iter().collect();
-        }
-        Err(e) => {
-            s.verdict = "not checked".into();
-            s.problems.push(e);
-        }
-    }
-    s
 }
 
-/// Every run folder under `root`, newest first (by start time, else by name).
-pub fn list_runs(root: &Path) -> Vec<RunSummary> {
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return Vec::new();
+/// Render a page off the async threads (listing reads many small files): the
+/// page, or 404 with why there is no such page.
+async fn listed(render: impl FnOnce() -> Result<String, String> + Send + 'static) -> Response {
+    match tokio::task::spawn_blocking(render).await {
+        Ok(Ok(page)) => Html(page).into_response(),
+        Ok(Err(why)) => error(StatusCode::NOT_FOUND, "NO_SUCH_PAGE", &why),
+        Err(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "LISTING_FAILED",
+            &format!("cannot list the results directory: {e}"),
+        ),
+    }
+}
+
+/// The index: run folders and campaign folders, newest first, a page of them.
+async fn index(
+    State(root): State<Arc<Root>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let page = match page_number(&query) {
+        Ok(p) => p,
+        Err(why) => return error(StatusCode::BAD_REQUEST, "BAD_PAGE", &why),
     };
-    let mut runs: Vec<RunSummary> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            // `latest` is a link to a run listed anyway.
-            e.file_type().map(|t| t.is_dir()).unwrap_or(false) && e.file_name() != "latest"
-        })
-        .map(|e| summarise(&e.path()))
-        .collect();
-    runs.sort_by(|a, b| {
-        (b.started_at.as_deref().unwrap_or(""), &b.name)
-            .cmp(&(a.started_at.as_deref().unwrap_or(""), &a.name))
-    });
-    runs
-}
-
-/// Percent-encode a path segment for an href.
-fn encode(segment: &str) -> String {
-    let mut out = String::new();
-    for b in segment.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-const CSS: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:20px;color:#1d2127}table{border-collapse:collapse}td,th{border:1px solid #dde1e6;padding:4px 8px;text-align:left}th{background:#f0f2f5}td.time{white-space:nowrap}.valid{color:#2e8540;font-weight:700}.invalid{color:#c62828;font-weight:700}.unknown{color:#b26a00;font-weight:700}.broken{color:#777}code{font-size:12.5px}";
-
-async fn index(State(root): State<Arc<Root>>) -> Response {
     let root = root.0.clone();
-    let runs = tokio::task::spawn_blocking(move || list_runs(&root))
-        .await
-        .unwrap_or_default();
-    let mut page = format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>watermark runs</title><style>{CSS}</style></head><body><h1>watermark runs</h1><p id=\"run-count\">{} runs, newest first.</p><table id=\"runs\"><tr><th>run</th><th>workload</th><th>seed</th><th>started</th><th>verdict</th><th>anomalies</th><th>files</th></tr>",
-        runs.len()
-    );
-    for r in &runs {
-        let base = format!("/runs/{}/", encode(&r.name));
-        let name_cell = if r.has_report {
-            format!(
-                "<a class=\"report-link\" href=\"{base}report.html\">{}</a>",
-                escape(&r.name)
-            )
-        } else {
-            escape(&r.name)
-        };
-        let anomalies = if r.anomalies.is_empty() {
-            "—".to_string()
-        } else {
-            r.anomalies
-                .iter()
-                .map(|(k, n)| format!("{n} {}", escape(k)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let mut files = String::new();
-        for f in &r.files {
-            let slash = if *f == "nodes" { "/" } else { "" };
-            files.push_str(&format!("<a href=\"{base}{f}{slash}\">{f}{slash}</a> "));
+    listed(move || {
+        let entries = listing::entries(&root);
+        let paging = Paging::new(page, pages::ROWS_PER_PAGE, entries.len())?;
+        let runs = entries
+            .iter()
+            .filter(|e| matches!(e, Entry::Run(_)))
+            .count();
+        let mut rows = String::new();
+        for entry in &entries[paging.range()] {
+            rows.push_str(&match entry {
+                Entry::Run(run) => pages::run_row(&listing::summarise(&root, run), None),
+                Entry::Campaign {
+                    name,
+                    kind,
+                    started_at,
+                } => pages::campaign_row(
+                    name,
+                    *kind,
+                    started_at.as_deref(),
+                    &listing::runs_in(&root.join(name), name),
+                ),
+            });
         }
-        let problems = if r.problems.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "<br><span class=\"broken\">{}</span>",
-                escape(&r.problems.join("; "))
-            )
-        };
-        let verdict_class = match r.verdict.as_str() {
-            "valid" | "invalid" | "unknown" => r.verdict.as_str(),
-            _ => "broken",
-        };
-        page.push_str(&format!(
-            "<tr class=\"run\" data-run=\"{}\"><td>{name_cell}{problems}</td><td>{}</td><td>{}</td><td class=\"time\">{}</td><td class=\"{verdict_class}\">{}</td><td>{anomalies}</td><td>{files}</td></tr>",
-            escape(&r.name),
-            escape(r.workload.as_deref().unwrap_or("?")),
-            escape(r.seed.as_deref().unwrap_or("?")),
-            escape(r.started_at.as_deref().unwrap_or("?")),
-            escape(&r.verdict),
+        let mut out = pages::head("watermark runs", "/");
+        out.push_str(&format!(
+            "<p id=\"run-count\">{runs} runs and {} campaign folders, newest first.</p>{}{}{rows}</table>{}",
+            paging.total - runs,
+            paging.nav("/"),
+            pages::runs_header(false),
+            paging.nav("/"),
         ));
+        out.push_str(pages::FOOT);
+        Ok(out)
+    })
+    .await
+}
+
+/// A campaign folder's page; `rel` may name any folder of the results directory.
+async fn campaign(
+    State(root): State<Arc<Root>>,
+    UrlPath(rel): UrlPath<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let page = match page_number(&query) {
+        Ok(p) => p,
+        Err(why) => return error(StatusCode::BAD_REQUEST, "BAD_PAGE", &why),
+    };
+    let dir = match resolve(&root.0, &rel) {
+        Ok(p) => p,
+        Err((status, code, message)) => return error(status, code, &message),
+    };
+    // Named as from the root, whatever the path said (`a/./b`, a link inside).
+    let name = dir
+        .strip_prefix(&root.0)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !dir.is_dir() || name.is_empty() {
+        return error(
+            StatusCode::NOT_FOUND,
+            "NOT_A_CAMPAIGN",
+            &format!("{rel} is not a folder of the results directory"),
+        );
     }
-    page.push_str("</table></body></html>");
-    Html(page).into_response()
+    if dir.join("run.json").is_file() {
+        // A run folder, not a campaign folder: its files.
+        return Redirect::to(&format!("/runs/{}/", pages::encode_path(&name))).into_response();
+    }
+    let base = format!("/campaigns/{}/", pages::encode_path(&name));
+    if !rel.ends_with('/') {
+        return Redirect::permanent(&base).into_response();
+    }
+    let root = root.0.clone();
+    listed(move || {
+        let kind = listing::campaign_kind(&dir).unwrap_or(listing::Kind::Folder);
+        let runs = listing::runs_in(&dir, &name);
+        let paging = Paging::new(page, pages::ROWS_PER_PAGE, runs.len())?;
+        let said = listing::read_json(&dir.join("summary.json"))
+            .ok()
+            .and_then(|s| Some(format!("its summary: {}", s.get("outcome")?.as_str()?)));
+        let start = paging.range().start;
+        let rows: String = runs[paging.range()]
+            .iter()
+            .enumerate()
+            .map(|(i, r)| pages::run_row(&listing::summarise(&root, r), Some((start + i + 1, &name))))
+            .collect();
+        let mut out = pages::campaign_head(&name, kind, &runs, said.as_deref());
+        let r = paging.range();
+        let here = if paging.pages() > 1 {
+            format!("; {}–{} below", r.start + 1, r.end)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "<h2>Runs</h2><p id=\"run-count\">{} runs, in the order they ran{here}.</p>{}{}{rows}</table>{}",
+            runs.len(),
+            paging.nav(&base),
+            pages::runs_header(true),
+            paging.nav(&base),
+        ));
+        out.push_str(pages::FOOT);
+        Ok(out)
+    })
+    .await
+}
+
+/// The trend: every run's verdict, by day, a page of runs.
+async fn trend(
+    State(root): State<Arc<Root>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let page = match page_number(&query) {
+        Ok(p) => p,
+        Err(why) => return error(StatusCode::BAD_REQUEST, "BAD_PAGE", &why),
+    };
+    let root = root.0.clone();
+    listed(move || {
+        let runs: Vec<RunRef> = listing::all_runs(&root);
+        let paging = Paging::new(page, pages::TREND_PER_PAGE, runs.len())?;
+        Ok(pages::trend(&runs, &paging))
+    })
+    .await
 }
 
 fn content_type(path: &Path) -> &'static str {
@@ -394,10 +382,7 @@ async fn directory(path: &Path, rel: &str) -> Response {
         }
     }
     names.sort();
-    let mut page = format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{0}</title><style>{CSS}</style></head><body><h1>{0}</h1><p><a href=\"/\">all runs</a> · <a href=\"../\">up</a></p><ul>",
-        escape(rel)
-    );
+    let mut page = format!("{}<p><a href=\"../\">up</a></p><ul>", pages::head(rel, ""));
     for (n, is_dir) in names {
         let slash = if is_dir { "/" } else { "" };
         page.push_str(&format!(
@@ -406,7 +391,8 @@ async fn directory(path: &Path, rel: &str) -> Response {
             escape(&n)
         ));
     }
-    page.push_str("</ul></body></html>");
+    page.push_str("</ul>");
+    page.push_str(pages::FOOT);
     Html(page).into_response()
 }
 
