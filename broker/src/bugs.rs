@@ -19,4 +19,7 @@ pub struct Bugs {
     /// A replica that becomes follower keeps records of epochs its new leader never
     /// wrote: no fencing of the log by the new leader epoch (no truncation at all).
     pub no_epoch_fence: bool,
+    /// An append that fails on disk (ENOSPC, EIO) is not taken back: its frames stay
+    /// queued and reach the file with the next append, at offsets it takes again.
+    pub append_undo_lost: bool,
 }

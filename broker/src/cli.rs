@@ -108,6 +108,9 @@ pub enum Bug {
     /// Accept a deposed leader's records: a new follower keeps its log past the new
     /// leader's epoch instead of truncating.
     NoEpochFence,
+    /// Keep a failed append's frames queued (ENOSPC, EIO): they reach the file with
+    /// the next append, at offsets it takes again.
+    AppendUndoLost,
 }
 
 /// Broker ids and their addresses, as given on the command line.

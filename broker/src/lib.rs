@@ -3,7 +3,8 @@
 //! all traffic is JSON over HTTP (see docs/api.md).
 //!
 //! Layers, each importing only those above it: `protocol`, `error`, `bugs` (shared
-//! words); `fsutil` (durable file replacement); `log` (storage); `replica` (the replication rules, pure) and `kv` (the
+//! words); `disk` (the storage fault switch); `fsutil` (durable file replacement);
+//! `log` (storage); `replica` (the replication rules, pure) and `kv` (the
 //! register view over a log); `rpc`, `server` (HTTP plumbing); `cli` (the command
 //! line); then the two roles, `controller` and `node`.
 //!
@@ -13,6 +14,7 @@
 mod bugs;
 pub mod cli;
 pub mod controller;
+pub mod disk;
 mod error;
 mod fsutil;
 mod kv;

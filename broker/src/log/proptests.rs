@@ -71,6 +71,7 @@ fn log_config() -> impl Strategy<Value = LogConfig> {
                 flush_ms,
                 simulate_page_cache,
                 segment_bytes,
+                ..LogConfig::default()
             },
         )
 }

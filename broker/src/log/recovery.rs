@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use super::Record;
 use super::frame;
 use super::segment::{self, Segment, context};
+use crate::disk::DiskFaults;
 use crate::fsutil;
 
 /// What was found in a log directory.
@@ -23,7 +24,7 @@ pub struct Recovered {
 }
 
 /// Scan `dir` (which must exist), cutting what follows the first invalid record.
-pub fn recover(dir: &Path) -> io::Result<Recovered> {
+pub fn recover(dir: &Path, faults: &DiskFaults) -> io::Result<Recovered> {
     let files = segment_files(dir)?;
     let mut segments = Vec::new();
     let mut records = Vec::new();
@@ -74,6 +75,7 @@ pub fn recover(dir: &Path) -> io::Result<Recovered> {
             *base,
             positions,
             pos as u64,
+            faults,
         )?);
         expected = next;
         if let Some(problem) = problem {

@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 
 use crate::bugs::Bugs;
 use crate::cli::{self, Bug, NodeArgs};
+use crate::disk::DiskFaults;
 use crate::error::Code;
 use crate::fsutil;
 use crate::log::LogConfig;
@@ -71,15 +72,18 @@ impl Context {
             (_, Some(Bug::HwTruncation)) | (cli::Truncation::Hw, _) => Truncation::Hw,
             (cli::Truncation::Epoch, _) => Truncation::Epoch,
         };
+        let bugs = planted_bugs(args.bug);
         let config = Config {
             data_dir: args.data_dir.clone(),
             truncation,
-            bugs: planted_bugs(args.bug),
+            bugs,
             log: LogConfig {
                 flush_messages: args.flush_messages,
                 flush_ms: args.flush_ms,
                 simulate_page_cache: args.simulate_page_cache,
                 segment_bytes: 0,
+                faults: DiskFaults::default(),
+                append_undo_lost: bugs.append_undo_lost,
             },
             replica_lag_time_max_ms: args.replica_lag_time_max_ms,
             replica_fetch_wait_max_ms: args.replica_fetch_wait_max_ms,
@@ -234,6 +238,7 @@ fn planted_bugs(bug: Option<Bug>) -> Bugs {
         Some(Bug::IsrUnchecked) => b.isr_unchecked = true,
         Some(Bug::StaleRead) => b.stale_read = true,
         Some(Bug::NoEpochFence) => b.no_epoch_fence = true,
+        Some(Bug::AppendUndoLost) => b.append_undo_lost = true,
     }
     b
 }
@@ -259,6 +264,7 @@ mod tests {
             Bug::IsrUnchecked,
             Bug::StaleRead,
             Bug::NoEpochFence,
+            Bug::AppendUndoLost,
         ];
         for bug in all {
             let b = planted_bugs(Some(bug));
@@ -267,6 +273,7 @@ mod tests {
                 b.isr_unchecked,
                 b.stale_read,
                 b.no_epoch_fence,
+                b.append_undo_lost,
             ];
             assert_eq!(set.iter().filter(|x| **x).count(), 1, "{bug:?}: {b:?}");
         }
