@@ -219,7 +219,9 @@ impl Follower {
                 None => Next::Stop,
                 Some(Ok(())) => Next::Continue,
                 Some(Err(ReplicaError::Io(e))) => {
-                    eprintln!("{name}: appending fetched records: {e}");
+                    // Nothing was appended: the next round asks for the same records.
+                    let err = CallError::Transport(format!("appending fetched records: {e}"));
+                    note_failure(name, failures, &err);
                     Next::Backoff
                 }
                 Some(Err(_)) => Next::Backoff,
@@ -261,8 +263,8 @@ fn after_truncation(result: &io::Result<bool>, moved: bool) -> Next {
     }
 }
 
-/// Log the first failure of a streak, then every 50th, so a dead leader does not
-/// flood the log.
+/// Log the first failure of a streak, then every 50th, so a dead leader or a full
+/// disk does not flood the log.
 fn note_failure(name: &str, failures: &mut u32, err: &CallError) {
     if *failures % 50 == 0 {
         eprintln!("{name}: {err}");

@@ -41,9 +41,7 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let listener = server::bind_and_announce(args.listen, &args.data_dir)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+        let listener = server::bind_and_announce(args.listen, &args.data_dir).await?;
         let ctx = Arc::new(Context::new(&args).map_err(|e| format!("broker epoch: {e}"))?);
         eprintln!(
             "node {}: broker epoch {}, truncation {:?}, controller {:?}",

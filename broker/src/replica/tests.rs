@@ -1119,3 +1119,42 @@ fn propose_isr_with_isr_unchecked_shrinks_on_the_spot() {
     assert_eq!(b.get(1).pending_isr(), None, "nothing sent");
     assert_eq!(b.get(1).isr(), [1]);
 }
+
+/// A follower whose disk refuses the fetched records appends nothing: its LEO, HW
+/// and epoch cache stay as they were (no checkpoint of an epoch it holds no record
+/// of), so its next FETCH asks for the same records again.
+#[test]
+fn a_failed_follower_append_changes_nothing() {
+    let mut b = Brokers::new(&[1, 2], Truncation::Epoch);
+    b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+    b.produce(1, 1, 1);
+    b.fetch(2, 1, 2);
+    b.fetch(2, 1, 3);
+    // A new leader epoch: the next records carry epoch 2, unknown to the follower.
+    b.tell(&[1, 2], state(1, 2, 2, &[1, 2], &[1, 2]), 4);
+    b.settle(2, 1);
+    b.produce(1, 2, 5);
+    let before = (
+        b.get(2).log_end_offset(),
+        b.get(2).high_watermark(),
+        b.get(2).epochs().clone(),
+    );
+    b.get(2).log_mut().broken_append = true;
+    let req = b.fetch_request(2);
+    let resp = b.get(1).fetch_as_leader(&req, 6).0.unwrap();
+    assert_eq!(resp.records.len(), 1);
+    let (result, fx) = b.get(2).apply_fetch_response(resp);
+    assert!(matches!(result, Err(ReplicaError::Io(_))), "{result:?}");
+    assert_eq!(fx.checkpoint_epochs, None, "{fx:?}");
+    let after = (
+        b.get(2).log_end_offset(),
+        b.get(2).high_watermark(),
+        b.get(2).epochs().clone(),
+    );
+    assert_eq!(after, before);
+    // The disk is back: the same FETCH brings the record and its epoch.
+    b.get(2).log_mut().broken_append = false;
+    b.fetch(2, 1, 7);
+    assert_eq!(b.get(2).log_end_offset(), 2);
+    assert_eq!(b.get(2).epochs().entries(), [(1, 0), (2, 1)]);
+}
