@@ -88,6 +88,10 @@ pub struct NodeArgs {
     /// How long an empty follower fetch waits in purgatory for data.
     #[arg(long, default_value_t = 500)]
     pub replica_fetch_wait_max_ms: u64,
+    /// A partition whose storage keeps failing (ENOSPC, EIO) this long makes the node
+    /// leave every ISR, as a broker whose log dir went offline.
+    #[arg(long, default_value_t = 2000)]
+    pub storage_failure_timeout_ms: u64,
     /// Plant a known bug (see `watermark selftest`).
     #[arg(long, value_enum)]
     pub bug: Option<Bug>,

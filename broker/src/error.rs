@@ -20,6 +20,7 @@ pub enum Code {
     NotEnoughReplicas,
     NotEnoughReplicasAfterAppend,
     RequestTimedOut,
+    KafkaStorageError,
 }
 
 impl Code {
@@ -37,6 +38,7 @@ impl Code {
             Code::NotEnoughReplicas => "NOT_ENOUGH_REPLICAS",
             Code::NotEnoughReplicasAfterAppend => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
             Code::RequestTimedOut => "REQUEST_TIMED_OUT",
+            Code::KafkaStorageError => "KAFKA_STORAGE_ERROR",
         }
     }
 
@@ -49,9 +51,9 @@ impl Code {
             Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::OffsetOutOfRange => StatusCode::RANGE_NOT_SATISFIABLE,
             Code::NotLeader | Code::NotController => StatusCode::MISDIRECTED_REQUEST,
-            Code::NotEnoughReplicas | Code::NotEnoughReplicasAfterAppend => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            Code::NotEnoughReplicas
+            | Code::NotEnoughReplicasAfterAppend
+            | Code::KafkaStorageError => StatusCode::SERVICE_UNAVAILABLE,
             Code::RequestTimedOut => StatusCode::GATEWAY_TIMEOUT,
         }
     }
@@ -61,7 +63,7 @@ impl Code {
     }
 }
 
-const ALL: [Code; 12] = [
+const ALL: [Code; 13] = [
     Code::InvalidRequest,
     Code::UnknownTopicOrPartition,
     Code::TopicAlreadyExists,
@@ -74,6 +76,7 @@ const ALL: [Code; 12] = [
     Code::NotEnoughReplicas,
     Code::NotEnoughReplicasAfterAppend,
     Code::RequestTimedOut,
+    Code::KafkaStorageError,
 ];
 
 /// An error answer: code, human message, and the code's extra fields.

@@ -302,22 +302,18 @@ impl Log {
     /// the active segment is cut back in memory and on disk. A disk that refuses the
     /// cut leaves bytes past the log's end that the next write or fsync cuts first
     /// (and fails if it cannot), so they never precede a record; a crash before that
-    /// leaves them to recovery, and they were never acknowledged.
+    /// leaves them to recovery (a segment that could not be deleted starts past the
+    /// log's end and is deleted there), and they were never acknowledged. Nothing is
+    /// logged: the caller reports the append's own error, and a disk that refused the
+    /// write usually refuses the cut too.
     fn undo(&mut self, mark: Mark) {
         while self.segments.len() > mark.segments {
             let segment = self.segments.pop().expect("more segments than marked");
             self.dir_dirty = true;
-            if let Err(e) = segment.delete() {
-                eprintln!("log {}: undoing a failed append: {e}", self.dir.display());
-            }
+            let _ = segment.delete();
         }
         let active = self.segments.last_mut().expect("a log has a segment");
-        if let Err(e) = active.undo_to(mark.frames, mark.size) {
-            eprintln!(
-                "log {}: undoing a failed append: {e} (cut before the next write)",
-                self.dir.display()
-            );
-        }
+        let _ = active.undo_to(mark.frames, mark.size);
     }
 
     /// Put the frames of offsets `leo..` into segments, rolling past the segment size,

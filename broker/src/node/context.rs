@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -39,6 +40,9 @@ pub struct Config {
     pub replica_lag_time_max_ms: u64,
     /// How long an empty follower FETCH waits in the leader's purgatory.
     pub replica_fetch_wait_max_ms: u64,
+    /// A partition whose storage keeps failing this long makes the node leave every
+    /// ISR (`--storage-failure-timeout-ms`).
+    pub storage_failure_timeout_ms: u64,
 }
 
 /// Everything a node's tasks and handlers share.
@@ -46,8 +50,9 @@ pub struct Context {
     /// This broker's id (`--id`).
     pub id: BrokerId,
     /// This process's broker epoch: fresh at every start, so the controller sees a
-    /// restart (kept in the data dir under `--truncation hw`; see [`broker_epoch`]).
-    pub broker_epoch: u64,
+    /// restart (kept in the data dir under `--truncation hw`; see [`broker_epoch`]),
+    /// and renewed when the node's storage fails for good ([`Context::renew_broker_epoch`]).
+    broker_epoch: AtomicU64,
     /// The settings.
     pub config: Config,
     /// The HTTP client of every call to peers and the controller.
@@ -87,10 +92,11 @@ impl Context {
             },
             replica_lag_time_max_ms: args.replica_lag_time_max_ms,
             replica_fetch_wait_max_ms: args.replica_fetch_wait_max_ms,
+            storage_failure_timeout_ms: args.storage_failure_timeout_ms,
         };
         Ok(Context {
             id: args.id,
-            broker_epoch: broker_epoch(truncation, &args.data_dir)?,
+            broker_epoch: AtomicU64::new(broker_epoch(truncation, &args.data_dir)?),
             config,
             client: rpc::client(),
             clock: Instant::now(),
@@ -99,6 +105,26 @@ impl Context {
             active_controller: Mutex::new(args.controller[0].clone()),
             topic_sizes: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// This process's broker epoch, as it presents itself to the controller and to
+    /// the leaders it fetches from.
+    pub fn broker_epoch(&self) -> u64 {
+        self.broker_epoch.load(Ordering::SeqCst)
+    }
+
+    /// Present a new broker epoch from now on, as a restarted process would: the
+    /// controller handles the next heartbeat as a failure followed by a start, so
+    /// this broker leaves every ISR and its partitions elect other leaders (KIP-380).
+    /// For a node whose storage failed: what it holds in memory may not be on disk.
+    pub fn renew_broker_epoch(&self) -> u64 {
+        let fresh = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        let old = self.broker_epoch();
+        let new = fresh.max(old + 1);
+        self.broker_epoch.store(new, Ordering::SeqCst);
+        new
     }
 
     /// Milliseconds since this process started (the replicas' clock).

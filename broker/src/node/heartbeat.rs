@@ -16,12 +16,13 @@ const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(200);
 /// Heartbeat forever.
 pub async fn run(manager: Arc<ReplicaManager>) {
     let ctx = manager.ctx();
-    let hb = Heartbeat {
-        broker_id: ctx.id,
-        broker_epoch: ctx.broker_epoch,
-    };
     let mut failures = 0u32;
     loop {
+        // Read afresh each time: a node whose storage failed renews it.
+        let hb = Heartbeat {
+            broker_id: ctx.id,
+            broker_epoch: ctx.broker_epoch(),
+        };
         match ctx
             .controller_post::<_, HeartbeatResponse>("/internal/heartbeat", &hb)
             .await

@@ -45,7 +45,10 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
         let ctx = Arc::new(Context::new(&args).map_err(|e| format!("broker epoch: {e}"))?);
         eprintln!(
             "node {}: broker epoch {}, truncation {:?}, controller {:?}",
-            ctx.id, ctx.broker_epoch, ctx.config.truncation, args.controller
+            ctx.id,
+            ctx.broker_epoch(),
+            ctx.config.truncation,
+            args.controller
         );
         if let Some(bug) = args.bug {
             eprintln!("node {}: PLANTED BUG {bug:?} (--bug)", ctx.id);

@@ -61,6 +61,9 @@ pub enum AckStatus {
     /// This replica no longer leads in the epoch the record was written in: its fate
     /// is unknown here.
     LeadershipLost,
+    /// The partition's storage fails on this node, which acknowledges nothing
+    /// meanwhile (decided by the node, not the replica).
+    StorageFailing,
 }
 
 /// A follower's FETCH, as the leader sees it.

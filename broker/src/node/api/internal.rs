@@ -23,15 +23,15 @@ pub(super) async fn leader_and_isr(
     let msg: LeaderAndIsr = json_body(body)?;
     // Broker-epoch fencing: a push meant for an earlier process of this broker (sent
     // before it restarted, delivered late) must not act on this one.
-    if let Some(e) = msg.broker_epoch.filter(|&e| e != node.ctx().broker_epoch) {
+    if let Some(e) = msg.broker_epoch.filter(|&e| e != node.ctx().broker_epoch()) {
         return Err(ApiError::new(
             Code::FencedLeaderEpoch,
             format!(
                 "LeaderAndIsr for broker epoch {e}, this process has broker epoch {}",
-                node.ctx().broker_epoch
+                node.ctx().broker_epoch()
             ),
         )
-        .with("broker_epoch", node.ctx().broker_epoch));
+        .with("broker_epoch", node.ctx().broker_epoch()));
     }
     node.apply_controller(msg.controller_epoch, msg.brokers, msg.partitions)?;
     Ok(Json(json!({})).into_response())

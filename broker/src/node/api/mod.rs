@@ -53,6 +53,7 @@ pub fn router(manager: Arc<ReplicaManager>) -> Router {
         .route("/v1/topics/{topic}/keys/{key}", get(read::read_key))
         .route("/debug/partitions", get(debug::partitions))
         .route("/debug/log/{topic}/{partition}", get(debug::log))
+        .route("/debug/disk", get(debug::disk).post(debug::set_disk))
         .route("/internal/leader-and-isr", post(internal::leader_and_isr))
         .route("/internal/fetch", post(internal::fetch))
         .route(
@@ -167,9 +168,11 @@ fn replica_error(part: &Partition, e: ReplicaError) -> ApiError {
         ReplicaError::UnknownReplica { replica } => {
             ApiError::invalid(format!("{name}: broker {replica} is not a replica"))
         }
-        // A storage failure in the middle of a write leaves its outcome unknown.
-        ReplicaError::Io(e) => {
-            ApiError::new(Code::RequestTimedOut, format!("{name}: storage error: {e}"))
-        }
+        // A storage failure: the write was taken back, but a crash before the disk
+        // let it be cut may bring it back; its outcome is unknown.
+        ReplicaError::Io(e) => ApiError::new(
+            Code::KafkaStorageError,
+            format!("{name}: storage error: {e}"),
+        ),
     }
 }

@@ -128,6 +128,10 @@ pub(super) async fn produce(
         let status = part
             .purgatory
             .wait_until(deadline, || {
+                if part.log_dir.failing().is_some() {
+                    // Its storage fails: no acknowledgement while it lasts.
+                    return Some(AckStatus::StorageFailing);
+                }
                 match part
                     .read()
                     .ack_status(appended.end_offset, appended.leader_epoch)
@@ -139,6 +143,9 @@ pub(super) async fn produce(
             .await;
         let name = format!("{topic}-{partition}");
         match status {
+            Some(AckStatus::StorageFailing) => {
+                return Err(storage_failing(&part, appended.base_offset));
+            }
             Some(AckStatus::Committed) => {}
             Some(AckStatus::CommittedBelowMinIsr) => {
                 let isr = part.read().isr().to_vec();
@@ -178,23 +185,60 @@ pub(super) async fn produce(
     .into_response())
 }
 
-/// The leader's append, with the `if_value` check judged under the same lock.
+/// The leader's append, with the `if_value` check judged under the same lock. Refused
+/// before appending while the partition's storage fails; a failed append is reported
+/// to its health, one that works ends a streak.
 fn append(
     node: &ReplicaManager,
     part: &Arc<Partition>,
     body: ProduceBody,
     acks_all: bool,
 ) -> Result<Appended, ApiError> {
+    if let Some(f) = part.log_dir.failing() {
+        return Err(ApiError::new(
+            Code::KafkaStorageError,
+            format!(
+                "{}: storage failing ({}); nothing was written",
+                part.name(),
+                f.error
+            ),
+        ));
+    }
     let now = node.ctx().now_ms();
-    node.update(part, |r| {
+    let result = node.update(part, |r| {
         if let Some(expected) = &body.if_value {
             if let Err(e) = check_if_value(part, r, &body.entries, expected) {
-                return (Err(e), Effects::default());
+                return (Err(Err(e)), Effects::default());
             }
         }
         let (result, fx) = r.append_as_leader(body.entries, acks_all, now);
-        (result.map_err(|e| replica_error(part, e)), fx)
-    })
+        (result.map_err(Ok), fx)
+    });
+    match result {
+        Ok(appended) => {
+            node.storage_ok(part);
+            Ok(appended)
+        }
+        Err(Ok(ReplicaError::Io(e))) => {
+            node.storage_error(part, "append", &e);
+            Err(replica_error(part, ReplicaError::Io(e)))
+        }
+        Err(Ok(e)) => Err(replica_error(part, e)),
+        Err(Err(e)) => Err(e),
+    }
+}
+
+/// The answer to an `acks=all` write waiting while its partition's storage fails.
+fn storage_failing(part: &Partition, base_offset: u64) -> ApiError {
+    let why = part.log_dir.failing().map_or_else(String::new, |f| f.error);
+    ApiError::new(
+        Code::KafkaStorageError,
+        format!(
+            "{}: storage failing ({why}) while the write at offset {base_offset} waited \
+             for the ISR; it may or may not survive",
+            part.name()
+        ),
+    )
 }
 
 /// The `if_value` condition: this replica leads, and the key's newest value in its

@@ -10,6 +10,7 @@
 //! (controller epoch) and let each replica judge its own state (leader epoch,
 //! partition epoch).
 
+mod log_dir;
 mod partition;
 
 use std::collections::BTreeMap;
@@ -220,8 +221,10 @@ impl ReplicaManager {
     }
 
     /// Write the high-watermark checkpoint if the HW moved since the last one (Kafka
-    /// does this on a timer), and retry a failed epoch checkpoint. Errors are logged;
-    /// the next call tries again.
+    /// does this on a timer), and retry a failed epoch checkpoint. While the
+    /// partition's storage fails it is written anyway: a write that works again ends
+    /// the streak. Errors are reported to the partition's health; the next call tries
+    /// again.
     pub fn checkpoint(&self, part: &Partition) {
         if part.epochs_unsaved.load(Ordering::SeqCst) {
             let r = part.lock();
@@ -233,26 +236,64 @@ impl ReplicaManager {
             .checkpointed_hw
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        if *written == hw {
+        if *written == hw && part.log_dir.failing().is_none() {
             return;
         }
-        match checkpoint::write_high_watermark(&part.dir.join(HW_FILE), hw) {
+        let faults = &self.ctx.config.log.faults;
+        match checkpoint::write_high_watermark(&part.dir.join(HW_FILE), hw, faults) {
             // Only once written: a failed write is retried at the next checkpoint.
-            Ok(()) => *written = hw,
-            Err(e) => eprintln!("node {}: {}: HW checkpoint: {e}", self.ctx.id, part.name()),
+            Ok(()) => {
+                *written = hw;
+                self.storage_ok(part);
+            }
+            Err(e) => self.storage_error(part, "HW checkpoint", &e),
         }
     }
 
     /// Write the epoch cache's checkpoint, with the replica locked (as Kafka flushes
     /// its leader-epoch file at every change).
     fn checkpoint_epochs(&self, part: &Partition, epochs: &[(i32, u64)]) {
-        let result = checkpoint::write_epochs(&part.dir.join(EPOCHS_FILE), epochs);
+        let faults = &self.ctx.config.log.faults;
+        let result = checkpoint::write_epochs(&part.dir.join(EPOCHS_FILE), epochs, faults);
         part.epochs_unsaved.store(result.is_err(), Ordering::SeqCst);
-        if let Err(e) = result {
+        match result {
+            Ok(()) => self.storage_ok(part),
+            Err(e) => self.storage_error(
+                part,
+                "epoch checkpoint (retried at the next HW checkpoint)",
+                &e,
+            ),
+        }
+    }
+
+    /// A write for `part` failed (`what`: which one): the first failure of a streak is
+    /// logged and wakes the partition's waiters, which acknowledge nothing while it
+    /// lasts.
+    pub fn storage_error(&self, part: &Partition, what: &str, e: &std::io::Error) {
+        if part
+            .log_dir
+            .failed(self.ctx.now_ms(), format!("{what}: {e}"))
+        {
             eprintln!(
-                "node {}: {}: epoch checkpoint: {e} (retried at the next HW checkpoint)",
+                "node {}: {}: storage failing: {what}: {e}; acknowledging nothing until a \
+                 write works, leaving every ISR if it fails for {} ms",
                 self.ctx.id,
-                part.name()
+                part.name(),
+                self.ctx.config.storage_failure_timeout_ms
+            );
+            part.purgatory.wake();
+        }
+    }
+
+    /// A write for `part` worked: a streak of failures, if any, is over.
+    pub fn storage_ok(&self, part: &Partition) {
+        if let Some(f) = part.log_dir.recovered() {
+            eprintln!(
+                "node {}: {}: storage works again after {} ms of failures (last: {})",
+                self.ctx.id,
+                part.name(),
+                self.ctx.now_ms().saturating_sub(f.since_ms),
+                f.error
             );
         }
     }
@@ -277,7 +318,7 @@ impl ReplicaManager {
         )?;
         // Opening does not count as done before the rebuilt cache is on disk.
         if let Some(epochs) = &effects.checkpoint_epochs {
-            checkpoint::write_epochs(&part.dir.join(EPOCHS_FILE), epochs)?;
+            checkpoint::write_epochs(&part.dir.join(EPOCHS_FILE), epochs, &config.log.faults)?;
         }
         let part = Arc::new(part);
         map.insert(tp.clone(), part.clone());

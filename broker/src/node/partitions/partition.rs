@@ -25,6 +25,8 @@ use crate::node::purgatory::Purgatory;
 use crate::protocol::{BrokerId, TopicPartition, check_topic_name};
 use crate::replica::{Effects, Replica, ReplicaLog};
 
+use super::log_dir::LogDirHealth;
+
 /// The replica type a node runs: the real log, with the register view on top.
 pub type NodeReplica = Replica<KeyedLog<Log>>;
 
@@ -51,6 +53,8 @@ pub struct Partition {
     /// No new ISR proposal before this time (node clock, ms): set after a refusal, so a
     /// leader does not ask every tick for what the controller just declined.
     pub isr_retry_at_ms: AtomicU64,
+    /// Whether its storage works (a streak of failures stops acknowledgements).
+    pub log_dir: LogDirHealth,
 }
 
 /// The replica of a partition, locked for reading. Never held across an `.await`.
@@ -92,6 +96,7 @@ impl Partition {
             purgatory: Purgatory::new(),
             epochs_unsaved: AtomicBool::new(false),
             isr_retry_at_ms: AtomicU64::new(0),
+            log_dir: LogDirHealth::default(),
         };
         Ok((part, effects))
     }
