@@ -1,16 +1,22 @@
 //! The broker on a failing disk, over real processes: the disk fault switch
 //! (`POST /debug/disk`) on a leader and on a follower — no acknowledged record lost,
-//! leadership moves, the node rejoins the ISR once its disk works — and what a node
-//! says when it cannot even announce itself.
+//! leadership moves, the node rejoins the ISR once its disk works — the same on a
+//! real full filesystem (a small tmpfs, mounted when the tests run as root; skipped
+//! with a message otherwise), and what a node says when it cannot even announce
+//! itself.
 
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::Read;
+use std::ffi::CString;
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use broker::log::{Log, LogConfig};
 use serde_json::{Value, json};
 use support::{Cluster, Opts, ids, partition_in};
 
@@ -275,4 +281,215 @@ async fn a_follower_whose_disk_fails_falls_behind_and_catches_up() {
     wait_rejoined(&c, follower, 30).await;
     assert_has_every_ack(&c, follower, &acked).await;
     assert_eq!(local_log(&c, follower).await, local_log(&c, leader).await);
+}
+
+/// A small tmpfs mounted on a temp dir, unmounted when dropped.
+struct Tmpfs {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mount a tmpfs of `bytes`, or say why not (not root, no mount namespace).
+    fn mount(bytes: u64) -> Result<Tmpfs, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let target = CString::new(dir.path().as_os_str().as_bytes()).unwrap();
+        let options = CString::new(format!("size={bytes},mode=0700")).unwrap();
+        // SAFETY: valid NUL-terminated strings; mounting changes nothing of ours.
+        let r = unsafe {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                target.as_ptr(),
+                c"tmpfs".as_ptr(),
+                0,
+                options.as_ptr().cast(),
+            )
+        };
+        if r != 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+        Ok(Tmpfs {
+            path: dir.path().to_path_buf(),
+            _dir: dir,
+        })
+    }
+
+    /// Fill the filesystem to its last byte with a file of zeros (its path).
+    fn fill(&self) -> PathBuf {
+        let filler = self.path.join("filler");
+        let mut f = std::fs::File::create(&filler).expect("create the filler");
+        let mut chunk = 1 << 16;
+        while chunk > 0 {
+            if f.write_all(&vec![0; chunk]).is_err() {
+                chunk /= 2;
+            }
+        }
+        filler
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let target = CString::new(self.path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: unmounting our own mount point (lazily, in case a file is open).
+        unsafe {
+            libc::umount2(target.as_ptr(), libc::MNT_DETACH);
+        }
+    }
+}
+
+/// A tmpfs, or None with a message saying the test is skipped.
+fn tmpfs(bytes: u64, test: &str) -> Option<Tmpfs> {
+    match Tmpfs::mount(bytes) {
+        Ok(fs) => Some(fs),
+        Err(e) => {
+            eprintln!(
+                "{test}: skipped: cannot mount a tmpfs ({e}); run as root to test a full disk"
+            );
+            None
+        }
+    }
+}
+
+/// Finding 1 on a real full disk: appends until the filesystem is full, then more
+/// once space is freed; the reopened log holds every acknowledged record at its
+/// offset, each offset once.
+#[test]
+fn a_log_on_a_full_filesystem_never_writes_an_offset_twice() {
+    let Some(fs) = tmpfs(128 << 10, "a_log_on_a_full_filesystem") else {
+        return;
+    };
+    let dir = fs.path.join("log");
+    let config = LogConfig {
+        segment_bytes: 24 << 10,
+        ..LogConfig::default()
+    };
+    let mut log = Log::open(&dir, config.clone()).unwrap();
+    let value = |i: u64| json!({"i": i, "pad": "p".repeat(900)});
+    let mut acked = Vec::new();
+    let filler = fs.fill();
+    let mut failures = 0;
+    let mut i = 0;
+    while failures < 20 {
+        assert!(i < 10_000, "the disk never filled up");
+        match log.append(1, vec![(None, value(i))]) {
+            Ok(offset) => acked.push((offset, value(i))),
+            Err(e) => {
+                assert!(e.to_string().contains("No space left"), "{e}");
+                failures += 1;
+            }
+        }
+        assert_eq!(log.log_end_offset(), acked.len() as u64);
+        i += 1;
+    }
+    std::fs::remove_file(&filler).unwrap();
+    for _ in 0..5 {
+        let offset = log.append(2, vec![(None, value(i))]).unwrap();
+        acked.push((offset, value(i)));
+        i += 1;
+    }
+    drop(log);
+    let log = Log::open(&dir, config).unwrap();
+    let records = log.read(0, usize::MAX, u64::MAX).unwrap();
+    let got: Vec<(u64, Value)> = records.into_iter().map(|r| (r.offset, r.value)).collect();
+    assert_eq!(got, acked);
+}
+
+/// Finding 2: a node restarted on a full disk says it cannot write its address file.
+#[test]
+fn a_node_on_a_full_filesystem_says_it_cannot_write_its_address_file() {
+    let Some(fs) = tmpfs(64 << 10, "a_node_on_a_full_filesystem") else {
+        return;
+    };
+    fs.fill();
+    let data_dir = fs.path.to_str().unwrap();
+    let (code, stderr) = run_to_exit(&[
+        "node",
+        "--id",
+        "1",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        data_dir,
+        "--controller",
+        "127.0.0.1:9",
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot write the address file") && stderr.contains("No space left"),
+        "{stderr}"
+    );
+}
+
+/// The leader's data dir is a small filesystem that fills up: the leader stops
+/// acknowledging, hands over, and once space is freed catches up and rejoins; every
+/// acknowledged record survives, also on it after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_on_a_full_filesystem_hands_over_and_rejoins_once_space_is_freed() {
+    let mounts: Vec<Tmpfs> = match (1..=3)
+        .map(|_| Tmpfs::mount(2 << 20))
+        .collect::<Result<_, _>>()
+    {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("skipped: cannot mount a tmpfs ({e}); run as root to test a full disk");
+            return;
+        }
+    };
+    let data_dirs: BTreeMap<i32, PathBuf> = (1..=3)
+        .map(|id| (id, mounts[id as usize - 1].path.join("data")))
+        .collect();
+    let mut c = Cluster::start(Opts {
+        node_args: vec!["--storage-failure-timeout-ms".into(), "1000".into()],
+        data_dirs,
+        ..Opts::default()
+    });
+    c.create_topic("t", 1, 3, 2).await;
+    let (old, _) = view(&c).await;
+    let mut acked = Vec::new();
+    for v in 0..10 {
+        let o = produce(&c, json!(v)).await.expect("a healthy cluster");
+        acked.push((o, json!(v)));
+    }
+    let filler = mounts[old as usize - 1].fill();
+    let started = Instant::now();
+    let mut codes = BTreeMap::new();
+    let mut v = 100;
+    let new = loop {
+        assert!(started.elapsed() < DEADLINE, "no new leader\n{}", c.logs());
+        match produce(&c, json!({"v": v, "pad": "p".repeat(500)})).await {
+            Ok(o) => {
+                acked.push((o, json!({"v": v, "pad": "p".repeat(500)})));
+                let (leader, _) = view(&c).await;
+                if leader != old {
+                    break leader;
+                }
+            }
+            Err(code) => *codes.entry(code).or_insert(0) += 1,
+        }
+        v += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        codes.contains_key("KAFKA_STORAGE_ERROR"),
+        "the full leader answered {codes:?}\n{}",
+        c.logs()
+    );
+    for v in 1000..1010 {
+        let o = produce(&c, json!(v))
+            .await
+            .expect("the new leader takes writes");
+        acked.push((o, json!(v)));
+    }
+    assert_has_every_ack(&c, new, &acked).await;
+    std::fs::remove_file(&filler).unwrap();
+    let leo = acked.iter().map(|(o, _)| o + 1).max().unwrap();
+    wait_rejoined(&c, old, leo).await;
+    assert_has_every_ack(&c, old, &acked).await;
+    c.node(old).restart();
+    wait_rejoined(&c, old, leo).await;
+    assert_has_every_ack(&c, old, &acked).await;
+    assert_eq!(local_log(&c, old).await, local_log(&c, new).await);
+    drop(c);
+    drop(mounts);
 }

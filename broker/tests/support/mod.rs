@@ -161,6 +161,9 @@ pub struct Opts {
     pub node_args: Vec<String>,
     /// The nodes' `--controller` list, instead of the real controller's address.
     pub controller_list: Option<Vec<String>>,
+    /// A node's data dir, instead of one in the cluster's temp dir (e.g. a small
+    /// filesystem of its own).
+    pub data_dirs: BTreeMap<i32, PathBuf>,
 }
 
 impl Default for Opts {
@@ -172,6 +175,7 @@ impl Default for Opts {
             fetch_wait_ms: 500,
             node_args: Vec::new(),
             controller_list: None,
+            data_dirs: BTreeMap::new(),
         }
     }
 }
@@ -228,7 +232,13 @@ impl Cluster {
                 "--listen".into(),
                 addr.clone(),
                 "--data-dir".into(),
-                path(&dir.path().join(format!("node{id}"))),
+                path(
+                    &opts
+                        .data_dirs
+                        .get(&id)
+                        .cloned()
+                        .unwrap_or_else(|| dir.path().join(format!("node{id}"))),
+                ),
                 "--controller".into(),
                 opts.controller_list
                     .clone()
