@@ -47,7 +47,8 @@ pub struct LogConfig {
     pub segment_bytes: u64,
     /// The disk's fault switch (healthy unless told otherwise).
     pub faults: DiskFaults,
-    /// PLANTED BUG (`--bug append-undo-lost`): a failed append is not taken back.
+    /// PLANTED BUG (`--bug append-undo-lost`): a failed append is not taken back, and
+    /// recovery cuts at a repeated offset instead of refusing the log.
     pub append_undo_lost: bool,
 }
 
@@ -83,10 +84,11 @@ pub struct Log {
 
 impl Log {
     /// Open (or create) the log in `dir`, recovering from a crash: every segment is
-    /// scanned, and the first torn or corrupt record cuts the log there.
+    /// scanned, and the first torn or corrupt record cuts the log there; a repeated
+    /// offset is refused (`InvalidData`, see `recovery`).
     pub fn open(dir: &Path, config: LogConfig) -> io::Result<Log> {
         fs::create_dir_all(dir).map_err(|e| context(e, "cannot create log directory", dir))?;
-        let recovered = recovery::recover(dir, &config.faults)?;
+        let recovered = recovery::recover(dir, &config.faults, config.append_undo_lost)?;
         if let Some(cut) = &recovered.cut {
             eprintln!("log {}: recovery: {cut}", dir.display());
         }

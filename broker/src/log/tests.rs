@@ -280,6 +280,79 @@ fn record_with_wrong_offset_is_cut() {
     assert_eq!(log.log_end_offset(), 3);
 }
 
+/// A valid frame whose offset repeats is no crash's doing: the log refuses to open,
+/// saying where, instead of keeping the first of two records that claim one offset.
+#[test]
+fn a_repeated_offset_is_refused_not_guessed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = Log::open(dir.path(), config(300)).unwrap();
+    log.append(1, entries(0..3)).unwrap();
+    drop(log);
+    let stray = Record {
+        offset: 1,
+        leader_epoch: 1,
+        key: None,
+        value: json!("again"),
+    };
+    let mut frame = Vec::new();
+    frame::encode(&stray, &mut frame).unwrap();
+    let file = segment_files(dir.path()).pop().unwrap();
+    let mut bytes = fs::read(&file).unwrap();
+    let at = bytes.len();
+    bytes.extend_from_slice(&frame);
+    fs::write(&file, &bytes).unwrap();
+    let err = Log::open(dir.path(), config(300)).err().unwrap();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    let msg = err.to_string();
+    for part in [
+        &file.display().to_string(),
+        &format!("holds offset 1 at byte {at}, after offset 2"),
+        "refusing to open",
+    ] {
+        assert!(msg.contains(part), "{part:?} not in: {msg}");
+    }
+    assert_eq!(fs::read(&file).unwrap(), bytes, "nothing was cut");
+    // The planted bug guesses: it cuts at the repeat.
+    let guessing = LogConfig {
+        append_undo_lost: true,
+        ..config(300)
+    };
+    assert_eq!(Log::open(dir.path(), guessing).unwrap().log_end_offset(), 3);
+}
+
+/// A segment that starts inside the one before it is refused the same way.
+#[test]
+fn overlapping_segments_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = filled(dir.path(), 10);
+    let files = segment_files(dir.path());
+    assert!(files.len() >= 2);
+    let second: u64 = files[1]
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // A copy of the second segment's records under an earlier name.
+    let copy = dir.path().join(format!("{:020}.log", second - 1));
+    let mut log = Log::open(dir.path(), config(300)).unwrap();
+    assert_eq!(all(&log), before);
+    log.truncate_to(second).unwrap();
+    drop(log);
+    let mut bytes = Vec::new();
+    for r in &before[(second - 1) as usize..] {
+        frame::encode(r, &mut bytes).unwrap();
+    }
+    fs::write(&copy, bytes).unwrap();
+    let err = Log::open(dir.path(), config(300)).err().unwrap();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+    assert!(
+        err.to_string().contains("inside the segment before it"),
+        "{err}"
+    );
+}
+
 #[test]
 fn stray_files_are_left_alone() {
     let dir = tempfile::tempdir().unwrap();

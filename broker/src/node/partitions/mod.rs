@@ -58,6 +58,9 @@ pub struct ReplicaManager {
     view: Mutex<ControllerView>,
     /// Where the fetcher's orders go.
     fetch_orders: mpsc::UnboundedSender<FetchOrder>,
+    /// Partitions that could not be opened, with why: each reason is logged once,
+    /// not at every controller message.
+    open_errors: Mutex<BTreeMap<TopicPartition, String>>,
 }
 
 impl ReplicaManager {
@@ -69,6 +72,7 @@ impl ReplicaManager {
             partitions: RwLock::new(BTreeMap::new()),
             view: Mutex::new(ControllerView::default()),
             fetch_orders: tx,
+            open_errors: Mutex::new(BTreeMap::new()),
         };
         (manager, rx)
     }
@@ -162,16 +166,29 @@ impl ReplicaManager {
             topic: state.topic.clone(),
             partition: state.partition,
         };
-        let part = match self.get_or_open(&tp) {
-            Ok(p) => p,
+        let opened = self.get_or_open(&tp);
+        let mut errors = self.open_errors.lock().unwrap_or_else(|p| p.into_inner());
+        let part = match opened {
+            Ok(p) => {
+                if errors.remove(&tp).is_some() {
+                    eprintln!("node {}: opened {}-{}", ctx.id, tp.topic, tp.partition);
+                }
+                p
+            }
             Err(e) => {
-                eprintln!(
-                    "node {}: cannot open {}-{}: {e}",
-                    ctx.id, tp.topic, tp.partition
-                );
+                let why = e.to_string();
+                if errors.get(&tp) != Some(&why) {
+                    eprintln!(
+                        "node {}: cannot open {}-{}: {why} (not hosting it; retried at every \
+                         controller message, logged again only if the reason changes)",
+                        ctx.id, tp.topic, tp.partition
+                    );
+                    errors.insert(tp, why);
+                }
                 return;
             }
         };
+        drop(errors);
         let (truncation, now) = (ctx.config.truncation, ctx.now_ms());
         let (transition, epoch) = self.update(&part, |r| {
             let (t, fx) = r.apply_state(state, truncation, now);

@@ -45,8 +45,8 @@ pub struct Partition {
     replica: Mutex<NodeReplica>,
     /// Where its delayed FETCHes, acks=all produces and linearizable reads wait.
     pub purgatory: Purgatory,
-    /// The HW last written to its checkpoint; held while writing, so two writers of
-    /// the file cannot interleave.
+    /// The HW last written to its checkpoint (`u64::MAX`: the file must be rewritten);
+    /// held while writing, so two writers of the file cannot interleave.
     pub(super) checkpointed_hw: Mutex<u64>,
     /// The last epoch checkpoint failed: write it again at the next HW checkpoint.
     pub(super) epochs_unsaved: AtomicBool,
@@ -84,14 +84,28 @@ impl Partition {
         let dir = data_dir.join(format!("{}-{}", tp.topic, tp.partition));
         let log = Log::open(&dir.join("log"), config)?;
         let epochs = checkpoint::read_epochs(&dir.join(EPOCHS_FILE))?;
-        let hw = checkpoint::read_high_watermark(&dir.join(HW_FILE))?;
+        // The HW checkpoint is advisory (a follower learns the HW from its leader, a
+        // leader from its followers): a malformed one is ignored, with one warning,
+        // and rewritten at the next checkpoint.
+        let (hw, checkpointed_hw) = match checkpoint::read_high_watermark(&dir.join(HW_FILE)) {
+            Ok(hw) => (hw, hw),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                eprintln!(
+                    "node {id}: {}-{}: {e}; ignored: the high watermark starts at 0 and \
+                     the file is rewritten at the next checkpoint",
+                    tp.topic, tp.partition
+                );
+                (0, u64::MAX)
+            }
+            Err(e) => return Err(e),
+        };
         let (mut replica, effects) =
             Replica::open(id, KeyedLog::open(log)?, &epochs, hw, lag_time_max_ms)?;
         replica.plant(bugs);
         let part = Partition {
             tp,
             dir,
-            checkpointed_hw: Mutex::new(hw),
+            checkpointed_hw: Mutex::new(checkpointed_hw),
             replica: Mutex::new(replica),
             purgatory: Purgatory::new(),
             epochs_unsaved: AtomicBool::new(false),
