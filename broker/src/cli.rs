@@ -41,6 +41,12 @@ pub struct ControllerArgs {
     /// Allow electing a replica outside the ISR when no ISR member is alive (may lose data).
     #[arg(long)]
     pub unclean_election: bool,
+    /// The cluster's id; with a secret, internal requests must carry both.
+    #[arg(long, value_name = "ID")]
+    pub cluster_id: Option<String>,
+    /// A file holding the cluster's secret (else the BROKER_CLUSTER_SECRET variable).
+    #[arg(long, value_name = "PATH")]
+    pub secret_file: Option<PathBuf>,
 }
 
 /// How a follower that becomes follower, or restarts, decides where to truncate its log.
@@ -95,6 +101,12 @@ pub struct NodeArgs {
     /// Plant a known bug (see `watermark selftest`).
     #[arg(long, value_enum)]
     pub bug: Option<Bug>,
+    /// The cluster's id; with a secret, internal requests must carry both.
+    #[arg(long, value_name = "ID")]
+    pub cluster_id: Option<String>,
+    /// A file holding the cluster's secret (else the BROKER_CLUSTER_SECRET variable).
+    #[arg(long, value_name = "PATH")]
+    pub secret_file: Option<PathBuf>,
 }
 
 /// The known bugs `--bug` can plant, so the harness can show it catches them

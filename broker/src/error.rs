@@ -21,6 +21,8 @@ pub enum Code {
     NotEnoughReplicasAfterAppend,
     RequestTimedOut,
     KafkaStorageError,
+    Unauthenticated,
+    ClusterAuthorizationFailed,
 }
 
 impl Code {
@@ -39,6 +41,8 @@ impl Code {
             Code::NotEnoughReplicasAfterAppend => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
             Code::RequestTimedOut => "REQUEST_TIMED_OUT",
             Code::KafkaStorageError => "KAFKA_STORAGE_ERROR",
+            Code::Unauthenticated => "UNAUTHENTICATED",
+            Code::ClusterAuthorizationFailed => "CLUSTER_AUTHORIZATION_FAILED",
         }
     }
 
@@ -55,6 +59,8 @@ impl Code {
             | Code::NotEnoughReplicasAfterAppend
             | Code::KafkaStorageError => StatusCode::SERVICE_UNAVAILABLE,
             Code::RequestTimedOut => StatusCode::GATEWAY_TIMEOUT,
+            Code::Unauthenticated => StatusCode::UNAUTHORIZED,
+            Code::ClusterAuthorizationFailed => StatusCode::FORBIDDEN,
         }
     }
 
@@ -63,7 +69,7 @@ impl Code {
     }
 }
 
-const ALL: [Code; 13] = [
+const ALL: [Code; 15] = [
     Code::InvalidRequest,
     Code::UnknownTopicOrPartition,
     Code::TopicAlreadyExists,
@@ -77,6 +83,8 @@ const ALL: [Code; 13] = [
     Code::NotEnoughReplicasAfterAppend,
     Code::RequestTimedOut,
     Code::KafkaStorageError,
+    Code::Unauthenticated,
+    Code::ClusterAuthorizationFailed,
 ];
 
 /// An error answer: code, human message, and the code's extra fields.

@@ -6,11 +6,13 @@
 //! words); `disk` (the storage fault switch); `fsutil` (durable file replacement);
 //! `log` (storage); `replica` (the replication rules, pure) and `kv` (the
 //! register view over a log); `rpc`, `server` (HTTP plumbing); `cli` (the command
-//! line); then the two roles, `controller` and `node`.
+//! line), `auth` (the cluster's credentials); then the two roles, `controller` and
+//! `node`.
 //!
 //! Public are only what the binary and the tests use: the command line, the two
 //! roles' `run`, the storage (tested through its files) and the wire types.
 
+mod auth;
 mod bugs;
 pub mod cli;
 pub mod controller;

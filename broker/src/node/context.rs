@@ -5,13 +5,14 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::auth::ClusterAuth;
 use crate::bugs::Bugs;
 use crate::cli::{self, Bug, NodeArgs};
 use crate::disk::DiskFaults;
@@ -55,8 +56,12 @@ pub struct Context {
     broker_epoch: AtomicU64,
     /// The settings.
     pub config: Config,
-    /// The HTTP client of every call to peers and the controller.
+    /// The HTTP client of every call to peers and the controller (carrying the
+    /// cluster's credentials).
     pub client: reqwest::Client,
+    /// The cluster's credentials, which internal requests to this node must carry
+    /// (None: not checked).
+    pub auth: Option<Arc<ClusterAuth>>,
     /// The clock's zero: the process start.
     clock: Instant,
     /// How to reach each other broker (`--peers`).
@@ -71,8 +76,9 @@ pub struct Context {
 
 impl Context {
     /// A node's context from its command line (`--bug hw-truncation` becomes
-    /// `--truncation hw`). Under `hw` it reads or creates `DATA_DIR/broker-epoch`.
-    pub fn new(args: &NodeArgs) -> std::io::Result<Context> {
+    /// `--truncation hw`) and credentials. Under `hw` it reads or creates
+    /// `DATA_DIR/broker-epoch`.
+    pub fn new(args: &NodeArgs, auth: Option<ClusterAuth>) -> std::io::Result<Context> {
         let truncation = match (args.truncation, args.bug) {
             (_, Some(Bug::HwTruncation)) | (cli::Truncation::Hw, _) => Truncation::Hw,
             (cli::Truncation::Epoch, _) => Truncation::Epoch,
@@ -98,7 +104,8 @@ impl Context {
             id: args.id,
             broker_epoch: AtomicU64::new(broker_epoch(truncation, &args.data_dir)?),
             config,
-            client: rpc::client(),
+            client: rpc::client(auth.as_ref()),
+            auth: auth.map(Arc::new),
             clock: Instant::now(),
             peers: args.peers.0.iter().cloned().collect(),
             controllers: args.controller.clone(),

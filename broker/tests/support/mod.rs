@@ -164,6 +164,8 @@ pub struct Opts {
     /// A node's data dir, instead of one in the cluster's temp dir (e.g. a small
     /// filesystem of its own).
     pub data_dirs: BTreeMap<i32, PathBuf>,
+    /// Extra arguments for the controller.
+    pub controller_args: Vec<String>,
 }
 
 impl Default for Opts {
@@ -176,6 +178,7 @@ impl Default for Opts {
             node_args: Vec::new(),
             controller_list: None,
             data_dirs: BTreeMap::new(),
+            controller_args: Vec::new(),
         }
     }
 }
@@ -209,20 +212,19 @@ impl Cluster {
                 .collect::<Vec<_>>()
                 .join(",")
         };
-        let controller = Proc::start(
-            vec![
-                "controller".into(),
-                "--listen".into(),
-                "127.0.0.1:0".into(),
-                "--data-dir".into(),
-                path(&dir.path().join("controller")),
-                "--brokers".into(),
-                list(None),
-                "--session-timeout-ms".into(),
-                opts.session_timeout_ms.to_string(),
-            ],
-            dir.path().join("controller.log"),
-        );
+        let mut controller_args = vec![
+            "controller".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--data-dir".into(),
+            path(&dir.path().join("controller")),
+            "--brokers".into(),
+            list(None),
+            "--session-timeout-ms".into(),
+            opts.session_timeout_ms.to_string(),
+        ];
+        controller_args.extend(opts.controller_args.iter().cloned());
+        let controller = Proc::start(controller_args, dir.path().join("controller.log"));
         let mut nodes = BTreeMap::new();
         for (&id, addr) in &addrs {
             let mut args = vec![

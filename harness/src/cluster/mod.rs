@@ -4,8 +4,9 @@
 //! need: kill, pause, restart, cut links, read the controller's metadata ([`api`]),
 //! wait until the cluster has converged (`convergence`), dump every replica's log.
 //!
-//! Layout under `root`: `<id>/data` and `<id>/broker.log` for node `id`, and
-//! `controller/data`, `controller/broker.log` for the controller. Where the final
+//! Layout under `root`: `<id>/data` and `<id>/broker.log` for node `id`,
+//! `controller/data`, `controller/broker.log` for the controller, and `cluster-secret`,
+//! the secret every process is given with the cluster id ([`Credentials`]). Where the final
 //! logs go is the caller's business ([`Cluster::dump_logs`] hands them over).
 //!
 //! Links: every directed pair of processes (node → node, node → controller,
@@ -55,9 +56,47 @@ pub struct ClusterConfig {
     pub start_timeout: Duration,
 }
 
+/// The credentials every process of one cluster shares (`--cluster-id`,
+/// `--secret-file`): the brokers refuse internal requests without them, so nothing
+/// outside this run — a process of another run that reused a port, say — can act on
+/// it. Fresh for every cluster; the secret comes from the OS (it decides nothing in
+/// the run, so the seed need not make it).
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    pub cluster_id: String,
+    pub secret: String,
+    /// `root/cluster-secret` (mode 0600), read by the brokers.
+    pub secret_file: PathBuf,
+}
+
+impl Credentials {
+    /// New credentials, the secret written to `root/cluster-secret`.
+    fn generate(root: &std::path::Path) -> Result<Credentials> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::create_dir_all(root)?;
+        let cluster_id = format!("watermark-{:016x}", rand::random::<u64>());
+        let secret = format!("{:032x}", rand::random::<u128>());
+        let secret_file = root.join("cluster-secret");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&secret_file)?;
+        writeln!(f, "{secret}")?;
+        Ok(Credentials {
+            cluster_id,
+            secret,
+            secret_file,
+        })
+    }
+}
+
 /// A running cluster. Dropping it kills every process and stops every proxy.
 pub struct Cluster {
     config: ClusterConfig,
+    credentials: Credentials,
     members: BTreeMap<Proc, Supervised>,
     /// (from, to) → the proxy `from` uses to reach `to`.
     links: BTreeMap<(Proc, Proc), Link>,
@@ -103,6 +142,7 @@ impl Cluster {
         }
         let mut cluster = Cluster {
             admin: Admin::new(ADMIN_TIMEOUT)?,
+            credentials: Credentials::generate(&config.root)?,
             config,
             members: BTreeMap::new(),
             links,
@@ -144,12 +184,17 @@ impl Cluster {
             ],
         };
         args.extend(["--listen".into(), "127.0.0.1:0".into()]);
+        args.extend(["--cluster-id".into(), self.credentials.cluster_id.clone()]);
         args.extend(match p {
             Proc::Controller => self.config.controller_args.iter().cloned(),
             Proc::Node(_) => self.config.node_args.iter().cloned(),
         });
         let mut args: Vec<OsString> = args.into_iter().map(OsString::from).collect();
         args.extend(["--data-dir".into(), dir.join("data").into_os_string()]);
+        args.extend([
+            "--secret-file".into(),
+            self.credentials.secret_file.clone().into_os_string(),
+        ]);
         ProcessSpec {
             name: p.to_string(),
             program: self.config.broker_bin.clone(),
@@ -157,6 +202,11 @@ impl Cluster {
             log_path: dir.join("broker.log"),
             start_timeout: self.config.start_timeout,
         }
+    }
+
+    /// The credentials the cluster's internal requests (and `POST /debug/disk`) need.
+    pub fn credentials(&self) -> &Credentials {
+        &self.credentials
     }
 
     /// Point every proxy leading to `p` at its current address (None while it is down).

@@ -11,16 +11,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::{get, post};
+use axum::{Router, middleware};
 use serde::de::DeserializeOwned;
 
 use super::partitions::{Partition, ReplicaManager};
+use crate::auth;
 use crate::error::{ApiError, Code};
 use crate::replica::ReplicaError;
 
@@ -42,8 +43,9 @@ type ApiResult = Result<Response, ApiError>;
 /// The state every handler gets: the node's partitions (and through them its context).
 type Shared = State<Arc<ReplicaManager>>;
 
-/// All routes of a node.
+/// All routes of a node; internal ones need the cluster's credentials (`auth`).
 pub fn router(manager: Arc<ReplicaManager>) -> Router {
+    let auth = manager.ctx().auth.clone();
     Router::new()
         .route("/v1/metadata", get(debug::metadata))
         .route(
@@ -63,6 +65,7 @@ pub fn router(manager: Arc<ReplicaManager>) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(auth, auth::guard))
         .with_state(manager)
 }
 

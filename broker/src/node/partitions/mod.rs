@@ -115,6 +115,12 @@ impl ReplicaManager {
         })
     }
 
+    /// The highest controller epoch this node has learnt (from its controller's
+    /// heartbeat answers, or pushes that carried no newer one).
+    pub fn controller_epoch(&self) -> i32 {
+        self.view.lock().unwrap_or_else(|p| p.into_inner()).epoch
+    }
+
     /// `/v1/metadata` from this node's view.
     pub fn metadata(&self) -> Metadata {
         let view = self.view.lock().unwrap_or_else(|p| p.into_inner()).clone();
