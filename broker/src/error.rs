@@ -3,7 +3,11 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
+
+use crate::value::RecordValue;
 
 /// The stable error codes of docs/api.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +97,9 @@ pub struct ApiError {
     pub code: Code,
     pub message: String,
     pub extra: Map<String, Value>,
+    /// Extra fields that are record values, kept exactly (e.g. `current` for
+    /// `PRECONDITION_FAILED`).
+    pub exact: Vec<(String, RecordValue)>,
 }
 
 impl ApiError {
@@ -101,6 +108,7 @@ impl ApiError {
             code,
             message: message.into(),
             extra: Map::new(),
+            exact: Vec::new(),
         }
     }
 
@@ -110,16 +118,42 @@ impl ApiError {
         self
     }
 
+    /// Add an extra field holding a record value, answered exactly.
+    pub fn with_exact(mut self, key: &str, value: RecordValue) -> Self {
+        self.exact.push((key.to_string(), value));
+        self
+    }
+
     pub fn invalid(message: impl Into<String>) -> Self {
         ApiError::new(Code::InvalidRequest, message)
     }
 
+    /// The body as a serde_json value (record values in it as serde_json holds them).
     pub fn body(&self) -> Value {
         let mut body = json!({"error": self.code.as_str(), "message": self.message});
         if let Value::Object(map) = &mut body {
             map.extend(self.extra.clone());
+            for (k, v) in &self.exact {
+                map.insert(k.clone(), v.to_value());
+            }
         }
         body
+    }
+}
+
+/// The body exactly: `{"error": CODE, "message": …, extra fields…}`.
+impl Serialize for ApiError {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("error", self.code.as_str())?;
+        map.serialize_entry("message", &self.message)?;
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        for (k, v) in &self.exact {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
     }
 }
 
@@ -133,6 +167,6 @@ impl std::error::Error for ApiError {}
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.code.status(), axum::Json(self.body())).into_response()
+        (self.code.status(), axum::Json(&self)).into_response()
     }
 }

@@ -3,7 +3,7 @@
 //! all traffic is JSON over HTTP (see docs/api.md).
 //!
 //! Layers, each importing only those above it: `protocol`, `error`, `bugs` (shared
-//! words); `disk` (the storage fault switch); `fsutil` (durable file replacement);
+//! words), `value` (record values kept exactly); `disk` (the storage fault switch); `fsutil` (durable file replacement);
 //! `log` (storage); `replica` (the replication rules, pure) and `kv` (the
 //! register view over a log); `rpc`, `server` (HTTP plumbing); `cli` (the command
 //! line), `auth` (the cluster's credentials); then the two roles, `controller` and
@@ -26,3 +26,4 @@ pub mod protocol;
 mod replica;
 mod rpc;
 mod server;
+pub mod value;

@@ -372,7 +372,7 @@ fn a_log_on_a_full_filesystem_never_writes_an_offset_twice() {
     let mut i = 0;
     while failures < 20 {
         assert!(i < 10_000, "the disk never filled up");
-        match log.append(1, vec![(None, value(i))]) {
+        match log.append(1, vec![(None, value(i).into())]) {
             Ok(offset) => acked.push((offset, value(i))),
             Err(e) => {
                 assert!(e.to_string().contains("No space left"), "{e}");
@@ -384,14 +384,17 @@ fn a_log_on_a_full_filesystem_never_writes_an_offset_twice() {
     }
     std::fs::remove_file(&filler).unwrap();
     for _ in 0..5 {
-        let offset = log.append(2, vec![(None, value(i))]).unwrap();
+        let offset = log.append(2, vec![(None, value(i).into())]).unwrap();
         acked.push((offset, value(i)));
         i += 1;
     }
     drop(log);
     let log = Log::open(&dir, config).unwrap();
     let records = log.read(0, usize::MAX, u64::MAX).unwrap();
-    let got: Vec<(u64, Value)> = records.into_iter().map(|r| (r.offset, r.value)).collect();
+    let got: Vec<(u64, Value)> = records
+        .into_iter()
+        .map(|r| (r.offset, r.value.to_value()))
+        .collect();
     assert_eq!(got, acked);
 }
 

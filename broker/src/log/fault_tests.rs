@@ -6,10 +6,9 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use serde_json::json;
-
 use super::*;
 use crate::disk::DiskMode;
+use crate::value::rv;
 
 /// Every segment file's name and bytes.
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -31,11 +30,11 @@ fn record(offset: u64, leader_epoch: i32, tag: &str) -> Record {
         offset,
         leader_epoch,
         key: Some(format!("k{}", offset % 3)),
-        value: json!({"tag": tag, "offset": offset, "pad": "x".repeat(20)}),
+        value: rv!({"tag": tag, "offset": offset, "pad": "x".repeat(20)}),
     }
 }
 
-fn entries_of(records: &[Record]) -> Vec<(Option<String>, Value)> {
+fn entries_of(records: &[Record]) -> Vec<(Option<String>, RecordValue)> {
     records
         .iter()
         .map(|r| (r.key.clone(), r.value.clone()))

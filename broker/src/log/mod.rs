@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::disk::DiskFaults;
+pub use crate::value::RecordValue;
 
 pub(crate) mod checkpoint;
 mod frame;
@@ -31,7 +31,7 @@ pub struct Record {
     pub offset: u64,
     pub leader_epoch: i32,
     pub key: Option<String>,
-    pub value: Value,
+    pub value: RecordValue,
 }
 
 /// How the log flushes (fsyncs), as Kafka's `flush.messages` / `flush.ms`.
@@ -135,7 +135,7 @@ impl Log {
     pub fn append(
         &mut self,
         leader_epoch: i32,
-        entries: Vec<(Option<String>, Value)>,
+        entries: Vec<(Option<String>, RecordValue)>,
     ) -> io::Result<u64> {
         let base = self.log_end_offset();
         let records = entries

@@ -2,7 +2,7 @@
 
 use std::io;
 
-use serde_json::Value;
+use crate::value::RecordValue;
 
 use super::ReplicaLog;
 use crate::log::Record;
@@ -29,7 +29,7 @@ impl ReplicaLog for MemLog {
     fn append(
         &mut self,
         leader_epoch: i32,
-        entries: Vec<(Option<String>, Value)>,
+        entries: Vec<(Option<String>, RecordValue)>,
     ) -> io::Result<u64> {
         if self.broken_append {
             return Err(io::Error::other("the disk is full"));

@@ -68,14 +68,24 @@ pub(super) async fn log(
         .log()
         .read(r.log().log_start_offset(), usize::MAX, leo)
         .map_err(|e| replica_error(&part, e.into()))?;
-    Ok(Json(json!({
-        "topic": topic,
-        "partition": partition,
-        "log_end_offset": leo,
-        "high_watermark": r.high_watermark(),
-        "records": records,
-    }))
+    Ok(Json(LocalLog {
+        topic,
+        partition,
+        log_end_offset: leo,
+        high_watermark: r.high_watermark(),
+        records,
+    })
     .into_response())
+}
+
+/// `/debug/log` (the records' values exactly as written).
+#[derive(serde::Serialize)]
+struct LocalLog {
+    topic: String,
+    partition: u32,
+    log_end_offset: u64,
+    high_watermark: u64,
+    records: Vec<crate::log::Record>,
 }
 
 /// `POST /debug/disk`: `{"mode": "enospc"|"eio"|"ok", "for_ms": N}`.

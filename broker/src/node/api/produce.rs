@@ -1,7 +1,7 @@
 //! Producing: acks 0/1/all, the min.insync check before append, conditional writes
 //! (`if_value`) judged under the partition lock, and the acks=all wait in purgatory.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use axum::Json;
@@ -9,7 +9,8 @@ use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
-use serde_json::{Value, json};
+use serde_json::json;
+use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use super::{
@@ -19,18 +20,31 @@ use super::{
 use crate::error::{ApiError, Code};
 use crate::node::partitions::{NodeReplica, Partition, ReplicaManager};
 use crate::replica::{AckStatus, Appended, Effects, ReplicaError, Role};
+use crate::value::RecordValue;
 
 /// A produce body, checked field by field for clear errors.
 struct ProduceBody {
-    entries: Vec<(Option<String>, Value)>,
+    entries: Vec<(Option<String>, RecordValue)>,
     /// `Some(x)` when `if_value` is present (x may be null).
-    if_value: Option<Value>,
+    if_value: Option<RecordValue>,
 }
 
+/// A JSON object's fields, undecoded (None: not an object).
+fn object(raw: &RawValue) -> Option<BTreeMap<String, &RawValue>> {
+    raw.get()
+        .starts_with('{')
+        .then(|| serde_json::from_str(raw.get()).ok())
+        .flatten()
+}
+
+/// Values are read as text and kept exactly ([`RecordValue`]): a number of any size
+/// is stored digit for digit.
 fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
-    let v: Value = serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::invalid(format!("request body is not JSON: {e}")))?;
-    let Value::Object(mut obj) = v else {
+    let not_json =
+        |e: &dyn std::fmt::Display| ApiError::invalid(format!("request body is not JSON: {e}"));
+    let text = std::str::from_utf8(bytes).map_err(|e| not_json(&e))?;
+    let raw: &RawValue = serde_json::from_str(text).map_err(|e| not_json(&e))?;
+    let Some(mut obj) = object(raw) else {
         return Err(ApiError::invalid(
             "request body must be an object: {\"records\": [{\"key\": k?, \"value\": v}]}",
         ));
@@ -44,8 +58,9 @@ fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
             "unknown field `{k}` in the request body (expected `records`, `if_value`)"
         )));
     }
-    let Value::Array(records) = records else {
-        return Err(ApiError::invalid("`records` must be an array"));
+    let records: Vec<&RawValue> = match records.get().starts_with('[') {
+        true => serde_json::from_str(records.get()).map_err(|e| not_json(&e))?,
+        false => return Err(ApiError::invalid("`records` must be an array")),
     };
     if records.is_empty() || records.len() > MAX_RECORDS {
         return Err(ApiError::invalid(format!(
@@ -55,20 +70,21 @@ fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
     }
     let mut entries = Vec::with_capacity(records.len());
     for (i, r) in records.into_iter().enumerate() {
-        let Value::Object(mut r) = r else {
+        let Some(mut r) = object(r) else {
             return Err(ApiError::invalid(format!("records[{i}] must be an object")));
         };
         let value = r
             .remove("value")
             .ok_or_else(|| ApiError::invalid(format!("records[{i}] has no `value`")))?;
+        let value = RecordValue::from_raw(value).map_err(|e| not_json(&e))?;
         let key = match r.remove("key") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(k)) => Some(k),
-            Some(other) => {
-                return Err(ApiError::invalid(format!(
-                    "records[{i}].key must be a string or null, got {other}"
-                )));
-            }
+            None => None,
+            Some(k) => serde_json::from_str::<Option<String>>(k.get()).map_err(|_| {
+                ApiError::invalid(format!(
+                    "records[{i}].key must be a string or null, got {}",
+                    k.get()
+                ))
+            })?,
         };
         if let Some(k) = r.keys().next() {
             return Err(ApiError::invalid(format!(
@@ -77,6 +93,10 @@ fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
         }
         entries.push((key, value));
     }
+    let if_value = if_value
+        .map(RecordValue::from_raw)
+        .transpose()
+        .map_err(|e| not_json(&e))?;
     if if_value.is_some() && (entries.len() != 1 || entries[0].0.is_none()) {
         return Err(ApiError::invalid(
             "`if_value` needs exactly one record, with a key",
@@ -246,8 +266,8 @@ fn storage_failing(part: &Partition, base_offset: u64) -> ApiError {
 fn check_if_value(
     part: &Partition,
     r: &NodeReplica,
-    entries: &[(Option<String>, Value)],
-    expected: &Value,
+    entries: &[(Option<String>, RecordValue)],
+    expected: &RecordValue,
 ) -> Result<(), ApiError> {
     if r.role() != Role::Leader {
         let leader = r.leader();
@@ -257,13 +277,16 @@ fn check_if_value(
         .0
         .as_deref()
         .expect("checked: if_value has a key");
-    let current = r.log().latest(key).map_or(Value::Null, |(_, v)| v.clone());
+    let current = r
+        .log()
+        .latest(key)
+        .map_or(RecordValue::null(), |(_, v)| v.clone());
     if &current != expected {
         return Err(ApiError::new(
             Code::PreconditionFailed,
             format!("key `{key}` holds {current}, not {expected}"),
         )
-        .with("current", current));
+        .with_exact("current", current));
     }
     Ok(())
 }

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
-use serde_json::Value;
+use crate::value::RecordValue;
 
 use crate::bugs::Bugs;
 use crate::kv::KeyedLog;
@@ -154,7 +154,7 @@ impl ReplicaLog for Log {
     fn append(
         &mut self,
         leader_epoch: i32,
-        entries: Vec<(Option<String>, Value)>,
+        entries: Vec<(Option<String>, RecordValue)>,
     ) -> io::Result<u64> {
         Log::append(self, leader_epoch, entries)
     }
