@@ -5,7 +5,7 @@
 //! Layers, each importing only those above it: `protocol`, `error`, `bugs` (shared
 //! words), `value` (record values kept exactly); `disk` (the storage fault switch); `fsutil` (durable file replacement);
 //! `log` (storage); `replica` (the replication rules, pure) and `kv` (the
-//! register view over a log); `rpc`, `server` (HTTP plumbing); `cli` (the command
+//! register view over a log); `rpc`, `server`, `http_errors` (HTTP plumbing); `cli` (the command
 //! line), `auth` (the cluster's credentials); then the two roles, `controller` and
 //! `node`.
 //!
@@ -19,6 +19,7 @@ pub mod controller;
 pub mod disk;
 mod error;
 mod fsutil;
+mod http_errors;
 mod kv;
 pub mod log;
 pub mod node;

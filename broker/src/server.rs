@@ -8,12 +8,16 @@ use std::path::Path;
 
 use tokio::net::TcpListener;
 
+use crate::http_errors::JsonErrorsListener;
+
 /// Bind `listen`, then announce the bound address on stdout and in `data_dir/address`.
 /// Each error says which of the three steps failed (data dir, socket, address file).
+/// The listener's connections answer even the requests the HTTP layer cannot parse
+/// with JSON errors ([`JsonErrorsListener`]).
 pub async fn bind_and_announce(
     listen: SocketAddr,
     data_dir: &Path,
-) -> std::io::Result<TcpListener> {
+) -> std::io::Result<JsonErrorsListener> {
     std::fs::create_dir_all(data_dir).map_err(|e| {
         io::Error::new(
             e.kind(),
@@ -34,5 +38,5 @@ pub async fn bind_and_announce(
     let mut out = io::stdout().lock();
     writeln!(out, "listening on {addr}")?;
     out.flush()?;
-    Ok(listener)
+    Ok(JsonErrorsListener(listener))
 }
