@@ -18,6 +18,7 @@ use super::{
     replica_error,
 };
 use crate::error::{ApiError, Code};
+use crate::kv::partition_for_key;
 use crate::node::partitions::{NodeReplica, Partition, ReplicaManager};
 use crate::replica::{AckStatus, Appended, Effects, ReplicaError, Role};
 use crate::value::RecordValue;
@@ -133,6 +134,9 @@ pub(super) async fn produce(
     };
     let body = parse_produce(&body_bytes(body)?)?;
     let part = node.require(&topic, partition)?;
+    if body.if_value.is_some() {
+        check_key_partition(&node, &topic, partition, &body.entries).await?;
+    }
     if acks == Acks::None {
         let node = node.clone();
         tokio::spawn(async move {
@@ -259,6 +263,49 @@ fn storage_failing(part: &Partition, base_offset: u64) -> ApiError {
             part.name()
         ),
     )
+}
+
+/// A conditional write is judged against the key's register (docs/api.md): it
+/// must go to the key's partition, `crc32c(key) mod partitions`, or it would be
+/// acknowledged yet invisible to the key's reads.
+async fn check_key_partition(
+    node: &ReplicaManager,
+    topic: &str,
+    partition: u32,
+    entries: &[(Option<String>, RecordValue)],
+) -> Result<(), ApiError> {
+    let key = entries[0]
+        .0
+        .as_deref()
+        .expect("checked: if_value has a key");
+    let partitions = match node.ctx().topic_size(topic).await {
+        Ok(Some(n)) => n,
+        Ok(None) => {
+            return Err(ApiError::new(
+                Code::UnknownTopicOrPartition,
+                format!("topic `{topic}` is unknown to the controller"),
+            ));
+        }
+        Err(e) => {
+            return Err(ApiError::new(
+                Code::RequestTimedOut,
+                format!(
+                    "cannot learn how many partitions `{topic}` has, to check that key \
+                     `{key}` lives in partition {partition}: {e}; nothing was written"
+                ),
+            ));
+        }
+    };
+    let home = partition_for_key(key, partitions);
+    if home != partition {
+        return Err(ApiError::invalid(format!(
+            "key `{key}` lives in partition {home} of `{topic}` (crc32c(key) mod \
+             {partitions}), not {partition}: a conditional write (`if_value`) must go to \
+             the key's partition"
+        ))
+        .with("partition", home));
+    }
+    Ok(())
 }
 
 /// The `if_value` condition: this replica leads, and the key's newest value in its
