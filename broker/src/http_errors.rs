@@ -69,6 +69,10 @@ impl<IO: AsyncWrite + Unpin> JsonErrors<IO> {
 /// The answer with a JSON body, if `buf` is exactly one of hyper's bare automatic
 /// error answers.
 fn rewrite(buf: &[u8]) -> Option<Vec<u8>> {
+    // Cheap checks first: every answer passes through here.
+    if buf.len() > 512 || !buf.starts_with(b"HTTP/1.1 4") || !buf.ends_with(b"\r\n\r\n") {
+        return None;
+    }
     let head = std::str::from_utf8(buf).ok()?.strip_suffix("\r\n\r\n")?;
     if head.contains("\r\n\r\n") {
         return None;

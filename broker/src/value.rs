@@ -16,14 +16,29 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-/// A JSON value kept as its canonical text (see the module doc).
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct RecordValue(Box<str>);
+/// A JSON value kept as its canonical text (see the module doc), held as raw JSON so
+/// that writing it out copies it without parsing it again.
+#[derive(Clone)]
+pub struct RecordValue(Box<RawValue>);
+
+impl PartialEq for RecordValue {
+    fn eq(&self, other: &RecordValue) -> bool {
+        self.text() == other.text()
+    }
+}
+
+impl Eq for RecordValue {}
+
+impl std::hash::Hash for RecordValue {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.text().hash(h);
+    }
+}
 
 impl RecordValue {
     /// `null`.
     pub fn null() -> RecordValue {
-        RecordValue("null".into())
+        RecordValue(RawValue::from_string("null".into()).expect("null is JSON"))
     }
 
     /// The value of the JSON text `text` (any JSON), or why it is not JSON.
@@ -36,27 +51,27 @@ impl RecordValue {
     pub fn from_raw(raw: &RawValue) -> Result<RecordValue, serde_json::Error> {
         let mut out = String::with_capacity(raw.get().len());
         canonical(raw, &mut out)?;
-        Ok(RecordValue(out.into_boxed_str()))
+        if out == raw.get() {
+            // Already canonical (as values written by this broker, or by a client
+            // that writes compact JSON with sorted keys, are): copied, not re-parsed.
+            return Ok(RecordValue(raw.to_owned()));
+        }
+        RawValue::from_string(out).map(RecordValue)
     }
 
     /// The canonical text.
     pub fn text(&self) -> &str {
-        &self.0
+        self.0.get()
     }
 
     pub fn is_null(&self) -> bool {
-        &*self.0 == "null"
+        self.text() == "null"
     }
 
     /// As a serde_json value: exact except for integers beyond 64 bits, which become
     /// floating point. For tests and messages, never for storage.
     pub fn to_value(&self) -> serde_json::Value {
-        serde_json::from_str(&self.0).unwrap_or(serde_json::Value::Null)
-    }
-
-    /// As raw JSON, to embed in an answer verbatim.
-    pub fn to_raw(&self) -> Box<RawValue> {
-        RawValue::from_string(self.0.to_string()).expect("canonical text is JSON")
+        serde_json::from_str(self.text()).unwrap_or(serde_json::Value::Null)
     }
 }
 
@@ -113,19 +128,19 @@ fn canonical(raw: &RawValue, out: &mut String) -> Result<(), serde_json::Error> 
 
 impl fmt::Display for RecordValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.text())
     }
 }
 
 impl fmt::Debug for RecordValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.text())
     }
 }
 
 impl Serialize for RecordValue {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_raw().serialize(s)
+        self.0.serialize(s)
     }
 }
 
@@ -144,7 +159,7 @@ impl From<serde_json::Value> for RecordValue {
 
 impl PartialEq<serde_json::Value> for RecordValue {
     fn eq(&self, other: &serde_json::Value) -> bool {
-        RecordValue::parse(&other.to_string()).is_ok_and(|v| v.0 == self.0)
+        RecordValue::parse(&other.to_string()).is_ok_and(|v| v.text() == self.text())
     }
 }
 
