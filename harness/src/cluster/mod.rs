@@ -23,6 +23,7 @@
 pub mod api;
 pub(crate) mod broker_bin;
 mod convergence;
+mod credentials;
 pub mod supervisor;
 
 use std::collections::BTreeMap;
@@ -32,6 +33,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use api::{Admin, CreateTopic, Metadata};
+pub use credentials::Credentials;
 use supervisor::{ProcessSpec, Supervised};
 
 use crate::error::{HarnessError, Result};
@@ -54,43 +56,6 @@ pub struct ClusterConfig {
     pub controller_args: Vec<String>,
     /// How long to wait for the cluster to come up.
     pub start_timeout: Duration,
-}
-
-/// The credentials every process of one cluster shares (`--cluster-id`,
-/// `--secret-file`): the brokers refuse internal requests without them, so nothing
-/// outside this run — a process of another run that reused a port, say — can act on
-/// it. Fresh for every cluster; the secret comes from the OS (it decides nothing in
-/// the run, so the seed need not make it).
-#[derive(Debug, Clone)]
-pub struct Credentials {
-    pub cluster_id: String,
-    pub secret: String,
-    /// `root/cluster-secret` (mode 0600), read by the brokers.
-    pub secret_file: PathBuf,
-}
-
-impl Credentials {
-    /// New credentials, the secret written to `root/cluster-secret`.
-    fn generate(root: &std::path::Path) -> Result<Credentials> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::create_dir_all(root)?;
-        let cluster_id = format!("watermark-{:016x}", rand::random::<u64>());
-        let secret = format!("{:032x}", rand::random::<u128>());
-        let secret_file = root.join("cluster-secret");
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&secret_file)?;
-        writeln!(f, "{secret}")?;
-        Ok(Credentials {
-            cluster_id,
-            secret,
-            secret_file,
-        })
-    }
 }
 
 /// A running cluster. Dropping it kills every process and stops every proxy.
