@@ -50,6 +50,9 @@ pub struct Bugs {
     /// Test-only: the process aborts (SIGABRT) at its [`ABORT_AT_PRODUCE`]-th
     /// produce request, whatever that request's outcome.
     pub abort: bool,
+    /// An append that fails on disk (ENOSPC, EIO) is not taken back: its frames stay
+    /// queued and reach the file with the next append, at offsets it takes again.
+    pub append_undo_lost: bool,
 }
 
 impl Bugs {

@@ -41,6 +41,12 @@ pub struct ControllerArgs {
     /// Allow electing a replica outside the ISR when no ISR member is alive (may lose data).
     #[arg(long)]
     pub unclean_election: bool,
+    /// The cluster's id; with a secret, internal requests must carry both.
+    #[arg(long, value_name = "ID")]
+    pub cluster_id: Option<String>,
+    /// A file holding the cluster's secret (else the BROKER_CLUSTER_SECRET variable).
+    #[arg(long, value_name = "PATH")]
+    pub secret_file: Option<PathBuf>,
 }
 
 /// How a follower that becomes follower, or restarts, decides where to truncate its log.
@@ -88,9 +94,19 @@ pub struct NodeArgs {
     /// How long an empty follower fetch waits in purgatory for data.
     #[arg(long, default_value_t = 500)]
     pub replica_fetch_wait_max_ms: u64,
+    /// A partition whose storage keeps failing (ENOSPC, EIO) this long makes the node
+    /// leave every ISR, as a broker whose log dir went offline.
+    #[arg(long, default_value_t = 2000)]
+    pub storage_failure_timeout_ms: u64,
     /// Plant a known bug (see `watermark selftest`).
     #[arg(long, value_enum)]
     pub bug: Option<Bug>,
+    /// The cluster's id; with a secret, internal requests must carry both.
+    #[arg(long, value_name = "ID")]
+    pub cluster_id: Option<String>,
+    /// A file holding the cluster's secret (else the BROKER_CLUSTER_SECRET variable).
+    #[arg(long, value_name = "PATH")]
+    pub secret_file: Option<PathBuf>,
 }
 
 /// The known bugs `--bug` can plant, so the harness can show it catches them
@@ -121,6 +137,9 @@ pub enum Bug {
     /// Test-only: abort the process (SIGABRT) at its 300th produce request, so the
     /// harness's crash detection can be seen at work.
     Abort,
+    /// Keep a failed append's frames queued (ENOSPC, EIO): they reach the file with
+    /// the next append, at offsets it takes again.
+    AppendUndoLost,
 }
 
 /// Broker ids and their addresses, as given on the command line.

@@ -3,7 +3,11 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
+
+use crate::value::RecordValue;
 
 /// The stable error codes of docs/api.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +24,9 @@ pub enum Code {
     NotEnoughReplicas,
     NotEnoughReplicasAfterAppend,
     RequestTimedOut,
+    KafkaStorageError,
+    Unauthenticated,
+    ClusterAuthorizationFailed,
 }
 
 impl Code {
@@ -37,6 +44,9 @@ impl Code {
             Code::NotEnoughReplicas => "NOT_ENOUGH_REPLICAS",
             Code::NotEnoughReplicasAfterAppend => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
             Code::RequestTimedOut => "REQUEST_TIMED_OUT",
+            Code::KafkaStorageError => "KAFKA_STORAGE_ERROR",
+            Code::Unauthenticated => "UNAUTHENTICATED",
+            Code::ClusterAuthorizationFailed => "CLUSTER_AUTHORIZATION_FAILED",
         }
     }
 
@@ -49,10 +59,12 @@ impl Code {
             Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::OffsetOutOfRange => StatusCode::RANGE_NOT_SATISFIABLE,
             Code::NotLeader | Code::NotController => StatusCode::MISDIRECTED_REQUEST,
-            Code::NotEnoughReplicas | Code::NotEnoughReplicasAfterAppend => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            Code::NotEnoughReplicas
+            | Code::NotEnoughReplicasAfterAppend
+            | Code::KafkaStorageError => StatusCode::SERVICE_UNAVAILABLE,
             Code::RequestTimedOut => StatusCode::GATEWAY_TIMEOUT,
+            Code::Unauthenticated => StatusCode::UNAUTHORIZED,
+            Code::ClusterAuthorizationFailed => StatusCode::FORBIDDEN,
         }
     }
 
@@ -61,7 +73,7 @@ impl Code {
     }
 }
 
-const ALL: [Code; 12] = [
+const ALL: [Code; 15] = [
     Code::InvalidRequest,
     Code::UnknownTopicOrPartition,
     Code::TopicAlreadyExists,
@@ -74,6 +86,9 @@ const ALL: [Code; 12] = [
     Code::NotEnoughReplicas,
     Code::NotEnoughReplicasAfterAppend,
     Code::RequestTimedOut,
+    Code::KafkaStorageError,
+    Code::Unauthenticated,
+    Code::ClusterAuthorizationFailed,
 ];
 
 /// An error answer: code, human message, and the code's extra fields.
@@ -82,6 +97,9 @@ pub struct ApiError {
     pub code: Code,
     pub message: String,
     pub extra: Map<String, Value>,
+    /// Extra fields that are record values, kept exactly (e.g. `current` for
+    /// `PRECONDITION_FAILED`).
+    pub exact: Vec<(String, RecordValue)>,
 }
 
 impl ApiError {
@@ -90,6 +108,7 @@ impl ApiError {
             code,
             message: message.into(),
             extra: Map::new(),
+            exact: Vec::new(),
         }
     }
 
@@ -99,16 +118,42 @@ impl ApiError {
         self
     }
 
+    /// Add an extra field holding a record value, answered exactly.
+    pub fn with_exact(mut self, key: &str, value: RecordValue) -> Self {
+        self.exact.push((key.to_string(), value));
+        self
+    }
+
     pub fn invalid(message: impl Into<String>) -> Self {
         ApiError::new(Code::InvalidRequest, message)
     }
 
+    /// The body as a serde_json value (record values in it as serde_json holds them).
     pub fn body(&self) -> Value {
         let mut body = json!({"error": self.code.as_str(), "message": self.message});
         if let Value::Object(map) = &mut body {
             map.extend(self.extra.clone());
+            for (k, v) in &self.exact {
+                map.insert(k.clone(), v.to_value());
+            }
         }
         body
+    }
+}
+
+/// The body exactly: `{"error": CODE, "message": …, extra fields…}`.
+impl Serialize for ApiError {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("error", self.code.as_str())?;
+        map.serialize_entry("message", &self.message)?;
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        for (k, v) in &self.exact {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
     }
 }
 
@@ -122,6 +167,6 @@ impl std::error::Error for ApiError {}
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.code.status(), axum::Json(self.body())).into_response()
+        (self.code.status(), axum::Json(&self)).into_response()
     }
 }

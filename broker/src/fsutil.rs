@@ -14,6 +14,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
+use crate::disk::DiskFaults;
+
 /// One lock per file being written, so two writers of the same file in this process
 /// cannot interleave on its `.tmp`.
 static WRITERS: LazyLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> =
@@ -21,6 +23,12 @@ static WRITERS: LazyLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> =
 
 /// Replace `path` with `contents`, atomically and durably (see the module doc).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, contents, &DiskFaults::default())
+}
+
+/// [`write_atomic`] on a disk that may be told to fail ([`DiskFaults`]): a node's
+/// checkpoints. Whatever fails, the old file is left whole.
+pub fn write_atomic_with(path: &Path, contents: &[u8], faults: &DiskFaults) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -42,11 +50,15 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
         .clone();
     let _one_at_a_time = writer.lock().unwrap_or_else(|p| p.into_inner());
     {
+        faults.check_create()?;
         let mut f = File::create(&tmp)?;
         f.write_all(contents)?;
+        faults.sync_data(&f)?;
         f.sync_all()?;
     }
+    faults.check_delete()?;
     fs::rename(&tmp, path)?;
+    faults.sync_data(&File::open(dir)?)?;
     sync_dir(dir)
 }
 

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io;
 
-use serde_json::Value;
+use crate::value::RecordValue;
 
 use crate::log::Record;
 use crate::replica::ReplicaLog;
@@ -21,7 +21,7 @@ pub fn partition_for_key(key: &str, partitions: u32) -> u32 {
 /// A log plus the per-key history of its keyed records.
 pub struct KeyedLog<L> {
     inner: L,
-    keys: HashMap<String, Vec<(u64, Value)>>,
+    keys: HashMap<String, Vec<(u64, RecordValue)>>,
     /// Keyed records in offset order, for truncation.
     order: Vec<(u64, String)>,
 }
@@ -55,7 +55,7 @@ impl<L: ReplicaLog> KeyedLog<L> {
         &mut self.inner
     }
 
-    fn index(&mut self, offset: u64, key: Option<&str>, value: &Value) {
+    fn index(&mut self, offset: u64, key: Option<&str>, value: &RecordValue) {
         if let Some(k) = key {
             self.keys
                 .entry(k.to_string())
@@ -66,12 +66,12 @@ impl<L: ReplicaLog> KeyedLog<L> {
     }
 
     /// The key's newest value in the log (None: never written).
-    pub fn latest(&self, key: &str) -> Option<&(u64, Value)> {
+    pub fn latest(&self, key: &str) -> Option<&(u64, RecordValue)> {
         self.keys.get(key).and_then(|h| h.last())
     }
 
     /// The key's value as of `below` (e.g. the HW): its last write at an offset < `below`.
-    pub fn value_below(&self, key: &str, below: u64) -> Option<&(u64, Value)> {
+    pub fn value_below(&self, key: &str, below: u64) -> Option<&(u64, RecordValue)> {
         self.keys
             .get(key)
             .and_then(|h| h.iter().rev().find(|(o, _)| *o < below))
@@ -91,11 +91,20 @@ impl<L: ReplicaLog> ReplicaLog for KeyedLog<L> {
     fn append(
         &mut self,
         leader_epoch: i32,
-        entries: Vec<(Option<String>, Value)>,
+        entries: Vec<(Option<String>, RecordValue)>,
     ) -> io::Result<u64> {
-        let keyed: Vec<(Option<String>, Value)> = entries
+        let keyed: Vec<(Option<String>, RecordValue)> = entries
             .iter()
-            .map(|(k, v)| (k.clone(), if k.is_some() { v.clone() } else { Value::Null }))
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    if k.is_some() {
+                        v.clone()
+                    } else {
+                        RecordValue::null()
+                    },
+                )
+            })
             .collect();
         let base = self.inner.append(leader_epoch, entries)?;
         for (i, (k, v)) in keyed.into_iter().enumerate() {
@@ -104,7 +113,7 @@ impl<L: ReplicaLog> ReplicaLog for KeyedLog<L> {
         Ok(base)
     }
     fn append_replicated(&mut self, records: Vec<Record>) -> io::Result<()> {
-        let keyed: Vec<(u64, String, Value)> = records
+        let keyed: Vec<(u64, String, RecordValue)> = records
             .iter()
             .filter_map(|r| r.key.clone().map(|k| (r.offset, k, r.value.clone())))
             .collect();
@@ -137,35 +146,34 @@ impl<L: ReplicaLog> ReplicaLog for KeyedLog<L> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
     use crate::replica::mem::MemLog;
+    use crate::value::rv;
 
     #[test]
     fn tracks_appends_truncation_and_reads_below_hw() {
         let mut kl = KeyedLog::open(MemLog::default()).unwrap();
-        kl.append(1, vec![(Some("a".into()), json!(1)), (None, json!(9))])
+        kl.append(1, vec![(Some("a".into()), rv!(1)), (None, rv!(9))])
             .unwrap();
-        kl.append(1, vec![(Some("a".into()), json!(2))]).unwrap();
-        kl.append(1, vec![(Some("b".into()), json!(3))]).unwrap();
-        assert_eq!(kl.latest("a"), Some(&(2, json!(2))));
-        assert_eq!(kl.value_below("a", 2), Some(&(0, json!(1))));
+        kl.append(1, vec![(Some("a".into()), rv!(2))]).unwrap();
+        kl.append(1, vec![(Some("b".into()), rv!(3))]).unwrap();
+        assert_eq!(kl.latest("a"), Some(&(2, rv!(2))));
+        assert_eq!(kl.value_below("a", 2), Some(&(0, rv!(1))));
         assert_eq!(kl.value_below("a", 0), None);
         kl.truncate_to(2).unwrap();
-        assert_eq!(kl.latest("a"), Some(&(0, json!(1))));
+        assert_eq!(kl.latest("a"), Some(&(0, rv!(1))));
         assert_eq!(kl.latest("b"), None);
         let rec = Record {
             offset: 2,
             leader_epoch: 2,
             key: Some("b".into()),
-            value: json!(5),
+            value: rv!(5),
         };
         kl.append_replicated(vec![rec]).unwrap();
-        assert_eq!(kl.latest("b"), Some(&(2, json!(5))));
+        assert_eq!(kl.latest("b"), Some(&(2, rv!(5))));
         let reopened = KeyedLog::open(kl.inner().clone()).unwrap();
-        assert_eq!(reopened.latest("b"), Some(&(2, json!(5))));
-        assert_eq!(reopened.latest("a"), Some(&(0, json!(1))));
+        assert_eq!(reopened.latest("b"), Some(&(2, rv!(5))));
+        assert_eq!(reopened.latest("a"), Some(&(0, rv!(1))));
     }
 
     #[test]

@@ -3,19 +3,25 @@
 //! all traffic is JSON over HTTP (see docs/api.md).
 //!
 //! Layers, each importing only those above it: `protocol`, `error`, `bugs`, `events`
-//! (shared words, and the event lines' shape); `fsutil` (durable file replacement); `log` (storage); `replica` (the replication rules, pure) and `kv` (the
-//! register view over a log); `rpc`, `server` (HTTP plumbing); `cli` (the command
-//! line); then the two roles, `controller` and `node`.
+//! (shared words, and the event lines' shape), `value` (record values kept exactly);
+//! `disk` (the storage fault switch); `fsutil` (durable file replacement); `log`
+//! (storage); `replica` (the replication rules, pure) and `kv` (the register view
+//! over a log); `rpc`, `server`, `http_errors` (HTTP plumbing); `cli` (the command
+//! line), `auth` (the cluster's credentials); then the two roles, `controller` and
+//! `node`.
 //!
 //! Public are only what the binary and the tests use: the command line, the two
 //! roles' `run`, the storage (tested through its files) and the wire types.
 
+mod auth;
 mod bugs;
 pub mod cli;
 pub mod controller;
+pub mod disk;
 mod error;
 mod events;
 mod fsutil;
+mod http_errors;
 mod kv;
 pub mod log;
 pub mod node;
@@ -23,3 +29,4 @@ pub mod protocol;
 mod replica;
 mod rpc;
 mod server;
+pub mod value;

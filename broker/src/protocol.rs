@@ -14,7 +14,13 @@
 //!   controller epoch below the highest it has seen (`FENCED_LEADER_EPOCH`), and per
 //!   partition any state whose leader epoch / partition epoch is not newer than its own.
 //!   The push names the target's broker epoch; a node refuses one meant for an
-//!   earlier process of itself (`FENCED_LEADER_EPOCH` with `broker_epoch`).
+//!   earlier process of itself (`FENCED_LEADER_EPOCH` with `broker_epoch`). A push
+//!   naming a controller epoch newer than the node knows is confirmed with a
+//!   heartbeat first: a node learns controller epochs only from its controller's
+//!   answers, so a forged epoch is refused (`FENCED_LEADER_EPOCH`).
+//!
+//! Every internal request carries the cluster's credentials when it has them
+//! (`crate::auth`).
 //! - `POST /internal/alter-partition` (leader → controller): [`AlterPartition`] proposes
 //!   a new ISR. The controller accepts it only from the current leader with the current
 //!   leader epoch and partition epoch, and answers the new [`PartitionState`]

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::auth::ClusterAuth;
 use crate::error::{ApiError, Code};
 
 /// Why a call failed.
@@ -28,9 +29,11 @@ impl std::fmt::Display for CallError {
     }
 }
 
-/// An HTTP client for internal calls (no proxies: peers are given addresses).
-pub fn client() -> reqwest::Client {
+/// An HTTP client for internal calls (no proxies: peers are given addresses),
+/// carrying the cluster's credentials if any.
+pub fn client(auth: Option<&ClusterAuth>) -> reqwest::Client {
     reqwest::Client::builder()
+        .default_headers(auth.map(ClusterAuth::headers).unwrap_or_default())
         .no_proxy()
         .connect_timeout(Duration::from_secs(1))
         .pool_idle_timeout(Duration::from_secs(30))

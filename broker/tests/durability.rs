@@ -141,3 +141,102 @@ async fn a_restarted_follower_starts_from_its_checkpointed_high_watermark() {
     assert_eq!(d["log_end_offset"], 20, "{d}");
     assert_eq!(d["high_watermark"], 20, "{d}");
 }
+
+/// A cluster with a topic `t` (one partition, three replicas) holding records 0..5:
+/// (cluster, leader, a follower).
+async fn five_records() -> (Cluster, i32, i32) {
+    let c = Cluster::start(Opts::default());
+    c.create_topic("t", 1, 3, 2).await;
+    let s = c.controller_partition("t", 0).await.unwrap();
+    let leader = s["leader"].as_i64().unwrap() as i32;
+    let follower = ids(&s["replicas"])
+        .into_iter()
+        .find(|id| *id != leader)
+        .unwrap();
+    for v in 0..5 {
+        let (status, body) = c.produce(leader, "t", 0, "all", json!(v)).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    (c, leader, follower)
+}
+
+/// How many lines of `log` contain `needle`.
+fn lines_with(log: &str, needle: &str) -> usize {
+    log.lines().filter(|l| l.contains(needle)).count()
+}
+
+/// The HW checkpoint is advisory: a malformed one is ignored with one warning (it
+/// kept the partition offline on that node for good, logging ~5 lines a second), and
+/// the next checkpoint rewrites it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_high_watermark_checkpoint_is_ignored_with_one_warning() {
+    let (mut c, _, follower) = five_records().await;
+    assert!(c.node(follower).terminate());
+    let checkpoint = c
+        .dir
+        .path()
+        .join(format!("node{follower}/t-0/high-watermark"));
+    std::fs::write(&checkpoint, "0\nnot a number\n").unwrap();
+    c.node(follower).restart();
+    c.wait_for(
+        "the follower to rejoin the ISR with every record",
+        || async {
+            let s = c.controller_partition("t", 0).await?;
+            let d = c.debug_partition(follower, "t", 0).await?;
+            (ids(&s["isr"]).contains(&follower)
+                && d["log_end_offset"] == 5
+                && d["high_watermark"] == 5)
+                .then_some(())
+        },
+    )
+    .await;
+    c.wait_for("the checkpoint to be rewritten", || async {
+        (std::fs::read_to_string(&checkpoint).ok()? == "0\n5\n").then_some(())
+    })
+    .await;
+    let log = c.nodes[&follower].log();
+    assert_eq!(
+        lines_with(&log, "malformed high-watermark checkpoint"),
+        1,
+        "{log}"
+    );
+    assert_eq!(lines_with(&log, "cannot open"), 0, "{log}");
+}
+
+/// A segment holding a repeated offset is refused, with one clear line, instead of
+/// guessed at: the node does not host the partition (the others go on without it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_segment_with_a_repeated_offset_is_refused_with_one_line() {
+    let (mut c, leader, follower) = five_records().await;
+    assert!(c.node(follower).terminate());
+    let segment = c
+        .dir
+        .path()
+        .join(format!("node{follower}/t-0/log/00000000000000000000.log"));
+    // Repeat the last frame (offset 4): a valid record where 5 is due.
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let mut pos = 0;
+    let mut last = 0..0;
+    while pos < bytes.len() {
+        let len = u32::from_le_bytes(bytes[pos..pos + 4].try_into().unwrap()) as usize;
+        last = pos..pos + 8 + len;
+        pos += 8 + len;
+    }
+    let frame = bytes[last].to_vec();
+    bytes.extend_from_slice(&frame);
+    std::fs::write(&segment, &bytes).unwrap();
+    c.node(follower).restart();
+    // Heartbeats come every 200 ms, each naming the partition: give them time.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let log = c.nodes[&follower].log();
+    assert_eq!(lines_with(&log, "cannot open t-0"), 1, "{log}");
+    assert_eq!(lines_with(&log, "holds offset 4 at byte"), 1, "{log}");
+    assert!(
+        log.contains("refusing to open the log rather than guess"),
+        "{log}"
+    );
+    assert!(c.debug_partition(follower, "t", 0).await.is_none());
+    assert_eq!(std::fs::read(&segment).unwrap(), bytes, "nothing was cut");
+    let (status, body) = c.produce(leader, "t", 0, "all", json!(5)).await;
+    assert_eq!(status, 200, "{body}");
+}

@@ -285,3 +285,48 @@ async fn join_all<T: Send + 'static>(
     }
     out
 }
+
+/// Finding: a conditional write sent to a partition that does not own its key was
+/// acknowledged, yet the key's reads (served from the key's own partition) never saw
+/// it. It is now refused, naming the key's partition; unconditional keyed writes to
+/// any partition are still queue records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conditional_write_must_go_to_the_keys_partition() {
+    let c = Cluster::start(Opts::default());
+    c.create_topic("kv", 2, 3, 2).await;
+    let key = (0..)
+        .map(|i| format!("k{i}"))
+        .find(|k| crc32c::crc32c(k.as_bytes()) % 2 == 1)
+        .unwrap();
+    let l0 = leader(&c, "kv", 0).await;
+    let (status, body) = put(&c, l0, "kv", "all", &key, json!(1), Some(Value::Null)).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "INVALID_REQUEST", "{body}");
+    assert_eq!(body["partition"], 1, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("lives in partition 1"),
+        "{body}"
+    );
+    let (status, body) = put(&c, l0, "kv", "all", &key, json!(2), None).await;
+    assert_eq!(
+        status, 200,
+        "an unconditional keyed write is a queue record: {body}"
+    );
+    // Sent to the key's partition, the same conditional write applies and is read.
+    let l1 = leader(&c, "kv", 1).await;
+    let (status, body) = c
+        .post(
+            &c.addr(l1),
+            "/v1/topics/kv/partitions/1/records",
+            &json!({"records": [{"key": key, "value": 1}], "if_value": null}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = c
+        .get(&c.addr(l1), &format!("/v1/topics/kv/keys/{key}"))
+        .await;
+    assert_eq!((status, &body["value"]), (200, &json!(1)), "{body}");
+}

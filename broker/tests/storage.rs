@@ -78,12 +78,12 @@ fn child_routine_when_spawned() {
     let plan = Plan::from_env(&std::env::var("STORAGE_CHILD_PLAN").unwrap());
     let mut log = Log::open(&dir.join("log"), plan.config()).unwrap();
     for offset in 0..plan.flushed {
-        log.append(1, vec![(Some(format!("k{offset}")), value(offset))])
+        log.append(1, vec![(Some(format!("k{offset}")), value(offset).into())])
             .unwrap();
     }
     log.flush().unwrap();
     for offset in plan.flushed..plan.flushed + plan.unflushed {
-        log.append(1, vec![(Some(format!("k{offset}")), value(offset))])
+        log.append(1, vec![(Some(format!("k{offset}")), value(offset).into())])
             .unwrap();
     }
     let state = format!("{} {}", log.flushed_offset(), log.log_end_offset());

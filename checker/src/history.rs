@@ -110,7 +110,8 @@ pub struct Event {
     pub kind: EventType,
     /// The operation (`send`, `poll`, `read`, ...) or, for the nemesis, the fault.
     pub f: String,
-    #[serde(default)]
+    /// Written exactly: an integer beyond 64 bits as the number it is.
+    #[serde(default, serialize_with = "crate::values::serialize_exact")]
     pub value: Value,
     /// Why an operation failed or is indeterminate (e.g. `NOT_LEADER`, `timeout`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -116,6 +116,30 @@ pub fn exported(v: &Value) -> Value {
     }
 }
 
+/// Whether `v` holds an integer too large for 64 bits.
+pub fn has_big_integer(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.starts_with(BIG),
+        Value::Array(items) => items.iter().any(has_big_integer),
+        Value::Object(m) => m.values().any(has_big_integer),
+        _ => false,
+    }
+}
+
+/// Serialize `v` as JSON with every integer exact: one too large for 64 bits is
+/// written as the bare number it is (its [`canonical`] text), not as the string the
+/// checker holds it in; any other value as serde_json writes it. For values written
+/// to history.jsonl and sent to the broker.
+pub fn serialize_exact<S: serde::Serializer>(v: &Value, s: S) -> Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    if !has_big_integer(v) {
+        return v.serialize(s);
+    }
+    serde_json::value::RawValue::from_string(canonical(v))
+        .map_err(serde::ser::Error::custom)?
+        .serialize(s)
+}
+
 /// A float as a value (`None`: not finite, which JSON cannot hold).
 pub fn float(f: f64) -> Option<Value> {
     Number::from_f64(f).map(Value::Number)
@@ -147,6 +171,25 @@ mod tests {
             exported(&json!([a])),
             json!(["123456789012345678901234567890"])
         );
+    }
+
+    #[test]
+    fn large_integers_serialize_as_bare_numbers() {
+        #[derive(serde::Serialize)]
+        struct Event {
+            #[serde(serialize_with = "serialize_exact")]
+            value: Value,
+        }
+        let big = integer("123456789012345678901234567890").unwrap();
+        let e = Event {
+            value: json!({"n": [big, 1]}),
+        };
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"value":{"n":[123456789012345678901234567890,1]}}"#
+        );
+        let plain = Event { value: json!("x") };
+        assert_eq!(serde_json::to_string(&plain).unwrap(), r#"{"value":"x"}"#);
     }
 
     #[test]

@@ -538,6 +538,25 @@ mod real {
             assert!(dir.path().join(id.to_string()).join("broker.log").is_file());
         }
         assert!(dir.path().join("controller/broker.log").is_file());
+        // The processes share the cluster's credentials and refuse internal requests
+        // without them.
+        let creds = cluster.credentials().clone();
+        let secret = std::fs::read_to_string(&creds.secret_file).unwrap();
+        assert_eq!(secret.trim(), creds.secret);
+        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        let url = format!("http://{}/internal/heartbeat", cluster.controller_addr());
+        let body = serde_json::json!({"broker_id": 1, "broker_epoch": 1});
+        let refused = http.post(&url).json(&body).send().await.unwrap();
+        assert_eq!(refused.status().as_u16(), 401);
+        let wrong = http
+            .post(&url)
+            .header("x-cluster-id", &creds.cluster_id)
+            .header("authorization", "Bearer not-the-secret")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(wrong.status().as_u16(), 403);
         cluster.shutdown().await.unwrap();
         assert_nothing_left(dir.path());
     }

@@ -4,8 +4,9 @@
 //! The types are lenient on purpose: a client reads only the fields it needs, so a
 //! broker that adds fields does not break it.
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// `GET /v1/metadata` (the controller's view, or a node's).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -81,15 +82,23 @@ pub struct Fetched {
 #[derive(Debug, Clone, Deserialize)]
 pub struct FetchedRecord {
     pub offset: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "exact")]
     pub value: Value,
+}
+
+/// A record value read exactly: an integer of any size stays that integer (held as
+/// the checker holds it, [`checker::values`]), where serde_json would round one
+/// beyond 64 bits to a float.
+fn exact<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+    let raw = Box::<RawValue>::deserialize(d)?;
+    checker::format::read_json(raw.get()).map_err(serde::de::Error::custom)
 }
 
 /// `200` answer of a register-view read (`value` is null for a key never written;
 /// the offset it was written at is not needed).
 #[derive(Debug, Clone, Deserialize)]
 pub struct KeyRead {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "exact")]
     pub value: Value,
 }
 

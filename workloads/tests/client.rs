@@ -100,6 +100,7 @@ async fn an_ambiguous_error_ends_info_without_retry() {
     for (status, code) in [
         (504, "REQUEST_TIMED_OUT"),
         (503, "NOT_ENOUGH_REPLICAS_AFTER_APPEND"),
+        (503, "KAFKA_STORAGE_ERROR"),
     ] {
         let (n1, c1) = node(
             vec![
@@ -159,4 +160,70 @@ async fn a_refused_connection_fails() {
         c.produce("queue", 0, json!(5), Acks::All).await,
         Outcome::Fail(_)
     ));
+}
+
+/// Integers beyond 64 bits go to the broker and come back exactly: bodies carry the
+/// bare digits, answers are read without rounding (serde_json made
+/// 123456789012345678901234567890 into 1.2345678901234568e+29).
+#[tokio::test]
+async fn values_of_any_size_travel_exactly() {
+    const BIG: &str = "123456789012345678901234567890";
+    let bodies: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let seen = bodies.clone();
+    let answer = |text: String| {
+        axum::response::Response::builder()
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(text))
+            .unwrap()
+    };
+    let router = Router::new()
+        .route(
+            "/v1/topics/{t}/partitions/{p}/records",
+            post(move |body: String| {
+                let seen = seen.clone();
+                async move {
+                    seen.lock().unwrap().push(body);
+                    Json(json!({"base_offset": 0, "leader_epoch": 1}))
+                }
+            })
+            .get(move || async move {
+                answer(format!(
+                    r#"{{"high_watermark":1,"records":[{{"offset":0,"value":{{"n":{BIG}}}}}]}}"#
+                ))
+            }),
+        )
+        .route(
+            "/v1/topics/{t}/keys/{k}",
+            get(move || async move {
+                answer(format!(
+                    r#"{{"key":"k","value":{BIG},"partition":0,"offset":0}}"#
+                ))
+            }),
+        );
+    let n1 = serve(router).await;
+    let mut c = client(&[(1, n1)], controller(1).await);
+    let big = checker::format::read_json(BIG).unwrap();
+    let canonical = checker::values::canonical;
+    match c.fetch("queue", 0, 0, 10).await {
+        Outcome::Ok(f) => assert_eq!(canonical(&f.records[0].value), format!(r#"{{"n":{BIG}}}"#)),
+        other => panic!("{other:?}"),
+    }
+    match c.read_key("queue", 0, "k", false).await {
+        Outcome::Ok(r) => assert_eq!(canonical(&r.value), BIG),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        c.produce("queue", 0, big.clone(), Acks::All).await,
+        Outcome::Ok(_)
+    ));
+    assert!(matches!(
+        c.write_key("queue", 0, "k", big.clone(), Some(big)).await,
+        Outcome::Ok(_)
+    ));
+    let bodies = bodies.lock().unwrap().clone();
+    assert_eq!(bodies[0], format!(r#"{{"records":[{{"value":{BIG}}}]}}"#));
+    assert_eq!(
+        bodies[1],
+        format!(r#"{{"records":[{{"key":"k","value":{BIG}}}],"if_value":{BIG}}}"#)
+    );
 }

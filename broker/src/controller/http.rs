@@ -10,10 +10,11 @@ use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Json, Router, middleware};
 use serde::de::DeserializeOwned;
 
 use super::service::Controller;
+use crate::auth::{self, ClusterAuth};
 use crate::error::{ApiError, Code};
 use crate::events::{self, Api, Event, FenceReason};
 use crate::protocol::{
@@ -24,8 +25,8 @@ use crate::protocol::{
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 1 << 20;
 
-/// All routes, sharing one controller.
-pub fn router(controller: Arc<Controller>) -> Router {
+/// All routes, sharing one controller; internal ones need the cluster's credentials.
+pub fn router(controller: Arc<Controller>, auth: Option<Arc<ClusterAuth>>) -> Router {
     Router::new()
         .route("/v1/topics", post(create_topic))
         .route("/v1/metadata", get(metadata))
@@ -35,6 +36,7 @@ pub fn router(controller: Arc<Controller>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn_with_state(auth, auth::guard))
         .with_state(controller)
 }
 

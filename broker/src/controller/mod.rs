@@ -18,6 +18,7 @@ mod store;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::auth::ClusterAuth;
 use crate::cli::ControllerArgs;
 use service::Controller;
 use state::{Config, ControllerState};
@@ -64,10 +65,16 @@ async fn serve(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error>> {
     for event in &effects.transitions {
         crate::events::emit(crate::events::CONTROLLER, event);
     }
-    let pusher = push::Pusher::new(&args.brokers.0)?;
+    let auth = ClusterAuth::from_args(args.cluster_id.as_deref(), args.secret_file.as_deref())?;
+    if auth.is_none() {
+        eprintln!(
+            "controller: no --cluster-id and secret: internal requests are not authenticated"
+        );
+    }
+    let pusher = push::Pusher::new(&args.brokers.0, auth.as_ref())?;
     let controller = Arc::new(Controller::new(state, store, pusher, clock));
     let listener = crate::server::bind_and_announce(args.listen, &args.data_dir).await?;
     tokio::spawn(controller.clone().run_ticker());
-    axum::serve(listener, http::router(controller)).await?;
+    axum::serve(listener, http::router(controller, auth.map(Arc::new))).await?;
     Ok(())
 }

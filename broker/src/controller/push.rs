@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::auth::ClusterAuth;
 use crate::protocol::{BrokerId, BrokerInfo, LeaderAndIsr, PartitionState};
 
 /// How long one push may take.
@@ -19,8 +20,12 @@ pub struct Pusher {
 }
 
 impl Pusher {
-    pub fn new(brokers: &[(BrokerId, String)]) -> Result<Pusher, reqwest::Error> {
+    pub fn new(
+        brokers: &[(BrokerId, String)],
+        auth: Option<&ClusterAuth>,
+    ) -> Result<Pusher, reqwest::Error> {
         let client = reqwest::Client::builder()
+            .default_headers(auth.map(ClusterAuth::headers).unwrap_or_default())
             .timeout(PUSH_TIMEOUT)
             .connect_timeout(PUSH_TIMEOUT)
             .build()?;

@@ -17,13 +17,14 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use crate::fsutil::write_atomic;
+use crate::disk::DiskFaults;
+use crate::fsutil::write_atomic_with;
 
 /// The only format version written and read.
 const VERSION: &str = "0";
 
 /// Write a leader-epoch checkpoint: `(leader_epoch, start_offset)` pairs, ascending.
-pub fn write_epochs(path: &Path, epochs: &[(i32, u64)]) -> io::Result<()> {
+pub fn write_epochs(path: &Path, epochs: &[(i32, u64)], faults: &DiskFaults) -> io::Result<()> {
     if let Err(why) = check_epochs(epochs) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -37,7 +38,7 @@ pub fn write_epochs(path: &Path, epochs: &[(i32, u64)]) -> io::Result<()> {
     for (epoch, offset) in epochs {
         text.push_str(&format!("{epoch} {offset}\n"));
     }
-    write_atomic(path, text.as_bytes())
+    write_atomic_with(path, text.as_bytes(), faults)
         .map_err(|e| context(e, "cannot write leader-epoch checkpoint", path))
 }
 
@@ -83,8 +84,8 @@ pub fn read_epochs(path: &Path) -> io::Result<Vec<(i32, u64)>> {
 }
 
 /// Write a high-watermark checkpoint for one partition.
-pub fn write_high_watermark(path: &Path, hw: u64) -> io::Result<()> {
-    write_atomic(path, format!("{VERSION}\n{hw}\n").as_bytes())
+pub fn write_high_watermark(path: &Path, hw: u64, faults: &DiskFaults) -> io::Result<()> {
+    write_atomic_with(path, format!("{VERSION}\n{hw}\n").as_bytes(), faults)
         .map_err(|e| context(e, "cannot write high-watermark checkpoint", path))
 }
 
@@ -194,7 +195,7 @@ mod tests {
             vec![(0, 0)],
             vec![(0, 0), (3, 17), (4, 17), (9, 1 << 40)],
         ] {
-            write_epochs(&path, &epochs).unwrap();
+            write_epochs(&path, &epochs, &DiskFaults::default()).unwrap();
             assert_eq!(read_epochs(&path).unwrap(), epochs);
         }
         assert_eq!(
@@ -208,7 +209,7 @@ mod tests {
         let d = dir();
         let path = d.path().join("hw");
         for hw in [0, 1, 42, u64::MAX] {
-            write_high_watermark(&path, hw).unwrap();
+            write_high_watermark(&path, hw, &DiskFaults::default()).unwrap();
             assert_eq!(read_high_watermark(&path).unwrap(), hw);
         }
     }
@@ -230,12 +231,12 @@ mod tests {
         fs::write(d.path().join("epochs.tmp"), "garbage").unwrap();
         assert_eq!(read_high_watermark(&hw).unwrap(), 0);
         assert_eq!(read_epochs(&epochs).unwrap(), vec![]);
-        write_high_watermark(&hw, 7).unwrap();
-        write_epochs(&epochs, &[(1, 5)]).unwrap();
+        write_high_watermark(&hw, 7, &DiskFaults::default()).unwrap();
+        write_epochs(&epochs, &[(1, 5)], &DiskFaults::default()).unwrap();
         fs::write(d.path().join("hw.tmp"), "junk").unwrap();
         assert_eq!(read_high_watermark(&hw).unwrap(), 7);
         assert_eq!(read_epochs(&epochs).unwrap(), vec![(1, 5)]);
-        write_high_watermark(&hw, 8).unwrap();
+        write_high_watermark(&hw, 8, &DiskFaults::default()).unwrap();
         assert_eq!(read_high_watermark(&hw).unwrap(), 8);
         assert!(!d.path().join("hw.tmp").exists());
     }
@@ -244,7 +245,7 @@ mod tests {
     fn out_of_order_epochs_are_refused_on_write() {
         let d = dir();
         let path = d.path().join("epochs");
-        let err = write_epochs(&path, &[(3, 10), (2, 20)]).unwrap_err();
+        let err = write_epochs(&path, &[(3, 10), (2, 20)], &DiskFaults::default()).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
         assert!(err.to_string().contains("epochs"), "{err}");
         assert!(!path.exists());

@@ -12,10 +12,8 @@
 //! so a flipped bit anywhere in a frame is caught; a frame whose declared length runs
 //! past the end of the file is a torn write.
 
+use super::{Record, RecordValue};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use super::Record;
 
 /// Bytes before the body: length and CRC.
 pub const HEADER_BYTES: usize = 8;
@@ -27,13 +25,13 @@ pub const MAX_BODY_BYTES: usize = 64 << 20;
 #[derive(Serialize)]
 struct PayloadRef<'a> {
     key: &'a Option<String>,
-    value: &'a Value,
+    value: &'a RecordValue,
 }
 
 #[derive(Deserialize)]
 struct Payload {
     key: Option<String>,
-    value: Value,
+    value: RecordValue,
 }
 
 /// Append the frame of `record` to `out`. Fails only if the record is too large.
@@ -130,14 +128,14 @@ fn checksum(len: &[u8; 4], body: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::value::rv;
 
     fn record() -> Record {
         Record {
             offset: 42,
             leader_epoch: 7,
             key: Some("k".into()),
-            value: json!({"n": [1, 2, 3]}),
+            value: rv!({"n": [1, 2, 3]}),
         }
     }
 
@@ -159,7 +157,7 @@ mod tests {
     fn round_trip_without_key_and_with_trailing_bytes() {
         let rec = Record {
             key: None,
-            value: json!(null),
+            value: rv!(null),
             ..record()
         };
         let mut buf = Vec::new();

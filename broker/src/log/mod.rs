@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
+use crate::disk::DiskFaults;
+pub use crate::value::RecordValue;
 
 pub(crate) mod checkpoint;
 mod frame;
@@ -29,7 +31,7 @@ pub struct Record {
     pub offset: u64,
     pub leader_epoch: i32,
     pub key: Option<String>,
-    pub value: Value,
+    pub value: RecordValue,
 }
 
 /// How the log flushes (fsyncs), as Kafka's `flush.messages` / `flush.ms`.
@@ -43,6 +45,21 @@ pub struct LogConfig {
     pub simulate_page_cache: bool,
     /// Roll to a new segment file past this many bytes (0: a default).
     pub segment_bytes: u64,
+    /// The disk's fault switch (healthy unless told otherwise).
+    pub faults: DiskFaults,
+    /// PLANTED BUG (`--bug append-undo-lost`): a failed append is not taken back, and
+    /// recovery cuts at a repeated offset instead of refusing the log.
+    pub append_undo_lost: bool,
+}
+
+/// Where a log's files ended before an append ([`Log::undo`]).
+struct Mark {
+    /// How many segments there were.
+    segments: usize,
+    /// Frames in the last of them.
+    frames: usize,
+    /// Its size, pending bytes included.
+    size: u64,
 }
 
 /// A partition's log in one directory.
@@ -67,17 +84,18 @@ pub struct Log {
 
 impl Log {
     /// Open (or create) the log in `dir`, recovering from a crash: every segment is
-    /// scanned, and the first torn or corrupt record cuts the log there.
+    /// scanned, and the first torn or corrupt record cuts the log there; a repeated
+    /// offset is refused (`InvalidData`, see `recovery`).
     pub fn open(dir: &Path, config: LogConfig) -> io::Result<Log> {
         fs::create_dir_all(dir).map_err(|e| context(e, "cannot create log directory", dir))?;
-        let recovered = recovery::recover(dir)?;
+        let recovered = recovery::recover(dir, &config.faults, config.append_undo_lost)?;
         if let Some(cut) = &recovered.cut {
             eprintln!("log {}: recovery: {cut}", dir.display());
         }
         let mut segments = recovered.segments;
         let mut dir_dirty = false;
         if segments.is_empty() {
-            segments.push(Segment::create(dir, 0)?);
+            segments.push(Segment::create(dir, 0, &config.faults)?);
             dir_dirty = true;
         }
         let start = segments[0].base;
@@ -117,7 +135,7 @@ impl Log {
     pub fn append(
         &mut self,
         leader_epoch: i32,
-        entries: Vec<(Option<String>, Value)>,
+        entries: Vec<(Option<String>, RecordValue)>,
     ) -> io::Result<u64> {
         let base = self.log_end_offset();
         let records = entries
@@ -188,6 +206,15 @@ impl Log {
 
     /// fsync everything appended so far.
     pub fn flush(&mut self) -> io::Result<()> {
+        self.sync_files()?;
+        self.flushed = self.log_end_offset();
+        self.unflushed_since = None;
+        Ok(())
+    }
+
+    /// Write every pending byte and fsync every segment (and the directory if files
+    /// came or went).
+    fn sync_files(&mut self) -> io::Result<()> {
         for segment in &mut self.segments {
             segment.sync()?;
         }
@@ -195,8 +222,6 @@ impl Log {
             recovery::sync_dir(&self.dir)?;
             self.dir_dirty = false;
         }
-        self.flushed = self.log_end_offset();
-        self.unflushed_since = None;
         Ok(())
     }
 
@@ -210,18 +235,21 @@ impl Log {
         Ok(())
     }
 
-    /// Append records whose offsets run on from LEO, then apply the flush policy.
+    /// Append records whose offsets run on from LEO, then apply the flush policy. All
+    /// or nothing: if writing or flushing them fails, the log is left as it was — in
+    /// memory at once, in its files as far as the disk lets them be cut (see
+    /// [`undo`](Self::undo)) — and the next append takes the same offsets.
     fn append_records(&mut self, records: Vec<Record>) -> io::Result<()> {
         if records.is_empty() {
             return Ok(());
         }
         let leo = self.log_end_offset();
-        if leo.checked_add(records.len() as u64).is_none() {
-            return Err(io::Error::new(
+        let end = leo.checked_add(records.len() as u64).ok_or_else(|| {
+            io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("log {}: offsets would overflow", self.dir.display()),
-            ));
-        }
+            )
+        })?;
         let mut frames = Vec::new();
         let mut ends = Vec::with_capacity(records.len());
         for record in &records {
@@ -233,24 +261,61 @@ impl Log {
             })?;
             ends.push(frames.len());
         }
-        if let Err(e) = self.write_frames(leo, &frames, &ends) {
-            // Leave memory and files as they were; report the original error.
-            if let Err(undo) = self.truncate_to(leo) {
-                eprintln!(
-                    "log {}: cannot undo a failed append: {undo}",
-                    self.dir.display()
-                );
+        let mark = self.mark();
+        let due = self
+            .config
+            .flush_messages
+            .is_some_and(|n| end - self.flushed >= n.max(1));
+        let stored = self
+            .write_frames(leo, &frames, &ends)
+            .and_then(|()| if due { self.sync_files() } else { Ok(()) });
+        if let Err(e) = stored {
+            if self.config.append_undo_lost {
+                // PLANTED BUG (append-undo-lost): the undo of old, by LEO, which has
+                // not moved: a no-op, so the failed frames stay queued in the segment
+                // and reach the file with the next append, at offsets it takes again.
+                let _ = self.truncate_to(leo);
+            } else {
+                self.undo(mark);
             }
             return Err(e);
         }
         self.records.extend(records);
-        self.unflushed_since.get_or_insert_with(Instant::now);
-        if let Some(n) = self.config.flush_messages {
-            if self.log_end_offset() - self.flushed >= n.max(1) {
-                self.flush()?;
-            }
+        if due {
+            self.flushed = end;
+            self.unflushed_since = None;
+        } else {
+            self.unflushed_since.get_or_insert_with(Instant::now);
         }
         Ok(())
+    }
+
+    /// Where the log's files end now, to [`undo`](Self::undo) an append back to.
+    fn mark(&self) -> Mark {
+        let active = self.segments.last().expect("a log has a segment");
+        Mark {
+            segments: self.segments.len(),
+            frames: active.len(),
+            size: active.size(),
+        }
+    }
+
+    /// Take back everything added since `mark`: segments created since are deleted,
+    /// the active segment is cut back in memory and on disk. A disk that refuses the
+    /// cut leaves bytes past the log's end that the next write or fsync cuts first
+    /// (and fails if it cannot), so they never precede a record; a crash before that
+    /// leaves them to recovery (a segment that could not be deleted starts past the
+    /// log's end and is deleted there), and they were never acknowledged. Nothing is
+    /// logged: the caller reports the append's own error, and a disk that refused the
+    /// write usually refuses the cut too.
+    fn undo(&mut self, mark: Mark) {
+        while self.segments.len() > mark.segments {
+            let segment = self.segments.pop().expect("more segments than marked");
+            self.dir_dirty = true;
+            let _ = segment.delete();
+        }
+        let active = self.segments.last_mut().expect("a log has a segment");
+        let _ = active.undo_to(mark.frames, mark.size);
     }
 
     /// Put the frames of offsets `leo..` into segments, rolling past the segment size,
@@ -266,7 +331,8 @@ impl Log {
             begin = end;
             let active = self.segments.last().expect("a log has a segment");
             if !active.is_empty() && active.size() + frame.len() as u64 > limit {
-                self.segments.push(Segment::create(&self.dir, offset)?);
+                self.segments
+                    .push(Segment::create(&self.dir, offset, &self.config.faults)?);
                 self.dir_dirty = true;
             }
             self.segments
@@ -303,6 +369,8 @@ impl Drop for Log {
     }
 }
 
+#[cfg(test)]
+mod fault_tests;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]

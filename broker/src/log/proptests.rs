@@ -7,9 +7,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::value::rv;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
-use serde_json::json;
 
 use super::*;
 
@@ -71,6 +71,7 @@ fn log_config() -> impl Strategy<Value = LogConfig> {
                 flush_ms,
                 simulate_page_cache,
                 segment_bytes,
+                ..LogConfig::default()
             },
         )
 }
@@ -80,7 +81,7 @@ fn record(offset: u64, epoch: i32) -> Record {
         offset,
         leader_epoch: epoch,
         key: (offset % 2 == 0).then(|| format!("key-{}", offset % 5)),
-        value: json!({"offset": offset, "text": "ü".repeat((offset % 7) as usize)}),
+        value: rv!({"offset": offset, "text": "ü".repeat((offset % 7) as usize)}),
     }
 }
 
@@ -308,7 +309,7 @@ proptest! {
         prop_assert_eq!(&kept[..], &original[..kept.len()]);
         // Recovery left a clean log: it takes appends and reopens unchanged.
         let leo = log.log_end_offset();
-        prop_assert_eq!(log.append(7, vec![(None, json!("after"))]).unwrap(), leo);
+        prop_assert_eq!(log.append(7, vec![(None, rv!("after"))]).unwrap(), leo);
         drop(log);
         let log = Log::open(dir.path(), config).unwrap();
         let again = log.read(0, usize::MAX, u64::MAX).unwrap();

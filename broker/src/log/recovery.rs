@@ -2,6 +2,12 @@
 //! longest valid prefix. The first torn, corrupt or out-of-sequence record cuts the
 //! log there: its file is cut short and every later segment is deleted, since
 //! nothing after a hole can be trusted to follow it.
+//!
+//! One thing no crash leaves behind is refused instead: a valid record whose offset
+//! does not increase (a repeated offset, or a segment that starts inside the one
+//! before). Two records claim one offset and nothing says which is right — the
+//! first may be a write that failed, the second the acknowledged one — so the log
+//! does not open, with an error saying where, rather than guess.
 
 use std::fs;
 use std::io;
@@ -10,6 +16,7 @@ use std::path::{Path, PathBuf};
 use super::Record;
 use super::frame;
 use super::segment::{self, Segment, context};
+use crate::disk::DiskFaults;
 use crate::fsutil;
 
 /// What was found in a log directory.
@@ -22,8 +29,10 @@ pub struct Recovered {
     pub cut: Option<String>,
 }
 
-/// Scan `dir` (which must exist), cutting what follows the first invalid record.
-pub fn recover(dir: &Path) -> io::Result<Recovered> {
+/// Scan `dir` (which must exist), cutting what follows the first invalid record;
+/// an offset that does not increase is an `InvalidData` error, unless `guess` (the
+/// planted bug `append-undo-lost`) cuts there too.
+pub fn recover(dir: &Path, faults: &DiskFaults, guess: bool) -> io::Result<Recovered> {
     let files = segment_files(dir)?;
     let mut segments = Vec::new();
     let mut records = Vec::new();
@@ -32,6 +41,16 @@ pub fn recover(dir: &Path) -> io::Result<Recovered> {
     // hole like any other.
     let mut expected = 0;
     for (i, (base, path)) in files.iter().enumerate() {
+        if *base < expected && !guess {
+            return Err(repeated(
+                dir,
+                format!(
+                    "segment {} starts at offset {base}, inside the segment before it \
+                     (which ends at {expected})",
+                    path.display()
+                ),
+            ));
+        }
         if *base != expected {
             let next = expected;
             let later = delete_all(&files[i..])?;
@@ -56,7 +75,20 @@ pub fn recover(dir: &Path) -> io::Result<Recovered> {
                     pos += n;
                     next += 1;
                 }
+                Ok((record, _)) if record.offset < next && !guess => {
+                    return Err(repeated(
+                        dir,
+                        format!(
+                            "segment {} holds offset {} at byte {pos}, after offset {}",
+                            path.display(),
+                            record.offset,
+                            next - 1
+                        ),
+                    ));
+                }
                 Ok((record, _)) => {
+                    // PLANTED BUG (append-undo-lost) when the offset repeats: cut there,
+                    // keeping whichever record came first.
                     problem = Some(format!(
                         "record with offset {} where {next} was expected",
                         record.offset
@@ -74,6 +106,7 @@ pub fn recover(dir: &Path) -> io::Result<Recovered> {
             *base,
             positions,
             pos as u64,
+            faults,
         )?);
         expected = next;
         if let Some(problem) = problem {
@@ -95,6 +128,19 @@ pub fn recover(dir: &Path) -> io::Result<Recovered> {
         records,
         cut,
     })
+}
+
+/// The refusal of a log whose offsets do not increase (`what`: where).
+fn repeated(dir: &Path, what: String) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "log {}: {what}: offsets must increase and no crash leaves this behind; \
+             refusing to open the log rather than guess which record is right (move \
+             the partition's directory aside to have this replica rebuilt from the leader)",
+            dir.display()
+        ),
+    )
 }
 
 /// The segment files in `dir`, by base offset; other files are left alone.

@@ -8,8 +8,9 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+use crate::disk::DiskFaults;
 
 /// Digits of a segment file's base offset.
 const NAME_DIGITS: usize = 20;
@@ -47,12 +48,20 @@ pub struct Segment {
     pending: Vec<u8>,
     /// Written since the last fsync.
     dirty: bool,
+    /// The file may hold bytes past `written` (a write that failed midway, not cut
+    /// off yet): the next write or fsync cuts them first.
+    torn: bool,
+    /// How the disk behaves (the fault switch).
+    faults: DiskFaults,
 }
 
 impl Segment {
     /// Create an empty segment file (replacing any file of that name).
-    pub fn create(dir: &Path, base: u64) -> io::Result<Segment> {
+    pub fn create(dir: &Path, base: u64, faults: &DiskFaults) -> io::Result<Segment> {
         let path = dir.join(file_name(base));
+        faults
+            .check_create()
+            .map_err(|e| context(e, "cannot create segment", &path))?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -68,6 +77,8 @@ impl Segment {
             written: 0,
             pending: Vec::new(),
             dirty: true,
+            torn: false,
+            faults: faults.clone(),
         })
     }
 
@@ -78,6 +89,7 @@ impl Segment {
         base: u64,
         positions: Vec<u64>,
         valid_bytes: u64,
+        faults: &DiskFaults,
     ) -> io::Result<Segment> {
         let file = OpenOptions::new()
             .read(true)
@@ -89,9 +101,12 @@ impl Segment {
             .map_err(|e| context(e, "cannot stat segment", &path))?
             .len();
         if len != valid_bytes {
-            file.set_len(valid_bytes)
+            faults
+                .set_len(&file, valid_bytes)
                 .map_err(|e| context(e, "cannot cut segment", &path))?;
-            file.sync_all()
+            faults
+                .sync_data(&file)
+                .and_then(|()| file.sync_all())
                 .map_err(|e| context(e, "cannot fsync segment", &path))?;
         }
         Ok(Segment {
@@ -102,6 +117,8 @@ impl Segment {
             written: valid_bytes,
             pending: Vec::new(),
             dirty: false,
+            torn: false,
+            faults: faults.clone(),
         })
     }
 
@@ -114,23 +131,34 @@ impl Segment {
         self.positions.is_empty()
     }
 
+    /// How many frames the segment holds (pending ones included).
+    pub fn len(&self) -> usize {
+        self.positions.len()
+    }
+
     /// Add one encoded frame (the next offset) to the pending buffer.
     pub fn push(&mut self, frame: &[u8]) {
         self.positions.push(self.size());
         self.pending.extend_from_slice(frame);
     }
 
-    /// Write the pending bytes to the file (no fsync).
+    /// Write the pending bytes to the file (no fsync). If the write fails midway the
+    /// pending bytes stay pending, and the file is cut back before the next write.
     pub fn write_pending(&mut self) -> io::Result<()> {
+        self.cut_torn_tail()?;
         if self.pending.is_empty() {
             return Ok(());
         }
-        self.file
-            .write_all_at(&self.pending, self.written)
-            .map_err(|e| context(e, "cannot write segment", &self.path))?;
+        self.dirty = true;
+        if let Err(e) = self
+            .faults
+            .write_all_at(&self.file, &self.pending, self.written)
+        {
+            self.torn = true;
+            return Err(context(e, "cannot write segment", &self.path));
+        }
         self.written += self.pending.len() as u64;
         self.pending.clear();
-        self.dirty = true;
         Ok(())
     }
 
@@ -138,8 +166,9 @@ impl Segment {
     pub fn sync(&mut self) -> io::Result<()> {
         self.write_pending()?;
         if self.dirty {
-            self.file
-                .sync_data()
+            self.faults
+                .sync_data(&self.file)
+                .and_then(|()| self.file.sync_data())
                 .map_err(|e| context(e, "cannot fsync segment", &self.path))?;
             self.dirty = false;
         }
@@ -150,18 +179,34 @@ impl Segment {
     pub fn truncate_to(&mut self, offset: u64) -> io::Result<()> {
         let keep = (offset.max(self.base) - self.base) as usize;
         if keep >= self.positions.len() {
-            return Ok(());
+            return self.cut_torn_tail();
         }
-        let cut = self.positions[keep];
-        self.positions.truncate(keep);
-        if cut >= self.written {
-            self.pending.truncate((cut - self.written) as usize);
-        } else {
-            self.pending.clear();
-            self.file
-                .set_len(cut)
+        let size = self.positions[keep];
+        self.undo_to(keep, size)
+    }
+
+    /// Go back to holding `frames` frames in `size` bytes, as before later pushes
+    /// and writes: in memory at once, in the file by cutting it (if that fails, the
+    /// next write or fsync cuts it first, and the error is returned).
+    pub fn undo_to(&mut self, frames: usize, size: u64) -> io::Result<()> {
+        self.positions.truncate(frames);
+        if size >= self.written {
+            self.pending.truncate((size - self.written) as usize);
+            return self.cut_torn_tail();
+        }
+        self.pending.clear();
+        self.written = size;
+        self.torn = true;
+        self.cut_torn_tail()
+    }
+
+    /// Cut off whatever the file may hold past `written`.
+    fn cut_torn_tail(&mut self) -> io::Result<()> {
+        if self.torn {
+            self.faults
+                .set_len(&self.file, self.written)
                 .map_err(|e| context(e, "cannot truncate segment", &self.path))?;
-            self.written = cut;
+            self.torn = false;
             self.dirty = true;
         }
         Ok(())
@@ -175,6 +220,9 @@ impl Segment {
 
     /// Delete the file.
     pub fn delete(self) -> io::Result<()> {
+        self.faults
+            .check_delete()
+            .map_err(|e| context(e, "cannot delete segment", &self.path))?;
         drop(self.file);
         fs::remove_file(&self.path).map_err(|e| context(e, "cannot delete segment", &self.path))
     }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::*;
+use crate::value::rv;
 
 fn config(segment_bytes: u64) -> LogConfig {
     LogConfig {
@@ -16,12 +17,12 @@ fn config(segment_bytes: u64) -> LogConfig {
     }
 }
 
-fn entries(range: std::ops::Range<u64>) -> Vec<(Option<String>, Value)> {
+fn entries(range: std::ops::Range<u64>) -> Vec<(Option<String>, RecordValue)> {
     range
         .map(|i| {
             (
                 Some(format!("k{}", i % 3)),
-                json!({"i": i, "pad": "x".repeat(20)}),
+                rv!({"i": i, "pad": "x".repeat(20)}),
             )
         })
         .collect()
@@ -70,13 +71,13 @@ fn append_read_and_reopen() {
     let mut log = Log::open(dir.path(), LogConfig::default()).unwrap();
     assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 0));
     assert_eq!(log.append(1, entries(0..3)).unwrap(), 0);
-    assert_eq!(log.append(2, vec![(None, json!(null))]).unwrap(), 3);
+    assert_eq!(log.append(2, vec![(None, rv!(null))]).unwrap(), 3);
     assert_eq!(log.append(2, vec![]).unwrap(), 4);
     assert_eq!(log.log_end_offset(), 4);
     let records = all(&log);
     assert_eq!(offsets(&records), vec![0, 1, 2, 3]);
     assert_eq!(records[1].key.as_deref(), Some("k1"));
-    assert_eq!(records[1].value["i"], json!(1));
+    assert_eq!(records[1].value.to_value()["i"], json!(1));
     assert_eq!(records[3].leader_epoch, 2);
     assert_eq!(records[3].key, None);
 
@@ -106,7 +107,7 @@ fn replicated_appends_must_continue_at_leo() {
         offset,
         leader_epoch: 3,
         key: None,
-        value: json!(offset),
+        value: rv!(offset),
     };
     for bad in [vec![rec(1)], vec![rec(3)], vec![rec(2), rec(4)]] {
         let err = log.append_replicated(bad).unwrap_err();
@@ -269,7 +270,7 @@ fn record_with_wrong_offset_is_cut() {
         offset: 7,
         leader_epoch: 1,
         key: None,
-        value: json!(7),
+        value: rv!(7),
     };
     frame::encode(&stray, &mut frame).unwrap();
     let file = segment_files(dir.path()).pop().unwrap();
@@ -278,6 +279,79 @@ fn record_with_wrong_offset_is_cut() {
     fs::write(&file, bytes).unwrap();
     let log = Log::open(dir.path(), config(300)).unwrap();
     assert_eq!(log.log_end_offset(), 3);
+}
+
+/// A valid frame whose offset repeats is no crash's doing: the log refuses to open,
+/// saying where, instead of keeping the first of two records that claim one offset.
+#[test]
+fn a_repeated_offset_is_refused_not_guessed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = Log::open(dir.path(), config(300)).unwrap();
+    log.append(1, entries(0..3)).unwrap();
+    drop(log);
+    let stray = Record {
+        offset: 1,
+        leader_epoch: 1,
+        key: None,
+        value: rv!("again"),
+    };
+    let mut frame = Vec::new();
+    frame::encode(&stray, &mut frame).unwrap();
+    let file = segment_files(dir.path()).pop().unwrap();
+    let mut bytes = fs::read(&file).unwrap();
+    let at = bytes.len();
+    bytes.extend_from_slice(&frame);
+    fs::write(&file, &bytes).unwrap();
+    let err = Log::open(dir.path(), config(300)).err().unwrap();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    let msg = err.to_string();
+    for part in [
+        &file.display().to_string(),
+        &format!("holds offset 1 at byte {at}, after offset 2"),
+        "refusing to open",
+    ] {
+        assert!(msg.contains(part), "{part:?} not in: {msg}");
+    }
+    assert_eq!(fs::read(&file).unwrap(), bytes, "nothing was cut");
+    // The planted bug guesses: it cuts at the repeat.
+    let guessing = LogConfig {
+        append_undo_lost: true,
+        ..config(300)
+    };
+    assert_eq!(Log::open(dir.path(), guessing).unwrap().log_end_offset(), 3);
+}
+
+/// A segment that starts inside the one before it is refused the same way.
+#[test]
+fn overlapping_segments_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = filled(dir.path(), 10);
+    let files = segment_files(dir.path());
+    assert!(files.len() >= 2);
+    let second: u64 = files[1]
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // A copy of the second segment's records under an earlier name.
+    let copy = dir.path().join(format!("{:020}.log", second - 1));
+    let mut log = Log::open(dir.path(), config(300)).unwrap();
+    assert_eq!(all(&log), before);
+    log.truncate_to(second).unwrap();
+    drop(log);
+    let mut bytes = Vec::new();
+    for r in &before[(second - 1) as usize..] {
+        frame::encode(r, &mut bytes).unwrap();
+    }
+    fs::write(&copy, bytes).unwrap();
+    let err = Log::open(dir.path(), config(300)).err().unwrap();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+    assert!(
+        err.to_string().contains("inside the segment before it"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -5,14 +5,17 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::auth::ClusterAuth;
 use crate::bugs::Bugs;
 use crate::cli::{self, Bug, NodeArgs};
+use crate::disk::DiskFaults;
 use crate::error::Code;
 use crate::fsutil;
 use crate::log::LogConfig;
@@ -38,6 +41,9 @@ pub struct Config {
     pub replica_lag_time_max_ms: u64,
     /// How long an empty follower FETCH waits in the leader's purgatory.
     pub replica_fetch_wait_max_ms: u64,
+    /// A partition whose storage keeps failing this long makes the node leave every
+    /// ISR (`--storage-failure-timeout-ms`).
+    pub storage_failure_timeout_ms: u64,
 }
 
 /// Everything a node's tasks and handlers share.
@@ -45,12 +51,17 @@ pub struct Context {
     /// This broker's id (`--id`).
     pub id: BrokerId,
     /// This process's broker epoch: fresh at every start, so the controller sees a
-    /// restart (kept in the data dir under `--truncation hw`; see [`broker_epoch`]).
-    pub broker_epoch: u64,
+    /// restart (kept in the data dir under `--truncation hw`; see [`broker_epoch`]),
+    /// and renewed when the node's storage fails for good ([`Context::renew_broker_epoch`]).
+    broker_epoch: AtomicU64,
     /// The settings.
     pub config: Config,
-    /// The HTTP client of every call to peers and the controller.
+    /// The HTTP client of every call to peers and the controller (carrying the
+    /// cluster's credentials).
     pub client: reqwest::Client,
+    /// The cluster's credentials, which internal requests to this node must carry
+    /// (None: not checked).
+    pub auth: Option<Arc<ClusterAuth>>,
     /// The clock's zero: the process start.
     clock: Instant,
     /// How to reach each other broker (`--peers`).
@@ -65,36 +76,62 @@ pub struct Context {
 
 impl Context {
     /// A node's context from its command line (`--bug hw-truncation` becomes
-    /// `--truncation hw`). Under `hw` it reads or creates `DATA_DIR/broker-epoch`.
-    pub fn new(args: &NodeArgs) -> std::io::Result<Context> {
+    /// `--truncation hw`) and credentials. Under `hw` it reads or creates
+    /// `DATA_DIR/broker-epoch`.
+    pub fn new(args: &NodeArgs, auth: Option<ClusterAuth>) -> std::io::Result<Context> {
         let truncation = match (args.truncation, args.bug) {
             (_, Some(Bug::HwTruncation)) | (cli::Truncation::Hw, _) => Truncation::Hw,
             (cli::Truncation::Epoch, _) => Truncation::Epoch,
         };
+        let bugs = planted_bugs(args.bug);
         let config = Config {
             data_dir: args.data_dir.clone(),
             truncation,
-            bugs: planted_bugs(args.bug),
+            bugs,
             log: LogConfig {
                 flush_messages: args.flush_messages,
                 flush_ms: args.flush_ms,
                 simulate_page_cache: args.simulate_page_cache,
                 segment_bytes: 0,
+                faults: DiskFaults::default(),
+                append_undo_lost: bugs.append_undo_lost,
             },
             replica_lag_time_max_ms: args.replica_lag_time_max_ms,
             replica_fetch_wait_max_ms: args.replica_fetch_wait_max_ms,
+            storage_failure_timeout_ms: args.storage_failure_timeout_ms,
         };
         Ok(Context {
             id: args.id,
-            broker_epoch: broker_epoch(truncation, &args.data_dir)?,
+            broker_epoch: AtomicU64::new(broker_epoch(truncation, &args.data_dir)?),
             config,
-            client: rpc::client(),
+            client: rpc::client(auth.as_ref()),
+            auth: auth.map(Arc::new),
             clock: Instant::now(),
             peers: args.peers.0.iter().cloned().collect(),
             controllers: args.controller.clone(),
             active_controller: Mutex::new(args.controller[0].clone()),
             topic_sizes: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// This process's broker epoch, as it presents itself to the controller and to
+    /// the leaders it fetches from.
+    pub fn broker_epoch(&self) -> u64 {
+        self.broker_epoch.load(Ordering::SeqCst)
+    }
+
+    /// Present a new broker epoch from now on, as a restarted process would: the
+    /// controller handles the next heartbeat as a failure followed by a start, so
+    /// this broker leaves every ISR and its partitions elect other leaders (KIP-380).
+    /// For a node whose storage failed: what it holds in memory may not be on disk.
+    pub fn renew_broker_epoch(&self) -> u64 {
+        let fresh = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        let old = self.broker_epoch();
+        let new = fresh.max(old + 1);
+        self.broker_epoch.store(new, Ordering::SeqCst);
+        new
     }
 
     /// Milliseconds since this process started (the replicas' clock).
@@ -240,6 +277,7 @@ fn planted_bugs(bug: Option<Bug>) -> Bugs {
         Some(Bug::AckIgnoresEpoch) => b.ack_ignores_epoch = true,
         Some(Bug::EpochEndAtLeo) => b.epoch_end_at_leo = true,
         Some(Bug::Abort) => b.abort = true,
+        Some(Bug::AppendUndoLost) => b.append_undo_lost = true,
     }
     b
 }
@@ -277,6 +315,7 @@ mod tests {
                 b.ack_ignores_epoch,
                 b.epoch_end_at_leo,
                 b.abort,
+                b.append_undo_lost,
             ];
             assert_eq!(set.iter().filter(|x| **x).count(), 1, "{bug:?}: {b:?}");
             assert!(!seen.contains(&b), "{bug:?} sets another bug's flag");

@@ -6,7 +6,8 @@
 //! on. It first settles the log with the leader (`--truncation epoch`:
 //! OffsetsForLeaderEpoch rounds, KIP-101/KIP-279; a pending `--truncation hw` cut),
 //! then FETCHes from its LEO forever, applying each answer to the replica. A round
-//! that moved nothing (a failed call, a storage error) pauses before the next.
+//! that moved nothing (a failed call, a storage error) pauses before the next; while
+//! the partition's storage fails (`partitions::log_dir`) the task only waits.
 
 use std::collections::HashMap;
 use std::io;
@@ -107,13 +108,20 @@ impl Follower {
         };
         let mut failures = 0u32;
         loop {
+            // A replica whose storage fails does not fetch (as Kafka stops fetching
+            // for an offline log dir): it could not append, and fetching at its old
+            // LEO would make an idle partition's leader count it caught up.
+            if self.part.log_dir.failing().is_some() {
+                tokio::time::sleep(BACKOFF).await;
+                continue;
+            }
             let step = self.event(|r| {
                 let (next, fx) = r.truncation_epoch();
                 let step = match next {
                     Ok(Some(e)) => Step::Truncate(e),
                     Ok(None) => Step::Fetch(r.log_end_offset()),
                     Err(e) => {
-                        eprintln!("{name}: truncation: {e}");
+                        self.manager.storage_error(&self.part, "truncation", &e);
                         Step::Backoff
                     }
                 };
@@ -192,7 +200,7 @@ impl Follower {
                 self.leader, a.leader_epoch, a.end_offset
             ),
             Ok(_) => {}
-            Err(err) => eprintln!("{name}: truncating: {err}"),
+            Err(err) => self.manager.storage_error(&self.part, "truncating", err),
         }
         after_truncation(&result, moved)
     }
@@ -204,7 +212,7 @@ impl Follower {
             topic: self.part.tp.topic.clone(),
             partition: self.part.tp.partition,
             replica_id: ctx.id,
-            broker_epoch: ctx.broker_epoch,
+            broker_epoch: ctx.broker_epoch(),
             fetch_offset: offset,
             leader_epoch: self.epoch,
             max_records: MAX_RECORDS,
@@ -215,15 +223,30 @@ impl Follower {
         let answer: Result<FetchResponse, _> =
             rpc::post(&ctx.client, addr, "/internal/fetch", &req, timeout).await;
         match answer {
-            Ok(resp) => match self.event(|r| r.apply_fetch_response(resp)) {
-                None => Next::Stop,
-                Some(Ok(())) => Next::Continue,
-                Some(Err(ReplicaError::Io(e))) => {
-                    eprintln!("{name}: appending fetched records: {e}");
-                    Next::Backoff
+            Ok(resp) => {
+                let applied = self.event(|r| {
+                    let before = r.log_end_offset();
+                    let (result, fx) = r.apply_fetch_response(resp);
+                    ((result, r.log_end_offset() != before), fx)
+                });
+                match applied {
+                    None => Next::Stop,
+                    Some((Ok(()), appended)) => {
+                        if appended {
+                            self.manager.storage_ok(&self.part);
+                        }
+                        Next::Continue
+                    }
+                    Some((Err(ReplicaError::Io(e)), _)) => {
+                        // Nothing was appended: the next round asks for the same
+                        // records.
+                        self.manager
+                            .storage_error(&self.part, "appending fetched records", &e);
+                        Next::Backoff
+                    }
+                    Some((Err(_), _)) => Next::Backoff,
                 }
-                Some(Err(_)) => Next::Backoff,
-            },
+            }
             Err(CallError::Api(e)) if e.code == Code::OffsetOutOfRange => {
                 // The leader's log ends below ours (pre-0.11 Kafka's handling): cut ours
                 // to its end.
@@ -237,7 +260,7 @@ impl Follower {
                     "{name}: fetch offset {offset} is past leader's LEO {leo}: truncating to it"
                 );
                 if let Err(e) = result {
-                    eprintln!("{name}: truncating: {e}");
+                    self.manager.storage_error(&self.part, "truncating", &e);
                 }
                 Next::Backoff
             }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::partitions::ReplicaManager;
 use crate::events::Api;
 use crate::protocol::{Heartbeat, HeartbeatResponse};
+use crate::rpc::CallError;
 
 /// How often a node heartbeats (the controller's session timeout is a few of these).
 const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(200);
@@ -17,28 +18,10 @@ const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(200);
 /// Heartbeat forever.
 pub async fn run(manager: Arc<ReplicaManager>) {
     let ctx = manager.ctx();
-    let hb = Heartbeat {
-        broker_id: ctx.id,
-        broker_epoch: ctx.broker_epoch,
-    };
     let mut failures = 0u32;
     loop {
-        match ctx
-            .controller_post::<_, HeartbeatResponse>("/internal/heartbeat", &hb)
-            .await
-        {
-            Ok(resp) => {
-                failures = 0;
-                let applied = manager.apply_controller(
-                    Api::Heartbeat,
-                    resp.controller_epoch,
-                    resp.brokers,
-                    resp.partitions,
-                );
-                if let Err(e) = applied {
-                    eprintln!("node {}: heartbeat answer ignored: {e}", ctx.id);
-                }
-            }
+        match beat(&manager).await {
+            Ok(_) => failures = 0,
             Err(e) => {
                 if failures % 25 == 0 {
                     eprintln!("node {}: heartbeat: {e}", ctx.id);
@@ -48,4 +31,23 @@ pub async fn run(manager: Arc<ReplicaManager>) {
         }
         tokio::time::sleep(HEARTBEAT_INTERVAL).await;
     }
+}
+
+/// One heartbeat: its answer comes from the controller this node dialed (one of its
+/// `--controller` addresses), so it is the one source a controller epoch is learnt
+/// from; the answer is applied. Returns the answer's controller epoch.
+pub async fn beat(manager: &ReplicaManager) -> Result<i32, CallError> {
+    let ctx = manager.ctx();
+    // Read afresh each time: a node whose storage failed renews it.
+    let hb = Heartbeat {
+        broker_id: ctx.id,
+        broker_epoch: ctx.broker_epoch(),
+    };
+    let resp: HeartbeatResponse = ctx.controller_post("/internal/heartbeat", &hb).await?;
+    let epoch = resp.controller_epoch;
+    let applied = manager.apply_controller(Api::Heartbeat, epoch, resp.brokers, resp.partitions);
+    if let Err(e) = applied {
+        eprintln!("node {}: heartbeat answer ignored: {e}", ctx.id);
+    }
+    Ok(epoch)
 }

@@ -1,6 +1,7 @@
 //! The node's timers over its partitions' storage: the log flush policy's clock
 //! (`--flush-ms`), the high-watermark checkpoints (Kafka writes them every few
-//! seconds), and the clean stop that flushes and checkpoints everything.
+//! seconds), the storage failures that last (the node leaves every ISR), and the
+//! clean stop that flushes and checkpoints everything.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,17 +23,46 @@ pub async fn run(manager: Arc<ReplicaManager>) {
         if checkpoint {
             last_hw = Instant::now();
         }
+        let mut overdue = Vec::new();
         for part in manager.all() {
             if flush_ms.is_some() {
                 if let Err(e) = part.flush_if_due(Instant::now()) {
-                    eprintln!("node {}: {}: flush: {e}", ctx.id, part.name());
+                    manager.storage_error(&part, "flush", &e);
                 }
             }
-            if checkpoint {
+            // A failing partition is checkpointed every tick: the first write that
+            // works ends its streak.
+            if checkpoint || part.log_dir.failing().is_some() {
                 manager.checkpoint(&part);
             }
+            let timeout = ctx.config.storage_failure_timeout_ms;
+            if let Some(f) = part.log_dir.take_overdue(ctx.now_ms(), timeout) {
+                overdue.push(format!("{} ({})", part.name(), f.error));
+            }
+        }
+        if !overdue.is_empty() {
+            leave_every_isr(&manager, &overdue);
         }
     }
+}
+
+/// Storage has failed for longer than `--storage-failure-timeout-ms` on the
+/// `failing` partitions: what this node holds in memory may not be on its disk, so it
+/// presents a new broker epoch, as a restarted process would. The controller then
+/// takes it out of every ISR and elects other leaders for its partitions (Kafka moves
+/// leadership off a broker whose log dir went offline); it follows them, and rejoins
+/// the ISRs once its disk takes writes again and it has caught up.
+fn leave_every_isr(manager: &ReplicaManager, failing: &[String]) {
+    let ctx = manager.ctx();
+    let old = ctx.broker_epoch();
+    let new = ctx.renew_broker_epoch();
+    eprintln!(
+        "node {}: storage failing for more than {} ms on {}: leaving every ISR \
+         (broker epoch {old} -> {new}, as after a restart)",
+        ctx.id,
+        ctx.config.storage_failure_timeout_ms,
+        failing.join(", ")
+    );
 }
 
 /// A clean stop, as Kafka's controlled shutdown leaves its logs: everything flushed

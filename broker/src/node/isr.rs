@@ -82,7 +82,7 @@ fn propose(
         } => {
             let req = AlterPartition {
                 broker_id: ctx.id,
-                broker_epoch: ctx.broker_epoch,
+                broker_epoch: ctx.broker_epoch(),
                 topic: part.tp.topic.clone(),
                 partition: part.tp.partition,
                 leader_epoch: pending.leader_epoch,

@@ -24,6 +24,7 @@ mod purgatory;
 
 use std::sync::Arc;
 
+use crate::auth::ClusterAuth;
 use crate::cli::NodeArgs;
 use crate::server;
 use context::Context;
@@ -37,17 +38,30 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
     if args.peers.0.iter().any(|(id, _)| *id == args.id) {
         return Err(format!("--peers must not list this broker's own id {}", args.id).into());
     }
+    let auth = ClusterAuth::from_args(args.cluster_id.as_deref(), args.secret_file.as_deref())?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let listener = server::bind_and_announce(args.listen, &args.data_dir)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-        let ctx = Arc::new(Context::new(&args).map_err(|e| format!("broker epoch: {e}"))?);
+        let listener = server::bind_and_announce(args.listen, &args.data_dir).await?;
+        let ctx = Arc::new(Context::new(&args, auth).map_err(|e| format!("broker epoch: {e}"))?);
+        match &ctx.auth {
+            Some(auth) => eprintln!(
+                "node {}: cluster `{}`: internal requests need its credentials",
+                ctx.id,
+                auth.cluster_id()
+            ),
+            None => eprintln!(
+                "node {}: no --cluster-id and secret: internal requests are not authenticated",
+                ctx.id
+            ),
+        }
         eprintln!(
             "node {}: broker epoch {}, truncation {:?}, controller {:?}",
-            ctx.id, ctx.broker_epoch, ctx.config.truncation, args.controller
+            ctx.id,
+            ctx.broker_epoch(),
+            ctx.config.truncation,
+            args.controller
         );
         if let Some(bug) = args.bug {
             eprintln!("node {}: PLANTED BUG {bug:?} (--bug)", ctx.id);

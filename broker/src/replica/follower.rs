@@ -34,7 +34,8 @@ impl<L: ReplicaLog> Replica<L> {
     }
 
     /// Follower: apply the leader's FETCH answer. Records must start at our LEO (an
-    /// answer to an older fetch is dropped). HW = min(our LEO, the leader's HW).
+    /// answer to an older fetch is dropped). HW = min(our LEO, the leader's HW). If the
+    /// log refuses the records (storage), nothing changes and the error is returned.
     pub fn apply_fetch_response(
         &mut self,
         resp: FetchResponse,
@@ -56,16 +57,20 @@ impl<L: ReplicaLog> Replica<L> {
             if first.offset != leo {
                 return (Ok(()), fx);
             }
-            for r in &resp.records {
-                self.assign_epoch(r.leader_epoch, r.offset, &mut fx);
-            }
-            let appended = self.log.append_replicated(resp.records);
-            if self.log.log_end_offset() != leo {
-                fx.wake = true;
-            }
-            if let Err(e) = appended {
+            // The log takes all of them or none (a full disk): the epoch cache
+            // learns their epochs only once they are in.
+            let epochs: Vec<(i32, u64)> = resp
+                .records
+                .iter()
+                .map(|r| (r.leader_epoch, r.offset))
+                .collect();
+            if let Err(e) = self.log.append_replicated(resp.records) {
                 return (Err(e.into()), fx);
             }
+            for (epoch, offset) in epochs {
+                self.assign_epoch(epoch, offset, &mut fx);
+            }
+            fx.wake = true;
         }
         let hw = self.log.log_end_offset().min(resp.high_watermark);
         self.set_high_watermark(hw, &mut fx);

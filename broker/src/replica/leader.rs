@@ -2,7 +2,7 @@
 //! leader learns from it about each follower), the high-watermark rule and the
 //! `acks=all` completion rule, and OffsetsForLeaderEpoch answers.
 
-use serde_json::Value;
+use crate::value::RecordValue;
 
 use super::{Effects, Replica, ReplicaError, ReplicaLog, Role};
 use crate::protocol::{BrokerId, FetchResponse, LeaderEpoch, PartitionState};
@@ -61,6 +61,9 @@ pub enum AckStatus {
     /// This replica no longer leads in the epoch the record was written in: its fate
     /// is unknown here.
     LeadershipLost,
+    /// The partition's storage fails on this node, which acknowledges nothing
+    /// meanwhile (decided by the node, not the replica).
+    StorageFailing,
 }
 
 /// A follower's FETCH, as the leader sees it.
@@ -178,7 +181,7 @@ impl<L: ReplicaLog> Replica<L> {
     /// the ISR is smaller than min.insync.replicas.
     pub fn append_as_leader(
         &mut self,
-        entries: Vec<(Option<String>, Value)>,
+        entries: Vec<(Option<String>, RecordValue)>,
         acks_all: bool,
         now_ms: u64,
     ) -> (Result<Appended, ReplicaError>, Effects) {

@@ -2,7 +2,7 @@
 
 use std::io;
 
-use serde_json::Value;
+use crate::value::RecordValue;
 
 use super::ReplicaLog;
 use crate::log::Record;
@@ -12,6 +12,8 @@ pub struct MemLog {
     pub records: Vec<Record>,
     /// Refuse every truncation, as a failing disk would.
     pub broken_truncate: bool,
+    /// Refuse every append (appending nothing), as a full disk would.
+    pub broken_append: bool,
 }
 
 impl ReplicaLog for MemLog {
@@ -27,8 +29,11 @@ impl ReplicaLog for MemLog {
     fn append(
         &mut self,
         leader_epoch: i32,
-        entries: Vec<(Option<String>, Value)>,
+        entries: Vec<(Option<String>, RecordValue)>,
     ) -> io::Result<u64> {
+        if self.broken_append {
+            return Err(io::Error::other("the disk is full"));
+        }
         let base = self.records.len() as u64;
         for (i, (key, value)) in entries.into_iter().enumerate() {
             self.records.push(Record {
@@ -41,6 +46,9 @@ impl ReplicaLog for MemLog {
         Ok(base)
     }
     fn append_replicated(&mut self, records: Vec<Record>) -> io::Result<()> {
+        if self.broken_append {
+            return Err(io::Error::other("the disk is full"));
+        }
         for r in records {
             if r.offset != self.records.len() as u64 {
                 return Err(io::Error::new(io::ErrorKind::InvalidInput, "gap"));

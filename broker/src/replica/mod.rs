@@ -27,8 +27,8 @@
 use std::collections::BTreeMap;
 use std::io;
 
+use crate::value::RecordValue;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::bugs::Bugs;
 use crate::log::Record;
@@ -62,7 +62,7 @@ pub trait ReplicaLog {
     fn append(
         &mut self,
         leader_epoch: i32,
-        entries: Vec<(Option<String>, Value)>,
+        entries: Vec<(Option<String>, RecordValue)>,
     ) -> io::Result<u64>;
     /// Follower append of fetched records (first offset = LEO, contiguous).
     fn append_replicated(&mut self, records: Vec<Record>) -> io::Result<()>;

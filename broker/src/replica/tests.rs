@@ -3,11 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
-
 use super::mem::MemLog;
 use super::*;
 use crate::protocol::FetchResponse;
+use crate::value::rv;
 
 const LAG: u64 = 1000;
 
@@ -75,7 +74,7 @@ impl Brokers {
 
     fn produce(&mut self, leader: BrokerId, value: i64, now: u64) -> Appended {
         self.get(leader)
-            .append_as_leader(vec![(None, json!(value))], true, now)
+            .append_as_leader(vec![(None, rv!(value))], true, now)
             .0
             .unwrap()
     }
@@ -139,7 +138,13 @@ impl Brokers {
             .log()
             .records
             .iter()
-            .map(|r| (r.offset, r.leader_epoch, r.value.as_i64().unwrap()))
+            .map(|r| {
+                (
+                    r.offset,
+                    r.leader_epoch,
+                    r.value.to_value().as_i64().unwrap(),
+                )
+            })
             .collect()
     }
 }
@@ -267,7 +272,7 @@ fn acks_all_needs_min_insync_before_appending() {
     b.tell(&[1, 2, 3], state(1, 1, 1, &[1], &[1, 2, 3]), 0);
     let err = b
         .get(1)
-        .append_as_leader(vec![(None, json!(1))], true, 0)
+        .append_as_leader(vec![(None, rv!(1))], true, 0)
         .0
         .unwrap_err();
     assert!(matches!(
@@ -278,7 +283,7 @@ fn acks_all_needs_min_insync_before_appending() {
     // acks=1 does not check the ISR, and with ISR = {leader} HW follows LEO at once.
     let a = b
         .get(1)
-        .append_as_leader(vec![(None, json!(1))], false, 0)
+        .append_as_leader(vec![(None, rv!(1))], false, 0)
         .0
         .unwrap();
     assert_eq!(b.get(1).high_watermark(), 1);
@@ -456,7 +461,7 @@ fn a_replaced_leader_cannot_ack() {
     );
     let err = b
         .get(1)
-        .append_as_leader(vec![(None, json!(1))], true, 5002)
+        .append_as_leader(vec![(None, rv!(1))], true, 5002)
         .0
         .unwrap_err();
     assert!(matches!(err, ReplicaError::NotLeader { leader: 2 }));
@@ -522,7 +527,7 @@ fn kip101_divergence(mode: Truncation) -> (Vec<Entry>, Vec<Entry>) {
     // B is back first and leads epoch 2 alone; writes m2 at offset 1.
     b.tell(&[bb], state(bb, 2, 2, &[bb], &[a, bb]), 10);
     b.get(bb)
-        .append_as_leader(vec![(None, json!(12))], false, 11)
+        .append_as_leader(vec![(None, rv!(12))], false, 11)
         .0
         .unwrap();
     // A comes back as B's follower, truncates by its rule, then catches up.
@@ -567,7 +572,7 @@ fn kip279_fast_failover_logs_agree() {
     // truncate before leadership moves back.
     b.tell(&[a, bb], state(bb, 2, 2, &[a, bb], &[a, bb]), 4);
     b.get(bb)
-        .append_as_leader(vec![(None, json!(12))], false, 5)
+        .append_as_leader(vec![(None, rv!(12))], false, 5)
         .0
         .unwrap();
     // B → A (epoch 3).
@@ -594,7 +599,7 @@ fn truncation_repeats_when_the_leader_answers_an_epoch_we_lack() {
         offset: o,
         leader_epoch: e,
         key: None,
-        value: json!(o as i64 * 10 + e as i64),
+        value: rv!(o as i64 * 10 + e as i64),
     };
     let la = MemLog {
         records: vec![rec(0, 1), rec(1, 1), rec(2, 2), rec(3, 2)],
@@ -634,7 +639,7 @@ fn an_empty_epoch_the_leader_lacks_is_dropped_though_the_cut_is_at_leo() {
         offset: o,
         leader_epoch: e,
         key: None,
-        value: json!(o as i64 * 10 + e as i64),
+        value: rv!(o as i64 * 10 + e as i64),
     };
     // A: epoch 1 (0-1), then it led epoch 2 (offset 2) without B.
     let la = MemLog {
@@ -666,9 +671,8 @@ fn an_empty_epoch_the_leader_lacks_is_dropped_though_the_cut_is_at_leo() {
 #[test]
 fn open_rebuilds_epochs_from_the_log_and_keeps_an_empty_leader_epoch() {
     let mut log = MemLog::default();
-    log.append(1, vec![(None, json!(1)), (None, json!(2))])
-        .unwrap();
-    log.append(3, vec![(None, json!(3))]).unwrap();
+    log.append(1, vec![(None, rv!(1)), (None, rv!(2))]).unwrap();
+    log.append(3, vec![(None, rv!(3))]).unwrap();
     // Checkpoint: stale (misses epoch 3), plus epoch 5 started at LEO with no records
     // yet, plus an entry past LEO that was lost with unflushed records.
     let r = Replica::open(1, log.clone(), &[(1, 0), (5, 3)], 9, LAG)
@@ -702,7 +706,7 @@ fn undefined_epoch_answer_falls_back_to_the_high_watermark() {
         offset: o,
         leader_epoch: e,
         key: None,
-        value: json!(o as i64),
+        value: rv!(o as i64),
     };
     let lb = MemLog {
         records: vec![rec(0, 5), rec(1, 5), rec(2, 5)],
@@ -1016,7 +1020,7 @@ fn every_change_of_the_epoch_cache_is_an_epoch_checkpoint() {
     let mut b = Brokers::new(&[1, 2], Truncation::Epoch);
     b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
     // Appends in the leader's epoch add nothing: it was checkpointed on election.
-    let (_, fx) = b.get(1).append_as_leader(vec![(None, json!(1))], false, 1);
+    let (_, fx) = b.get(1).append_as_leader(vec![(None, rv!(1))], false, 1);
     assert_eq!(fx.checkpoint_epochs, None);
     assert!(fx.wake);
     // The follower learns epoch 1 from the records it fetches.
@@ -1359,4 +1363,43 @@ fn epoch_end_at_leo_lets_a_diverged_follower_keep_its_suffix() {
             assert_eq!(b.values(1), [(0, 1, 10)], "cut at the end of epoch 1");
         }
     }
+}
+
+/// A follower whose disk refuses the fetched records appends nothing: its LEO, HW
+/// and epoch cache stay as they were (no checkpoint of an epoch it holds no record
+/// of), so its next FETCH asks for the same records again.
+#[test]
+fn a_failed_follower_append_changes_nothing() {
+    let mut b = Brokers::new(&[1, 2], Truncation::Epoch);
+    b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+    b.produce(1, 1, 1);
+    b.fetch(2, 1, 2);
+    b.fetch(2, 1, 3);
+    // A new leader epoch: the next records carry epoch 2, unknown to the follower.
+    b.tell(&[1, 2], state(1, 2, 2, &[1, 2], &[1, 2]), 4);
+    b.settle(2, 1);
+    b.produce(1, 2, 5);
+    let before = (
+        b.get(2).log_end_offset(),
+        b.get(2).high_watermark(),
+        b.get(2).epochs().clone(),
+    );
+    b.get(2).log_mut().broken_append = true;
+    let req = b.fetch_request(2);
+    let resp = b.get(1).fetch_as_leader(&req, 6).0.unwrap();
+    assert_eq!(resp.records.len(), 1);
+    let (result, fx) = b.get(2).apply_fetch_response(resp);
+    assert!(matches!(result, Err(ReplicaError::Io(_))), "{result:?}");
+    assert_eq!(fx.checkpoint_epochs, None, "{fx:?}");
+    let after = (
+        b.get(2).log_end_offset(),
+        b.get(2).high_watermark(),
+        b.get(2).epochs().clone(),
+    );
+    assert_eq!(after, before);
+    // The disk is back: the same FETCH brings the record and its epoch.
+    b.get(2).log_mut().broken_append = false;
+    b.fetch(2, 1, 7);
+    assert_eq!(b.get(2).log_end_offset(), 2);
+    assert_eq!(b.get(2).epochs().entries(), [(1, 0), (2, 1)]);
 }

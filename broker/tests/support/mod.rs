@@ -175,6 +175,11 @@ pub struct Opts {
     pub node_args: Vec<String>,
     /// The nodes' `--controller` list, instead of the real controller's address.
     pub controller_list: Option<Vec<String>>,
+    /// A node's data dir, instead of one in the cluster's temp dir (e.g. a small
+    /// filesystem of its own).
+    pub data_dirs: BTreeMap<i32, PathBuf>,
+    /// Extra arguments for the controller.
+    pub controller_args: Vec<String>,
 }
 
 impl Default for Opts {
@@ -186,6 +191,8 @@ impl Default for Opts {
             fetch_wait_ms: 500,
             node_args: Vec::new(),
             controller_list: None,
+            data_dirs: BTreeMap::new(),
+            controller_args: Vec::new(),
         }
     }
 }
@@ -219,20 +226,19 @@ impl Cluster {
                 .collect::<Vec<_>>()
                 .join(",")
         };
-        let controller = Proc::start(
-            vec![
-                "controller".into(),
-                "--listen".into(),
-                "127.0.0.1:0".into(),
-                "--data-dir".into(),
-                path(&dir.path().join("controller")),
-                "--brokers".into(),
-                list(None),
-                "--session-timeout-ms".into(),
-                opts.session_timeout_ms.to_string(),
-            ],
-            dir.path().join("controller.log"),
-        );
+        let mut controller_args = vec![
+            "controller".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--data-dir".into(),
+            path(&dir.path().join("controller")),
+            "--brokers".into(),
+            list(None),
+            "--session-timeout-ms".into(),
+            opts.session_timeout_ms.to_string(),
+        ];
+        controller_args.extend(opts.controller_args.iter().cloned());
+        let controller = Proc::start(controller_args, dir.path().join("controller.log"));
         let mut nodes = BTreeMap::new();
         for (&id, addr) in &addrs {
             let mut args = vec![
@@ -242,7 +248,13 @@ impl Cluster {
                 "--listen".into(),
                 addr.clone(),
                 "--data-dir".into(),
-                path(&dir.path().join(format!("node{id}"))),
+                path(
+                    &opts
+                        .data_dirs
+                        .get(&id)
+                        .cloned()
+                        .unwrap_or_else(|| dir.path().join(format!("node{id}"))),
+                ),
                 "--controller".into(),
                 opts.controller_list
                     .clone()

@@ -4,8 +4,9 @@
 //! need: kill, pause, restart, cut links, read the controller's metadata ([`api`]),
 //! wait until the cluster has converged (`convergence`), dump every replica's log.
 //!
-//! Layout under `root`: `<id>/data` and `<id>/broker.log` for node `id`, and
-//! `controller/data`, `controller/broker.log` for the controller. Where the final
+//! Layout under `root`: `<id>/data` and `<id>/broker.log` for node `id`,
+//! `controller/data`, `controller/broker.log` for the controller, and `cluster-secret`,
+//! the secret every process is given with the cluster id ([`Credentials`]). Where the final
 //! logs go is the caller's business ([`Cluster::dump_logs`] hands them over).
 //!
 //! Links: every directed pair of processes (node → node, node → controller,
@@ -28,6 +29,7 @@ pub mod api;
 pub(crate) mod broker_bin;
 mod convergence;
 pub mod crash;
+mod credentials;
 pub mod events;
 pub mod supervisor;
 
@@ -38,6 +40,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use api::{Admin, CreateTopic, Metadata};
+pub use credentials::Credentials;
 use supervisor::{ProcessSpec, Supervised};
 
 use crate::error::{HarnessError, Result};
@@ -65,6 +68,7 @@ pub struct ClusterConfig {
 /// A running cluster. Dropping it kills every process and stops every proxy.
 pub struct Cluster {
     config: ClusterConfig,
+    credentials: Credentials,
     members: BTreeMap<Proc, Supervised>,
     /// (from, to) → the proxy `from` uses to reach `to`.
     links: BTreeMap<(Proc, Proc), Link>,
@@ -111,6 +115,7 @@ impl Cluster {
         }
         let mut cluster = Cluster {
             admin: Admin::new(ADMIN_TIMEOUT)?,
+            credentials: Credentials::generate(&config.root)?,
             config,
             members: BTreeMap::new(),
             links,
@@ -153,12 +158,17 @@ impl Cluster {
             ],
         };
         args.extend(["--listen".into(), "127.0.0.1:0".into()]);
+        args.extend(["--cluster-id".into(), self.credentials.cluster_id.clone()]);
         args.extend(match p {
             Proc::Controller => self.config.controller_args.iter().cloned(),
             Proc::Node(_) => self.config.node_args.iter().cloned(),
         });
         let mut args: Vec<OsString> = args.into_iter().map(OsString::from).collect();
         args.extend(["--data-dir".into(), dir.join("data").into_os_string()]);
+        args.extend([
+            "--secret-file".into(),
+            self.credentials.secret_file.clone().into_os_string(),
+        ]);
         ProcessSpec {
             name: p.to_string(),
             program: self.config.broker_bin.clone(),
@@ -166,6 +176,11 @@ impl Cluster {
             log_path: dir.join("broker.log"),
             start_timeout: self.config.start_timeout,
         }
+    }
+
+    /// The credentials the cluster's internal requests (and `POST /debug/disk`) need.
+    pub fn credentials(&self) -> &Credentials {
+        &self.credentials
     }
 
     /// Point every proxy leading to `p` at its current address (None while it is down).

@@ -24,20 +24,20 @@ use crate::nemesis::{FaultKind, Scenario};
 #[derive(Debug, Clone, clap::Args, PartialEq)]
 pub struct RunArgs {
     /// Number of broker nodes (ids 1..=N), each its own OS process.
-    #[arg(short = 'n', long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
+    #[arg(allow_negative_numbers = true, short = 'n', long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
     pub nodes: u32,
 
     /// Partitions of the workload's topic.
-    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub partitions: u32,
 
     /// Replicas per partition [default: --nodes].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=9))]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=9))]
     pub replication_factor: Option<u32>,
 
     /// min.insync.replicas: acks=all writes need this many replicas in the ISR
     /// [default: 2, or the replication factor if that is smaller].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=9))]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=9))]
     pub min_insync: Option<u32>,
 
     /// When the leader answers a produce: 0 before appending, 1 after its own append,
@@ -75,30 +75,30 @@ pub struct RunArgs {
 
     /// Mean seconds between faults of a fault list (each is drawn with jitter from
     /// the seed); the replication package times its faults by the cluster's timeouts.
-    #[arg(long, value_name = "SECS", default_value_t = 5.0, value_parser = parse_positive_secs)]
+    #[arg(allow_negative_numbers = true, long, value_name = "SECS", default_value_t = 5.0, value_parser = parse_positive_secs)]
     pub nemesis_interval: f64,
 
     /// Seconds of workload and faults before the cluster is healed and checked.
-    #[arg(short = 't', long, value_name = "SECS", default_value_t = 60.0, value_parser = parse_positive_secs)]
+    #[arg(allow_negative_numbers = true, short = 't', long, value_name = "SECS", default_value_t = 60.0, value_parser = parse_positive_secs)]
     pub time_limit: f64,
 
     /// The checker's budget in seconds at the end of the run; past it the verdict
     /// is unknown (exit 2). Its memory budget is a quarter of the machine's memory.
-    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_CHECKER_TIME_LIMIT, value_parser = parse_positive_secs)]
+    #[arg(allow_negative_numbers = true, long, value_name = "SECS", default_value_t = DEFAULT_CHECKER_TIME_LIMIT, value_parser = parse_positive_secs)]
     pub checker_time_limit: f64,
 
     /// Target client operations per second, over all clients.
-    #[arg(long, value_name = "OPS_PER_SEC", default_value_t = 200.0, value_parser = parse_positive)]
+    #[arg(allow_negative_numbers = true, long, value_name = "OPS_PER_SEC", default_value_t = 200.0, value_parser = parse_positive)]
     pub rate: f64,
 
     /// Concurrent clients: a number, or `Kn` for K per node (`2n` with 3 nodes is
     /// 6, as in Jepsen) [default: 2n].
-    #[arg(long, value_name = "N|Kn", value_parser = parse_concurrency)]
+    #[arg(allow_negative_numbers = true, long, value_name = "N|Kn", value_parser = parse_concurrency)]
     pub concurrency: Option<Concurrency>,
 
     /// Seed of every random choice (operations, fault schedule) [default: random,
     /// printed and stored in run.json].
-    #[arg(long, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, value_name = "N")]
     pub seed: Option<u64>,
 
     /// Where run folders are created.
@@ -115,12 +115,12 @@ pub struct RunArgs {
     pub bug: Option<Bug>,
 
     /// Brokers fsync their log after this many messages (default: never, like Kafka).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub flush_messages: Option<u64>,
 
     /// A follower behind the leader for longer than this leaves the ISR (the brokers'
     /// replica.lag.time.max.ms) [default: the broker's, 10000].
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(allow_negative_numbers = true, long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub replica_lag_time_max_ms: Option<u64>,
 
     /// Register workload: read with `?linearizable=true` (the leader confirms it
@@ -659,6 +659,33 @@ mod tests {
             &["--workload", "register", "--acks", "1"],
         ] {
             assert!(parse(argv).is_err(), "{argv:?} was accepted");
+        }
+    }
+
+    /// A negative number is a bad value of its option, not an unknown flag: clap took
+    /// `--rate -5` for the option `-5` and said "unexpected argument '-5'".
+    #[test]
+    fn negative_numbers_are_bad_values_of_their_option() {
+        for (argv, option) in [
+            (&["--rate", "-5"][..], "--rate"),
+            (&["--time-limit", "-1"], "--time-limit"),
+            (&["--nemesis-interval", "-2"], "--nemesis-interval"),
+            (&["--checker-time-limit", "-3"], "--checker-time-limit"),
+            (&["--nodes", "-3"], "--nodes"),
+            (&["--partitions", "-1"], "--partitions"),
+            (&["--replication-factor", "-1"], "--replication-factor"),
+            (&["--min-insync", "-1"], "--min-insync"),
+            (&["--concurrency", "-4"], "--concurrency"),
+            (&["--seed", "-7"], "--seed"),
+            (&["--flush-messages", "-1"], "--flush-messages"),
+            (
+                &["--replica-lag-time-max-ms", "-1"],
+                "--replica-lag-time-max-ms",
+            ),
+        ] {
+            let e = parse(argv).unwrap_err();
+            assert!(e.contains(option), "{argv:?}: {e}");
+            assert!(!e.contains("unexpected argument"), "{argv:?}: {e}");
         }
     }
 

@@ -8,6 +8,10 @@
 //! mid-request, `REQUEST_TIMED_OUT`, `NOT_ENOUGH_REPLICAS_AFTER_APPEND` — the
 //! operation ends `info` at once; a later success must never be credited to it.
 //!
+//! Values travel exactly: bodies are written with [`canonical`] text and answers
+//! read with the checker's exact reader, so an integer beyond 64 bits is never
+//! rounded to a float on the way.
+//!
 //! - this module: the client and the operations the workloads perform;
 //! - [`outcome`]: how an operation ended;
 //! - `leaders`: where each partition's leader is;
@@ -21,9 +25,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use checker::values::canonical;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::api::{Fetched, KeyRead, Produced};
 pub use outcome::{Failure, Outcome};
@@ -111,10 +116,10 @@ impl Client {
             "/v1/topics/{topic}/partitions/{partition}/records?acks={}",
             acks.as_str()
         );
-        let body = json!({"records": [{"value": value}]});
+        let body = format!(r#"{{"records":[{{"value":{}}}]}}"#, canonical(&value));
         let out = self
             .with_leader(topic, partition, |http, addr| {
-                http.post(format!("http://{addr}{path}")).json(&body)
+                json_body(http.post(format!("http://{addr}{path}")), &body)
             })
             .await;
         match out {
@@ -172,13 +177,18 @@ impl Client {
         if_value: Option<Value>,
     ) -> Outcome<Option<u64>> {
         let path = format!("/v1/topics/{topic}/partitions/{partition}/records?acks=all");
-        let mut body = json!({"records": [{"key": key, "value": value}]});
+        let mut body = format!(
+            r#"{{"records":[{{"key":{},"value":{}}}]"#,
+            canonical(&Value::String(key.to_string())),
+            canonical(&value)
+        );
         if let Some(expected) = if_value {
-            body["if_value"] = expected;
+            body.push_str(&format!(r#","if_value":{}"#, canonical(&expected)));
         }
+        body.push('}');
         let out = self
             .with_leader(topic, partition, |http, addr| {
-                http.post(format!("http://{addr}{path}")).json(&body)
+                json_body(http.post(format!("http://{addr}{path}")), &body)
             })
             .await;
         match out {
@@ -187,6 +197,12 @@ impl Client {
             Outcome::Info(f) => Outcome::Info(f),
         }
     }
+}
+
+/// A request with `body` (JSON text) as its body.
+fn json_body(req: reqwest::RequestBuilder, body: &str) -> reqwest::RequestBuilder {
+    req.header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body.to_string())
 }
 
 /// Percent-encode a URL path segment (everything but RFC 3986's unreserved bytes).

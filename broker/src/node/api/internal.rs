@@ -1,5 +1,7 @@
-//! Internal routes: LeaderAndIsr from the controller, and the leader's side of
-//! replication — FETCH (with its purgatory) and OffsetsForLeaderEpoch.
+//! Internal routes: LeaderAndIsr from the controller (fenced by broker epoch and by
+//! controller epoch, a newer one confirmed with the controller first), and the
+//! leader's side of replication — FETCH (with its purgatory) and
+//! OffsetsForLeaderEpoch.
 
 use std::time::Duration;
 
@@ -14,6 +16,7 @@ use tokio::time::Instant;
 use super::{ApiResult, MAX_RECORDS, Shared, json_body, refused};
 use crate::error::{ApiError, Code};
 use crate::events::{Api, Event, FenceReason};
+use crate::node::heartbeat;
 use crate::protocol::{EpochEndOffset, Fetch, LeaderAndIsr, OffsetsForLeaderEpoch};
 use crate::replica::{FetchRequest, ReplicaError, Role};
 
@@ -24,7 +27,7 @@ pub(super) async fn leader_and_isr(
     let msg: LeaderAndIsr = json_body(body)?;
     // Broker-epoch fencing: a push meant for an earlier process of this broker (sent
     // before it restarted, delivered late) must not act on this one.
-    if let Some(e) = msg.broker_epoch.filter(|&e| e != node.ctx().broker_epoch) {
+    if let Some(e) = msg.broker_epoch.filter(|&e| e != node.ctx().broker_epoch()) {
         node.emit(&Event::Fenced {
             api: Api::LeaderAndIsr,
             reason: FenceReason::StaleBrokerEpoch,
@@ -35,10 +38,42 @@ pub(super) async fn leader_and_isr(
             Code::FencedLeaderEpoch,
             format!(
                 "LeaderAndIsr for broker epoch {e}, this process has broker epoch {}",
-                node.ctx().broker_epoch
+                node.ctx().broker_epoch()
             ),
         )
-        .with("broker_epoch", node.ctx().broker_epoch));
+        .with("broker_epoch", node.ctx().broker_epoch()));
+    }
+    // A newer controller epoch is taken only from the controller itself (the answer
+    // to a heartbeat this node sends to its --controller), never on a push's word:
+    // a forged push with a huge epoch would otherwise deafen the node to the real
+    // controller for good.
+    let known = node.controller_epoch();
+    if msg.controller_epoch > known {
+        let confirmed = heartbeat::beat(&node).await.map_err(|e| {
+            ApiError::new(
+                Code::RequestTimedOut,
+                format!(
+                    "cannot confirm controller epoch {} with the controller: {e}",
+                    msg.controller_epoch
+                ),
+            )
+        })?;
+        if confirmed != msg.controller_epoch {
+            eprintln!(
+                "node {}: LeaderAndIsr with controller epoch {} refused: the controller \
+                 answers epoch {confirmed}",
+                node.ctx().id,
+                msg.controller_epoch
+            );
+            return Err(ApiError::new(
+                Code::FencedLeaderEpoch,
+                format!(
+                    "controller epoch {} is not the controller's ({confirmed})",
+                    msg.controller_epoch
+                ),
+            )
+            .with("controller_epoch", confirmed));
+        }
     }
     node.apply_controller(
         Api::LeaderAndIsr,

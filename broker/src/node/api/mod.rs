@@ -11,16 +11,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::{get, post};
+use axum::{Router, middleware};
 use serde::de::DeserializeOwned;
 
 use super::partitions::{Partition, ReplicaManager};
+use crate::auth;
 use crate::error::{ApiError, Code};
 use crate::events::{Api, Event, FenceReason};
 use crate::replica::ReplicaError;
@@ -43,8 +44,9 @@ type ApiResult = Result<Response, ApiError>;
 /// The state every handler gets: the node's partitions (and through them its context).
 type Shared = State<Arc<ReplicaManager>>;
 
-/// All routes of a node.
+/// All routes of a node; internal ones need the cluster's credentials (`auth`).
 pub fn router(manager: Arc<ReplicaManager>) -> Router {
+    let auth = manager.ctx().auth.clone();
     Router::new()
         .route("/v1/metadata", get(debug::metadata))
         .route(
@@ -54,6 +56,7 @@ pub fn router(manager: Arc<ReplicaManager>) -> Router {
         .route("/v1/topics/{topic}/keys/{key}", get(read::read_key))
         .route("/debug/partitions", get(debug::partitions))
         .route("/debug/log/{topic}/{partition}", get(debug::log))
+        .route("/debug/disk", get(debug::disk).post(debug::set_disk))
         .route("/internal/leader-and-isr", post(internal::leader_and_isr))
         .route("/internal/fetch", post(internal::fetch))
         .route(
@@ -63,6 +66,7 @@ pub fn router(manager: Arc<ReplicaManager>) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(auth, auth::guard))
         .with_state(manager)
 }
 
@@ -197,9 +201,11 @@ fn replica_error(part: &Partition, e: ReplicaError) -> ApiError {
         ReplicaError::UnknownReplica { replica } => {
             ApiError::invalid(format!("{name}: broker {replica} is not a replica"))
         }
-        // A storage failure in the middle of a write leaves its outcome unknown.
-        ReplicaError::Io(e) => {
-            ApiError::new(Code::RequestTimedOut, format!("{name}: storage error: {e}"))
-        }
+        // A storage failure: the write was taken back, but a crash before the disk
+        // let it be cut may bring it back; its outcome is unknown.
+        ReplicaError::Io(e) => ApiError::new(
+            Code::KafkaStorageError,
+            format!("{name}: storage error: {e}"),
+        ),
     }
 }

@@ -1,7 +1,7 @@
 //! Producing: acks 0/1/all, the min.insync check before append, conditional writes
 //! (`if_value`) judged under the partition lock, and the acks=all wait in purgatory.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use axum::Json;
@@ -9,7 +9,8 @@ use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
-use serde_json::{Value, json};
+use serde_json::json;
+use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use super::{
@@ -17,20 +18,34 @@ use super::{
 };
 use crate::error::{ApiError, Code};
 use crate::events::{Api, Event};
+use crate::kv::partition_for_key;
 use crate::node::partitions::{NodeReplica, Partition, ReplicaManager};
 use crate::replica::{AckStatus, Appended, Effects, ReplicaError, Role};
+use crate::value::RecordValue;
 
 /// A produce body, checked field by field for clear errors.
 struct ProduceBody {
-    entries: Vec<(Option<String>, Value)>,
+    entries: Vec<(Option<String>, RecordValue)>,
     /// `Some(x)` when `if_value` is present (x may be null).
-    if_value: Option<Value>,
+    if_value: Option<RecordValue>,
 }
 
+/// A JSON object's fields, undecoded (None: not an object).
+fn object(raw: &RawValue) -> Option<BTreeMap<String, &RawValue>> {
+    raw.get()
+        .starts_with('{')
+        .then(|| serde_json::from_str(raw.get()).ok())
+        .flatten()
+}
+
+/// Values are read as text and kept exactly ([`RecordValue`]): a number of any size
+/// is stored digit for digit.
 fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
-    let v: Value = serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::invalid(format!("request body is not JSON: {e}")))?;
-    let Value::Object(mut obj) = v else {
+    let not_json =
+        |e: &dyn std::fmt::Display| ApiError::invalid(format!("request body is not JSON: {e}"));
+    let text = std::str::from_utf8(bytes).map_err(|e| not_json(&e))?;
+    let raw: &RawValue = serde_json::from_str(text).map_err(|e| not_json(&e))?;
+    let Some(mut obj) = object(raw) else {
         return Err(ApiError::invalid(
             "request body must be an object: {\"records\": [{\"key\": k?, \"value\": v}]}",
         ));
@@ -44,8 +59,9 @@ fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
             "unknown field `{k}` in the request body (expected `records`, `if_value`)"
         )));
     }
-    let Value::Array(records) = records else {
-        return Err(ApiError::invalid("`records` must be an array"));
+    let records: Vec<&RawValue> = match records.get().starts_with('[') {
+        true => serde_json::from_str(records.get()).map_err(|e| not_json(&e))?,
+        false => return Err(ApiError::invalid("`records` must be an array")),
     };
     if records.is_empty() || records.len() > MAX_RECORDS {
         return Err(ApiError::invalid(format!(
@@ -55,20 +71,21 @@ fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
     }
     let mut entries = Vec::with_capacity(records.len());
     for (i, r) in records.into_iter().enumerate() {
-        let Value::Object(mut r) = r else {
+        let Some(mut r) = object(r) else {
             return Err(ApiError::invalid(format!("records[{i}] must be an object")));
         };
         let value = r
             .remove("value")
             .ok_or_else(|| ApiError::invalid(format!("records[{i}] has no `value`")))?;
+        let value = RecordValue::from_raw(value).map_err(|e| not_json(&e))?;
         let key = match r.remove("key") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(k)) => Some(k),
-            Some(other) => {
-                return Err(ApiError::invalid(format!(
-                    "records[{i}].key must be a string or null, got {other}"
-                )));
-            }
+            None => None,
+            Some(k) => serde_json::from_str::<Option<String>>(k.get()).map_err(|_| {
+                ApiError::invalid(format!(
+                    "records[{i}].key must be a string or null, got {}",
+                    k.get()
+                ))
+            })?,
         };
         if let Some(k) = r.keys().next() {
             return Err(ApiError::invalid(format!(
@@ -77,6 +94,10 @@ fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
         }
         entries.push((key, value));
     }
+    let if_value = if_value
+        .map(RecordValue::from_raw)
+        .transpose()
+        .map_err(|e| not_json(&e))?;
     if if_value.is_some() && (entries.len() != 1 || entries[0].0.is_none()) {
         return Err(ApiError::invalid(
             "`if_value` needs exactly one record, with a key",
@@ -114,6 +135,9 @@ pub(super) async fn produce(
     };
     let body = parse_produce(&body_bytes(body)?)?;
     let part = node.require(&topic, partition)?;
+    if body.if_value.is_some() {
+        check_key_partition(&node, &topic, partition, &body.entries).await?;
+    }
     if acks == Acks::None {
         let node = node.clone();
         tokio::spawn(async move {
@@ -129,6 +153,10 @@ pub(super) async fn produce(
         let status = part
             .purgatory
             .wait_until(deadline, || {
+                if part.log_dir.failing().is_some() {
+                    // Its storage fails: no acknowledgement while it lasts.
+                    return Some(AckStatus::StorageFailing);
+                }
                 match part
                     .read()
                     .ack_status(appended.end_offset, appended.leader_epoch)
@@ -140,6 +168,9 @@ pub(super) async fn produce(
             .await;
         let name = format!("{topic}-{partition}");
         match status {
+            Some(AckStatus::StorageFailing) => {
+                return Err(storage_failing(&part, appended.base_offset));
+            }
             Some(AckStatus::Committed) => {}
             Some(AckStatus::CommittedBelowMinIsr) => {
                 let (isr, min_insync) = {
@@ -190,23 +221,103 @@ pub(super) async fn produce(
     .into_response())
 }
 
-/// The leader's append, with the `if_value` check judged under the same lock.
+/// The leader's append, with the `if_value` check judged under the same lock. Refused
+/// before appending while the partition's storage fails; a failed append is reported
+/// to its health, one that works ends a streak.
 fn append(
     node: &ReplicaManager,
     part: &Arc<Partition>,
     body: ProduceBody,
     acks_all: bool,
 ) -> Result<Appended, ApiError> {
+    if let Some(f) = part.log_dir.failing() {
+        return Err(ApiError::new(
+            Code::KafkaStorageError,
+            format!(
+                "{}: storage failing ({}); nothing was written",
+                part.name(),
+                f.error
+            ),
+        ));
+    }
     let now = node.ctx().now_ms();
-    node.update(part, |r| {
+    let result = node.update(part, |r| {
         if let Some(expected) = &body.if_value {
             if let Err(e) = check_if_value(node, part, r, &body.entries, expected) {
-                return (Err(e), Effects::default());
+                return (Err(Err(e)), Effects::default());
             }
         }
         let (result, fx) = r.append_as_leader(body.entries, acks_all, now);
-        (result.map_err(|e| refused(node, part, Api::Produce, e)), fx)
-    })
+        (result.map_err(Ok), fx)
+    });
+    match result {
+        Ok(appended) => {
+            node.storage_ok(part);
+            Ok(appended)
+        }
+        Err(Ok(ReplicaError::Io(e))) => {
+            node.storage_error(part, "append", &e);
+            Err(refused(node, part, Api::Produce, ReplicaError::Io(e)))
+        }
+        Err(Ok(e)) => Err(refused(node, part, Api::Produce, e)),
+        Err(Err(e)) => Err(e),
+    }
+}
+
+/// The answer to an `acks=all` write waiting while its partition's storage fails.
+fn storage_failing(part: &Partition, base_offset: u64) -> ApiError {
+    let why = part.log_dir.failing().map_or_else(String::new, |f| f.error);
+    ApiError::new(
+        Code::KafkaStorageError,
+        format!(
+            "{}: storage failing ({why}) while the write at offset {base_offset} waited \
+             for the ISR; it may or may not survive",
+            part.name()
+        ),
+    )
+}
+
+/// A conditional write is judged against the key's register (docs/api.md): it
+/// must go to the key's partition, `crc32c(key) mod partitions`, or it would be
+/// acknowledged yet invisible to the key's reads.
+async fn check_key_partition(
+    node: &ReplicaManager,
+    topic: &str,
+    partition: u32,
+    entries: &[(Option<String>, RecordValue)],
+) -> Result<(), ApiError> {
+    let key = entries[0]
+        .0
+        .as_deref()
+        .expect("checked: if_value has a key");
+    let partitions = match node.ctx().topic_size(topic).await {
+        Ok(Some(n)) => n,
+        Ok(None) => {
+            return Err(ApiError::new(
+                Code::UnknownTopicOrPartition,
+                format!("topic `{topic}` is unknown to the controller"),
+            ));
+        }
+        Err(e) => {
+            return Err(ApiError::new(
+                Code::RequestTimedOut,
+                format!(
+                    "cannot learn how many partitions `{topic}` has, to check that key \
+                     `{key}` lives in partition {partition}: {e}; nothing was written"
+                ),
+            ));
+        }
+    };
+    let home = partition_for_key(key, partitions);
+    if home != partition {
+        return Err(ApiError::invalid(format!(
+            "key `{key}` lives in partition {home} of `{topic}` (crc32c(key) mod \
+             {partitions}), not {partition}: a conditional write (`if_value`) must go to \
+             the key's partition"
+        ))
+        .with("partition", home));
+    }
+    Ok(())
 }
 
 /// The `if_value` condition: this replica leads, and the key's newest value in its
@@ -215,8 +326,8 @@ fn check_if_value(
     node: &ReplicaManager,
     part: &Partition,
     r: &NodeReplica,
-    entries: &[(Option<String>, Value)],
-    expected: &Value,
+    entries: &[(Option<String>, RecordValue)],
+    expected: &RecordValue,
 ) -> Result<(), ApiError> {
     if r.role() != Role::Leader {
         let leader = r.leader();
@@ -227,13 +338,16 @@ fn check_if_value(
         .0
         .as_deref()
         .expect("checked: if_value has a key");
-    let current = r.log().latest(key).map_or(Value::Null, |(_, v)| v.clone());
+    let current = r
+        .log()
+        .latest(key)
+        .map_or(RecordValue::null(), |(_, v)| v.clone());
     if &current != expected {
         return Err(ApiError::new(
             Code::PreconditionFailed,
             format!("key `{key}` holds {current}, not {expected}"),
         )
-        .with("current", current));
+        .with_exact("current", current));
     }
     Ok(())
 }

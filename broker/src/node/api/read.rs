@@ -7,7 +7,8 @@ use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
 use tokio::time::Instant;
 
 use super::{
@@ -17,8 +18,10 @@ use super::{
 use crate::error::{ApiError, Code};
 use crate::events::{Api, Event, FenceReason};
 use crate::kv::partition_for_key;
+use crate::log::Record;
 use crate::replica::{ReplicaError, ReplicaLog, Role};
 use crate::rpc::CallError;
+use crate::value::RecordValue;
 
 pub(super) async fn consume(
     State(node): Shared,
@@ -54,11 +57,11 @@ pub(super) async fn consume(
         .log()
         .read(offset, max as usize, limit)
         .map_err(|e| replica_error(&part, e.into()))?;
-    Ok(Json(json!({
-        "high_watermark": hw,
-        "log_start_offset": r.log().log_start_offset(),
-        "records": records,
-    }))
+    Ok(Json(Consumed {
+        high_watermark: hw,
+        log_start_offset: r.log().log_start_offset(),
+        records,
+    })
     .into_response())
 }
 
@@ -160,11 +163,31 @@ pub(super) async fn read_key(
         }
     }
     let (offset, value) = match found {
-        Some((o, v)) => (json!(o), v),
-        None => (Value::Null, Value::Null),
+        Some((o, v)) => (Some(o), v),
+        None => (None, RecordValue::null()),
     };
-    Ok(
-        Json(json!({"key": key, "value": value, "partition": partition, "offset": offset}))
-            .into_response(),
-    )
+    Ok(Json(KeyRead {
+        key: &key,
+        value: &value,
+        partition,
+        offset,
+    })
+    .into_response())
+}
+
+/// A register-view answer (its value exactly as written).
+#[derive(Serialize)]
+struct KeyRead<'a> {
+    key: &'a str,
+    value: &'a RecordValue,
+    partition: u32,
+    offset: Option<u64>,
+}
+
+/// A consume answer (the records' values exactly as written).
+#[derive(Serialize)]
+struct Consumed {
+    high_watermark: u64,
+    log_start_offset: u64,
+    records: Vec<Record>,
 }

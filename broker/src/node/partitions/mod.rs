@@ -10,6 +10,7 @@
 //! (controller epoch) and let each replica judge its own state (leader epoch,
 //! partition epoch).
 
+mod log_dir;
 mod partition;
 
 use std::collections::BTreeMap;
@@ -58,6 +59,9 @@ pub struct ReplicaManager {
     view: Mutex<ControllerView>,
     /// Where the fetcher's orders go.
     fetch_orders: mpsc::UnboundedSender<FetchOrder>,
+    /// Partitions that could not be opened, with why: each reason is logged once,
+    /// not at every controller message.
+    open_errors: Mutex<BTreeMap<TopicPartition, String>>,
 }
 
 impl ReplicaManager {
@@ -69,6 +73,7 @@ impl ReplicaManager {
             partitions: RwLock::new(BTreeMap::new()),
             view: Mutex::new(ControllerView::default()),
             fetch_orders: tx,
+            open_errors: Mutex::new(BTreeMap::new()),
         };
         (manager, rx)
     }
@@ -114,6 +119,12 @@ impl ReplicaManager {
                 format!("this broker hosts no partition {partition} of topic `{topic}`"),
             )
         })
+    }
+
+    /// The highest controller epoch this node has learnt (from its controller's
+    /// heartbeat answers, or pushes that carried no newer one).
+    pub fn controller_epoch(&self) -> i32 {
+        self.view.lock().unwrap_or_else(|p| p.into_inner()).epoch
     }
 
     /// `/v1/metadata` from this node's view.
@@ -175,16 +186,29 @@ impl ReplicaManager {
             topic: state.topic.clone(),
             partition: state.partition,
         };
-        let part = match self.get_or_open(&tp) {
-            Ok(p) => p,
+        let opened = self.get_or_open(&tp);
+        let mut errors = self.open_errors.lock().unwrap_or_else(|p| p.into_inner());
+        let part = match opened {
+            Ok(p) => {
+                if errors.remove(&tp).is_some() {
+                    eprintln!("node {}: opened {}-{}", ctx.id, tp.topic, tp.partition);
+                }
+                p
+            }
             Err(e) => {
-                eprintln!(
-                    "node {}: cannot open {}-{}: {e}",
-                    ctx.id, tp.topic, tp.partition
-                );
+                let why = e.to_string();
+                if errors.get(&tp) != Some(&why) {
+                    eprintln!(
+                        "node {}: cannot open {}-{}: {why} (not hosting it; retried at every \
+                         controller message, logged again only if the reason changes)",
+                        ctx.id, tp.topic, tp.partition
+                    );
+                    errors.insert(tp, why);
+                }
                 return;
             }
         };
+        drop(errors);
         let (truncation, now) = (ctx.config.truncation, ctx.now_ms());
         let (transition, epoch) = self.update(&part, |r| {
             let (t, fx) = r.apply_state(state, truncation, now);
@@ -260,8 +284,10 @@ impl ReplicaManager {
     }
 
     /// Write the high-watermark checkpoint if the HW moved since the last one (Kafka
-    /// does this on a timer), and retry a failed epoch checkpoint. Errors are logged;
-    /// the next call tries again.
+    /// does this on a timer), and retry a failed epoch checkpoint. While the
+    /// partition's storage fails it is written anyway: a write that works again ends
+    /// the streak. Errors are reported to the partition's health; the next call tries
+    /// again.
     pub fn checkpoint(&self, part: &Partition) {
         if part.epochs_unsaved.load(Ordering::SeqCst) {
             let r = part.lock();
@@ -273,26 +299,64 @@ impl ReplicaManager {
             .checkpointed_hw
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        if *written == hw {
+        if *written == hw && part.log_dir.failing().is_none() {
             return;
         }
-        match checkpoint::write_high_watermark(&part.dir.join(HW_FILE), hw) {
+        let faults = &self.ctx.config.log.faults;
+        match checkpoint::write_high_watermark(&part.dir.join(HW_FILE), hw, faults) {
             // Only once written: a failed write is retried at the next checkpoint.
-            Ok(()) => *written = hw,
-            Err(e) => eprintln!("node {}: {}: HW checkpoint: {e}", self.ctx.id, part.name()),
+            Ok(()) => {
+                *written = hw;
+                self.storage_ok(part);
+            }
+            Err(e) => self.storage_error(part, "HW checkpoint", &e),
         }
     }
 
     /// Write the epoch cache's checkpoint, with the replica locked (as Kafka flushes
     /// its leader-epoch file at every change).
     fn checkpoint_epochs(&self, part: &Partition, epochs: &[(i32, u64)]) {
-        let result = checkpoint::write_epochs(&part.dir.join(EPOCHS_FILE), epochs);
+        let faults = &self.ctx.config.log.faults;
+        let result = checkpoint::write_epochs(&part.dir.join(EPOCHS_FILE), epochs, faults);
         part.epochs_unsaved.store(result.is_err(), Ordering::SeqCst);
-        if let Err(e) = result {
+        match result {
+            Ok(()) => self.storage_ok(part),
+            Err(e) => self.storage_error(
+                part,
+                "epoch checkpoint (retried at the next HW checkpoint)",
+                &e,
+            ),
+        }
+    }
+
+    /// A write for `part` failed (`what`: which one): the first failure of a streak is
+    /// logged and wakes the partition's waiters, which acknowledge nothing while it
+    /// lasts.
+    pub fn storage_error(&self, part: &Partition, what: &str, e: &std::io::Error) {
+        if part
+            .log_dir
+            .failed(self.ctx.now_ms(), format!("{what}: {e}"))
+        {
             eprintln!(
-                "node {}: {}: epoch checkpoint: {e} (retried at the next HW checkpoint)",
+                "node {}: {}: storage failing: {what}: {e}; acknowledging nothing until a \
+                 write works, leaving every ISR if it fails for {} ms",
                 self.ctx.id,
-                part.name()
+                part.name(),
+                self.ctx.config.storage_failure_timeout_ms
+            );
+            part.purgatory.wake();
+        }
+    }
+
+    /// A write for `part` worked: a streak of failures, if any, is over.
+    pub fn storage_ok(&self, part: &Partition) {
+        if let Some(f) = part.log_dir.recovered() {
+            eprintln!(
+                "node {}: {}: storage works again after {} ms of failures (last: {})",
+                self.ctx.id,
+                part.name(),
+                self.ctx.now_ms().saturating_sub(f.since_ms),
+                f.error
             );
         }
     }
@@ -318,7 +382,7 @@ impl ReplicaManager {
         )?;
         // Opening does not count as done before the rebuilt cache is on disk.
         if let Some(epochs) = &effects.checkpoint_epochs {
-            checkpoint::write_epochs(&part.dir.join(EPOCHS_FILE), epochs)?;
+            checkpoint::write_epochs(&part.dir.join(EPOCHS_FILE), epochs, &config.log.faults)?;
         }
         if reopened {
             let r = part.read();

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
-use serde_json::Value;
+use crate::value::RecordValue;
 
 use crate::bugs::Bugs;
 use crate::kv::KeyedLog;
@@ -24,6 +24,8 @@ use crate::log::{Log, LogConfig, Record, checkpoint};
 use crate::node::purgatory::Purgatory;
 use crate::protocol::{BrokerId, TopicPartition, check_topic_name};
 use crate::replica::{Effects, Replica, ReplicaLog};
+
+use super::log_dir::LogDirHealth;
 
 /// The replica type a node runs: the real log, with the register view on top.
 pub type NodeReplica = Replica<KeyedLog<Log>>;
@@ -43,14 +45,16 @@ pub struct Partition {
     replica: Mutex<NodeReplica>,
     /// Where its delayed FETCHes, acks=all produces and linearizable reads wait.
     pub purgatory: Purgatory,
-    /// The HW last written to its checkpoint; held while writing, so two writers of
-    /// the file cannot interleave.
+    /// The HW last written to its checkpoint (`u64::MAX`: the file must be rewritten);
+    /// held while writing, so two writers of the file cannot interleave.
     pub(super) checkpointed_hw: Mutex<u64>,
     /// The last epoch checkpoint failed: write it again at the next HW checkpoint.
     pub(super) epochs_unsaved: AtomicBool,
     /// No new ISR proposal before this time (node clock, ms): set after a refusal, so a
     /// leader does not ask every tick for what the controller just declined.
     pub isr_retry_at_ms: AtomicU64,
+    /// Whether its storage works (a streak of failures stops acknowledgements).
+    pub log_dir: LogDirHealth,
 }
 
 /// The replica of a partition, locked for reading. Never held across an `.await`.
@@ -80,18 +84,33 @@ impl Partition {
         let dir = Partition::dir_in(data_dir, &tp);
         let log = Log::open(&dir.join("log"), config)?;
         let epochs = checkpoint::read_epochs(&dir.join(EPOCHS_FILE))?;
-        let hw = checkpoint::read_high_watermark(&dir.join(HW_FILE))?;
+        // The HW checkpoint is advisory (a follower learns the HW from its leader, a
+        // leader from its followers): a malformed one is ignored, with one warning,
+        // and rewritten at the next checkpoint.
+        let (hw, checkpointed_hw) = match checkpoint::read_high_watermark(&dir.join(HW_FILE)) {
+            Ok(hw) => (hw, hw),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                eprintln!(
+                    "node {id}: {}-{}: {e}; ignored: the high watermark starts at 0 and \
+                     the file is rewritten at the next checkpoint",
+                    tp.topic, tp.partition
+                );
+                (0, u64::MAX)
+            }
+            Err(e) => return Err(e),
+        };
         let (mut replica, effects) =
             Replica::open(id, KeyedLog::open(log)?, &epochs, hw, lag_time_max_ms)?;
         replica.plant(bugs);
         let part = Partition {
             tp,
             dir,
-            checkpointed_hw: Mutex::new(hw),
+            checkpointed_hw: Mutex::new(checkpointed_hw),
             replica: Mutex::new(replica),
             purgatory: Purgatory::new(),
             epochs_unsaved: AtomicBool::new(false),
             isr_retry_at_ms: AtomicU64::new(0),
+            log_dir: LogDirHealth::default(),
         };
         Ok((part, effects))
     }
@@ -140,7 +159,7 @@ impl ReplicaLog for Log {
     fn append(
         &mut self,
         leader_epoch: i32,
-        entries: Vec<(Option<String>, Value)>,
+        entries: Vec<(Option<String>, RecordValue)>,
     ) -> io::Result<u64> {
         Log::append(self, leader_epoch, entries)
     }
