@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `--bug abort`: the produce request at which the node aborts.
-pub const ABORT_AT_PRODUCE: u64 = 300;
+pub const ABORT_AT_PRODUCE: u64 = 100;
 
 /// Produce requests this process received (counted under `--bug abort` only).
 static PRODUCE_REQUESTS: AtomicU64 = AtomicU64::new(0);

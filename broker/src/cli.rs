@@ -134,7 +134,7 @@ pub enum Bug {
     AckIgnoresEpoch,
     /// Answer OffsetsForLeaderEpoch with the leader's LEO, not the asked epoch's end.
     EpochEndAtLeo,
-    /// Test-only: abort the process (SIGABRT) at its 300th produce request, so the
+    /// Test-only: abort the process (SIGABRT) at its 100th produce request, so the
     /// harness's crash detection can be seen at work.
     Abort,
     /// Keep a failed append's frames queued (ENOSPC, EIO): they reach the file with

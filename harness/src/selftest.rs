@@ -209,7 +209,7 @@ pub fn profile(bug: Bug) -> &'static [&'static str] {
             "--time-limit",
             "15",
         ],
-        // Test-only: a leader aborts at its 300th produce request, within seconds.
+        // Test-only: a leader aborts at its 100th produce request, within seconds.
         Bug::Abort => &["--time-limit", "10"],
     }
 }

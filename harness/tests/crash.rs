@@ -1,5 +1,5 @@
 //! A broker that crashes is never a green run, over real processes: with the
-//! test-only planted bug `--bug abort` every node aborts (SIGABRT) at its 300th
+//! test-only planted bug `--bug abort` every node aborts (SIGABRT) at its 100th
 //! produce request, and the run exits 1 with a `crash` anomaly — in the history,
 //! results.json, report.html (its abort message quoted), junit.xml and the summary —
 //! unless `--allow-crashes`; `watermark check` of the folder agrees.

@@ -321,6 +321,6 @@ mod tests {
             assert!(!seen.contains(&b), "{bug:?} sets another bug's flag");
             seen.push(b);
         }
-        assert_eq!(seen.len(), 10);
+        assert_eq!(seen.len(), 11);
     }
 }

@@ -189,10 +189,10 @@ mod tests {
         assert_eq!(q.lines().count(), QUOTED_LINES);
         assert!(q.starts_with("line 12\n") && q.ends_with("line 19"), "{q}");
         assert!(!q.contains("EVENT"));
-        log.push_str("PLANTED BUG (abort): aborting at produce request 300\nEVENT {}\n");
+        log.push_str("PLANTED BUG (abort): aborting at produce request 100\nEVENT {}\n");
         assert_eq!(
             quote(&log).unwrap(),
-            "PLANTED BUG (abort): aborting at produce request 300"
+            "PLANTED BUG (abort): aborting at produce request 100"
         );
         assert_eq!(quote("EVENT {}\nlistening on 127.0.0.1:1\n\n"), None);
         let long = "x".repeat(1000);

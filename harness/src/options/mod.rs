@@ -218,7 +218,7 @@ pub enum Bug {
     AckIgnoresEpoch,
     /// Answer OffsetsForLeaderEpoch with the leader's LEO, not the epoch's end.
     EpochEndAtLeo,
-    /// Test-only: each node aborts (SIGABRT) at its 300th produce request — a
+    /// Test-only: each node aborts (SIGABRT) at its 100th produce request — a
     /// crashed broker, for the harness's crash detection.
     Abort,
 }
