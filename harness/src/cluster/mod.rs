@@ -28,6 +28,7 @@ pub mod api;
 pub(crate) mod broker_bin;
 mod convergence;
 pub mod crash;
+mod degrade;
 pub mod events;
 pub mod supervisor;
 
@@ -347,10 +348,11 @@ impl Cluster {
         }
     }
 
-    /// Heal every link, resume every paused process and restart every killed one
-    /// (the controller first).
+    /// Heal every link (degraded ones restored too), resume every paused process and
+    /// restart every killed one (the controller first).
     pub async fn heal_all(&mut self) -> Result<()> {
         self.heal();
+        self.restore_links();
         for p in self.procs() {
             self.resume(p).await?;
         }
