@@ -6,7 +6,8 @@
 //! an `invoke` followed by its completion (the fault starts at the invocation), or
 //! a lone `info` event (Jepsen's style). A fault ends at the event that undoes it:
 //! `heal` (or `stop-partition`) ends partitions, `resume` ends pauses, `restart`
-//! ends kills and crashes; one naming the same targets is preferred, else every
+//! ends kills and crashes, `stop-slow`, `stop-flaky`, `stop-throttle` end degraded
+//! links (`slow`, `flaky`, `throttle`; Jepsen's `fast` too); one naming the same targets is preferred, else every
 //! open fault of that family ends. Faults still open at the end of the history run
 //! to its end. Events that neither start nor end a fault become instant marks, but
 //! for the nemesis's decisions (`plan`), which the report lists on their own.
@@ -80,7 +81,7 @@ fn role(f: &str) -> Role {
         "restart" | "start" | "stop-kill" | "recover" | "restart-all" => {
             return Role::End(Some(Family::Kill));
         }
-        "stop-slow" | "stop-flaky" | "stop-throttle" | "fast" | "reliable" => {
+        "stop-slow" | "stop-flaky" | "stop-throttle" | "fast" => {
             return Role::End(Some(Family::Network));
         }
         "heal-all" | "stop" | "stop-all" | "end" | "heal-everything" => return Role::End(None),
