@@ -28,7 +28,7 @@ fn slow_flaky_and_throttled_links_leave_a_valid_campaign_that_records_them() {
             "--results",
             dir,
         ],
-        Duration::from_secs(300),
+        Duration::from_secs(600),
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let folder = run_folder(results.path());
