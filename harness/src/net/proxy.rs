@@ -15,6 +15,11 @@
 //! a DROP rule is removed. Reading and discarding instead would corrupt the byte stream
 //! (an HTTP request cut in half), which no real network does to a TCP connection.
 //!
+//! Short of a cut, a link can be degraded ([`Conditions`]: latency, lost segments and
+//! resets, a bandwidth limit; see [`super::shaping`]): each direction of a connection
+//! is a reader that gives every chunk its fate and the time it is due, and a writer
+//! that forwards the chunks in order when due, at the throttle's pace.
+//!
 //! The target (B's real address) is settable: a restarted broker takes a fresh port
 //! (`--listen 127.0.0.1:0`), and the harness points the proxy at it, while A keeps the
 //! proxy's address. While B is down the target is `None` and the proxy stops listening
