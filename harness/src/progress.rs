@@ -39,10 +39,26 @@ impl Tally {
     }
 
     /// Follow a nemesis event (named as in docs/faults.md#in-the-history: `kill`,
-    /// `pause`, `partition`, `crash-all`, `lose-unflushed` start a fault; `restart`,
-    /// `resume`, `heal` end one).
+    /// `pause`, `partition`, `crash-all`, `lose-unflushed`, `slow`, `flaky`,
+    /// `throttle` start a fault; `restart`, `resume`, `heal`, `stop-slow`, … end one).
     pub fn nemesis(&self, f: &str, value: &Value) {
         let mut active = self.faults.lock().unwrap_or_else(|e| e.into_inner());
+        // Degraded links: named by the processes whose links they are.
+        if let Some(procs) = value.get("procs") {
+            let label = format!(
+                "{} {}",
+                f.strip_prefix("stop-").unwrap_or(f),
+                targets(procs).join(",")
+            );
+            if f.starts_with("stop-") {
+                if let Some(i) = active.iter().position(|l| *l == label) {
+                    active.remove(i);
+                }
+            } else {
+                active.push(label);
+            }
+            return;
+        }
         match f {
             "restart" | "resume" | "heal" => {
                 let targets = targets(value);
@@ -333,6 +349,12 @@ mod tests {
         assert_eq!(t.faults(), "partition isolate-leader");
         t.nemesis("heal", &json!({"topology": "isolate-leader", "grudge": {}}));
         assert_eq!(t.faults(), "none");
+        let slow = json!({"procs": ["controller", 1], "delay_ms": 40, "jitter_ms": 5});
+        t.nemesis("slow", &slow);
+        t.nemesis("throttle", &json!({"procs": [2], "bytes_per_s": 9000}));
+        assert_eq!(t.faults(), "slow controller,1, throttle 2");
+        t.nemesis("stop-slow", &slow);
+        assert_eq!(t.faults(), "throttle 2");
     }
 
     #[test]

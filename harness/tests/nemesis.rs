@@ -107,7 +107,7 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
     use rand::SeedableRng;
-    use watermark::nemesis::{Fault, Step};
+    use watermark::nemesis::{Degradation, Fault, Step};
     use watermark::net::Grudge;
     use watermark::net::Topology;
     use watermark::proc::Proc;
@@ -145,6 +145,29 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
         ),
         // Resolved by the nemesis from the controller's metadata.
         partition(Topology::IsolateLeader, Grudge::none()),
+        Fault::Degrade {
+            procs: vec![Proc::Node(1)],
+            how: Degradation::Slow {
+                delay_ms: 50,
+                jitter_ms: 10,
+            },
+            seed: 1,
+        },
+        Fault::Degrade {
+            procs: vec![Proc::Controller, Proc::Node(2)],
+            how: Degradation::Flaky {
+                reset_pct: 5,
+                loss_pct: 20,
+            },
+            seed: 2,
+        },
+        Fault::Degrade {
+            procs: vec![Proc::Node(3)],
+            how: Degradation::Throttle {
+                bytes_per_s: 16 * 1024,
+            },
+            seed: 3,
+        },
     ];
     let planner = Planner::new(1, &[], &cluster.node_ids(), 2, Duration::from_secs(1));
     let mut nemesis = Nemesis::new(planner, "queue");
@@ -181,6 +204,12 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
                 want.sort();
                 assert_eq!(cut, want);
             }
+            // Every link to or from the processes (3 others each way), and their
+            // clients' links; links between two others are left alone.
+            Fault::Degrade { procs, .. } => {
+                let want = if procs.len() == 1 { 6 + 1 } else { 10 + 2 };
+                assert_eq!(cluster.degraded_links(), want, "{fault:?}");
+            }
         }
         // The end of the fault as the planner hands it back (isolate-leader resolved).
         let end = match fault {
@@ -201,6 +230,7 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
             .await
             .unwrap();
         assert!(cluster.cut_links().is_empty());
+        assert_eq!(cluster.degraded_links(), 0, "{end:?}");
         for p in cluster.procs() {
             assert!(
                 cluster.is_running(p) && !cluster.is_paused(p),

@@ -30,6 +30,7 @@ pub(crate) mod broker_bin;
 mod convergence;
 pub mod crash;
 mod credentials;
+mod degrade;
 pub mod events;
 pub mod supervisor;
 
@@ -362,10 +363,11 @@ impl Cluster {
         }
     }
 
-    /// Heal every link, resume every paused process and restart every killed one
-    /// (the controller first).
+    /// Heal every link (degraded ones restored too), resume every paused process and
+    /// restart every killed one (the controller first).
     pub async fn heal_all(&mut self) -> Result<()> {
         self.heal();
+        self.restore_links();
         for p in self.procs() {
             self.resume(p).await?;
         }

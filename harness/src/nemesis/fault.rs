@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::names::by_name;
-use crate::net::{Grudge, Topology};
+use crate::net::{Conditions, Flaky, Grudge, Slow, Topology};
 use crate::proc::Proc;
 
 /// A fault the user can ask for with `--nemesis`.
@@ -31,6 +31,12 @@ pub enum FaultKind {
     CrashAll,
     /// SIGKILL a node run with `--simulate-page-cache`: its unflushed bytes are lost.
     LoseUnflushed,
+    /// Latency with jitter on every link to and from some processes (clients' too).
+    Slow,
+    /// Lost segments (stalled chunks) and connection resets on those links.
+    Flaky,
+    /// A bandwidth limit on those links.
+    Throttle,
 }
 
 by_name!(FaultKind => "fault");
@@ -81,6 +87,103 @@ pub enum Fault {
         grudge: Grudge,
         partition: u32,
     },
+    /// Degraded links (docs/faults.md#degraded-links): every link to or from `procs`,
+    /// clients' included; `seed` seeds the links' draws.
+    Degrade {
+        procs: Vec<Proc>,
+        how: Degradation,
+        seed: u64,
+    },
+}
+
+/// How a `slow`, `flaky` or `throttle` fault degrades its links, as drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Degradation {
+    Slow {
+        delay_ms: u64,
+        jitter_ms: u64,
+    },
+    /// Fractions in percent.
+    Flaky {
+        reset_pct: u32,
+        loss_pct: u32,
+    },
+    Throttle {
+        bytes_per_s: u64,
+    },
+}
+
+impl Degradation {
+    pub fn kind(self) -> FaultKind {
+        match self {
+            Degradation::Slow { .. } => FaultKind::Slow,
+            Degradation::Flaky { .. } => FaultKind::Flaky,
+            Degradation::Throttle { .. } => FaultKind::Throttle,
+        }
+    }
+
+    /// Put this degradation on a link's conditions.
+    pub fn apply(self, c: &mut Conditions) {
+        let ms = std::time::Duration::from_millis;
+        match self {
+            Degradation::Slow {
+                delay_ms,
+                jitter_ms,
+            } => {
+                c.slow = Some(Slow {
+                    delay: ms(delay_ms),
+                    jitter: ms(jitter_ms),
+                })
+            }
+            Degradation::Flaky {
+                reset_pct,
+                loss_pct,
+            } => {
+                c.flaky = Some(Flaky {
+                    reset: f64::from(reset_pct) / 100.0,
+                    loss: f64::from(loss_pct) / 100.0,
+                })
+            }
+            Degradation::Throttle { bytes_per_s } => c.throttle = Some(bytes_per_s),
+        }
+    }
+
+    /// Take this degradation off a link's conditions.
+    pub fn clear(self, c: &mut Conditions) {
+        match self {
+            Degradation::Slow { .. } => c.slow = None,
+            Degradation::Flaky { .. } => c.flaky = None,
+            Degradation::Throttle { .. } => c.throttle = None,
+        }
+    }
+
+    /// Its parameters, for the history.
+    fn params(self) -> Value {
+        match self {
+            Degradation::Slow {
+                delay_ms,
+                jitter_ms,
+            } => json!({"delay_ms": delay_ms, "jitter_ms": jitter_ms}),
+            Degradation::Flaky {
+                reset_pct,
+                loss_pct,
+            } => {
+                json!({"reset": f64::from(reset_pct) / 100.0, "loss": f64::from(loss_pct) / 100.0})
+            }
+            Degradation::Throttle { bytes_per_s } => json!({"bytes_per_s": bytes_per_s}),
+        }
+    }
+
+    /// The history event of a fault degrading `procs` this way: `slow`, `flaky` or
+    /// `throttle` (`stop-…` at its end), the targets, the parameters and the seed.
+    fn event(self, procs: &[Proc], seed: u64, end: bool) -> NemesisEvent {
+        let name = self.kind().to_string();
+        let f = if end { format!("stop-{name}") } else { name };
+        let mut value = self.params();
+        value["procs"] = procs.iter().map(|p| p.to_json()).collect();
+        value["seed"] = json!(seed);
+        NemesisEvent::new(&f, value)
+    }
 }
 
 impl Fault {
@@ -90,7 +193,7 @@ impl Fault {
             Fault::Kill(p) | Fault::Pause(p) => vec![*p],
             Fault::LoseUnflushed(id) => vec![Proc::Node(*id)],
             Fault::CrashAll(ids) => ids.iter().map(|&id| Proc::Node(id)).collect(),
-            Fault::Partition { .. } => Vec::new(),
+            Fault::Partition { .. } | Fault::Degrade { .. } => Vec::new(),
         }
     }
 
@@ -116,6 +219,7 @@ impl Fault {
                 "partition",
                 json!({"topology": topology.to_string(), "grudge": grudge.to_json()}),
             ),
+            Fault::Degrade { procs, how, seed } => how.event(procs, *seed, false),
         }
     }
 
@@ -132,6 +236,7 @@ impl Fault {
                 "heal",
                 json!({"topology": topology.to_string(), "grudge": grudge.to_json()}),
             ),
+            Fault::Degrade { procs, how, seed } => how.event(procs, *seed, true),
         }
     }
 }
@@ -193,5 +298,39 @@ mod tests {
         assert_eq!(e.value["topology"], "isolate-one");
         assert_eq!(e.value["grudge"]["1"], json!(["controller", 2]));
         assert_eq!(fault.end_event().f, "heal");
+    }
+
+    #[test]
+    fn degraded_links_record_their_targets_and_parameters() {
+        let fault = Fault::Degrade {
+            procs: vec![Proc::Controller, Proc::Node(2)],
+            how: Degradation::Flaky {
+                reset_pct: 2,
+                loss_pct: 10,
+            },
+            seed: 9,
+        };
+        let e = fault.start_event();
+        assert_eq!(e.f, "flaky");
+        assert_eq!(
+            e.value,
+            json!({"procs": ["controller", 2], "reset": 0.02, "loss": 0.1, "seed": 9})
+        );
+        let end = fault.end_event();
+        assert_eq!((end.f.as_str(), end.value), ("stop-flaky", e.value));
+        let mut c = Conditions::default();
+        Degradation::Slow {
+            delay_ms: 50,
+            jitter_ms: 10,
+        }
+        .apply(&mut c);
+        Degradation::Throttle { bytes_per_s: 1000 }.apply(&mut c);
+        assert_eq!(c.throttle, Some(1000));
+        Degradation::Throttle { bytes_per_s: 1 }.clear(&mut c);
+        assert_eq!(c.throttle, None);
+        assert_eq!(
+            c.slow.map(|s| s.delay),
+            Some(std::time::Duration::from_millis(50))
+        );
     }
 }

@@ -18,7 +18,9 @@
 //!   the oldest active one, which fault and which targets (a kill or pause hits a
 //!   process drawn uniformly among those up, the controller included). It keeps to
 //!   what the cluster can survive: at most a minority of nodes killed or paused at
-//!   once (plus perhaps the controller), and a partition or a crash-all only alone.
+//!   once (plus perhaps the controller), and a partition or a crash-all only alone;
+//!   degraded links (`slow`, `flaky`, `throttle`) overlap the others, one of each
+//!   kind at a time.
 //!   [`Nemesis`] (`runner`) applies its steps. Only `isolate-leader` depends on the
 //!   cluster's state; every random draw is made whatever that state is, so a seed
 //!   gives the same schedule on every run.
@@ -39,7 +41,7 @@ mod view;
 pub use action::{Action, Script};
 pub use aimed::{Aimed, Decision, Plan};
 pub use coverage::{Coverage, Transition};
-pub use fault::{Fault, FaultKind, NemesisEvent, node_args, page_cache_for};
+pub use fault::{Degradation, Fault, FaultKind, NemesisEvent, node_args, page_cache_for};
 pub use pattern::{Pattern, Settings};
 pub use planner::{Planner, Step};
 pub use replication::{ReplicationNemesis, view_of};

@@ -9,8 +9,17 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::fault::{Fault, FaultKind};
+use super::fault::{Degradation, Fault, FaultKind};
 use crate::proc::Proc;
+
+/// `slow`: the latency drawn, in ms (its jitter up to half as much again).
+const SLOW_DELAY_MS: std::ops::RangeInclusive<u64> = 20..=250;
+/// `flaky`: the fraction of connections and chunks that reset a connection, in %.
+const FLAKY_RESET_PCT: std::ops::RangeInclusive<u32> = 1..=5;
+/// `flaky`: the fraction of chunks lost once (stalled for a retransmission), in %.
+const FLAKY_LOSS_PCT: std::ops::RangeInclusive<u32> = 5..=25;
+/// `throttle`: the bandwidth of each direction of each connection, in KiB/s.
+const THROTTLE_KIB_PER_S: std::ops::RangeInclusive<u64> = 8..=128;
 
 /// What the nemesis does at a step.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +107,13 @@ impl Planner {
         match kind {
             FaultKind::Kill | FaultKind::Pause => !self.targets(false).is_empty(),
             FaultKind::LoseUnflushed => !self.targets(true).is_empty(),
+            // Degraded links beside other faults (not a partition or crash-all), one
+            // of each kind at a time.
+            FaultKind::Slow | FaultKind::Flaky | FaultKind::Throttle => {
+                !self.active.iter().any(|f| {
+                    f.exclusive() || matches!(f, Fault::Degrade { how, .. } if how.kind() == kind)
+                })
+            }
             _ => self.active.is_empty(),
         }
     }
@@ -168,8 +184,40 @@ impl Planner {
                     partition,
                 }
             }
+            FaultKind::Slow | FaultKind::Flaky | FaultKind::Throttle => {
+                let mut procs = all;
+                procs.shuffle(&mut self.rng);
+                procs.truncate(self.rng.random_range(1..=procs.len()));
+                procs.sort();
+                let how = self.degradation(kind);
+                Fault::Degrade {
+                    procs,
+                    how,
+                    seed: self.rng.random(),
+                }
+            }
         };
         Some(fault)
+    }
+
+    /// The parameters of a degraded link, drawn (docs/faults.md#degraded-links).
+    fn degradation(&mut self, kind: FaultKind) -> Degradation {
+        match kind {
+            FaultKind::Slow => {
+                let delay_ms = self.rng.random_range(SLOW_DELAY_MS);
+                Degradation::Slow {
+                    delay_ms,
+                    jitter_ms: self.rng.random_range(0..=delay_ms / 2),
+                }
+            }
+            FaultKind::Flaky => Degradation::Flaky {
+                reset_pct: self.rng.random_range(FLAKY_RESET_PCT),
+                loss_pct: self.rng.random_range(FLAKY_LOSS_PCT),
+            },
+            _ => Degradation::Throttle {
+                bytes_per_s: self.rng.random_range(THROTTLE_KIB_PER_S) * 1024,
+            },
+        }
     }
 
     /// The last started fault, resolved at run time (isolate-leader's grudge).
@@ -320,6 +368,68 @@ mod tests {
                 ));
             }
         }
+    }
+
+    #[test]
+    fn degraded_links_draw_targets_and_parameters_one_of_each_kind_at_a_time() {
+        let kinds = [
+            FaultKind::Slow,
+            FaultKind::Flaky,
+            FaultKind::Throttle,
+            FaultKind::Kill,
+            FaultKind::Partition,
+        ];
+        let ids = [1, 2, 3];
+        let mut p = Planner::new(11, &kinds, &ids, 2, Duration::from_secs(1));
+        let mut seen = std::collections::BTreeSet::new();
+        let mut seeds = std::collections::BTreeSet::new();
+        let mut together = 0;
+        for _ in 0..2000 {
+            let (_, step) = p.next_step();
+            let degraded: Vec<FaultKind> = p
+                .active()
+                .iter()
+                .filter_map(|f| match f {
+                    Fault::Degrade { how, .. } => Some(how.kind()),
+                    _ => None,
+                })
+                .collect();
+            let mut unique = degraded.clone();
+            unique.dedup();
+            assert_eq!(unique.len(), degraded.len(), "{:?}", p.active());
+            if !degraded.is_empty() {
+                assert!(!p.active().iter().any(Fault::exclusive), "{:?}", p.active());
+                together += usize::from(p.active().len() > 1);
+            }
+            let Step::Start(Fault::Degrade { procs, how, seed }) = step else {
+                continue;
+            };
+            assert!(!procs.is_empty() && procs.len() <= 4, "{procs:?}");
+            assert!(procs.windows(2).all(|w| w[0] < w[1]), "{procs:?}");
+            seen.insert(how.kind());
+            seeds.insert(seed);
+            match how {
+                Degradation::Slow {
+                    delay_ms,
+                    jitter_ms,
+                } => assert!(SLOW_DELAY_MS.contains(&delay_ms) && jitter_ms <= delay_ms / 2),
+                Degradation::Flaky {
+                    reset_pct,
+                    loss_pct,
+                } => assert!(
+                    FLAKY_RESET_PCT.contains(&reset_pct) && FLAKY_LOSS_PCT.contains(&loss_pct)
+                ),
+                Degradation::Throttle { bytes_per_s } => {
+                    assert!(THROTTLE_KIB_PER_S.contains(&(bytes_per_s / 1024)))
+                }
+            }
+        }
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert!(seeds.len() > 10, "each fault draws its own seed");
+        assert!(together > 0, "degraded links overlap other faults");
+        // The same seed, the same draws.
+        let a = steps(4, &kinds, 3, 300);
+        assert_eq!(a, steps(4, &kinds, 3, 300));
     }
 
     #[test]

@@ -119,6 +119,9 @@ impl Nemesis {
                         cluster.kill_at_once(&procs).await?
                     }
                     Fault::Partition { grudge, .. } => cluster.partition(grudge),
+                    Fault::Degrade { procs, how, seed } => {
+                        cluster.degrade(procs, *seed, |c| how.apply(c))
+                    }
                 }
                 on_event(fault.start_event());
             }
@@ -136,6 +139,9 @@ impl Nemesis {
                         }
                     }
                     Fault::Partition { .. } => cluster.heal(),
+                    Fault::Degrade { procs, how, seed } => {
+                        cluster.degrade(procs, *seed, |c| how.clear(c))
+                    }
                 }
                 on_event(fault.end_event());
             }

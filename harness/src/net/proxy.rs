@@ -15,6 +15,11 @@
 //! a DROP rule is removed. Reading and discarding instead would corrupt the byte stream
 //! (an HTTP request cut in half), which no real network does to a TCP connection.
 //!
+//! Short of a cut, a link can be degraded ([`Conditions`]: latency, lost segments and
+//! resets, a bandwidth limit; see [`super::shaping`]): each direction of a connection
+//! is a reader that gives every chunk its fate and the time it is due, and a writer
+//! that forwards the chunks in order when due, at the throttle's pace.
+//!
 //! The target (B's real address) is settable: a restarted broker takes a fresh port
 //! (`--listen 127.0.0.1:0`), and the harness points the proxy at it, while A keeps the
 //! proxy's address. While B is down the target is `None` and the proxy stops listening
@@ -27,12 +32,17 @@ use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::watch;
+use tokio::net::tcp::{ReadHalf, WriteHalf};
+use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
+
+use super::shaping::{Conditions, Dice, Fate, piece, transfer_time};
 
 /// One directed link's proxy. Dropping it stops the proxy and closes its connections.
 #[derive(Debug)]
@@ -46,6 +56,10 @@ pub struct Link {
 struct Shared {
     target: watch::Sender<Option<SocketAddr>>,
     cut: watch::Sender<bool>,
+    /// Read by every chunk, so a change applies to open connections too.
+    conditions: watch::Sender<Conditions>,
+    /// The seed of the draws of connections opened from now on.
+    seed: AtomicU64,
 }
 
 impl Link {
@@ -59,6 +73,8 @@ impl Link {
         let shared = Arc::new(Shared {
             target: watch::Sender::new(target),
             cut: watch::Sender::new(false),
+            conditions: watch::Sender::new(Conditions::default()),
+            seed: AtomicU64::new(0),
         });
         let accept_task = tokio::spawn(accept_loop(port, shared.clone()));
         Ok(Link {
@@ -90,6 +106,17 @@ impl Link {
 
     pub fn is_cut(&self) -> bool {
         *self.shared.cut.borrow()
+    }
+
+    /// Degrade the link (open connections included), or restore it with
+    /// `Conditions::default()`; connections opened from now on draw from `seed`.
+    pub fn condition(&self, conditions: Conditions, seed: u64) {
+        self.shared.seed.store(seed, Ordering::Relaxed);
+        self.shared.conditions.send_replace(conditions);
+    }
+
+    pub fn conditions(&self) -> Conditions {
+        *self.shared.conditions.borrow()
     }
 }
 
@@ -191,6 +218,7 @@ async fn accept_loop(mut port: Port, shared: Arc<Shared>) {
     let mut conns = JoinSet::new();
     let mut target = shared.target.subscribe();
     let mut cut = shared.cut.subscribe();
+    let mut accepted_so_far = 0u64;
     loop {
         let listen = target.borrow_and_update().is_some() || *cut.borrow_and_update();
         let (next, switched) = port.switch(listen);
@@ -204,7 +232,8 @@ async fn accept_loop(mut port: Port, shared: Arc<Shared>) {
         tokio::select! {
             accepted = port.accept() => match accepted {
                 Ok(client) => {
-                    conns.spawn(serve(client, shared.clone()));
+                    conns.spawn(serve(client, shared.clone(), accepted_so_far));
+                    accepted_so_far += 1;
                 }
                 // E.g. EMFILE: back off instead of spinning.
                 Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
@@ -217,32 +246,78 @@ async fn accept_loop(mut port: Port, shared: Arc<Shared>) {
     }
 }
 
-/// One connection from A: hold it while the link is cut, then connect to B and pump.
-async fn serve(client: TcpStream, shared: Arc<Shared>) {
+/// One connection from A: hold it while the link is cut, then connect to B and pump
+/// through the link's [`Conditions`].
+async fn serve(mut client: TcpStream, shared: Arc<Shared>, conn: u64) {
     let mut cut = shared.cut.subscribe();
     wait_healed(&mut cut).await;
+    let seed = shared.seed.load(Ordering::Relaxed);
+    if Dice::new(seed, conn, 0).reset_at_start(&shared.conditions.borrow()) {
+        let _ = client.set_zero_linger();
+        return; // A flaky link drops the connection: a reset, nothing forwarded.
+    }
     let Some(target) = *shared.target.borrow() else {
         return; // B is down: close, like a refused connection.
     };
-    let Ok(server) = TcpStream::connect(target).await else {
+    let Ok(mut server) = TcpStream::connect(target).await else {
         return;
     };
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
-    let (client_read, client_write) = client.into_split();
-    let (server_read, server_write) = server.into_split();
-    let up = pump(client_read, server_write, shared.cut.subscribe());
-    let down = pump(server_read, client_write, shared.cut.subscribe());
-    // Either side failing ends the connection; dropping both halves closes both sockets.
-    let _ = tokio::try_join!(up, down);
+    let (client_read, client_write) = client.split();
+    let (server_read, server_write) = server.split();
+    let up = pump(client_read, server_write, &shared, Dice::new(seed, conn, 1));
+    let down = pump(server_read, client_write, &shared, Dice::new(seed, conn, 2));
+    // Either side failing ends the connection; dropping both sockets closes them.
+    if let Err(e) = tokio::try_join!(up, down)
+        && e.get_ref().is_some_and(|inner| inner.is::<Reset>())
+    {
+        // Closed with a zero linger: an RST to both peers.
+        let _ = client.set_zero_linger();
+        let _ = server.set_zero_linger();
+    }
 }
 
-/// Copy one direction, reading only while the link is healed.
+/// The error that ends a connection a flaky link resets.
+#[derive(Debug)]
+struct Reset;
+
+impl std::fmt::Display for Reset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("reset by a flaky link")
+    }
+}
+
+impl std::error::Error for Reset {}
+
+/// Chunks read and not yet forwarded, per direction (the rest waits in the kernel).
+const IN_FLIGHT: usize = 64;
+
+/// Copy one direction: read (only while the link is healed), give each chunk its
+/// fate, forward it when due (only while healed, and at the throttle's pace).
 async fn pump(
-    mut from: OwnedReadHalf,
-    mut to: OwnedWriteHalf,
-    mut cut: watch::Receiver<bool>,
+    from: ReadHalf<'_>,
+    to: WriteHalf<'_>,
+    shared: &Shared,
+    dice: Dice,
 ) -> std::io::Result<()> {
+    let (tx, rx) = mpsc::channel(IN_FLIGHT);
+    tokio::try_join!(
+        read_side(from, tx, shared, dice),
+        write_side(to, rx, shared)
+    )?;
+    Ok(())
+}
+
+/// Read chunks and queue them with the time they are due; a chunk fated to reset the
+/// connection ends it. EOF closes the queue.
+async fn read_side(
+    mut from: ReadHalf<'_>,
+    tx: mpsc::Sender<(Instant, Vec<u8>)>,
+    shared: &Shared,
+    mut dice: Dice,
+) -> std::io::Result<()> {
+    let mut cut = shared.cut.subscribe();
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         wait_healed(&mut cut).await;
@@ -252,24 +327,58 @@ async fn pump(
             _ = cut.wait_for(|c| *c) => continue,
         };
         if n == 0 {
-            to.shutdown().await?;
-            return Ok(());
+            return Ok(()); // Dropping `tx` tells the writer.
         }
-        // Forward, holding whatever is left whenever the link is cut (after the read,
-        // or while the receiver's window is full).
-        let mut pending = &buf[..n];
+        let due = match dice.chunk(&shared.conditions.borrow()) {
+            Fate::Forward(wait) => Instant::now() + wait,
+            Fate::Reset => return Err(std::io::Error::other(Reset)),
+        };
+        if tx.send((due, buf[..n].to_vec())).await.is_err() {
+            return Ok(()); // The writer failed: its error ends the connection.
+        }
+    }
+}
+
+/// Forward queued chunks in order, each when due, holding them whenever the link is
+/// cut (after the read, or while the receiver's window is full); shut the write side
+/// down at EOF.
+async fn write_side(
+    mut to: WriteHalf<'_>,
+    mut rx: mpsc::Receiver<(Instant, Vec<u8>)>,
+    shared: &Shared,
+) -> std::io::Result<()> {
+    let mut cut = shared.cut.subscribe();
+    // Under a throttle: when the bytes written so far have gone at the allowed rate.
+    let mut free_at = Instant::now();
+    while let Some((due, chunk)) = rx.recv().await {
+        tokio::time::sleep_until(due).await;
+        let mut pending = &chunk[..];
         while !pending.is_empty() {
             wait_healed(&mut cut).await;
+            let throttle = shared.conditions.borrow().throttle;
+            let len = match throttle {
+                Some(rate) => {
+                    tokio::time::sleep_until(free_at).await;
+                    pending.len().min(piece(rate))
+                }
+                None => pending.len(),
+            };
             tokio::select! {
                 // write is cancel-safe: on cancellation nothing was written.
-                written = to.write(pending) => match written? {
+                written = to.write(&pending[..len]) => match written? {
                     0 => return Err(std::io::ErrorKind::WriteZero.into()),
-                    w => pending = &pending[w..],
+                    w => {
+                        pending = &pending[w..];
+                        if let Some(rate) = throttle {
+                            free_at = free_at.max(Instant::now()) + transfer_time(w, rate);
+                        }
+                    }
                 },
                 _ = cut.wait_for(|c| *c) => {}
             }
         }
     }
+    to.shutdown().await
 }
 
 async fn wait_healed(cut: &mut watch::Receiver<bool>) {
@@ -405,6 +514,129 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(&got, b"later");
+    }
+
+    use crate::net::shaping::{Flaky, RETRANSMIT, Slow};
+
+    #[tokio::test]
+    async fn a_slow_link_delays_every_chunk_both_ways_and_heals() {
+        let (echo, _server) = echo_server().await;
+        let link = Link::start(Some(echo)).await.unwrap();
+        let mut s = TcpStream::connect(link.addr()).await.unwrap();
+        let long = Duration::from_secs(20);
+        assert!(roundtrip(&mut s, b"warm", long).await.is_some());
+        let delay = Duration::from_millis(100);
+        let slow = Slow {
+            delay,
+            jitter: Duration::from_millis(30),
+        };
+        // Open connections are slowed too.
+        link.condition(
+            Conditions {
+                slow: Some(slow),
+                ..Conditions::default()
+            },
+            1,
+        );
+        for _ in 0..3 {
+            let began = Instant::now();
+            assert_eq!(
+                roundtrip(&mut s, b"slow", long).await.as_deref(),
+                Some(&b"slow"[..])
+            );
+            // Once on the way there, once on the way back.
+            assert!(began.elapsed() >= delay * 2, "{:?}", began.elapsed());
+        }
+        // A lost chunk waits for a retransmission, each way.
+        link.condition(
+            Conditions {
+                flaky: Some(Flaky {
+                    reset: 0.0,
+                    loss: 1.0,
+                }),
+                ..Conditions::default()
+            },
+            1,
+        );
+        let began = Instant::now();
+        assert!(roundtrip(&mut s, b"lost", long).await.is_some());
+        assert!(began.elapsed() >= RETRANSMIT * 2, "{:?}", began.elapsed());
+        link.condition(Conditions::default(), 1);
+        assert_eq!(link.conditions(), Conditions::default());
+        assert!(roundtrip(&mut s, b"fast", long).await.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_throttled_link_bounds_the_throughput() {
+        const SIZE: usize = 96 * 1024;
+        const RATE: u64 = 32 * 1024;
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let target = listener.local_addr().unwrap();
+        let _server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let _ = s.write_all(&vec![7u8; SIZE]).await;
+        });
+        let link = Link::start(Some(target)).await.unwrap();
+        link.condition(
+            Conditions {
+                throttle: Some(RATE),
+                ..Conditions::default()
+            },
+            1,
+        );
+        let mut s = TcpStream::connect(link.addr()).await.unwrap();
+        let began = Instant::now();
+        let mut got = Vec::new();
+        tokio::time::timeout(Duration::from_secs(60), s.read_to_end(&mut got))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(got.len(), SIZE);
+        // At most one piece goes before the clock starts.
+        let floor = transfer_time(SIZE - piece(RATE), RATE);
+        assert!(
+            began.elapsed() >= floor,
+            "{:?} < {floor:?}",
+            began.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_flaky_link_resets_the_configured_fraction_of_connections() {
+        let (echo, _server) = echo_server().await;
+        let link = Link::start(Some(echo)).await.unwrap();
+        let reset = 0.2;
+        link.condition(
+            Conditions {
+                flaky: Some(Flaky { reset, loss: 0.0 }),
+                ..Conditions::default()
+            },
+            42,
+        );
+        let tries = 200;
+        let mut failed = 0;
+        for _ in 0..tries {
+            let mut s = TcpStream::connect(link.addr()).await.unwrap();
+            // A reset shows at once, never as a timeout.
+            match roundtrip(&mut s, b"x", Duration::from_secs(20)).await {
+                Some(got) => assert_eq!(got, b"x"),
+                None => failed += 1,
+            }
+        }
+        // Reset at the start, or on the chunk there, or on the one back.
+        let expected = 1.0 - (1.0 - reset).powi(3);
+        let seen = f64::from(failed) / f64::from(tries);
+        assert!((seen - expected).abs() < 0.1, "{seen} vs {expected}");
+        // Healthy again once restored.
+        link.condition(Conditions::default(), 42);
+        for _ in 0..20 {
+            let mut s = TcpStream::connect(link.addr()).await.unwrap();
+            assert!(
+                roundtrip(&mut s, b"y", Duration::from_secs(20))
+                    .await
+                    .is_some()
+            );
+        }
     }
 
     #[tokio::test]

@@ -6,7 +6,8 @@
 //! an `invoke` followed by its completion (the fault starts at the invocation), or
 //! a lone `info` event (Jepsen's style). A fault ends at the event that undoes it:
 //! `heal` (or `stop-partition`) ends partitions, `resume` ends pauses, `restart`
-//! ends kills and crashes; one naming the same targets is preferred, else every
+//! ends kills and crashes, `stop-slow`, `stop-flaky`, `stop-throttle` end degraded
+//! links (`slow`, `flaky`, `throttle`; Jepsen's `fast` too); one naming the same targets is preferred, else every
 //! open fault of that family ends. Faults still open at the end of the history run
 //! to its end. Events that neither start nor end a fault become instant marks, but
 //! for the nemesis's decisions (`plan`), which the report lists on their own.
@@ -20,6 +21,8 @@ pub enum Family {
     Kill,
     Pause,
     Partition,
+    /// Degraded links: `slow`, `flaky`, `throttle`.
+    Network,
 }
 
 impl Family {
@@ -28,6 +31,7 @@ impl Family {
             Family::Kill => "f-kill",
             Family::Pause => "f-pause",
             Family::Partition => "f-part",
+            Family::Network => "f-net",
         }
     }
 }
@@ -77,11 +81,16 @@ fn role(f: &str) -> Role {
         "restart" | "start" | "stop-kill" | "recover" | "restart-all" => {
             return Role::End(Some(Family::Kill));
         }
+        "stop-slow" | "stop-flaky" | "stop-throttle" | "fast" => {
+            return Role::End(Some(Family::Network));
+        }
         "heal-all" | "stop" | "stop-all" | "end" | "heal-everything" => return Role::End(None),
         _ => {}
     }
     if base.starts_with("kill") || base == "crash-all" || base.starts_with("lose-") {
         Role::Start(Family::Kill)
+    } else if base == "slow" || base == "flaky" || base == "throttle" {
+        Role::Start(Family::Network)
     } else if base.starts_with("pause") {
         Role::Start(Family::Pause)
     } else if base.starts_with("partition")
@@ -101,6 +110,16 @@ pub fn label(f: &str, value: &Value) -> String {
         Value::Null => String::new(),
         Value::Object(m) if m.get("topology").is_some_and(Value::is_string) => {
             format!(" {}", m["topology"].as_str().unwrap_or_default())
+        }
+        // Degraded links: the processes whose links they are.
+        Value::Object(m) if m.get("procs").is_some_and(Value::is_array) => {
+            let procs: Vec<String> = m["procs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| p.as_str().map_or_else(|| p.to_string(), str::to_string))
+                .collect();
+            format!(" {}", procs.join(","))
         }
         // A crash: the process that died.
         Value::Object(m) if m.contains_key("node") => match &m["node"] {
@@ -269,6 +288,39 @@ mod tests {
         assert_eq!(p[2].family, Family::Partition);
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].label, "check-convergence");
+    }
+
+    #[test]
+    fn degraded_links_are_network_faults_ended_by_their_stop() {
+        use EventType::*;
+        let slow = json!({"procs": ["controller", 2], "delay_ms": 80, "jitter_ms": 10, "seed": 1});
+        let flaky = json!({"procs": [1], "reset": 0.02, "loss": 0.1, "seed": 2});
+        let events = vec![
+            nem(0, 5, Info, "slow", slow.clone()),
+            nem(1, 6, Info, "flaky", flaky.clone()),
+            nem(2, 9, Info, "stop-slow", slow),
+            nem(
+                3,
+                12,
+                Info,
+                "throttle",
+                json!({"procs": [3], "bytes_per_s": 8192}),
+            ),
+        ];
+        let (p, m) = periods(&events, 20);
+        assert!(m.is_empty(), "{m:?}");
+        let spans: Vec<(&str, Family, u64, u64)> = p
+            .iter()
+            .map(|p| (p.label.as_str(), p.family, p.start, p.end))
+            .collect();
+        assert_eq!(
+            spans,
+            vec![
+                ("slow controller,2", Family::Network, 5, 9),
+                ("flaky 1", Family::Network, 6, 20),
+                ("throttle 3", Family::Network, 12, 20),
+            ]
+        );
     }
 
     #[test]
