@@ -45,6 +45,13 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = AcksArg::All)]
     pub acks: AcksArg,
 
+    /// Queue producers resend a send whose outcome is unknown (timed out, connection
+    /// lost, REQUEST_TIMED_OUT) up to N more times, as Kafka's producer `retries`.
+    /// 0 (the default) ends such a send `info` at once: every acknowledged or read
+    /// value was then sent exactly once, so a duplicate is always the broker's.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub retries: u32,
+
     /// How a follower truncates its log on becoming follower or restarting: `epoch`
     /// (KIP-101 with the KIP-279 fix) or `hw` (pre-0.11 Kafka: loses data, diverges logs).
     #[arg(long, value_enum, default_value_t = Truncation::Epoch)]
@@ -364,6 +371,7 @@ impl RunArgs {
             replication_factor: rf,
             min_insync,
             acks: self.acks,
+            retries: self.retries,
             truncation: self.truncation,
             unclean_election: self.unclean_election,
             workload: self.workload,
@@ -398,6 +406,7 @@ impl From<Resolved> for RunArgs {
             replication_factor: Some(r.replication_factor),
             min_insync: Some(r.min_insync),
             acks: r.acks,
+            retries: r.retries,
             truncation: r.truncation,
             unclean_election: r.unclean_election,
             workload: r.workload,

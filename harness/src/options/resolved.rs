@@ -27,6 +27,10 @@ pub struct Resolved {
     pub replication_factor: u32,
     pub min_insync: u32,
     pub acks: AcksArg,
+    /// The producer's retries of a send whose outcome is unknown (absent from
+    /// older run.json files: none).
+    #[serde(default)]
+    pub retries: u32,
     pub truncation: Truncation,
     pub unclean_election: bool,
     pub workload: WorkloadKind,
@@ -93,6 +97,7 @@ impl Resolved {
         QueueConfig {
             partitions: self.partitions,
             acks: self.acks.to_client(),
+            retries: self.retries,
             concurrency: self.concurrency,
             workers,
             rate: self.rate,
