@@ -26,6 +26,7 @@
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
@@ -46,6 +47,10 @@ pub struct Link {
 struct Shared {
     target: watch::Sender<Option<SocketAddr>>,
     cut: watch::Sender<bool>,
+    /// Whether only B's answers are held ([`Link::cut_answers`]).
+    answers_cut: std::sync::atomic::AtomicBool,
+    /// Whether the B → A direction is held: the link cut, or only its answers.
+    down_cut: watch::Sender<bool>,
 }
 
 impl Link {
@@ -59,6 +64,8 @@ impl Link {
         let shared = Arc::new(Shared {
             target: watch::Sender::new(target),
             cut: watch::Sender::new(false),
+            answers_cut: std::sync::atomic::AtomicBool::new(false),
+            down_cut: watch::Sender::new(false),
         });
         let accept_task = tokio::spawn(accept_loop(port, shared.clone()));
         Ok(Link {
@@ -81,11 +88,29 @@ impl Link {
     /// Blackhole the link, open connections included.
     pub fn cut(&self) {
         self.shared.cut.send_replace(true);
+        self.shared.down_cut.send_replace(true);
     }
 
-    /// Let bytes flow again.
+    /// Let bytes flow again, both ways (answers held by [`Link::cut_answers`] too).
     pub fn heal(&self) {
+        self.shared.answers_cut.store(false, Ordering::SeqCst);
         self.shared.cut.send_replace(false);
+        self.shared.down_cut.send_replace(false);
+    }
+
+    /// Hold B's answers only (a one-way cut of B → A): A's requests still reach B,
+    /// which acts on them, but its answers wait as a cut link's bytes do. An answer
+    /// held past A's own timeout is never read: A gave up on the connection.
+    pub fn cut_answers(&self) {
+        self.shared.answers_cut.store(true, Ordering::SeqCst);
+        self.shared.down_cut.send_replace(true);
+    }
+
+    /// Let B's answers flow again (unless the whole link is cut).
+    pub fn heal_answers(&self) {
+        self.shared.answers_cut.store(false, Ordering::SeqCst);
+        let cut = *self.shared.cut.borrow();
+        self.shared.down_cut.send_replace(cut);
     }
 
     pub fn is_cut(&self) -> bool {
@@ -232,7 +257,7 @@ async fn serve(client: TcpStream, shared: Arc<Shared>) {
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
     let up = pump(client_read, server_write, shared.cut.subscribe());
-    let down = pump(server_read, client_write, shared.cut.subscribe());
+    let down = pump(server_read, client_write, shared.down_cut.subscribe());
     // Either side failing ends the connection; dropping both halves closes both sockets.
     let _ = tokio::try_join!(up, down);
 }
@@ -305,6 +330,42 @@ mod tests {
             Ok(Ok(_)) => Some(got),
             _ => None,
         }
+    }
+
+    #[tokio::test]
+    async fn a_one_way_cut_delivers_requests_and_holds_answers_until_healed() {
+        // A server that reports each message it receives, then echoes it.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let server_addr = listener.local_addr().unwrap();
+        let (tx, mut received) = tokio::sync::mpsc::unbounded_channel();
+        let _server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 4];
+            while s.read_exact(&mut buf).await.is_ok() {
+                let _ = tx.send(buf);
+                if s.write_all(&buf).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let link = Link::start(Some(server_addr)).await.unwrap();
+        let mut conn = TcpStream::connect(link.addr()).await.unwrap();
+        let long = Duration::from_secs(20);
+        link.cut_answers();
+        assert!(!link.is_cut(), "requests still flow");
+        assert_eq!(
+            roundtrip(&mut conn, b"req1", Duration::from_millis(300)).await,
+            None
+        );
+        let got = tokio::time::timeout(long, received.recv()).await.unwrap();
+        assert_eq!(got, Some(*b"req1"), "the request reached the server");
+        link.heal_answers();
+        let mut answer = [0u8; 4];
+        tokio::time::timeout(long, conn.read_exact(&mut answer))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&answer, b"req1", "the held answer arrives after the heal");
     }
 
     #[tokio::test]

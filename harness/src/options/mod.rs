@@ -47,10 +47,11 @@ pub struct RunArgs {
 
     /// Queue producers resend a send whose outcome is unknown (timed out, connection
     /// lost, REQUEST_TIMED_OUT) up to N more times, as Kafka's producer `retries`.
-    /// 0 (the default) ends such a send `info` at once: every acknowledged or read
-    /// value was then sent exactly once, so a duplicate is always the broker's.
-    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
-    pub retries: u32,
+    /// 0 ends such a send `info` at once: every value is then sent exactly once, so
+    /// a duplicate is always the broker's doing [default: 0; 5 under --scenario
+    /// duplicate-on-retry]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub retries: Option<u32>,
 
     /// How a follower truncates its log on becoming follower or restarting: `epoch`
     /// (KIP-101 with the KIP-279 fix) or `hw` (pre-0.11 Kafka: loses data, diverges logs).
@@ -136,8 +137,9 @@ pub struct RunArgs {
     pub linearizable_reads: bool,
 
     /// A fixed fault script instead of the random schedule (--nemesis is then
-    /// ignored). Each loses or diverges data under --truncation hw and finds nothing
-    /// under epoch. It runs to its end (its waits are bounded), then the run ends;
+    /// ignored). The KIP scripts lose or diverge data under --truncation hw and find
+    /// nothing under epoch; duplicate-on-retry writes a value twice through the
+    /// producer's retries (valid with --retries 0). It runs to its end (its waits are bounded), then the run ends;
     /// --time-limit does not apply.
     #[arg(long, value_name = "NAME", value_parser = Names::<Scenario>::new("scenario"))]
     pub scenario: Option<Scenario>,
@@ -238,6 +240,9 @@ pub enum Concurrency {
 
 /// Most concurrent clients a run takes.
 const MAX_CONCURRENCY: u32 = 1000;
+/// `--retries` under `--scenario duplicate-on-retry` when not given: enough for a
+/// send whose answer was lost to be retried once the answers flow again.
+const DUPLICATE_ON_RETRY_RETRIES: u32 = 5;
 
 impl Concurrency {
     /// The number of clients with `nodes` nodes.
@@ -371,7 +376,10 @@ impl RunArgs {
             replication_factor: rf,
             min_insync,
             acks: self.acks,
-            retries: self.retries,
+            retries: self.retries.unwrap_or(match self.scenario {
+                Some(Scenario::DuplicateOnRetry) => DUPLICATE_ON_RETRY_RETRIES,
+                _ => 0,
+            }),
             truncation: self.truncation,
             unclean_election: self.unclean_election,
             workload: self.workload,
@@ -406,7 +414,7 @@ impl From<Resolved> for RunArgs {
             replication_factor: Some(r.replication_factor),
             min_insync: Some(r.min_insync),
             acks: r.acks,
-            retries: r.retries,
+            retries: Some(r.retries),
             truncation: r.truncation,
             unclean_election: r.unclean_election,
             workload: r.workload,
