@@ -158,6 +158,7 @@ mod tests {
         let rec = Record {
             offset: 2,
             leader_epoch: 2,
+            producer: None,
             key: Some("b".into()),
             value: json!(5),
         };

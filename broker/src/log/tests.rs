@@ -105,6 +105,7 @@ fn replicated_appends_must_continue_at_leo() {
     let rec = |offset| Record {
         offset,
         leader_epoch: 3,
+        producer: None,
         key: None,
         value: json!(offset),
     };
@@ -268,6 +269,7 @@ fn record_with_wrong_offset_is_cut() {
     let stray = Record {
         offset: 7,
         leader_epoch: 1,
+        producer: None,
         key: None,
         value: json!(7),
     };

@@ -38,6 +38,7 @@ mod epoch_cache;
 mod follower;
 mod isr;
 mod leader;
+pub mod producers;
 mod truncation;
 
 #[cfg(test)]

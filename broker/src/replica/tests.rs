@@ -593,6 +593,7 @@ fn truncation_repeats_when_the_leader_answers_an_epoch_we_lack() {
     let rec = |o: u64, e: i32| Record {
         offset: o,
         leader_epoch: e,
+        producer: None,
         key: None,
         value: json!(o as i64 * 10 + e as i64),
     };
@@ -633,6 +634,7 @@ fn an_empty_epoch_the_leader_lacks_is_dropped_though_the_cut_is_at_leo() {
     let rec = |o: u64, e: i32| Record {
         offset: o,
         leader_epoch: e,
+        producer: None,
         key: None,
         value: json!(o as i64 * 10 + e as i64),
     };
@@ -701,6 +703,7 @@ fn undefined_epoch_answer_falls_back_to_the_high_watermark() {
     let rec = |o: u64, e: i32| Record {
         offset: o,
         leader_epoch: e,
+        producer: None,
         key: None,
         value: json!(o as i64),
     };
