@@ -20,6 +20,8 @@ pub enum Code {
     NotEnoughReplicas,
     NotEnoughReplicasAfterAppend,
     RequestTimedOut,
+    OutOfOrderSequenceNumber,
+    InvalidProducerEpoch,
 }
 
 impl Code {
@@ -37,6 +39,8 @@ impl Code {
             Code::NotEnoughReplicas => "NOT_ENOUGH_REPLICAS",
             Code::NotEnoughReplicasAfterAppend => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
             Code::RequestTimedOut => "REQUEST_TIMED_OUT",
+            Code::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
+            Code::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
         }
     }
 
@@ -53,6 +57,7 @@ impl Code {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             Code::RequestTimedOut => StatusCode::GATEWAY_TIMEOUT,
+            Code::OutOfOrderSequenceNumber | Code::InvalidProducerEpoch => StatusCode::CONFLICT,
         }
     }
 
@@ -61,7 +66,9 @@ impl Code {
     }
 }
 
-const ALL: [Code; 12] = [
+const ALL: [Code; 14] = [
+    Code::OutOfOrderSequenceNumber,
+    Code::InvalidProducerEpoch,
     Code::InvalidRequest,
     Code::UnknownTopicOrPartition,
     Code::TopicAlreadyExists,

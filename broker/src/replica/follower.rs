@@ -2,6 +2,7 @@
 //! `truncation` rules settle) and applying the leader's FETCH answers.
 
 use super::{Effects, Replica, ReplicaError, ReplicaLog, Role, Truncation};
+use crate::log::Record;
 use crate::protocol::FetchResponse;
 
 impl<L: ReplicaLog> Replica<L> {
@@ -59,9 +60,20 @@ impl<L: ReplicaLog> Replica<L> {
             for r in &resp.records {
                 self.assign_epoch(r.leader_epoch, r.offset, &mut fx);
             }
+            let stamped: Vec<Record> = resp
+                .records
+                .iter()
+                .filter(|r| r.producer.is_some())
+                .cloned()
+                .collect();
             let appended = self.log.append_replicated(resp.records);
-            if self.log.log_end_offset() != leo {
+            let new_leo = self.log.log_end_offset();
+            if new_leo != leo {
                 fx.wake = true;
+            }
+            // The producers' state follows what reached the log.
+            for r in stamped.iter().filter(|r| r.offset < new_leo) {
+                self.producers.observe(r);
             }
             if let Err(e) = appended {
                 return (Err(e.into()), fx);

@@ -60,6 +60,7 @@ pub struct ProducerStates {
 
 impl ProducerStates {
     /// The state of a log: its records, in offset order.
+    #[cfg(test)]
     pub fn from_records<'a>(records: impl IntoIterator<Item = &'a Record>) -> Self {
         let mut s = ProducerStates::default();
         for r in records {

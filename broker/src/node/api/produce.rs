@@ -17,6 +17,7 @@ use super::{
 };
 use crate::error::{ApiError, Code};
 use crate::events::{Api, Event};
+use crate::log::ProducerStamp;
 use crate::node::partitions::{NodeReplica, Partition, ReplicaManager};
 use crate::replica::{AckStatus, Appended, Effects, ReplicaError, Role};
 
@@ -25,6 +26,8 @@ struct ProduceBody {
     entries: Vec<(Option<String>, Value)>,
     /// `Some(x)` when `if_value` is present (x may be null).
     if_value: Option<Value>,
+    /// An idempotent producer's id, epoch and first sequence (`producer`).
+    producer: Option<ProducerStamp>,
 }
 
 fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
@@ -39,9 +42,10 @@ fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
         .remove("records")
         .ok_or_else(|| ApiError::invalid("request body has no `records`"))?;
     let if_value = obj.remove("if_value");
+    let producer = obj.remove("producer").map(parse_producer).transpose()?;
     if let Some(k) = obj.keys().next() {
         return Err(ApiError::invalid(format!(
-            "unknown field `{k}` in the request body (expected `records`, `if_value`)"
+            "unknown field `{k}` in the request body (expected `records`, `if_value`, `producer`)"
         )));
     }
     let Value::Array(records) = records else {
@@ -82,7 +86,25 @@ fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
             "`if_value` needs exactly one record, with a key",
         ));
     }
-    Ok(ProduceBody { entries, if_value })
+    if if_value.is_some() && producer.is_some() {
+        return Err(ApiError::invalid(
+            "`if_value` and `producer` cannot be combined",
+        ));
+    }
+    Ok(ProduceBody {
+        entries,
+        if_value,
+        producer,
+    })
+}
+
+/// `producer`: `{"id": u64, "epoch": u32, "sequence": u32}` (the first record's).
+fn parse_producer(v: Value) -> Result<ProducerStamp, ApiError> {
+    serde_json::from_value(v).map_err(|e| {
+        ApiError::invalid(format!(
+            "`producer` must be {{\"id\": n, \"epoch\": n, \"sequence\": n}}: {e}"
+        ))
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -203,7 +225,10 @@ fn append(
                 return (Err(e), Effects::default());
             }
         }
-        let (result, fx) = r.append_as_leader(body.entries, acks_all, now);
+        let (result, fx) = match body.producer {
+            Some(producer) => r.append_idempotent(body.entries, producer, acks_all, now),
+            None => r.append_as_leader(body.entries, acks_all, now),
+        };
         (result.map_err(|e| refused(node, part, Api::Produce, e)), fx)
     })
 }
