@@ -10,6 +10,14 @@
 //! completion says how many attempts it took and why the earlier ones were retried,
 //! so a duplicate names the send whose retries wrote it twice.
 //!
+//! With `idempotent` (Kafka's `enable.idempotence`) the producer first asks the
+//! controller for a producer id (InitProducerId) and numbers its records per
+//! partition; every attempt of a send carries the same sequence number, so a leader
+//! that already holds the record answers with its first offset instead of appending
+//! it again. A send that ends `info` leaves the producer unsure which sequence the
+//! partition expects next: the worker then starts over as a new process, with a new
+//! producer id.
+//!
 //! Once an attempt was ambiguous, the send can no longer end `fail`: a later
 //! definite refusal (`NOT_LEADER`, ...) says only that *that* attempt did nothing,
 //! so the send is retried again, or ends `info` when no attempt is left.
@@ -20,7 +28,9 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::api;
-use crate::client::{Acks, Client, Failure, Outcome};
+use std::collections::HashMap;
+
+use crate::client::{Acks, Client, Failure, Outcome, ProducerStamp};
 use crate::pacing::backoff;
 
 /// How a producer sends: Kafka's `acks` and `retries`.
@@ -29,6 +39,80 @@ pub struct Policy {
     pub acks: Acks,
     /// Attempts after the first for a send whose outcome is unknown.
     pub retries: u32,
+    /// Send as an idempotent producer.
+    pub idempotent: bool,
+}
+
+/// A producer: its policy, and as an idempotent producer its id and next sequence
+/// number per partition.
+#[derive(Debug)]
+pub struct Producer {
+    policy: Policy,
+    /// The producer id and epoch (None: not asked for yet).
+    id: Option<(u64, u32)>,
+    next_sequence: HashMap<u32, u32>,
+}
+
+impl Producer {
+    pub fn new(policy: Policy) -> Producer {
+        Producer {
+            policy,
+            id: None,
+            next_sequence: HashMap::new(),
+        }
+    }
+
+    /// Send `value` to `partition` of `topic` ([`send`]), as an idempotent producer
+    /// when the policy says so.
+    pub async fn send(
+        &mut self,
+        client: &mut Client,
+        topic: &str,
+        partition: u32,
+        value: u64,
+        stop: &watch::Receiver<bool>,
+        jitter: impl FnMut() -> f64,
+    ) -> Sent {
+        let stamp = if self.policy.idempotent {
+            let (id, epoch) = match self.id {
+                Some(known) => known,
+                None => match client.init_producer_id().await {
+                    Ok(got) => *self.id.insert(got),
+                    // Nothing was sent: the send certainly did not happen.
+                    Err(e) => {
+                        return Sent {
+                            outcome: Outcome::Fail(Failure::local(e)),
+                            attempts: 1,
+                            retried: Vec::new(),
+                        };
+                    }
+                },
+            };
+            let sequence = self.next_sequence.get(&partition).copied().unwrap_or(0);
+            Some(ProducerStamp {
+                id,
+                epoch,
+                sequence,
+            })
+        } else {
+            None
+        };
+        let sent = send(
+            client,
+            topic,
+            partition,
+            value,
+            self.policy,
+            stamp,
+            stop,
+            jitter,
+        )
+        .await;
+        if let (Some(s), Outcome::Ok(_)) = (stamp, &sent.outcome) {
+            self.next_sequence.insert(partition, s.sequence + 1);
+        }
+        sent
+    }
 }
 
 /// How a send ended after all its attempts.
@@ -66,14 +150,16 @@ fn worth_retrying(f: &Failure) -> bool {
 }
 
 /// Send `value` to `partition` of `topic`, retrying an unknown outcome up to
-/// `policy.retries` times. No retry starts once `stop` is true (the send then ends with
+/// `policy.retries` times, every attempt with the same `stamp`. No retry starts once `stop` is true (the send then ends with
 /// what it knows). `jitter` spreads the backoffs.
-pub async fn send(
+#[allow(clippy::too_many_arguments)]
+async fn send(
     client: &mut Client,
     topic: &str,
     partition: u32,
     value: u64,
     policy: Policy,
+    stamp: Option<ProducerStamp>,
     stop: &watch::Receiver<bool>,
     mut jitter: impl FnMut() -> f64,
 ) -> Sent {
@@ -83,7 +169,7 @@ pub async fn send(
     loop {
         attempt += 1;
         let failure = match client
-            .produce(topic, partition, json!(value), policy.acks)
+            .produce_as(topic, partition, json!(value), policy.acks, stamp)
             .await
         {
             Outcome::Ok(offset) => {

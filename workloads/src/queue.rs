@@ -20,7 +20,7 @@ use checker::history::EventType;
 
 use crate::client::{Acks, Client, ClientConfig, Outcome};
 use crate::pacing::{Draws, Ended, Pacer, run_workers};
-use crate::producer::{self, Policy, Sent};
+use crate::producer::{Policy, Producer, Sent};
 use crate::recorder::Recorder;
 use crate::workload::{BoxFuture, Workload};
 
@@ -50,6 +50,8 @@ pub struct QueueConfig {
     /// Attempts after the first for a send whose outcome is unknown (Kafka's
     /// producer `retries`; 0: a send without an answer ends `info`).
     pub retries: u32,
+    /// Send as an idempotent producer (Kafka's `enable.idempotence`).
+    pub idempotent: bool,
     /// Number of concurrent workers of the campaign (of every workload it runs).
     pub concurrency: u32,
     /// The workers this workload runs, of `concurrency`: all of them (`0..concurrency`),
@@ -183,6 +185,12 @@ async fn worker(
         Ok(c) => c,
         Err(_) => return process,
     };
+    let policy = Policy {
+        acks: config.acks,
+        retries: config.retries,
+        idempotent: config.idempotent,
+    };
+    let mut producer = Producer::new(policy);
     let mut offsets = vec![0u64; config.partitions as usize];
     let mut pacer = Pacer::new(generator.draws.delay());
     loop {
@@ -192,13 +200,8 @@ async fn worker(
         let op = generator.next_op(&mut offsets);
         let ended = match op {
             Op::Send { partition, value } => {
-                let policy = Policy {
-                    acks: config.acks,
-                    retries: config.retries,
-                };
                 let jitter = || generator.draws.jitter();
-                let sent =
-                    producer::send(&mut client, TOPIC, partition, value, policy, &stop, jitter);
+                let sent = producer.send(&mut client, TOPIC, partition, value, &stop, jitter);
                 record_send(&*recorder, process, partition, value, sent).await
             }
             Op::Poll { partition, offset } => {
@@ -221,6 +224,8 @@ async fn worker(
                 Ok(c) => client = c,
                 Err(_) => return process,
             }
+            // And a new producer id: which sequence the partitions expect is unknown.
+            producer = Producer::new(policy);
         }
         let delay = generator.draws.delay();
         pacer.next(&ended, delay, || generator.draws.jitter());

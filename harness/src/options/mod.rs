@@ -53,6 +53,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub retries: Option<u32>,
 
+    /// Queue producers are idempotent (Kafka's enable.idempotence): a producer id
+    /// from the controller, a sequence number per partition, so a leader answers a
+    /// retried send with its first offset instead of appending it again. Needs
+    /// --acks all.
+    #[arg(long)]
+    pub idempotent: bool,
+
     /// How a follower truncates its log on becoming follower or restarting: `epoch`
     /// (KIP-101 with the KIP-279 fix) or `hw` (pre-0.11 Kafka: loses data, diverges logs).
     #[arg(long, value_enum, default_value_t = Truncation::Epoch)]
@@ -328,6 +335,11 @@ impl RunArgs {
                     .to_string(),
             ));
         }
+        if self.idempotent && self.acks != AcksArg::All {
+            return Err(usage(
+                "--idempotent needs --acks all (as Kafka's enable.idempotence does)".to_string(),
+            ));
+        }
         if self.linearizable_reads && self.workload == WorkloadKind::Queue {
             return Err(usage(
                 "--linearizable-reads applies to the register's reads: --workload register \
@@ -380,6 +392,7 @@ impl RunArgs {
                 Some(Scenario::DuplicateOnRetry) => DUPLICATE_ON_RETRY_RETRIES,
                 _ => 0,
             }),
+            idempotent: self.idempotent,
             truncation: self.truncation,
             unclean_election: self.unclean_election,
             workload: self.workload,
@@ -415,6 +428,7 @@ impl From<Resolved> for RunArgs {
             min_insync: Some(r.min_insync),
             acks: r.acks,
             retries: Some(r.retries),
+            idempotent: r.idempotent,
             truncation: r.truncation,
             unclean_election: r.unclean_election,
             workload: r.workload,

@@ -31,6 +31,9 @@ pub struct Resolved {
     /// older run.json files: none).
     #[serde(default)]
     pub retries: u32,
+    /// Queue producers are idempotent (absent from older run.json files: no).
+    #[serde(default)]
+    pub idempotent: bool,
     pub truncation: Truncation,
     pub unclean_election: bool,
     pub workload: WorkloadKind,
@@ -98,6 +101,7 @@ impl Resolved {
             partitions: self.partitions,
             acks: self.acks.to_client(),
             retries: self.retries,
+            idempotent: self.idempotent,
             concurrency: self.concurrency,
             workers,
             rate: self.rate,
