@@ -108,8 +108,22 @@ impl Producer {
             jitter,
         )
         .await;
-        if let (Some(s), Outcome::Ok(_)) = (stamp, &sent.outcome) {
-            self.next_sequence.insert(partition, s.sequence + 1);
+        match (stamp, &sent.outcome) {
+            (Some(s), Outcome::Ok(_)) => {
+                self.next_sequence.insert(partition, s.sequence + 1);
+            }
+            // The partition expects another sequence, or a newer epoch fenced us:
+            // start over with a new producer id.
+            (Some(_), Outcome::Fail(f))
+                if matches!(
+                    f.code.as_deref(),
+                    Some("OUT_OF_ORDER_SEQUENCE_NUMBER" | "INVALID_PRODUCER_EPOCH")
+                ) =>
+            {
+                self.id = None;
+                self.next_sequence.clear();
+            }
+            _ => {}
         }
         sent
     }
