@@ -2,7 +2,7 @@
 //! `truncation` rules settle) and applying the leader's FETCH answers.
 
 use super::{Effects, Replica, ReplicaError, ReplicaLog, Role, Truncation};
-use crate::log::Record;
+use crate::log::ProducerStamp;
 use crate::protocol::FetchResponse;
 
 impl<L: ReplicaLog> Replica<L> {
@@ -60,11 +60,10 @@ impl<L: ReplicaLog> Replica<L> {
             for r in &resp.records {
                 self.assign_epoch(r.leader_epoch, r.offset, &mut fx);
             }
-            let stamped: Vec<Record> = resp
+            let stamped: Vec<(u64, ProducerStamp)> = resp
                 .records
                 .iter()
-                .filter(|r| r.producer.is_some())
-                .cloned()
+                .filter_map(|r| Some((r.offset, r.producer?)))
                 .collect();
             let appended = self.log.append_replicated(resp.records);
             let new_leo = self.log.log_end_offset();
@@ -72,8 +71,8 @@ impl<L: ReplicaLog> Replica<L> {
                 fx.wake = true;
             }
             // The producers' state follows what reached the log.
-            for r in stamped.iter().filter(|r| r.offset < new_leo) {
-                self.producers.observe(r);
+            for &(offset, stamp) in stamped.iter().filter(|s| s.0 < new_leo) {
+                self.producers.observe_stamp(offset, stamp);
             }
             if let Err(e) = appended {
                 return (Err(e.into()), fx);

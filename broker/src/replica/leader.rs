@@ -290,13 +290,7 @@ impl<L: ReplicaLog> Replica<L> {
                 let (result, fx) = self.append_leader(entries, Some(&stamps), acks_all, now_ms);
                 let new_leo = self.log.log_end_offset();
                 for (offset, stamp) in (leo..new_leo).zip(&stamps) {
-                    self.producers.observe(&Record {
-                        offset,
-                        leader_epoch: epoch,
-                        key: None,
-                        value: Value::Null,
-                        producer: Some(*stamp),
-                    });
+                    self.producers.observe_stamp(offset, *stamp);
                 }
                 (result, fx)
             }

@@ -110,14 +110,18 @@ impl ProducerStates {
     /// a follower, or read at open). Consecutive sequences of one producer and epoch
     /// at consecutive offsets form one batch.
     pub fn observe(&mut self, r: &Record) {
-        let Some(ProducerStamp {
+        if let Some(stamp) = r.producer {
+            self.observe_stamp(r.offset, stamp);
+        }
+    }
+
+    /// [`Self::observe`] of a record at `offset` stamped `stamp`.
+    pub fn observe_stamp(&mut self, offset: u64, stamp: ProducerStamp) {
+        let ProducerStamp {
             id,
             epoch,
             sequence,
-        }) = r.producer
-        else {
-            return;
-        };
+        } = stamp;
         let p = self.producers.entry(id).or_default();
         if epoch != p.epoch {
             p.epoch = epoch;
@@ -125,7 +129,7 @@ impl ProducerStates {
         }
         if let Some(last) = p.batches.back_mut()
             && sequence == last.last_sequence + 1
-            && r.offset == last.base_offset + u64::from(sequence - last.first_sequence)
+            && offset == last.base_offset + u64::from(sequence - last.first_sequence)
         {
             last.last_sequence = sequence;
             return;
@@ -133,7 +137,7 @@ impl ProducerStates {
         p.batches.push_back(Batch {
             first_sequence: sequence,
             last_sequence: sequence,
-            base_offset: r.offset,
+            base_offset: offset,
         });
         while p.batches.len() > BATCHES_KEPT {
             p.batches.pop_front();
