@@ -678,9 +678,36 @@ mod tests {
             &["--concurrency", "1"],
             &["--acks", "2"],
             &["--workload", "register", "--acks", "1"],
+            &["--idempotent", "--acks", "1"],
+            &["--retries", "-1"],
+            &["--retries", "101"],
         ] {
             assert!(parse(argv).is_err(), "{argv:?} was accepted");
         }
+    }
+
+    #[test]
+    fn retries_default_to_none_but_five_under_the_duplicate_scenario() {
+        let plain = parse(&["--seed", "1"]).unwrap();
+        assert_eq!((plain.retries, plain.idempotent), (0, false));
+        let dup = parse(&["--scenario", "duplicate-on-retry", "--seed", "1"]).unwrap();
+        assert_eq!(dup.retries, 5);
+        let given = [
+            "--scenario",
+            "duplicate-on-retry",
+            "--retries",
+            "0",
+            "--idempotent",
+        ];
+        let r = parse(&given).unwrap();
+        assert_eq!((r.retries, r.idempotent), (0, true));
+        // A run.json written before the options existed reads them as off.
+        let mut json = serde_json::to_value(&plain).unwrap();
+        let obj = json.as_object_mut().unwrap();
+        obj.remove("retries");
+        obj.remove("idempotent");
+        let old: Resolved = serde_json::from_value(json).unwrap();
+        assert_eq!((old.retries, old.idempotent), (0, false));
     }
 
     #[test]
