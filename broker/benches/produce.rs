@@ -2,6 +2,11 @@
 //! nodes, the release binary), beside a bare axum echo handler measured in the same
 //! run on the same machine, so the ratio says what replication costs over HTTP alone.
 //!
+//! The same produce as an idempotent producer (a producer id per client from the
+//! controller, a sequence number per record) is measured in the same run too, and
+//! its ratio to the plain produce printed: what the leader's sequence check and the
+//! stamped records cost.
+//!
 //! `cargo bench -p broker --bench produce` (BENCH_SECS sets each measurement's length,
 //! default 10; BENCH_CLIENTS the concurrency, default 16).
 
@@ -41,8 +46,9 @@ impl Figures {
     }
 }
 
-/// `clients` loops POSTing one single-record body to `url` for `secs` (after a warmup).
-async fn measure(url: String, clients: usize, secs: f64) -> Figures {
+/// `clients` loops POSTing one single-record body to `url` for `secs` (after a warmup);
+/// with `controller`, each as an idempotent producer with its own producer id.
+async fn measure(url: String, clients: usize, secs: f64, controller: Option<String>) -> Figures {
     let http = reqwest::Client::builder()
         .no_proxy()
         .pool_max_idle_per_host(clients)
@@ -55,21 +61,33 @@ async fn measure(url: String, clients: usize, secs: f64) -> Figures {
     let end = measure_from + Duration::from_secs_f64(secs);
     let mut tasks = Vec::new();
     for client in 0..clients {
-        let (http, url) = (http.clone(), url.clone());
+        let (http, url, controller) = (http.clone(), url.clone(), controller.clone());
         tasks.push(tokio::spawn(async move {
             let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
             let (mut ops, mut errors, mut n) = (0u64, 0u64, 0u64);
+            let producer = match &controller {
+                Some(addr) => Some(init_producer_id(&http, addr).await),
+                None => None,
+            };
+            let mut sequence = 0u64;
             loop {
                 let t0 = Instant::now();
                 if t0 >= end {
                     break;
                 }
-                let body = json!({"records": [{"value": format!("c{client}-{n}")}]});
+                let mut body = json!({"records": [{"value": format!("c{client}-{n}")}]});
+                if let Some(id) = &producer {
+                    body["producer"] = json!({"id": id, "epoch": 0, "sequence": sequence});
+                }
                 n += 1;
                 let ok = match http.post(&url).json(&body).send().await {
                     Ok(r) => r.status().is_success() && r.bytes().await.is_ok(),
                     Err(_) => false,
                 };
+                // A failed send is sent again with the same sequence number.
+                if ok {
+                    sequence += 1;
+                }
                 if t0 >= measure_from {
                     if ok {
                         ops += 1;
@@ -95,6 +113,17 @@ async fn measure(url: String, clients: usize, secs: f64) -> Figures {
         all.hist.add(hist).unwrap();
     }
     all
+}
+
+/// A producer id from the controller's InitProducerId.
+async fn init_producer_id(http: &reqwest::Client, controller: &str) -> Value {
+    let r = http
+        .post(format!("http://{controller}/v1/producers"))
+        .send()
+        .await
+        .expect("InitProducerId");
+    let answer: Value = r.json().await.expect("InitProducerId answer");
+    answer["producer_id"].clone()
 }
 
 /// A bare axum handler that answers the body it gets, in its own runtime and thread
@@ -149,11 +178,18 @@ fn main() {
         println!(
             "{clients} clients, {secs} s each, 3 nodes, replication factor 3, min.insync.replicas 2"
         );
-        let echo = measure(echo_url, clients, secs).await;
+        let echo = measure(echo_url, clients, secs, None).await;
         echo.print("axum echo");
-        let produce = measure(produce_url, clients, secs).await;
+        let produce = measure(produce_url.clone(), clients, secs, None).await;
         produce.print("produce acks=all");
+        let controller = Some(cluster.controller.addr.clone());
+        let idempotent = measure(produce_url, clients, secs, controller).await;
+        idempotent.print("produce acks=all idempotent");
         println!("ratio produce/echo: {:.3}", produce.rate() / echo.rate());
+        println!(
+            "ratio idempotent/produce: {:.3}",
+            idempotent.rate() / produce.rate()
+        );
 
         let d = cluster.debug_partition(leader, "bench", 0).await.unwrap();
         let isr: Value = d["isr"].clone();
@@ -162,5 +198,6 @@ fn main() {
             d["log_end_offset"], d["high_watermark"]
         );
         assert!(produce.ops > 0, "no produce succeeded");
+        assert!(idempotent.ops > 0, "no idempotent produce succeeded");
     });
 }

@@ -27,6 +27,8 @@ pub enum Code {
     KafkaStorageError,
     Unauthenticated,
     ClusterAuthorizationFailed,
+    OutOfOrderSequenceNumber,
+    InvalidProducerEpoch,
 }
 
 impl Code {
@@ -47,6 +49,8 @@ impl Code {
             Code::KafkaStorageError => "KAFKA_STORAGE_ERROR",
             Code::Unauthenticated => "UNAUTHENTICATED",
             Code::ClusterAuthorizationFailed => "CLUSTER_AUTHORIZATION_FAILED",
+            Code::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
+            Code::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
         }
     }
 
@@ -65,6 +69,7 @@ impl Code {
             Code::RequestTimedOut => StatusCode::GATEWAY_TIMEOUT,
             Code::Unauthenticated => StatusCode::UNAUTHORIZED,
             Code::ClusterAuthorizationFailed => StatusCode::FORBIDDEN,
+            Code::OutOfOrderSequenceNumber | Code::InvalidProducerEpoch => StatusCode::CONFLICT,
         }
     }
 
@@ -73,7 +78,9 @@ impl Code {
     }
 }
 
-const ALL: [Code; 15] = [
+const ALL: [Code; 17] = [
+    Code::OutOfOrderSequenceNumber,
+    Code::InvalidProducerEpoch,
     Code::InvalidRequest,
     Code::UnknownTopicOrPartition,
     Code::TopicAlreadyExists,

@@ -166,6 +166,7 @@ mod tests {
         let rec = Record {
             offset: 2,
             leader_epoch: 2,
+            producer: None,
             key: Some("b".into()),
             value: rv!(5),
         };

@@ -25,6 +25,8 @@ const CODES: &[&str] = &[
     "KAFKA_STORAGE_ERROR",
     "UNAUTHENTICATED",
     "CLUSTER_AUTHORIZATION_FAILED",
+    "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    "INVALID_PRODUCER_EPOCH",
 ];
 
 /// Send raw bytes; (status, parsed JSON body or Null).
@@ -89,6 +91,10 @@ async fn bad_requests_get_4xx_json_errors_and_nothing_breaks() {
         ("unknown field", "POST", records.into(), br#"{"records":[{"value":1}],"x":1}"#.to_vec(), 400, "INVALID_REQUEST"),
         ("if_value with two records", "POST", records.into(), br#"{"records":[{"key":"k","value":1},{"key":"k","value":2}],"if_value":null}"#.to_vec(), 400, "INVALID_REQUEST"),
         ("if_value without key", "POST", records.into(), br#"{"records":[{"value":1}],"if_value":null}"#.to_vec(), 400, "INVALID_REQUEST"),
+        ("producer of the wrong shape", "POST", records.into(), br#"{"records":[{"value":1}],"producer":{"id":"x","epoch":0,"sequence":0}}"#.to_vec(), 400, "INVALID_REQUEST"),
+        ("producer without sequence", "POST", records.into(), br#"{"records":[{"value":1}],"producer":{"id":1,"epoch":0}}"#.to_vec(), 400, "INVALID_REQUEST"),
+        ("producer with if_value", "POST", records.into(), br#"{"records":[{"key":"k","value":1}],"if_value":null,"producer":{"id":1,"epoch":0,"sequence":0}}"#.to_vec(), 400, "INVALID_REQUEST"),
+        ("producer out of sequence", "POST", records.into(), br#"{"records":[{"value":1}],"producer":{"id":1,"epoch":0,"sequence":5}}"#.to_vec(), 409, "OUT_OF_ORDER_SEQUENCE_NUMBER"),
         ("bad acks", "POST", format!("{records}?acks=2"), br#"{"records":[{"value":1}]}"#.to_vec(), 400, "INVALID_REQUEST"),
         ("unknown topic", "POST", "/v1/topics/nope/partitions/0/records".into(), br#"{"records":[{"value":1}]}"#.to_vec(), 404, "UNKNOWN_TOPIC_OR_PARTITION"),
         ("unknown partition", "POST", "/v1/topics/t/partitions/7/records".into(), br#"{"records":[{"value":1}]}"#.to_vec(), 404, "UNKNOWN_TOPIC_OR_PARTITION"),

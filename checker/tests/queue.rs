@@ -195,6 +195,44 @@ fn duplicate() {
     assert_eq!((a.offsets, a.values), (vec![0, 2], vec![json!(1)]));
 }
 
+/// A send the producer retried: `attempts` in its completion.
+fn send_retried(h: &mut H, p: u64, part: i64, v: i64, end: EventType, offset: Option<i64>) {
+    let mut value = json!({"partition": part, "value": v, "attempts": 2,
+        "retried": ["timed out"]});
+    if let Some(o) = offset {
+        value["offset"] = json!(o);
+    }
+    h.invoke_send(p, part, v).push(p, end, "send", value);
+}
+
+#[test]
+fn a_retried_send_written_twice_is_a_duplicate_that_names_the_send() {
+    let mut h = H::default();
+    send_retried(&mut h, 0, 0, 1, EventType::Ok, Some(1));
+    h.final_poll(0, &[(0, 1), (1, 1)]);
+    let a = only(&h.check(), AnomalyKind::Duplicate).clone();
+    assert_eq!((a.offsets, a.values), (vec![0, 1], vec![json!(1)]));
+    assert!(a.message.contains("attempted 2 times"), "{}", a.message);
+    assert_eq!(a.ops[0].f, "send");
+    assert!(
+        a.ops[0].text.contains("after 2 attempts"),
+        "{}",
+        a.ops[0].text
+    );
+    assert_eq!(a.ops[1].f, "final-poll");
+}
+
+#[test]
+fn a_retried_send_written_once_is_fine() {
+    for (end, offset) in [(EventType::Ok, Some(0)), (EventType::Info, None)] {
+        let mut h = H::default();
+        send_retried(&mut h, 0, 0, 1, end, offset);
+        h.send_ok(1, 0, 2, 1).final_poll(0, &[(0, 1), (1, 2)]);
+        let r = h.check();
+        assert_eq!(r.valid, Validity::Valid, "{end:?}: {:?}", r.anomalies);
+    }
+}
+
 #[test]
 fn unexpected() {
     let mut h = H::default();

@@ -1,7 +1,8 @@
 //! `watermark run --scenario` end to end: each KIP-101 and KIP-279 script loses or
 //! diverges data against `--truncation hw` and finds nothing against
-//! `--truncation epoch`, its steps recorded as nemesis events; an unknown script is a
-//! usage error.
+//! `--truncation epoch`, its steps recorded as nemesis events; duplicate-on-retry
+//! writes values twice through the producers' retries, and not with `--retries 0`
+//! or `--idempotent`; an unknown script is a usage error.
 //!
 //! Every wait is bounded; on timeout the harness is SIGKILLed and its brokers die with
 //! it (PR_SET_PDEATHSIG).
@@ -17,22 +18,16 @@ use support::{assert_no_process_left, text, watermark};
 /// Run `scenario` against `truncation`; the exit code, the anomaly kinds and the
 /// nemesis steps (`f` of each nemesis event).
 fn scenario(name: &str, truncation: &str) -> (Option<i32>, Vec<String>, Vec<String>) {
+    scenario_with(name, &["--truncation", truncation])
+}
+
+/// Run `scenario` with `extra` options; as [`scenario`].
+fn scenario_with(name: &str, extra: &[&str]) -> (Option<i32>, Vec<String>, Vec<String>) {
     let results = tempfile::tempdir().unwrap();
     let dir = results.path().to_str().unwrap();
-    let out = watermark(
-        &[
-            "run",
-            "--scenario",
-            name,
-            "--truncation",
-            truncation,
-            "--seed",
-            "1",
-            "--results",
-            dir,
-        ],
-        Duration::from_secs(300),
-    );
+    let mut args = vec!["run", "--scenario", name, "--seed", "1", "--results", dir];
+    args.extend_from_slice(extra);
+    let out = watermark(&args, Duration::from_secs(300));
     assert_no_process_left(dir);
     assert!(matches!(out.status.code(), Some(0..=2)), "{}", text(&out));
     let folder = std::fs::canonicalize(results.path().join("latest")).unwrap();
@@ -117,11 +112,28 @@ fn kip279_divergence_diverges_replicas_only_under_hw_truncation() {
 }
 
 #[test]
+fn duplicate_on_retry_writes_twice_unless_idempotent_or_without_retries() {
+    let (code, kinds, steps) = scenario_with("duplicate-on-retry", &[]);
+    assert_eq!((code, kinds), (Some(1), vec!["duplicate".to_string()]));
+    assert_eq!(steps, ["partition", "heal"]);
+    for extra in [&["--retries", "0"][..], &["--idempotent"]] {
+        let (code, kinds, steps) = scenario_with("duplicate-on-retry", extra);
+        assert_eq!((code, kinds), (Some(0), Vec::<String>::new()), "{extra:?}");
+        assert_eq!(steps, ["partition", "heal"]);
+    }
+}
+
+#[test]
 fn unknown_scenarios_are_usage_errors_that_list_the_known_ones() {
     let out = watermark(&["run", "--scenario", "kip999"], Duration::from_secs(30));
     assert_eq!(out.status.code(), Some(64), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    for name in ["kip101-data-loss", "kip101-divergence", "kip279-divergence"] {
+    for name in [
+        "kip101-data-loss",
+        "kip101-divergence",
+        "kip279-divergence",
+        "duplicate-on-retry",
+    ] {
         assert!(stderr.contains(name), "{stderr}");
     }
 }

@@ -125,7 +125,8 @@ pub enum Certainty {
     Unknown,
 }
 
-/// Classify an error code. Only `NOT_ENOUGH_REPLICAS_AFTER_APPEND` and
+/// Classify an error code (an idempotent producer's refusals append nothing). Only
+/// `NOT_ENOUGH_REPLICAS_AFTER_APPEND` and
 /// `REQUEST_TIMED_OUT` leave the outcome unknown; a code this client does not know
 /// is treated as unknown too, since nothing says the write did not happen.
 pub fn certainty(code: &str) -> Certainty {
@@ -139,7 +140,9 @@ pub fn certainty(code: &str) -> Certainty {
         | "NOT_LEADER"
         | "NOT_CONTROLLER"
         | "FENCED_LEADER_EPOCH"
-        | "NOT_ENOUGH_REPLICAS" => Certainty::Definite,
+        | "NOT_ENOUGH_REPLICAS"
+        | "OUT_OF_ORDER_SEQUENCE_NUMBER"
+        | "INVALID_PRODUCER_EPOCH" => Certainty::Definite,
         _ => Certainty::Unknown,
     }
 }

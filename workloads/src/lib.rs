@@ -4,6 +4,7 @@
 //!
 //! - [`client`]: the broker client (leaders from metadata, ok / fail / info).
 //! - [`queue`]: producers and consumers on a partitioned topic, and the final drain.
+//! - [`producer`]: the queue's sends, retried as Kafka's producer retries.
 //! - [`register`]: read / write / cas on keys of the broker's register view.
 //! - [`mixed`]: both in one campaign, the workers split between them.
 //! - [`recorder`]: where operations go as they happen.
@@ -14,6 +15,7 @@ pub mod api;
 pub mod client;
 pub mod mixed;
 mod pacing;
+pub mod producer;
 pub mod queue;
 pub mod recorder;
 pub mod register;

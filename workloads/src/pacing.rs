@@ -82,6 +82,15 @@ impl Ended {
     }
 }
 
+/// The reconnect backoff after `streak` earlier pauses in a row: 50 ms doubling up
+/// to 1 s, times `jitter` (a factor around 1). A producer's retries wait it too.
+pub fn backoff(streak: u32, jitter: f64) -> Duration {
+    RECONNECT_BACKOFF
+        .saturating_mul(1 << streak.min(5))
+        .min(RECONNECT_BACKOFF_MAX)
+        .mul_f64(jitter)
+}
+
 /// When a worker's next operation is due.
 pub struct Pacer {
     next_at: Instant,
@@ -115,9 +124,9 @@ impl Pacer {
     /// cluster cannot be reached. `jitter` (a factor around 1) is drawn only then.
     pub fn next(&mut self, ended: &Ended, delay: Duration, jitter: impl FnOnce() -> f64) {
         let pause = if ended.unreachable {
-            let backoff = RECONNECT_BACKOFF.saturating_mul(1 << self.unreachable_streak.min(5));
+            let pause = backoff(self.unreachable_streak, jitter());
             self.unreachable_streak += 1;
-            backoff.min(RECONNECT_BACKOFF_MAX).mul_f64(jitter())
+            pause
         } else {
             self.unreachable_streak = 0;
             Duration::ZERO

@@ -20,6 +20,7 @@ use checker::history::EventType;
 
 use crate::client::{Acks, Client, ClientConfig, Outcome};
 use crate::pacing::{Draws, Ended, Pacer, run_workers};
+use crate::producer::{Policy, Producer, Sent};
 use crate::recorder::Recorder;
 use crate::workload::{BoxFuture, Workload};
 
@@ -46,6 +47,11 @@ const SEND_PROBABILITY: f64 = 0.5;
 pub struct QueueConfig {
     pub partitions: u32,
     pub acks: Acks,
+    /// Attempts after the first for a send whose outcome is unknown (Kafka's
+    /// producer `retries`; 0: a send without an answer ends `info`).
+    pub retries: u32,
+    /// Send as an idempotent producer (Kafka's `enable.idempotence`).
+    pub idempotent: bool,
     /// Number of concurrent workers of the campaign (of every workload it runs).
     pub concurrency: u32,
     /// The workers this workload runs, of `concurrency`: all of them (`0..concurrency`),
@@ -179,6 +185,12 @@ async fn worker(
         Ok(c) => c,
         Err(_) => return process,
     };
+    let policy = Policy {
+        acks: config.acks,
+        retries: config.retries,
+        idempotent: config.idempotent,
+    };
+    let mut producer = Producer::new(policy);
     let mut offsets = vec![0u64; config.partitions as usize];
     let mut pacer = Pacer::new(generator.draws.delay());
     loop {
@@ -188,15 +200,9 @@ async fn worker(
         let op = generator.next_op(&mut offsets);
         let ended = match op {
             Op::Send { partition, value } => {
-                send(
-                    &mut client,
-                    &*recorder,
-                    process,
-                    config.acks,
-                    partition,
-                    value,
-                )
-                .await
+                let jitter = || generator.draws.jitter();
+                let sent = producer.send(&mut client, TOPIC, partition, value, &stop, jitter);
+                record_send(&*recorder, process, partition, value, sent).await
             }
             Op::Poll { partition, offset } => {
                 poll(
@@ -218,40 +224,45 @@ async fn worker(
                 Ok(c) => client = c,
                 Err(_) => return process,
             }
+            // And a new producer id: which sequence the partitions expect is unknown.
+            producer = Producer::new(policy);
         }
         let delay = generator.draws.delay();
         pacer.next(&ended, delay, || generator.draws.jitter());
     }
 }
 
-/// Send one value.
-async fn send(
-    client: &mut Client,
+/// Send one value: the invocation now, the completion once `sent` (every attempt
+/// of the send) is done.
+async fn record_send(
     recorder: &dyn Recorder,
     process: u64,
-    acks: Acks,
     partition: u32,
     value: u64,
+    sent: impl std::future::Future<Output = Sent>,
 ) -> Ended {
     let invoke = json!({"partition": partition, "value": value});
     recorder.record(process, EventType::Invoke, "send", invoke.clone(), None);
-    match client.produce(TOPIC, partition, json!(value), acks).await {
+    let sent = sent.await;
+    match &sent.outcome {
         Outcome::Ok(offset) => {
-            let mut v = json!({"partition": partition, "value": value});
+            let mut v = invoke;
             if let Some(o) = offset {
                 v["offset"] = json!(o);
             }
-            recorder.record(process, EventType::Ok, "send", v, None);
+            recorder.record(process, EventType::Ok, "send", sent.annotate(v), None);
             Ended::OK
         }
         Outcome::Fail(f) => {
-            let ended = Ended::failed(&f, false);
-            recorder.record(process, EventType::Fail, "send", invoke, Some(f.message));
+            let ended = Ended::failed(f, false);
+            let v = sent.annotate(invoke);
+            recorder.record(process, EventType::Fail, "send", v, Some(f.message.clone()));
             ended
         }
         Outcome::Info(f) => {
-            let ended = Ended::failed(&f, true);
-            recorder.record(process, EventType::Info, "send", invoke, Some(f.message));
+            let ended = Ended::failed(f, true);
+            let v = sent.annotate(invoke);
+            recorder.record(process, EventType::Info, "send", v, Some(f.message.clone()));
             ended
         }
     }

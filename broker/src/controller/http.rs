@@ -30,6 +30,7 @@ pub fn router(controller: Arc<Controller>, auth: Option<Arc<ClusterAuth>>) -> Ro
     Router::new()
         .route("/v1/topics", post(create_topic))
         .route("/v1/metadata", get(metadata))
+        .route("/v1/producers", post(init_producer_id))
         .route("/internal/heartbeat", post(heartbeat))
         .route("/internal/alter-partition", post(alter_partition))
         .route("/internal/confirm-leadership", post(confirm_leadership))
@@ -48,6 +49,12 @@ async fn create_topic(
 ) -> Result<Response, ApiError> {
     let meta = c.apply(|state, _now| state.create_topic(&req))?;
     Ok((StatusCode::CREATED, Json(meta)).into_response())
+}
+
+/// InitProducerId: an id for an idempotent producer (no body).
+async fn init_producer_id(State(c): Shared) -> Result<Response, ApiError> {
+    let id = c.apply(|state, _now| state.init_producer_id())?;
+    Ok(Json(id).into_response())
 }
 
 async fn metadata(State(c): Shared) -> Json<Metadata> {

@@ -31,6 +31,7 @@ fn record(offset: u64, leader_epoch: i32, tag: &str) -> Record {
         leader_epoch,
         key: Some(format!("k{}", offset % 3)),
         value: rv!({"tag": tag, "offset": offset, "pad": "x".repeat(20)}),
+        producer: None,
     }
 }
 

@@ -32,6 +32,22 @@ pub struct Record {
     pub leader_epoch: i32,
     pub key: Option<String>,
     pub value: RecordValue,
+    /// The idempotent producer that wrote it, with the record's sequence number
+    /// (None: a producer without idempotence). Stored in the frame's payload, so its
+    /// CRC covers it; what the leader's producer state is rebuilt from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producer: Option<ProducerStamp>,
+}
+
+/// Kafka's batch header fields of an idempotent producer's record (KIP-98).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProducerStamp {
+    /// The producer id the controller allocated (InitProducerId).
+    pub id: u64,
+    /// The producer's epoch: a newer one fences the older.
+    pub epoch: u32,
+    /// This record's sequence number in its partition, from 0 per producer epoch.
+    pub sequence: u32,
 }
 
 /// How the log flushes (fsyncs), as Kafka's `flush.messages` / `flush.ms`.
@@ -144,6 +160,7 @@ impl Log {
             .map(|((key, value), offset)| Record {
                 offset,
                 leader_epoch,
+                producer: None,
                 key,
                 value,
             })

@@ -80,6 +80,7 @@ fn record(offset: u64, epoch: i32) -> Record {
     Record {
         offset,
         leader_epoch: epoch,
+        producer: None,
         key: (offset % 2 == 0).then(|| format!("key-{}", offset % 5)),
         value: rv!({"offset": offset, "text": "ü".repeat((offset % 7) as usize)}),
     }

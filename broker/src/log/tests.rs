@@ -106,6 +106,7 @@ fn replicated_appends_must_continue_at_leo() {
     let rec = |offset| Record {
         offset,
         leader_epoch: 3,
+        producer: None,
         key: None,
         value: rv!(offset),
     };
@@ -269,6 +270,7 @@ fn record_with_wrong_offset_is_cut() {
     let stray = Record {
         offset: 7,
         leader_epoch: 1,
+        producer: None,
         key: None,
         value: rv!(7),
     };
@@ -294,6 +296,7 @@ fn a_repeated_offset_is_refused_not_guessed() {
         leader_epoch: 1,
         key: None,
         value: rv!("again"),
+        producer: None,
     };
     let mut frame = Vec::new();
     frame::encode(&stray, &mut frame).unwrap();

@@ -2,6 +2,7 @@
 //! `truncation` rules settle) and applying the leader's FETCH answers.
 
 use super::{Effects, Replica, ReplicaError, ReplicaLog, Role, Truncation};
+use crate::log::ProducerStamp;
 use crate::protocol::FetchResponse;
 
 impl<L: ReplicaLog> Replica<L> {
@@ -58,17 +59,25 @@ impl<L: ReplicaLog> Replica<L> {
                 return (Ok(()), fx);
             }
             // The log takes all of them or none (a full disk): the epoch cache
-            // learns their epochs only once they are in.
+            // and the producers' state learn of them only once they are in.
             let epochs: Vec<(i32, u64)> = resp
                 .records
                 .iter()
                 .map(|r| (r.leader_epoch, r.offset))
+                .collect();
+            let stamped: Vec<(u64, ProducerStamp)> = resp
+                .records
+                .iter()
+                .filter_map(|r| Some((r.offset, r.producer?)))
                 .collect();
             if let Err(e) = self.log.append_replicated(resp.records) {
                 return (Err(e.into()), fx);
             }
             for (epoch, offset) in epochs {
                 self.assign_epoch(epoch, offset, &mut fx);
+            }
+            for (offset, stamp) in stamped {
+                self.producers.observe_stamp(offset, stamp);
             }
             fx.wake = true;
         }

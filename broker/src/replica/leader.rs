@@ -4,7 +4,9 @@
 
 use crate::value::RecordValue;
 
+use super::producers::SequenceCheck;
 use super::{Effects, Replica, ReplicaError, ReplicaLog, Role};
+use crate::log::{ProducerStamp, Record};
 use crate::protocol::{BrokerId, FetchResponse, LeaderEpoch, PartitionState};
 
 /// What the leader knows about one follower.
@@ -185,6 +187,18 @@ impl<L: ReplicaLog> Replica<L> {
         acks_all: bool,
         now_ms: u64,
     ) -> (Result<Appended, ReplicaError>, Effects) {
+        self.append_leader(entries, None, acks_all, now_ms)
+    }
+
+    /// The leader's append of `entries`, each stamped with its producer's sequence
+    /// when `stamps` says (as many as the entries).
+    fn append_leader(
+        &mut self,
+        entries: Vec<(Option<String>, RecordValue)>,
+        stamps: Option<&[ProducerStamp]>,
+        acks_all: bool,
+        now_ms: u64,
+    ) -> (Result<Appended, ReplicaError>, Effects) {
         let mut fx = Effects::default();
         let state = match self.check_leader() {
             Ok(s) => s,
@@ -198,7 +212,25 @@ impl<L: ReplicaLog> Replica<L> {
         let epoch = state.leader_epoch;
         let n = entries.len() as u64;
         let leo = self.log.log_end_offset();
-        let appended = self.log.append(epoch, entries);
+        let appended = match stamps {
+            None => self.log.append(epoch, entries),
+            // Stamped records are whole records: appended as a follower appends.
+            Some(stamps) => {
+                let records = entries
+                    .into_iter()
+                    .zip(stamps)
+                    .zip(leo..)
+                    .map(|(((key, value), stamp), offset)| Record {
+                        offset,
+                        leader_epoch: epoch,
+                        producer: Some(*stamp),
+                        key,
+                        value,
+                    })
+                    .collect();
+                self.log.append_replicated(records).map(|()| leo)
+            }
+        };
         if self.log.log_end_offset() != leo {
             // In the log, even if the append then failed (to flush): the epoch must
             // cover these records and the followers may fetch them.
@@ -216,6 +248,56 @@ impl<L: ReplicaLog> Replica<L> {
             leader_epoch: epoch,
         };
         (Ok(appended), fx)
+    }
+
+    /// Leader append of an idempotent producer's batch (KIP-98): `producer` is its
+    /// id, epoch and the first record's sequence. The next batch of that producer is
+    /// appended, each record stamped with its sequence; a batch the producer state
+    /// already holds (a retry) is not appended again, its answer the offset it was
+    /// first written at; anything else is refused with [`ReplicaError::Sequence`].
+    pub fn append_idempotent(
+        &mut self,
+        entries: Vec<(Option<String>, RecordValue)>,
+        producer: ProducerStamp,
+        acks_all: bool,
+        now_ms: u64,
+    ) -> (Result<Appended, ReplicaError>, Effects) {
+        let fx = Effects::default();
+        let state = match self.check_leader() {
+            Ok(s) => s,
+            Err(e) => return (Err(e), fx),
+        };
+        let epoch = state.leader_epoch;
+        let n = entries.len() as u64;
+        let check = self
+            .producers
+            .check(producer.id, producer.epoch, producer.sequence);
+        match check {
+            Err(e) => (Err(ReplicaError::Sequence(e)), fx),
+            Ok(SequenceCheck::Duplicate { base_offset }) => {
+                let appended = Appended {
+                    base_offset,
+                    end_offset: base_offset + n,
+                    leader_epoch: epoch,
+                };
+                (Ok(appended), fx)
+            }
+            Ok(SequenceCheck::Append) => {
+                let leo = self.log.log_end_offset();
+                let stamps: Vec<ProducerStamp> = (0..n as u32)
+                    .map(|i| ProducerStamp {
+                        sequence: producer.sequence + i,
+                        ..producer
+                    })
+                    .collect();
+                let (result, fx) = self.append_leader(entries, Some(&stamps), acks_all, now_ms);
+                let new_leo = self.log.log_end_offset();
+                for (offset, stamp) in (leo..new_leo).zip(&stamps) {
+                    self.producers.observe_stamp(offset, *stamp);
+                }
+                (result, fx)
+            }
+        }
     }
 
     /// Whether an acks=all write that ends at `end_offset`, appended in `epoch`, is done.

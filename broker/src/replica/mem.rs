@@ -39,6 +39,7 @@ impl ReplicaLog for MemLog {
             self.records.push(Record {
                 offset: base + i as u64,
                 leader_epoch,
+                producer: None,
                 key,
                 value,
             });

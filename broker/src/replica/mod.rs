@@ -38,6 +38,7 @@ mod epoch_cache;
 mod follower;
 mod isr;
 mod leader;
+pub mod producers;
 mod truncation;
 
 #[cfg(test)]
@@ -48,6 +49,7 @@ mod tests;
 pub use epoch_cache::EpochCache;
 pub use isr::{IsrChange, PendingIsr};
 pub use leader::{AckStatus, Appended, FetchRequest, FollowerState};
+pub use producers::{ProducerStates, SequenceError};
 pub use truncation::Truncation;
 
 /// What the replica needs from a partition's log.
@@ -120,6 +122,9 @@ pub enum ReplicaError {
     UnknownReplica {
         replica: BrokerId,
     },
+    /// An idempotent producer's batch out of sequence, or from a fenced epoch;
+    /// nothing was appended.
+    Sequence(producers::SequenceError),
     Io(io::Error),
 }
 
@@ -206,6 +211,8 @@ pub struct Replica<L> {
     /// The LEO when this replica became leader (its epoch's start offset).
     leader_epoch_start: u64,
     lag_time_max_ms: u64,
+    /// The idempotent producers' state, a function of the log (`producers`).
+    producers: ProducerStates,
     /// Planted bugs (`--bug`; none by default).
     bugs: Bugs,
 }
@@ -223,6 +230,7 @@ impl<L: ReplicaLog> Replica<L> {
         lag_time_max_ms: u64,
     ) -> io::Result<(Self, Effects)> {
         let mut epochs = EpochCache::new();
+        let mut producers = ProducerStates::default();
         let leo = log.log_end_offset();
         let mut offset = log.log_start_offset();
         while offset < leo {
@@ -231,6 +239,7 @@ impl<L: ReplicaLog> Replica<L> {
             offset = last.offset + 1;
             for r in &batch {
                 epochs.assign(r.leader_epoch, r.offset);
+                producers.observe(r);
             }
         }
         let last_logged = epochs.latest_epoch().unwrap_or(-1);
@@ -256,6 +265,7 @@ impl<L: ReplicaLog> Replica<L> {
             rule: Truncation::Epoch,
             leader_epoch_start: 0,
             lag_time_max_ms,
+            producers,
             bugs: Bugs::default(),
         };
         Ok((replica, effects))
@@ -301,6 +311,21 @@ impl<L: ReplicaLog> Replica<L> {
     pub fn follower(&self, id: BrokerId) -> Option<&FollowerState> {
         self.followers.get(&id)
     }
+    /// Rebuild the producers' state from the log (after a truncation).
+    fn rebuild_producers(&mut self) -> io::Result<()> {
+        let mut producers = ProducerStates::default();
+        let leo = self.log.log_end_offset();
+        let mut offset = self.log.log_start_offset();
+        while offset < leo {
+            let batch = self.log.read(offset, 4096, leo)?;
+            let Some(last) = batch.last() else { break };
+            offset = last.offset + 1;
+            batch.iter().for_each(|r| producers.observe(r));
+        }
+        self.producers = producers;
+        Ok(())
+    }
+
     /// The LEO at which the current leader epoch started (meaningful on the leader).
     pub fn leader_epoch_start_offset(&self) -> u64 {
         self.leader_epoch_start

@@ -598,6 +598,7 @@ fn truncation_repeats_when_the_leader_answers_an_epoch_we_lack() {
     let rec = |o: u64, e: i32| Record {
         offset: o,
         leader_epoch: e,
+        producer: None,
         key: None,
         value: rv!(o as i64 * 10 + e as i64),
     };
@@ -638,6 +639,7 @@ fn an_empty_epoch_the_leader_lacks_is_dropped_though_the_cut_is_at_leo() {
     let rec = |o: u64, e: i32| Record {
         offset: o,
         leader_epoch: e,
+        producer: None,
         key: None,
         value: rv!(o as i64 * 10 + e as i64),
     };
@@ -705,6 +707,7 @@ fn undefined_epoch_answer_falls_back_to_the_high_watermark() {
     let rec = |o: u64, e: i32| Record {
         offset: o,
         leader_epoch: e,
+        producer: None,
         key: None,
         value: rv!(o as i64),
     };
@@ -1402,4 +1405,109 @@ fn a_failed_follower_append_changes_nothing() {
     b.fetch(2, 1, 7);
     assert_eq!(b.get(2).log_end_offset(), 2);
     assert_eq!(b.get(2).epochs().entries(), [(1, 0), (2, 1)]);
+}
+
+// ---- the idempotent producer ----
+
+fn stamp(sequence: u32) -> crate::log::ProducerStamp {
+    crate::log::ProducerStamp {
+        id: 1,
+        epoch: 0,
+        sequence,
+    }
+}
+
+fn produce_idempotent(
+    b: &mut Brokers,
+    leader: BrokerId,
+    value: i64,
+    sequence: u32,
+) -> Result<Appended, ReplicaError> {
+    b.get(leader)
+        .append_idempotent(vec![(None, rv!(value))], stamp(sequence), true, 0)
+        .0
+}
+
+#[test]
+fn a_retried_batch_is_answered_with_its_offset_not_appended_again() {
+    let (a, bb) = (1, 2);
+    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
+    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    b.produce(a, 5, 0);
+    assert_eq!(produce_idempotent(&mut b, a, 10, 0).unwrap().base_offset, 1);
+    assert_eq!(produce_idempotent(&mut b, a, 11, 1).unwrap().base_offset, 2);
+    let retry = produce_idempotent(&mut b, a, 10, 0).unwrap();
+    assert_eq!((retry.base_offset, retry.end_offset), (1, 2));
+    assert_eq!(
+        b.get(a).log_end_offset(),
+        3,
+        "nothing appended by the retry"
+    );
+    assert!(matches!(
+        produce_idempotent(&mut b, a, 13, 3),
+        Err(ReplicaError::Sequence(SequenceError::OutOfOrder {
+            expected: 2,
+            got: 3
+        }))
+    ));
+    assert_eq!(b.get(a).log_end_offset(), 3);
+}
+
+#[test]
+fn a_new_leader_knows_the_batches_replicated_to_it() {
+    let (a, bb) = (1, 2);
+    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
+    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    produce_idempotent(&mut b, a, 10, 0).unwrap();
+    b.fetch(bb, a, 1);
+    // The answer to the producer is lost; leadership moves to B; the retry goes there.
+    b.tell(&[a, bb], state(bb, 2, 2, &[a, bb], &[a, bb]), 2);
+    let retry = produce_idempotent(&mut b, bb, 10, 0).unwrap();
+    assert_eq!(retry.base_offset, 0);
+    assert_eq!(b.get(bb).log_end_offset(), 1);
+    assert_eq!(
+        produce_idempotent(&mut b, bb, 11, 1).unwrap().base_offset,
+        1
+    );
+}
+
+#[test]
+fn producer_state_survives_a_restart_and_follows_a_truncation() {
+    let (a, bb) = (1, 2);
+    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
+    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    produce_idempotent(&mut b, a, 10, 0).unwrap();
+    produce_idempotent(&mut b, a, 11, 1).unwrap();
+    // Restarted with its whole log: the state is read back from the records.
+    b.restart(a, 2);
+    b.tell(&[a, bb], state(a, 2, 2, &[a, bb], &[a, bb]), 1);
+    assert_eq!(produce_idempotent(&mut b, a, 11, 1).unwrap().base_offset, 1);
+    // Restarted having lost the second record: sequence 1 is the next one again.
+    b.restart(a, 1);
+    b.tell(&[a, bb], state(a, 3, 3, &[a, bb], &[a, bb]), 2);
+    assert_eq!(produce_idempotent(&mut b, a, 11, 1).unwrap().base_offset, 1);
+    assert_eq!(b.get(a).log_end_offset(), 2);
+}
+
+#[test]
+fn a_truncated_follower_forgets_the_batches_it_cut() {
+    let (a, bb) = (1, 2);
+    let mut b = Brokers::new(&[a, bb], Truncation::Hw);
+    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    produce_idempotent(&mut b, a, 10, 0).unwrap();
+    b.fetch(bb, a, 1);
+    b.fetch(bb, a, 2); // B's HW covers offset 0
+    produce_idempotent(&mut b, a, 11, 1).unwrap();
+    b.fetch(bb, a, 3); // B holds offset 1, uncommitted
+    // B becomes follower again (new epoch) and, under hw truncation, cuts to its HW.
+    b.tell(&[a, bb], state(a, 2, 2, &[a, bb], &[a, bb]), 4);
+    assert_eq!(b.get(bb).log_end_offset(), 1);
+    // Leading now, B takes sequence 1 as new: its record of it was cut.
+    b.tell(&[a, bb], state(bb, 3, 3, &[bb], &[a, bb]), 5);
+    let again = b
+        .get(bb)
+        .append_idempotent(vec![(None, rv!(11))], stamp(1), false, 6)
+        .0
+        .unwrap();
+    assert_eq!(again.base_offset, 1);
 }

@@ -39,8 +39,13 @@ impl<L: ReplicaLog> Replica<L> {
     ) -> io::Result<()> {
         let leo = self.log.log_end_offset();
         if offset < leo {
-            self.log.truncate_to(offset)?;
+            let cut = self.log.truncate_to(offset);
             fx.wake = true;
+            // The producers' batches above the cut are gone with it (also when the
+            // cut failed part way: the state follows whatever the log now holds).
+            let rebuilt = self.rebuild_producers();
+            cut?;
+            rebuilt?;
         }
         let epochs_cut = self.epochs.truncate_from_end(offset.min(leo));
         if epochs_cut {

@@ -150,17 +150,29 @@ fn duplicates(a: &Analysis) -> Vec<Anomaly> {
         // Witnesses by offset, then in the order seen.
         seen.sort_by_key(|s| s.0);
         let offsets: BTreeSet<i64> = seen.iter().map(|s| s.0).collect();
+        // The send that carried the value: its retries are the usual cause.
+        let send = a.sent.get(&(p, v)).map(|&i| &a.sends[i]);
+        let cause = match send {
+            Some(s) if s.attempts > 1 => format!(
+                "; its send was attempted {} times (a retry appended it again)",
+                s.attempts
+            ),
+            Some(_) => "; its send was attempted once".to_string(),
+            None => String::new(),
+        };
         let mut x = anomaly(
             AnomalyKind::Duplicate,
             p,
             format!(
-                "value {shown} appears at {} offsets: {offsets:?}",
+                "value {shown} appears at {} offsets: {offsets:?}{cause}",
                 offsets.len()
             ),
         );
         x.offsets = offsets.iter().copied().collect();
         x.values = vec![a.names.exported(v)];
-        x.ops = dedup_ops(seen.iter().filter_map(|s| a.op_ref(s.2)));
+        x.ops.extend(send.map(|s| s.op_ref(&a.names)));
+        x.ops.extend(seen.iter().filter_map(|s| a.op_ref(s.2)));
+        x.ops = dedup_ops(std::mem::take(&mut x.ops).into_iter());
         anomalies.push(x);
     }
     anomalies

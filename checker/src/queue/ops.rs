@@ -108,6 +108,8 @@ pub(super) struct Send {
     pub(super) value: Val,
     /// The acknowledged offset (`ok` with an offset only).
     pub(super) offset: Option<i64>,
+    /// Attempts the producer made (its completion's `attempts`; 1 without one).
+    pub(super) attempts: u32,
 }
 
 /// An `ok` `poll` or `final-poll` operation.
@@ -192,8 +194,12 @@ impl Send {
             (Outcome::Fail, _) => "fail".to_string(),
             (Outcome::Info, _) => "info".to_string(),
         };
+        let retries = match self.attempts {
+            1 => String::new(),
+            n => format!(" after {n} attempts"),
+        };
         let text = format!(
-            "send {} to partition {} → {end}",
+            "send {} to partition {} → {end}{retries}",
             names.show(self.value),
             self.partition
         );

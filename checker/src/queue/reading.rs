@@ -328,6 +328,7 @@ impl QueueHistory {
                             partition,
                             value,
                             offset: None,
+                            attempts: 1,
                         });
                         Ok(self.sends.len() - 1)
                     }
@@ -391,9 +392,11 @@ impl QueueHistory {
                 let s = &mut self.sends[i];
                 s.op.complete_index = Some(index);
                 s.op.outcome = outcome;
+                let [offset, attempts] = value.ints(["offset", "attempts"]);
                 if outcome == Outcome::Ok {
-                    s.offset = value.ints(["offset"])[0];
+                    s.offset = offset;
                 }
+                s.attempts = attempts.map_or(1, |n| n.clamp(1, i64::from(u32::MAX)) as u32);
             }
             Slot::Send(Err(message)) => self.shape(open.seq, index, line, message),
             Slot::Poll(i) => {

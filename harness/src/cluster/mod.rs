@@ -338,6 +338,21 @@ impl Cluster {
         }
     }
 
+    /// Hold every answer `p` sends to the clients (a one-way cut of `p` → clients):
+    /// their requests still reach it and take effect.
+    pub fn cut_client_answers(&mut self, p: Proc) {
+        if let Some(link) = self.client_links.get(&p) {
+            link.cut_answers();
+        }
+    }
+
+    /// Let `p`'s answers reach the clients again.
+    pub fn heal_client_answers(&mut self, p: Proc) {
+        if let Some(link) = self.client_links.get(&p) {
+            link.heal_answers();
+        }
+    }
+
     /// Restore the links a grudge names, leaving other cut links cut.
     pub fn heal_links(&mut self, grudge: &Grudge) {
         for pair in &grudge.cut {

@@ -11,6 +11,10 @@
 //! truncation some of what a script waits for never happens, by design).
 //!
 //! The scripts work on partition 0 of the workload's topic, with three or more nodes.
+//! One more, `duplicate-on-retry` (module `retry`), shows a producer's retry
+//! appending a value twice.
+
+mod retry;
 
 use std::time::Duration;
 
@@ -76,6 +80,14 @@ pub enum Scenario {
     /// follower asks about it after a restart, which is what KIP-279's answer (the
     /// largest epoch at or below the one asked for) is for.
     Kip279Divergence,
+    /// A producer's retry writes a value twice (acks=all, answers lost).
+    ///
+    /// The leader of partition 0 appends and replicates the sends, but its answers
+    /// to the clients are held (a one-way cut) past their request timeout; the
+    /// producers retry (`--retries`, 5 unless given) once the answers flow, and the
+    /// values are appended again. Caught as `duplicate`; valid with `--retries 0` or
+    /// `--idempotent`.
+    DuplicateOnRetry,
 }
 
 by_name!(Scenario => "scenario");
@@ -84,7 +96,9 @@ impl Scenario {
     /// Extra arguments of every `broker node` the script needs.
     pub fn node_args(self) -> Vec<String> {
         match self {
-            Scenario::Kip101DataLoss | Scenario::Kip279Divergence => Vec::new(),
+            Scenario::Kip101DataLoss | Scenario::Kip279Divergence | Scenario::DuplicateOnRetry => {
+                Vec::new()
+            }
             // The followers must lose their unflushed bytes when killed: the last
             // second's, so the new leader soon writes past the old leader's end.
             Scenario::Kip101Divergence => ["--simulate-page-cache", "--flush-ms", "1000"]
@@ -110,6 +124,7 @@ impl Scenario {
             Scenario::Kip101DataLoss => s.kip101_data_loss().await,
             Scenario::Kip101Divergence => s.kip101_divergence().await,
             Scenario::Kip279Divergence => s.kip279_divergence().await,
+            Scenario::DuplicateOnRetry => s.duplicate_on_retry().await,
         }
     }
 }

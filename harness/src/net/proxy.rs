@@ -60,6 +60,10 @@ struct Shared {
     conditions: watch::Sender<Conditions>,
     /// The seed of the draws of connections opened from now on.
     seed: AtomicU64,
+    /// Whether only B's answers are held ([`Link::cut_answers`]).
+    answers_cut: std::sync::atomic::AtomicBool,
+    /// Whether the B → A direction is held: the link cut, or only its answers.
+    down_cut: watch::Sender<bool>,
 }
 
 impl Link {
@@ -75,6 +79,8 @@ impl Link {
             cut: watch::Sender::new(false),
             conditions: watch::Sender::new(Conditions::default()),
             seed: AtomicU64::new(0),
+            answers_cut: std::sync::atomic::AtomicBool::new(false),
+            down_cut: watch::Sender::new(false),
         });
         let accept_task = tokio::spawn(accept_loop(port, shared.clone()));
         Ok(Link {
@@ -97,11 +103,29 @@ impl Link {
     /// Blackhole the link, open connections included.
     pub fn cut(&self) {
         self.shared.cut.send_replace(true);
+        self.shared.down_cut.send_replace(true);
     }
 
-    /// Let bytes flow again.
+    /// Let bytes flow again, both ways (answers held by [`Link::cut_answers`] too).
     pub fn heal(&self) {
+        self.shared.answers_cut.store(false, Ordering::SeqCst);
         self.shared.cut.send_replace(false);
+        self.shared.down_cut.send_replace(false);
+    }
+
+    /// Hold B's answers only (a one-way cut of B → A): A's requests still reach B,
+    /// which acts on them, but its answers wait as a cut link's bytes do. An answer
+    /// held past A's own timeout is never read: A gave up on the connection.
+    pub fn cut_answers(&self) {
+        self.shared.answers_cut.store(true, Ordering::SeqCst);
+        self.shared.down_cut.send_replace(true);
+    }
+
+    /// Let B's answers flow again (unless the whole link is cut).
+    pub fn heal_answers(&self) {
+        self.shared.answers_cut.store(false, Ordering::SeqCst);
+        let cut = *self.shared.cut.borrow();
+        self.shared.down_cut.send_replace(cut);
     }
 
     pub fn is_cut(&self) -> bool {
@@ -266,8 +290,20 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>, conn: u64) {
     let _ = server.set_nodelay(true);
     let (client_read, client_write) = client.split();
     let (server_read, server_write) = server.split();
-    let up = pump(client_read, server_write, &shared, Dice::new(seed, conn, 1));
-    let down = pump(server_read, client_write, &shared, Dice::new(seed, conn, 2));
+    let up = pump(
+        client_read,
+        server_write,
+        &shared,
+        &shared.cut,
+        Dice::new(seed, conn, 1),
+    );
+    let down = pump(
+        server_read,
+        client_write,
+        &shared,
+        &shared.down_cut,
+        Dice::new(seed, conn, 2),
+    );
     // Either side failing ends the connection; dropping both sockets closes them.
     if let Err(e) = tokio::try_join!(up, down)
         && e.get_ref().is_some_and(|inner| inner.is::<Reset>())
@@ -295,16 +331,19 @@ const IN_FLIGHT: usize = 64;
 
 /// Copy one direction: read (only while the link is healed), give each chunk its
 /// fate, forward it when due (only while healed, and at the throttle's pace).
+/// `cut` is the switch that holds this direction: the link's, or (B → A) the one
+/// that also holds B's answers alone ([`Link::cut_answers`]).
 async fn pump(
     from: ReadHalf<'_>,
     to: WriteHalf<'_>,
     shared: &Shared,
+    cut: &watch::Sender<bool>,
     dice: Dice,
 ) -> std::io::Result<()> {
     let (tx, rx) = mpsc::channel(IN_FLIGHT);
     tokio::try_join!(
-        read_side(from, tx, shared, dice),
-        write_side(to, rx, shared)
+        read_side(from, tx, shared, cut.subscribe(), dice),
+        write_side(to, rx, shared, cut.subscribe())
     )?;
     Ok(())
 }
@@ -315,9 +354,9 @@ async fn read_side(
     mut from: ReadHalf<'_>,
     tx: mpsc::Sender<(Instant, Vec<u8>)>,
     shared: &Shared,
+    mut cut: watch::Receiver<bool>,
     mut dice: Dice,
 ) -> std::io::Result<()> {
-    let mut cut = shared.cut.subscribe();
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         wait_healed(&mut cut).await;
@@ -346,8 +385,8 @@ async fn write_side(
     mut to: WriteHalf<'_>,
     mut rx: mpsc::Receiver<(Instant, Vec<u8>)>,
     shared: &Shared,
+    mut cut: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
-    let mut cut = shared.cut.subscribe();
     // Under a throttle: when the bytes written so far have gone at the allowed rate.
     let mut free_at = Instant::now();
     while let Some((due, chunk)) = rx.recv().await {
@@ -414,6 +453,42 @@ mod tests {
             Ok(Ok(_)) => Some(got),
             _ => None,
         }
+    }
+
+    #[tokio::test]
+    async fn a_one_way_cut_delivers_requests_and_holds_answers_until_healed() {
+        // A server that reports each message it receives, then echoes it.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let server_addr = listener.local_addr().unwrap();
+        let (tx, mut received) = tokio::sync::mpsc::unbounded_channel();
+        let _server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 4];
+            while s.read_exact(&mut buf).await.is_ok() {
+                let _ = tx.send(buf);
+                if s.write_all(&buf).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let link = Link::start(Some(server_addr)).await.unwrap();
+        let mut conn = TcpStream::connect(link.addr()).await.unwrap();
+        let long = Duration::from_secs(20);
+        link.cut_answers();
+        assert!(!link.is_cut(), "requests still flow");
+        assert_eq!(
+            roundtrip(&mut conn, b"req1", Duration::from_millis(300)).await,
+            None
+        );
+        let got = tokio::time::timeout(long, received.recv()).await.unwrap();
+        assert_eq!(got, Some(*b"req1"), "the request reached the server");
+        link.heal_answers();
+        let mut answer = [0u8; 4];
+        tokio::time::timeout(long, conn.read_exact(&mut answer))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&answer, b"req1", "the held answer arrives after the heal");
     }
 
     #[tokio::test]

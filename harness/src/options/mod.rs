@@ -45,6 +45,21 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = AcksArg::All)]
     pub acks: AcksArg,
 
+    /// Queue producers resend a send whose outcome is unknown (timed out, connection
+    /// lost, REQUEST_TIMED_OUT) up to N more times, as Kafka's producer `retries`.
+    /// 0 ends such a send `info` at once: every value is then sent exactly once, so
+    /// a duplicate is always the broker's doing [default: 0; 5 under --scenario
+    /// duplicate-on-retry]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub retries: Option<u32>,
+
+    /// Queue producers are idempotent (Kafka's enable.idempotence): a producer id
+    /// from the controller, a sequence number per partition, so a leader answers a
+    /// retried send with its first offset instead of appending it again. Needs
+    /// --acks all.
+    #[arg(long)]
+    pub idempotent: bool,
+
     /// How a follower truncates its log on becoming follower or restarting: `epoch`
     /// (KIP-101 with the KIP-279 fix) or `hw` (pre-0.11 Kafka: loses data, diverges logs).
     #[arg(long, value_enum, default_value_t = Truncation::Epoch)]
@@ -129,8 +144,9 @@ pub struct RunArgs {
     pub linearizable_reads: bool,
 
     /// A fixed fault script instead of the random schedule (--nemesis is then
-    /// ignored). Each loses or diverges data under --truncation hw and finds nothing
-    /// under epoch. It runs to its end (its waits are bounded), then the run ends;
+    /// ignored). The KIP scripts lose or diverge data under --truncation hw and find
+    /// nothing under epoch; duplicate-on-retry writes a value twice through the
+    /// producer's retries (valid with --retries 0). It runs to its end (its waits are bounded), then the run ends;
     /// --time-limit does not apply.
     #[arg(long, value_name = "NAME", value_parser = Names::<Scenario>::new("scenario"))]
     pub scenario: Option<Scenario>,
@@ -239,6 +255,9 @@ pub enum Concurrency {
 
 /// Most concurrent clients a run takes.
 const MAX_CONCURRENCY: u32 = 1000;
+/// `--retries` under `--scenario duplicate-on-retry` when not given: enough for a
+/// send whose answer was lost to be retried once the answers flow again.
+const DUPLICATE_ON_RETRY_RETRIES: u32 = 5;
 
 impl Concurrency {
     /// The number of clients with `nodes` nodes.
@@ -324,6 +343,11 @@ impl RunArgs {
                     .to_string(),
             ));
         }
+        if self.idempotent && self.acks != AcksArg::All {
+            return Err(usage(
+                "--idempotent needs --acks all (as Kafka's enable.idempotence does)".to_string(),
+            ));
+        }
         if self.linearizable_reads && self.workload == WorkloadKind::Queue {
             return Err(usage(
                 "--linearizable-reads applies to the register's reads: --workload register \
@@ -372,6 +396,11 @@ impl RunArgs {
             replication_factor: rf,
             min_insync,
             acks: self.acks,
+            retries: self.retries.unwrap_or(match self.scenario {
+                Some(Scenario::DuplicateOnRetry) => DUPLICATE_ON_RETRY_RETRIES,
+                _ => 0,
+            }),
+            idempotent: self.idempotent,
             truncation: self.truncation,
             unclean_election: self.unclean_election,
             workload: self.workload,
@@ -407,6 +436,8 @@ impl From<Resolved> for RunArgs {
             replication_factor: Some(r.replication_factor),
             min_insync: Some(r.min_insync),
             acks: r.acks,
+            retries: Some(r.retries),
+            idempotent: r.idempotent,
             truncation: r.truncation,
             unclean_election: r.unclean_election,
             workload: r.workload,
@@ -657,6 +688,9 @@ mod tests {
             &["--concurrency", "1"],
             &["--acks", "2"],
             &["--workload", "register", "--acks", "1"],
+            &["--idempotent", "--acks", "1"],
+            &["--retries", "-1"],
+            &["--retries", "101"],
         ] {
             assert!(parse(argv).is_err(), "{argv:?} was accepted");
         }
@@ -687,6 +721,30 @@ mod tests {
             assert!(e.contains(option), "{argv:?}: {e}");
             assert!(!e.contains("unexpected argument"), "{argv:?}: {e}");
         }
+    }
+
+    #[test]
+    fn retries_default_to_none_but_five_under_the_duplicate_scenario() {
+        let plain = parse(&["--seed", "1"]).unwrap();
+        assert_eq!((plain.retries, plain.idempotent), (0, false));
+        let dup = parse(&["--scenario", "duplicate-on-retry", "--seed", "1"]).unwrap();
+        assert_eq!(dup.retries, 5);
+        let given = [
+            "--scenario",
+            "duplicate-on-retry",
+            "--retries",
+            "0",
+            "--idempotent",
+        ];
+        let r = parse(&given).unwrap();
+        assert_eq!((r.retries, r.idempotent), (0, true));
+        // A run.json written before the options existed reads them as off.
+        let mut json = serde_json::to_value(&plain).unwrap();
+        let obj = json.as_object_mut().unwrap();
+        obj.remove("retries");
+        obj.remove("idempotent");
+        let old: Resolved = serde_json::from_value(json).unwrap();
+        assert_eq!((old.retries, old.idempotent), (0, false));
     }
 
     #[test]

@@ -27,6 +27,13 @@ pub struct Resolved {
     pub replication_factor: u32,
     pub min_insync: u32,
     pub acks: AcksArg,
+    /// The producer's retries of a send whose outcome is unknown (absent from
+    /// older run.json files: none).
+    #[serde(default)]
+    pub retries: u32,
+    /// Queue producers are idempotent (absent from older run.json files: no).
+    #[serde(default)]
+    pub idempotent: bool,
     pub truncation: Truncation,
     pub unclean_election: bool,
     pub workload: WorkloadKind,
@@ -97,6 +104,8 @@ impl Resolved {
         QueueConfig {
             partitions: self.partitions,
             acks: self.acks.to_client(),
+            retries: self.retries,
+            idempotent: self.idempotent,
             concurrency: self.concurrency,
             workers,
             rate: self.rate,

@@ -112,11 +112,33 @@ impl Client {
         value: Value,
         acks: Acks,
     ) -> Outcome<Option<u64>> {
+        self.produce_as(topic, partition, value, acks, None).await
+    }
+
+    /// [`Client::produce`], as an idempotent producer when `producer` is given: its
+    /// id, epoch and the record's sequence number (docs/api.md).
+    pub async fn produce_as(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        value: Value,
+        acks: Acks,
+        producer: Option<ProducerStamp>,
+    ) -> Outcome<Option<u64>> {
         let path = format!(
             "/v1/topics/{topic}/partitions/{partition}/records?acks={}",
             acks.as_str()
         );
-        let body = format!(r#"{{"records":[{{"value":{}}}]}}"#, canonical(&value));
+        let stamp = producer.map_or_else(String::new, |p| {
+            format!(
+                r#","producer":{{"id":{},"epoch":{},"sequence":{}}}"#,
+                p.id, p.epoch, p.sequence
+            )
+        });
+        let body = format!(
+            r#"{{"records":[{{"value":{}}}]{stamp}}}"#,
+            canonical(&value)
+        );
         let out = self
             .with_leader(topic, partition, |http, addr| {
                 json_body(http.post(format!("http://{addr}{path}")), &body)
@@ -203,6 +225,47 @@ impl Client {
 fn json_body(req: reqwest::RequestBuilder, body: &str) -> reqwest::RequestBuilder {
     req.header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body.to_string())
+}
+
+/// An idempotent producer's id and epoch (from the controller's InitProducerId) and
+/// a record's sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerStamp {
+    pub id: u64,
+    pub epoch: u32,
+    pub sequence: u32,
+}
+
+impl Client {
+    /// InitProducerId: a producer id and epoch from the controller.
+    pub async fn init_producer_id(&mut self) -> Result<(u64, u32), String> {
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            producer_id: u64,
+            producer_epoch: u32,
+        }
+        let url = format!("http://{}/v1/producers", self.config.controller);
+        let resp = self
+            .http
+            .post(url)
+            .send()
+            .await
+            .map_err(|e| format!("InitProducerId: {}", attempt::describe(&e)))?;
+        let status = resp.status();
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| format!("InitProducerId: {}", attempt::describe(&e)))?;
+        if !status.is_success() {
+            return Err(format!(
+                "InitProducerId: {status}: {}",
+                String::from_utf8_lossy(&bytes)
+            ));
+        }
+        let a: Answer = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("InitProducerId: unreadable answer: {e}"))?;
+        Ok((a.producer_id, a.producer_epoch))
+    }
 }
 
 /// Percent-encode a URL path segment (everything but RFC 3986's unreserved bytes).

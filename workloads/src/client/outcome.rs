@@ -15,7 +15,7 @@ pub struct Failure {
 }
 
 impl Failure {
-    pub(super) fn local(message: impl Into<String>) -> Self {
+    pub(crate) fn local(message: impl Into<String>) -> Self {
         Failure {
             code: None,
             message: message.into(),

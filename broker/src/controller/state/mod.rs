@@ -24,10 +24,11 @@
 //!
 //! This file holds the state and its bookkeeping; the rules live beside it: `topics`
 //! (creation), `liveness` (heartbeats, deaths, restarts, elections), `isr`
-//! (AlterPartition, leadership confirmation).
+//! (AlterPartition, leadership confirmation), `producers` (InitProducerId).
 
 mod isr;
 mod liveness;
+mod producers;
 mod topics;
 
 use std::collections::BTreeMap;
@@ -141,6 +142,8 @@ pub struct ControllerState {
     partitions: BTreeMap<TopicPartition, PartitionState>,
     /// Brokers not heard from by then are declared dead.
     grace_until: Millis,
+    /// Producer ids this incarnation gave out (`producers`).
+    producers_allocated: u32,
 }
 
 impl ControllerState {
@@ -192,6 +195,7 @@ impl ControllerState {
             brokers,
             partitions,
             grace_until: now.saturating_add(config.session_timeout_ms),
+            producers_allocated: 0,
         };
         let effects = Effects {
             events: vec![format!(

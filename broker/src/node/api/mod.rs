@@ -24,7 +24,7 @@ use super::partitions::{Partition, ReplicaManager};
 use crate::auth;
 use crate::error::{ApiError, Code};
 use crate::events::{Api, Event, FenceReason};
-use crate::replica::ReplicaError;
+use crate::replica::{ReplicaError, SequenceError};
 
 mod debug;
 mod internal;
@@ -167,6 +167,7 @@ fn refused(node: &ReplicaManager, part: &Partition, api: Api, e: ReplicaError) -
         }),
         ReplicaError::OffsetOutOfRange { .. }
         | ReplicaError::UnknownReplica { .. }
+        | ReplicaError::Sequence(_)
         | ReplicaError::Io(_) => None,
     };
     if let Some(event) = event {
@@ -201,6 +202,20 @@ fn replica_error(part: &Partition, e: ReplicaError) -> ApiError {
         ReplicaError::UnknownReplica { replica } => {
             ApiError::invalid(format!("{name}: broker {replica} is not a replica"))
         }
+        ReplicaError::Sequence(SequenceError::OutOfOrder { expected, got }) => ApiError::new(
+            Code::OutOfOrderSequenceNumber,
+            format!(
+                "{name}: the producer's next sequence is {expected}, not {got}; nothing was written"
+            ),
+        )
+        .with("expected_sequence", expected),
+        ReplicaError::Sequence(SequenceError::StaleEpoch { current, got }) => ApiError::new(
+            Code::InvalidProducerEpoch,
+            format!(
+                "{name}: producer epoch {got} is fenced by epoch {current}; nothing was written"
+            ),
+        )
+        .with("producer_epoch", current),
         // A storage failure: the write was taken back, but a crash before the disk
         // let it be cut may bring it back; its outcome is unknown.
         ReplicaError::Io(e) => ApiError::new(

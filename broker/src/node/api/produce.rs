@@ -19,6 +19,7 @@ use super::{
 use crate::error::{ApiError, Code};
 use crate::events::{Api, Event};
 use crate::kv::partition_for_key;
+use crate::log::ProducerStamp;
 use crate::node::partitions::{NodeReplica, Partition, ReplicaManager};
 use crate::replica::{AckStatus, Appended, Effects, ReplicaError, Role};
 use crate::value::RecordValue;
@@ -28,6 +29,8 @@ struct ProduceBody {
     entries: Vec<(Option<String>, RecordValue)>,
     /// `Some(x)` when `if_value` is present (x may be null).
     if_value: Option<RecordValue>,
+    /// An idempotent producer's id, epoch and first sequence (`producer`).
+    producer: Option<ProducerStamp>,
 }
 
 /// A JSON object's fields, undecoded (None: not an object).
@@ -54,9 +57,10 @@ fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
         .remove("records")
         .ok_or_else(|| ApiError::invalid("request body has no `records`"))?;
     let if_value = obj.remove("if_value");
+    let producer = obj.remove("producer").map(parse_producer).transpose()?;
     if let Some(k) = obj.keys().next() {
         return Err(ApiError::invalid(format!(
-            "unknown field `{k}` in the request body (expected `records`, `if_value`)"
+            "unknown field `{k}` in the request body (expected `records`, `if_value`, `producer`)"
         )));
     }
     let records: Vec<&RawValue> = match records.get().starts_with('[') {
@@ -103,7 +107,25 @@ fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
             "`if_value` needs exactly one record, with a key",
         ));
     }
-    Ok(ProduceBody { entries, if_value })
+    if if_value.is_some() && producer.is_some() {
+        return Err(ApiError::invalid(
+            "`if_value` and `producer` cannot be combined",
+        ));
+    }
+    Ok(ProduceBody {
+        entries,
+        if_value,
+        producer,
+    })
+}
+
+/// `producer`: `{"id": u64, "epoch": u32, "sequence": u32}` (the first record's).
+fn parse_producer(v: &RawValue) -> Result<ProducerStamp, ApiError> {
+    serde_json::from_str(v.get()).map_err(|e| {
+        ApiError::invalid(format!(
+            "`producer` must be {{\"id\": n, \"epoch\": n, \"sequence\": n}}: {e}"
+        ))
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -247,7 +269,10 @@ fn append(
                 return (Err(Err(e)), Effects::default());
             }
         }
-        let (result, fx) = r.append_as_leader(body.entries, acks_all, now);
+        let (result, fx) = match body.producer {
+            Some(producer) => r.append_idempotent(body.entries, producer, acks_all, now),
+            None => r.append_as_leader(body.entries, acks_all, now),
+        };
         (result.map_err(Ok), fx)
     });
     match result {
