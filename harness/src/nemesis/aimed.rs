@@ -9,6 +9,9 @@
 //!   campaign, a couple of seconds in, moves one.
 //! - Then greybox: a pattern's weight grows with the transitions it aims at that
 //!   the campaign has not reached yet, and shrinks with how often it was chosen.
+//! - A pattern aims at a partition of any of the workload's topics (the queue's
+//!   and the register's in the mixed workload), a leader of several partitions
+//!   more often, since a fault on it moves all of them.
 //! - Gaps between patterns are drawn around the session timeout.
 //!
 //! Every draw comes from the seed's generator, so the same seed, views and coverage
@@ -46,6 +49,8 @@ pub struct Plan {
     pub pattern: Pattern,
     /// Why this pattern: `leadership has not moved yet`, `unseen: isr-shrink-lag`, ….
     pub why: String,
+    /// The topic and partition aimed at (None for the role-free patterns).
+    pub topic: Option<String>,
     pub partition: Option<u32>,
     /// The processes in each role, and the pattern's variant.
     pub roles: Value,
@@ -63,6 +68,7 @@ impl Plan {
                 "number": self.number,
                 "pattern": self.pattern.to_string(),
                 "why": self.why,
+                "topic": self.topic,
                 "partition": self.partition,
                 "roles": self.roles,
                 "steps": self.script.to_json(),
@@ -161,9 +167,16 @@ impl Aimed {
             .copied()
             .filter(|q| pattern.fits(&self.settings, Some(q)))
             .collect();
+        // Any partition of any of the workload's topics, a busier leader's more
+        // often: a fault on a node leading several partitions moves them all.
         let target = match pattern {
             Pattern::ControllerFailover => None,
-            _ => aimable.choose(&mut self.rng).copied(),
+            _ => aimable
+                .choose_weighted(&mut self.rng, |q| {
+                    q.leader.map_or(1, |l| view.leads(l).max(1)) as f64
+                })
+                .ok()
+                .copied(),
         };
         let (roles, script) = pattern.script(&self.settings, target, move_leader, &mut self.rng);
         self.decisions += 1;
@@ -172,6 +185,7 @@ impl Aimed {
             number: self.decisions,
             pattern,
             why,
+            topic: target.map(|p| p.topic.clone()),
             partition: target.map(|p| p.partition),
             roles,
             script,

@@ -96,9 +96,9 @@ pub struct Coverage {
     /// Events before this unix time (ms) are the cluster's start, not the campaign's.
     #[serde(skip)]
     since_ms: u64,
-    /// The leader epoch last seen of each partition.
+    /// The leader epoch last seen of each partition (topic, partition).
     #[serde(skip)]
-    epochs: BTreeMap<u32, i64>,
+    epochs: BTreeMap<(String, u32), i64>,
 }
 
 impl Coverage {
@@ -175,7 +175,10 @@ impl Coverage {
     /// partition's leader epoch goes up by one per election.
     pub fn observe(&mut self, view: &ClusterView) {
         for p in &view.partitions {
-            match self.epochs.insert(p.partition, p.leader_epoch) {
+            match self
+                .epochs
+                .insert((p.topic.clone(), p.partition), p.leader_epoch)
+            {
                 Some(before) if p.leader_epoch > before => {
                     self.leader_changes_observed += (p.leader_epoch - before) as u64;
                 }
@@ -388,7 +391,8 @@ EVENT {"ts_ms":1012,"node":2,"kind":"log_reopened","topic":"queue","partition":0
                 .iter()
                 .enumerate()
                 .map(|(i, &e)| PartitionView {
-                    partition: i as u32,
+                    topic: if i < 2 { "queue" } else { "register" }.into(),
+                    partition: i as u32 % 2,
                     leader: Some(1),
                     leader_epoch: e,
                     isr: vec![1],
@@ -397,14 +401,17 @@ EVENT {"ts_ms":1012,"node":2,"kind":"log_reopened","topic":"queue","partition":0
                 .collect(),
         };
         let mut c = Coverage::new(0);
-        c.observe(&view(&[1, 1]));
+        c.observe(&view(&[1, 1, 1]));
         assert!(!c.leader_changed());
-        c.observe(&view(&[1, 1]));
-        c.observe(&view(&[3, 2]));
+        c.observe(&view(&[1, 1, 1]));
+        c.observe(&view(&[3, 2, 1]));
         // A look without the topic (the controller did not answer) changes nothing.
-        c.observe(&ClusterView::new(&[1, 2, 3], None, "queue"));
-        c.observe(&view(&[3, 2]));
+        c.observe(&ClusterView::new(&[1, 2, 3], None, &["queue"]));
+        c.observe(&view(&[3, 2, 1]));
         assert_eq!(c.leader_changes_observed, 3);
+        // Partition 0 of another topic is a partition of its own.
+        c.observe(&view(&[3, 2, 2]));
+        assert_eq!(c.leader_changes_observed, 4);
         assert!(c.leader_changed());
     }
 

@@ -20,6 +20,7 @@ fn view() -> ClusterView {
         alive: vec![1, 2, 3],
         partitions: vec![
             PartitionView {
+                topic: "queue".into(),
                 partition: 0,
                 leader: Some(2),
                 leader_epoch: 4,
@@ -27,6 +28,7 @@ fn view() -> ClusterView {
                 replicas: vec![3, 2, 1],
             },
             PartitionView {
+                topic: "queue".into(),
                 partition: 1,
                 leader: Some(1),
                 leader_epoch: 2,
@@ -217,6 +219,37 @@ fn the_follower_aimed_at_is_mostly_the_controllers_next_choice() {
         }
     }
     assert!(total > 30 && next * 10 > total * 6, "{next} of {total}");
+}
+
+#[test]
+fn patterns_aim_at_every_topic_a_busier_leader_more_often() {
+    // Node 1 leads queue/1 and register/0, node 2 leads queue/0.
+    let mut v = view();
+    v.partitions.push(PartitionView {
+        topic: "register".into(),
+        partition: 0,
+        ..v.partitions[1].clone()
+    });
+    let mut aimed: BTreeMap<(String, u32), usize> = BTreeMap::new();
+    for seed in 0..600 {
+        let p = plan(planner(seed).decide(&v, &coverage_without(&[])));
+        let (Some(topic), Some(partition)) = (p.topic.clone(), p.partition) else {
+            continue;
+        };
+        let part = v
+            .partitions
+            .iter()
+            .find(|q| q.topic == topic && q.partition == partition)
+            .expect("a partition of the view");
+        assert_eq!(p.roles["leader"], part.leader.unwrap());
+        assert_eq!(p.event().value["topic"], topic.as_str());
+        *aimed.entry((topic, partition)).or_default() += 1;
+    }
+    let at = |t: &str, n: u32| aimed.get(&(t.to_string(), n)).copied().unwrap_or(0);
+    assert!(at("register", 0) > 100, "{aimed:?}");
+    // Node 1's two partitions weigh 2 each, node 2's one weighs 1.
+    assert!(at("queue", 1) > at("queue", 0) * 3 / 2, "{aimed:?}");
+    assert!(at("register", 0) > at("queue", 0) * 3 / 2, "{aimed:?}");
 }
 
 #[test]
