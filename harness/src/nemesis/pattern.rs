@@ -189,8 +189,10 @@ impl Pattern {
             }
             Pattern::FollowerLag => {
                 roles["follower"] = json!(aimed);
+                // Past the lag time, but not by much: the shrink comes once the
+                // lag time is over, and the rest of the hold only idles.
                 let held = if rng.random_bool(0.67) {
-                    longer(rng, t.lag)
+                    just_past(rng, t.lag)
                 } else {
                     shorter(rng, t.lag)
                 };
@@ -199,9 +201,17 @@ impl Pattern {
                     .then(held, heal("cut-follower", &grudge))
             }
             Pattern::IsolateLeader => {
+                // Mostly past a session timeout, so another leader is elected while
+                // clients still reach this one; from just past (writes still wait
+                // here when it heals and becomes follower) to well past.
+                let held = if move_leader || rng.random_bool(0.75) {
+                    past(rng, t.session)
+                } else {
+                    shorter(rng, t.session)
+                };
                 let grudge = Grudge::isolate(node(leader), &settings.procs());
                 s.then(zero, cut("isolate-leader", &grudge))
-                    .then(hold(rng), heal("isolate-leader", &grudge))
+                    .then(held, heal("isolate-leader", &grudge))
             }
             Pattern::PartialPartition => {
                 let (far, near) = (next, followers[1]);
@@ -261,7 +271,16 @@ impl Pattern {
             Pattern::KillDuringPartition => {
                 roles["follower"] = json!(next);
                 let grudge = pair(leader, next);
-                let lagging = t.lag.mul_f64(rng.random_range(0.2..0.9));
+                // Within the lag time the follower is still in the ISR (the HW
+                // waits for it); past it, the leader has asked the controller to
+                // drop it, and the controller elects from the ISR it agreed to.
+                let lagging = if rng.random_bool(0.5) {
+                    roles["variant"] = json!("within-lag-time");
+                    t.lag.mul_f64(rng.random_range(0.2..0.9))
+                } else {
+                    roles["variant"] = json!("past-lag-time");
+                    just_past(rng, t.lag)
+                };
                 s.then(zero, cut("cut-follower", &grudge))
                     .then(lagging, Action::Kill(node(leader)))
                     .then(longer(rng, t.session), heal("cut-follower", &grudge))
@@ -314,6 +333,17 @@ pub fn shorter(rng: &mut impl Rng, base: Duration) -> Duration {
 /// Well past `base`: the timeout fires.
 pub fn longer(rng: &mut impl Rng, base: Duration) -> Duration {
     base.mul_f64(rng.random_range(1.3..2.2))
+}
+
+/// Past `base`, by a little or by much: the timeout fires, sometimes just before
+/// the fault ends.
+pub fn past(rng: &mut impl Rng, base: Duration) -> Duration {
+    base.mul_f64(rng.random_range(1.15..2.2))
+}
+
+/// Just past `base`: the timeout fires, and the fault ends soon after.
+pub fn just_past(rng: &mut impl Rng, base: Duration) -> Duration {
+    base.mul_f64(rng.random_range(1.1..1.5))
 }
 
 /// Shorter or longer than `base`, as a coin says.
