@@ -54,14 +54,15 @@ by_name!(Transition => "transition");
 
 impl Transition {
     /// The transitions a cluster so configured can reach: a truncation by HW only
-    /// under `--truncation hw` (or a broker planted with it), an unclean election
-    /// only with `--unclean-election`.
+    /// under `--truncation hw` (or a broker planted with it), and then none by leader
+    /// epoch; an unclean election only with `--unclean-election`.
     pub fn reachable(hw_truncation: bool, unclean_election: bool) -> BTreeSet<Transition> {
         Transition::value_variants()
             .iter()
             .copied()
             .filter(|t| match t {
                 Transition::TruncateHw => hw_truncation,
+                Transition::TruncateEpoch => !hw_truncation,
                 Transition::UncleanElection => unclean_election,
                 _ => true,
             })
@@ -354,6 +355,8 @@ EVENT {"ts_ms":1012,"node":2,"kind":"log_reopened","topic":"queue","partition":0
         c.finish(&reachable);
         assert_eq!(c.unseen.len(), reachable.len());
         assert!(!reachable.contains(&Transition::TruncateHw));
+        let hw = Transition::reachable(true, false);
+        assert!(hw.contains(&Transition::TruncateHw) && !hw.contains(&Transition::TruncateEpoch));
         assert_eq!(c.warnings.len(), 1);
         assert!(c.summary().contains("warning: no leader election"));
         // Leadership seen moving in the metadata is enough.
