@@ -8,7 +8,8 @@
 //!   leader are drawn, held past a session timeout — so the first fault of every
 //!   campaign, a couple of seconds in, moves one.
 //! - Then greybox: a pattern's weight grows with the transitions it aims at that
-//!   the campaign has not reached yet, and shrinks with how often it was chosen.
+//!   the campaign has not reached yet — each the less, the more patterns already
+//!   tried to reach it — and shrinks with how often it was chosen.
 //! - A pattern aims at a partition of any of the workload's topics (the queue's
 //!   and the register's in the mixed workload), a leader of several partitions
 //!   more often, since a fault on it moves all of them.
@@ -85,6 +86,9 @@ pub struct Aimed {
     settings: Settings,
     reachable: BTreeSet<Transition>,
     chosen: BTreeMap<Pattern, u32>,
+    /// Patterns chosen while aiming at each transition still unseen: a transition
+    /// that many tries did not reach pulls less and less.
+    tries: BTreeMap<Transition, u32>,
     decisions: u32,
 }
 
@@ -97,6 +101,7 @@ impl Aimed {
             settings,
             reachable,
             chosen: BTreeMap::new(),
+            tries: BTreeMap::new(),
             decisions: 0,
         }
     }
@@ -140,9 +145,14 @@ impl Aimed {
             .copied()
             .collect();
         let weight = |p: &Pattern| {
-            let fresh = p.targets().iter().filter(|t| unseen.contains(t)).count();
+            let fresh: f64 = p
+                .targets()
+                .iter()
+                .filter(|t| unseen.contains(t))
+                .map(|t| 1.0 / (1.0 + f64::from(self.tries.get(t).copied().unwrap_or(0))))
+                .sum();
             let chosen = self.chosen.get(p).copied().unwrap_or(0);
-            (1.0 + 3.0 * fresh as f64) / (1.0 + 0.5 * f64::from(chosen))
+            (1.0 + 3.0 * fresh) / (1.0 + 0.5 * f64::from(chosen))
         };
         let pattern = *fitting
             .choose_weighted(&mut self.rng, weight)
@@ -181,6 +191,9 @@ impl Aimed {
         let (roles, script) = pattern.script(&self.settings, target, move_leader, &mut self.rng);
         self.decisions += 1;
         *self.chosen.entry(pattern).or_default() += 1;
+        for t in pattern.targets().iter().filter(|t| unseen.contains(t)) {
+            *self.tries.entry(*t).or_default() += 1;
+        }
         Decision::Run(Plan {
             number: self.decisions,
             pattern,

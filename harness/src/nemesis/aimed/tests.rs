@@ -279,6 +279,27 @@ fn patterns_reaching_unseen_transitions_are_favoured() {
 }
 
 #[test]
+fn a_transition_many_tries_did_not_reach_pulls_less() {
+    // Crash-all aims at restarted-leader and not-enough-replicas: while they stay
+    // unseen, the first tries favour it, later ones much less.
+    let unseen = coverage_without(&[Transition::RestartedLeader, Transition::NotEnoughReplicas]);
+    let share = |skip: usize| {
+        let mut hits = 0;
+        for seed in 0..300 {
+            let mut a = planner(seed);
+            for _ in 0..skip {
+                a.decide(&view(), &unseen);
+            }
+            hits += usize::from(plan(a.decide(&view(), &unseen)).pattern == Pattern::CrashAll);
+        }
+        hits as f64 / 300.0
+    };
+    let (first, later) = (share(0), share(12));
+    assert!(first > 0.2, "{first}");
+    assert!(later < first * 0.6, "{first} then {later}");
+}
+
+#[test]
 fn a_cluster_without_a_live_leader_gets_only_role_free_patterns_or_a_wait() {
     let mut v = view();
     for p in &mut v.partitions {
