@@ -175,9 +175,12 @@ impl Pattern {
                 // Back within a session timeout: the controller may not notice.
                 let down = shorter(rng, t.session);
                 let s = s.then(zero, Action::Kill(node(aimed)));
-                let s = if rng.random_bool(0.5) {
+                // Mostly the leader first: the follower then comes back to no leader
+                // to fetch from, and cannot catch up before the election. Restarted
+                // first, it must lose a race with its own first fetch.
+                let s = if rng.random_bool(0.33) {
                     roles["variant"] = json!("restart-then-kill-leader");
-                    let race = t.fetch_wait.mul_f64(rng.random_range(0.0..1.0));
+                    let race = t.fetch_wait.mul_f64(rng.random_range(0.0..0.5));
                     s.then(down, Action::Restart(node(aimed)))
                         .then(race, Action::Kill(node(leader)))
                 } else {
