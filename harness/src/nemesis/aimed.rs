@@ -7,7 +7,9 @@
 //!   election (by the brokers' events or the metadata), only patterns that move a
 //!   leader are drawn, held past a session timeout — so the first fault of every
 //!   campaign, a couple of seconds in, moves one.
-//! - Then greybox: a pattern's weight grows with the transitions it aims at that
+//! - Then greybox: a pattern's weight ([`Pattern::base_weight`]: double for the
+//!   patterns that leave a deposed or lagging replica serving or electable) grows
+//!   with the transitions it aims at that
 //!   the campaign has not reached yet — each the less, the more patterns already
 //!   tried to reach it — and shrinks with how often it was chosen.
 //! - A pattern aims at a partition of any of the workload's topics (the queue's
@@ -152,7 +154,7 @@ impl Aimed {
                 .map(|t| 1.0 / (1.0 + f64::from(self.tries.get(t).copied().unwrap_or(0))))
                 .sum();
             let chosen = self.chosen.get(p).copied().unwrap_or(0);
-            (1.0 + 3.0 * fresh) / (1.0 + 0.5 * f64::from(chosen))
+            p.base_weight() * (1.0 + 3.0 * fresh) / (1.0 + 0.5 * f64::from(chosen))
         };
         let pattern = *fitting
             .choose_weighted(&mut self.rng, weight)

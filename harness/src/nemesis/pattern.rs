@@ -106,6 +106,28 @@ impl Pattern {
         }
     }
 
+    /// The pattern's weight before the coverage's: a pattern that leaves a deposed
+    /// or lagging replica serving, or electable, while the cluster moves on (an
+    /// isolated leader, a follower back or cut off as the leader dies, a leader
+    /// cut from part of the cluster) opens the windows where the replication rules
+    /// decide, and weighs double; a plain kill, pause or lag, a crash of every node
+    /// or of the controller, once. A lag alone weighs half: `kill-during-partition`
+    /// and `partial-partition` lag a follower too, and do more with it.
+    pub fn base_weight(self) -> f64 {
+        match self {
+            Pattern::IsolateLeader
+            | Pattern::Kip101
+            | Pattern::PartialPartition
+            | Pattern::KillDuringPartition => 2.0,
+            Pattern::FollowerLag => 0.5,
+            Pattern::LeaderKill
+            | Pattern::LeaderPause
+            | Pattern::CrashAll
+            | Pattern::LoseUnflushed
+            | Pattern::ControllerFailover => 1.0,
+        }
+    }
+
     /// Patterns that move a partition's leadership when held past a session timeout:
     /// the campaign's first fault is one of them.
     pub fn moves_leader(self) -> bool {

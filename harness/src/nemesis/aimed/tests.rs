@@ -267,7 +267,8 @@ fn patterns_reaching_unseen_transitions_are_favoured() {
         }
         hits as f64 / 600.0
     };
-    // Three of the nine patterns that fit aim at the lag shrink.
+    // Three of the nine patterns that fit aim at the lag shrink: 4.5 of a base
+    // weight of 12.5.
     let uniform = share(&coverage_without(&[]));
     let favoured = share(&coverage_without(&[Transition::IsrShrinkLag]));
     assert!((0.25..0.42).contains(&uniform), "{uniform}");
@@ -295,7 +296,7 @@ fn a_transition_many_tries_did_not_reach_pulls_less() {
         hits as f64 / 300.0
     };
     let (first, later) = (share(0), share(12));
-    assert!(first > 0.2, "{first}");
+    assert!(first > 0.15, "{first}");
     assert!(later < first * 0.6, "{first} then {later}");
 }
 
