@@ -193,6 +193,9 @@ impl Pattern {
                 .then(zero, Action::Pause(node(leader)))
                 .then(hold(rng), Action::Resume(node(leader))),
             Pattern::Kip101 => {
+                // Always the follower the controller elects next: the window opens
+                // only if the one that came back behind is elected.
+                let aimed = next;
                 roles["follower"] = json!(aimed);
                 // Back within a session timeout: the controller may not notice.
                 let down = shorter(rng, t.session);

@@ -208,17 +208,33 @@ fn patterns_aim_at_the_roles_the_metadata_names() {
 #[test]
 fn the_follower_aimed_at_is_mostly_the_controllers_next_choice() {
     let v = view();
-    let (mut next, mut total) = (0, 0);
-    for seed in 0..400 {
+    let (mut kip101, mut lag, mut lag_next) = (0, 0, 0);
+    for seed in 0..600 {
         let mut a = planner(seed);
-        let p = plan(a.decide(&v, &coverage_without(&[Transition::RestartedLeader])));
-        if p.pattern == Pattern::Kip101 {
-            let part = &v.partitions[p.partition.unwrap() as usize];
-            total += 1;
-            next += usize::from(p.roles["follower"] == part.followers()[0]);
+        let unseen = [Transition::RestartedLeader, Transition::IsrShrinkLag];
+        let p = plan(a.decide(&v, &coverage_without(&unseen)));
+        let Some(partition) = p.partition else {
+            continue;
+        };
+        let next = v.partitions[partition as usize].followers()[0];
+        match p.pattern {
+            // KIP-101's window opens only if the follower that came back is elected.
+            Pattern::Kip101 => {
+                kip101 += 1;
+                assert_eq!(p.roles["follower"], next, "seed {seed}");
+            }
+            Pattern::FollowerLag => {
+                lag += 1;
+                lag_next += usize::from(p.roles["follower"] == next);
+            }
+            _ => {}
         }
     }
-    assert!(total > 30 && next * 10 > total * 6, "{next} of {total}");
+    assert!(kip101 > 30, "{kip101}");
+    assert!(
+        lag > 20 && lag_next * 10 > lag * 6 && lag_next < lag,
+        "{lag_next} of {lag}"
+    );
 }
 
 #[test]
