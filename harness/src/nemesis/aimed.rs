@@ -12,9 +12,10 @@
 //!   with the transitions it aims at that
 //!   the campaign has not reached yet — each the less, the more patterns already
 //!   tried to reach it — and shrinks with how often it was chosen.
-//! - A pattern aims at a partition of any of the workload's topics (the queue's
-//!   and the register's in the mixed workload), a leader of several partitions
-//!   more often, since a fault on it moves all of them.
+//! - A pattern aims at a partition of the workload's first topic (the queue's,
+//!   whose final logs are checked), a leader of more partitions of any of its
+//!   topics more often (in the mixed workload, one leading the register's too),
+//!   since a fault on it moves all of them.
 //! - Gaps between patterns are drawn around the session timeout.
 //!
 //! Every draw comes from the seed's generator, so the same seed, views and coverage
@@ -179,8 +180,8 @@ impl Aimed {
             .copied()
             .filter(|q| pattern.fits(&self.settings, Some(q)))
             .collect();
-        // Any partition of any of the workload's topics, a busier leader's more
-        // often: a fault on a node leading several partitions moves them all.
+        // A busier leader's partition more often: a fault on a node leading
+        // several partitions (of any topic) moves them all.
         let target = match pattern {
             Pattern::ControllerFailover => None,
             _ => aimable

@@ -390,6 +390,7 @@ EVENT {"ts_ms":1012,"node":2,"kind":"log_reopened","topic":"queue","partition":0
         let view = |epochs: &[i64]| ClusterView {
             nodes: vec![1, 2, 3],
             alive: vec![1, 2, 3],
+            topics: vec!["queue".into(), "register".into()],
             partitions: epochs
                 .iter()
                 .enumerate()

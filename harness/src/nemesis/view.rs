@@ -67,6 +67,9 @@ pub struct ClusterView {
     pub nodes: Vec<i32>,
     /// Nodes the controller counts alive.
     pub alive: Vec<i32>,
+    /// The workload's topics; patterns aim at the first one's partitions (the
+    /// queue's, whose final logs are checked), the others count in [`leads`](Self::leads).
+    pub topics: Vec<String>,
     /// The partitions of the workload's topics, topic by topic (empty if the
     /// controller did not answer).
     pub partitions: Vec<PartitionView>,
@@ -79,6 +82,7 @@ impl ClusterView {
             return ClusterView {
                 nodes: nodes.to_vec(),
                 alive: Vec::new(),
+                topics: topics.iter().map(|t| t.to_string()).collect(),
                 partitions: Vec::new(),
             };
         };
@@ -97,6 +101,7 @@ impl ClusterView {
             .collect();
         ClusterView {
             nodes: nodes.to_vec(),
+            topics: topics.iter().map(|t| t.to_string()).collect(),
             alive: meta
                 .brokers
                 .iter()
@@ -107,19 +112,21 @@ impl ClusterView {
         }
     }
 
-    /// Partitions whose leader is alive and have a follower: what a pattern aimed
-    /// at a leader can hit.
+    /// Partitions of the first topic whose leader is alive and have a follower:
+    /// what a pattern aimed at a leader can hit.
     pub fn led(&self) -> Vec<&PartitionView> {
         self.partitions
             .iter()
+            .filter(|p| self.topics.first().is_none_or(|t| *t == p.topic))
             .filter(|p| {
                 p.leader.is_some_and(|l| self.alive.contains(&l)) && !p.followers().is_empty()
             })
             .collect()
     }
 
-    /// How many of the partitions `node` leads: a fault on a busier leader moves
-    /// more of the workload at once.
+    /// How many of the partitions of every topic `node` leads: a fault on a busier
+    /// leader moves more of the workload at once (in the mixed workload, a leader
+    /// of the register's partitions too).
     pub fn leads(&self, node: i32) -> usize {
         self.partitions
             .iter()
@@ -204,7 +211,8 @@ mod tests {
             .map(|p| (p.topic.as_str(), p.partition))
             .collect();
         assert_eq!(names, vec![("queue", 0), ("queue", 1), ("register", 0)]);
-        assert_eq!(v.led().len(), 3);
+        // Led partitions of the first topic only: the others count in `leads`.
+        assert_eq!(v.led().len(), 2);
         assert_eq!((v.leads(1), v.leads(2), v.leads(3)), (1, 2, 0));
         assert_eq!(v.to_json()["partitions"][2]["topic"], "register");
     }
