@@ -90,7 +90,7 @@ pub struct Aimed {
     reachable: BTreeSet<Transition>,
     chosen: BTreeMap<Pattern, u32>,
     /// Patterns chosen while aiming at each transition still unseen: a transition
-    /// that many tries did not reach pulls less and less.
+    /// that tries did not reach pulls less and less (by the square of the tries).
     tries: BTreeMap<Transition, u32>,
     decisions: u32,
 }
@@ -152,7 +152,7 @@ impl Aimed {
                 .targets()
                 .iter()
                 .filter(|t| unseen.contains(t))
-                .map(|t| 1.0 / (1.0 + f64::from(self.tries.get(t).copied().unwrap_or(0))))
+                .map(|t| 1.0 / (1.0 + f64::from(self.tries.get(t).copied().unwrap_or(0))).powi(2))
                 .sum();
             let chosen = self.chosen.get(p).copied().unwrap_or(0);
             p.base_weight() * (1.0 + 3.0 * fresh) / (1.0 + 0.5 * f64::from(chosen))
