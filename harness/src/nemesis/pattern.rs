@@ -110,15 +110,16 @@ impl Pattern {
     /// or lagging replica serving, or electable, while the cluster moves on (an
     /// isolated leader, a follower back or cut off as the leader dies, a leader
     /// cut from part of the cluster) opens the windows where the replication rules
-    /// decide, and weighs double; a plain kill, pause or lag, a crash of every node
+    /// decide, and weighs double (an isolated leader, which clients still reach,
+    /// triple); a plain kill, pause or lag, a crash of every node
     /// or of the controller, once. A lag alone weighs half: `kill-during-partition`
     /// and `partial-partition` lag a follower too, and do more with it.
     pub fn base_weight(self) -> f64 {
         match self {
-            Pattern::IsolateLeader
-            | Pattern::Kip101
-            | Pattern::PartialPartition
-            | Pattern::KillDuringPartition => 2.0,
+            // The most windows at once: reads and acks from a deposed leader, its
+            // unreplicated suffix, its truncation when it rejoins.
+            Pattern::IsolateLeader => 3.0,
+            Pattern::Kip101 | Pattern::PartialPartition | Pattern::KillDuringPartition => 2.0,
             Pattern::FollowerLag => 0.5,
             Pattern::LeaderKill
             | Pattern::LeaderPause

@@ -210,7 +210,7 @@ fn patterns_aim_at_the_roles_the_metadata_names() {
 fn the_follower_aimed_at_is_mostly_the_controllers_next_choice() {
     let v = view();
     let (mut kip101, mut lag, mut lag_next) = (0, 0, 0);
-    for seed in 0..600 {
+    for seed in 0..1500 {
         let mut a = planner(seed);
         let unseen = [Transition::RestartedLeader, Transition::IsrShrinkLag];
         let p = plan(a.decide(&v, &coverage_without(&unseen)));
@@ -233,7 +233,7 @@ fn the_follower_aimed_at_is_mostly_the_controllers_next_choice() {
     }
     assert!(kip101 > 30, "{kip101}");
     assert!(
-        lag > 20 && lag_next * 10 > lag * 6 && lag_next < lag,
+        lag > 50 && lag_next * 10 > lag * 6 && lag_next < lag,
         "{lag_next} of {lag}"
     );
 }
@@ -285,7 +285,7 @@ fn patterns_reaching_unseen_transitions_are_favoured() {
         hits as f64 / 600.0
     };
     // Three of the nine patterns that fit aim at the lag shrink: 4.5 of a base
-    // weight of 12.5.
+    // weight of 13.5.
     let uniform = share(&coverage_without(&[]));
     let favoured = share(&coverage_without(&[Transition::IsrShrinkLag]));
     assert!((0.25..0.42).contains(&uniform), "{uniform}");
