@@ -359,14 +359,14 @@ async fn clients_and_faults(
         let planner = Aimed::new(args.seed, settings, args.reachable_transitions());
         ReplicationNemesis::new(
             planner,
-            workload.topics()[0],
+            workload.topics(),
             cluster.root(),
             Coverage::new(since_ms),
         )
     });
     // Without the package, the coverage looks at the leader epochs before and after.
     let mut coverage = Coverage::new(since_ms);
-    coverage.observe(&view_of(cluster, workload.topics()[0]).await);
+    coverage.observe(&view_of(cluster, workload.topics()).await);
     progress.begin_running();
     let (stop_tx, stop_rx) = watch::channel(false);
     let clients = tokio::spawn(workload.run(history.clone(), stop_rx));
@@ -416,7 +416,7 @@ async fn clients_and_faults(
     }
     match package {
         Some(p) => coverage = p.into_coverage(),
-        None => coverage.observe(&view_of(cluster, workload.topics()[0]).await),
+        None => coverage.observe(&view_of(cluster, workload.topics()).await),
     }
     let _ = stop_tx.send(true);
     progress.phase("waiting for operations in flight");

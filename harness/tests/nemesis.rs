@@ -275,7 +275,7 @@ async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes
         .unwrap()
         .as_millis() as u64;
     let root = dir.path().to_path_buf();
-    let mut nemesis = ReplicationNemesis::new(planner, "queue", &root, Coverage::new(since));
+    let mut nemesis = ReplicationNemesis::new(planner, &["queue"], &root, Coverage::new(since));
     let mut events: Vec<NemesisEvent> = Vec::new();
     nemesis
         .run(&mut cluster, Duration::from_secs(15), &mut |e| {

@@ -7,8 +7,15 @@
 //!   election (by the brokers' events or the metadata), only patterns that move a
 //!   leader are drawn, held past a session timeout — so the first fault of every
 //!   campaign, a couple of seconds in, moves one.
-//! - Then greybox: a pattern's weight grows with the transitions it aims at that
-//!   the campaign has not reached yet, and shrinks with how often it was chosen.
+//! - Then greybox: a pattern's weight ([`Pattern::base_weight`]: double for the
+//!   patterns that leave a deposed or lagging replica serving or electable) grows
+//!   with the transitions it aims at that
+//!   the campaign has not reached yet — each the less, the more patterns already
+//!   tried to reach it — and shrinks with how often it was chosen.
+//! - A pattern aims at a partition of the workload's first topic (the queue's,
+//!   whose final logs are checked), a leader of more partitions of any of its
+//!   topics more often (in the mixed workload, one leading the register's too),
+//!   since a fault on it moves all of them.
 //! - Gaps between patterns are drawn around the session timeout.
 //!
 //! Every draw comes from the seed's generator, so the same seed, views and coverage
@@ -46,6 +53,8 @@ pub struct Plan {
     pub pattern: Pattern,
     /// Why this pattern: `leadership has not moved yet`, `unseen: isr-shrink-lag`, ….
     pub why: String,
+    /// The topic and partition aimed at (None for the role-free patterns).
+    pub topic: Option<String>,
     pub partition: Option<u32>,
     /// The processes in each role, and the pattern's variant.
     pub roles: Value,
@@ -63,6 +72,7 @@ impl Plan {
                 "number": self.number,
                 "pattern": self.pattern.to_string(),
                 "why": self.why,
+                "topic": self.topic,
                 "partition": self.partition,
                 "roles": self.roles,
                 "steps": self.script.to_json(),
@@ -79,6 +89,9 @@ pub struct Aimed {
     settings: Settings,
     reachable: BTreeSet<Transition>,
     chosen: BTreeMap<Pattern, u32>,
+    /// Patterns chosen while aiming at each transition still unseen: a transition
+    /// that tries did not reach pulls less and less (by the square of the tries).
+    tries: BTreeMap<Transition, u32>,
     decisions: u32,
 }
 
@@ -91,6 +104,7 @@ impl Aimed {
             settings,
             reachable,
             chosen: BTreeMap::new(),
+            tries: BTreeMap::new(),
             decisions: 0,
         }
     }
@@ -134,9 +148,14 @@ impl Aimed {
             .copied()
             .collect();
         let weight = |p: &Pattern| {
-            let fresh = p.targets().iter().filter(|t| unseen.contains(t)).count();
+            let fresh: f64 = p
+                .targets()
+                .iter()
+                .filter(|t| unseen.contains(t))
+                .map(|t| 1.0 / (1.0 + f64::from(self.tries.get(t).copied().unwrap_or(0))).powi(2))
+                .sum();
             let chosen = self.chosen.get(p).copied().unwrap_or(0);
-            (1.0 + 3.0 * fresh as f64) / (1.0 + 0.5 * f64::from(chosen))
+            p.base_weight() * (1.0 + 3.0 * fresh) / (1.0 + 0.5 * f64::from(chosen))
         };
         let pattern = *fitting
             .choose_weighted(&mut self.rng, weight)
@@ -161,17 +180,28 @@ impl Aimed {
             .copied()
             .filter(|q| pattern.fits(&self.settings, Some(q)))
             .collect();
+        // A busier leader's partition more often: a fault on a node leading
+        // several partitions (of any topic) moves them all.
         let target = match pattern {
             Pattern::ControllerFailover => None,
-            _ => aimable.choose(&mut self.rng).copied(),
+            _ => aimable
+                .choose_weighted(&mut self.rng, |q| {
+                    q.leader.map_or(1, |l| view.leads(l).max(1)) as f64
+                })
+                .ok()
+                .copied(),
         };
         let (roles, script) = pattern.script(&self.settings, target, move_leader, &mut self.rng);
         self.decisions += 1;
         *self.chosen.entry(pattern).or_default() += 1;
+        for t in pattern.targets().iter().filter(|t| unseen.contains(t)) {
+            *self.tries.entry(*t).or_default() += 1;
+        }
         Decision::Run(Plan {
             number: self.decisions,
             pattern,
             why,
+            topic: target.map(|p| p.topic.clone()),
             partition: target.map(|p| p.partition),
             roles,
             script,

@@ -54,14 +54,15 @@ by_name!(Transition => "transition");
 
 impl Transition {
     /// The transitions a cluster so configured can reach: a truncation by HW only
-    /// under `--truncation hw` (or a broker planted with it), an unclean election
-    /// only with `--unclean-election`.
+    /// under `--truncation hw` (or a broker planted with it), and then none by leader
+    /// epoch; an unclean election only with `--unclean-election`.
     pub fn reachable(hw_truncation: bool, unclean_election: bool) -> BTreeSet<Transition> {
         Transition::value_variants()
             .iter()
             .copied()
             .filter(|t| match t {
                 Transition::TruncateHw => hw_truncation,
+                Transition::TruncateEpoch => !hw_truncation,
                 Transition::UncleanElection => unclean_election,
                 _ => true,
             })
@@ -96,9 +97,9 @@ pub struct Coverage {
     /// Events before this unix time (ms) are the cluster's start, not the campaign's.
     #[serde(skip)]
     since_ms: u64,
-    /// The leader epoch last seen of each partition.
+    /// The leader epoch last seen of each partition (topic, partition).
     #[serde(skip)]
-    epochs: BTreeMap<u32, i64>,
+    epochs: BTreeMap<(String, u32), i64>,
 }
 
 impl Coverage {
@@ -175,7 +176,10 @@ impl Coverage {
     /// partition's leader epoch goes up by one per election.
     pub fn observe(&mut self, view: &ClusterView) {
         for p in &view.partitions {
-            match self.epochs.insert(p.partition, p.leader_epoch) {
+            match self
+                .epochs
+                .insert((p.topic.clone(), p.partition), p.leader_epoch)
+            {
                 Some(before) if p.leader_epoch > before => {
                     self.leader_changes_observed += (p.leader_epoch - before) as u64;
                 }
@@ -351,6 +355,8 @@ EVENT {"ts_ms":1012,"node":2,"kind":"log_reopened","topic":"queue","partition":0
         c.finish(&reachable);
         assert_eq!(c.unseen.len(), reachable.len());
         assert!(!reachable.contains(&Transition::TruncateHw));
+        let hw = Transition::reachable(true, false);
+        assert!(hw.contains(&Transition::TruncateHw) && !hw.contains(&Transition::TruncateEpoch));
         assert_eq!(c.warnings.len(), 1);
         assert!(c.summary().contains("warning: no leader election"));
         // Leadership seen moving in the metadata is enough.
@@ -384,11 +390,13 @@ EVENT {"ts_ms":1012,"node":2,"kind":"log_reopened","topic":"queue","partition":0
         let view = |epochs: &[i64]| ClusterView {
             nodes: vec![1, 2, 3],
             alive: vec![1, 2, 3],
+            topics: vec!["queue".into(), "register".into()],
             partitions: epochs
                 .iter()
                 .enumerate()
                 .map(|(i, &e)| PartitionView {
-                    partition: i as u32,
+                    topic: if i < 2 { "queue" } else { "register" }.into(),
+                    partition: i as u32 % 2,
                     leader: Some(1),
                     leader_epoch: e,
                     isr: vec![1],
@@ -397,14 +405,17 @@ EVENT {"ts_ms":1012,"node":2,"kind":"log_reopened","topic":"queue","partition":0
                 .collect(),
         };
         let mut c = Coverage::new(0);
-        c.observe(&view(&[1, 1]));
+        c.observe(&view(&[1, 1, 1]));
         assert!(!c.leader_changed());
-        c.observe(&view(&[1, 1]));
-        c.observe(&view(&[3, 2]));
+        c.observe(&view(&[1, 1, 1]));
+        c.observe(&view(&[3, 2, 1]));
         // A look without the topic (the controller did not answer) changes nothing.
-        c.observe(&ClusterView::new(&[1, 2, 3], None, "queue"));
-        c.observe(&view(&[3, 2]));
+        c.observe(&ClusterView::new(&[1, 2, 3], None, &["queue"]));
+        c.observe(&view(&[3, 2, 1]));
         assert_eq!(c.leader_changes_observed, 3);
+        // Partition 0 of another topic is a partition of its own.
+        c.observe(&view(&[3, 2, 2]));
+        assert_eq!(c.leader_changes_observed, 4);
         assert!(c.leader_changed());
     }
 

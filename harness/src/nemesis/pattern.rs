@@ -106,6 +106,29 @@ impl Pattern {
         }
     }
 
+    /// The pattern's weight before the coverage's: a pattern that leaves a deposed
+    /// or lagging replica serving, or electable, while the cluster moves on (an
+    /// isolated leader, a follower back or cut off as the leader dies, a leader
+    /// cut from part of the cluster) opens the windows where the replication rules
+    /// decide, and weighs double (an isolated leader, which clients still reach,
+    /// triple); a plain kill, pause or lag, a crash of every node
+    /// or of the controller, once. A lag alone weighs half: `kill-during-partition`
+    /// and `partial-partition` lag a follower too, and do more with it.
+    pub fn base_weight(self) -> f64 {
+        match self {
+            // The most windows at once: reads and acks from a deposed leader, its
+            // unreplicated suffix, its truncation when it rejoins.
+            Pattern::IsolateLeader => 3.0,
+            Pattern::Kip101 | Pattern::PartialPartition | Pattern::KillDuringPartition => 2.0,
+            Pattern::FollowerLag => 0.5,
+            Pattern::LeaderKill
+            | Pattern::LeaderPause
+            | Pattern::CrashAll
+            | Pattern::LoseUnflushed
+            | Pattern::ControllerFailover => 1.0,
+        }
+    }
+
     /// Patterns that move a partition's leadership when held past a session timeout:
     /// the campaign's first fault is one of them.
     pub fn moves_leader(self) -> bool {
@@ -171,13 +194,19 @@ impl Pattern {
                 .then(zero, Action::Pause(node(leader)))
                 .then(hold(rng), Action::Resume(node(leader))),
             Pattern::Kip101 => {
+                // Always the follower the controller elects next: the window opens
+                // only if the one that came back behind is elected.
+                let aimed = next;
                 roles["follower"] = json!(aimed);
                 // Back within a session timeout: the controller may not notice.
                 let down = shorter(rng, t.session);
                 let s = s.then(zero, Action::Kill(node(aimed)));
-                let s = if rng.random_bool(0.5) {
+                // Mostly the leader first: the follower then comes back to no leader
+                // to fetch from, and cannot catch up before the election. Restarted
+                // first, it must lose a race with its own first fetch.
+                let s = if rng.random_bool(0.33) {
                     roles["variant"] = json!("restart-then-kill-leader");
-                    let race = t.fetch_wait.mul_f64(rng.random_range(0.0..1.0));
+                    let race = t.fetch_wait.mul_f64(rng.random_range(0.0..0.5));
                     s.then(down, Action::Restart(node(aimed)))
                         .then(race, Action::Kill(node(leader)))
                 } else {
@@ -189,8 +218,10 @@ impl Pattern {
             }
             Pattern::FollowerLag => {
                 roles["follower"] = json!(aimed);
+                // Past the lag time, but not by much: the shrink comes once the
+                // lag time is over, and the rest of the hold only idles.
                 let held = if rng.random_bool(0.67) {
-                    longer(rng, t.lag)
+                    just_past(rng, t.lag)
                 } else {
                     shorter(rng, t.lag)
                 };
@@ -199,9 +230,17 @@ impl Pattern {
                     .then(held, heal("cut-follower", &grudge))
             }
             Pattern::IsolateLeader => {
+                // Mostly past a session timeout, so another leader is elected while
+                // clients still reach this one; from just past (writes still wait
+                // here when it heals and becomes follower) to well past.
+                let held = if move_leader || rng.random_bool(0.75) {
+                    past(rng, t.session)
+                } else {
+                    shorter(rng, t.session)
+                };
                 let grudge = Grudge::isolate(node(leader), &settings.procs());
                 s.then(zero, cut("isolate-leader", &grudge))
-                    .then(hold(rng), heal("isolate-leader", &grudge))
+                    .then(held, heal("isolate-leader", &grudge))
             }
             Pattern::PartialPartition => {
                 let (far, near) = (next, followers[1]);
@@ -261,7 +300,16 @@ impl Pattern {
             Pattern::KillDuringPartition => {
                 roles["follower"] = json!(next);
                 let grudge = pair(leader, next);
-                let lagging = t.lag.mul_f64(rng.random_range(0.2..0.9));
+                // Within the lag time the follower is still in the ISR (the HW
+                // waits for it); past it, the leader has asked the controller to
+                // drop it, and the controller elects from the ISR it agreed to.
+                let lagging = if rng.random_bool(0.5) {
+                    roles["variant"] = json!("within-lag-time");
+                    t.lag.mul_f64(rng.random_range(0.2..0.9))
+                } else {
+                    roles["variant"] = json!("past-lag-time");
+                    just_past(rng, t.lag)
+                };
                 s.then(zero, cut("cut-follower", &grudge))
                     .then(lagging, Action::Kill(node(leader)))
                     .then(longer(rng, t.session), heal("cut-follower", &grudge))
@@ -314,6 +362,17 @@ pub fn shorter(rng: &mut impl Rng, base: Duration) -> Duration {
 /// Well past `base`: the timeout fires.
 pub fn longer(rng: &mut impl Rng, base: Duration) -> Duration {
     base.mul_f64(rng.random_range(1.3..2.2))
+}
+
+/// Past `base`, by a little or by much: the timeout fires, sometimes just before
+/// the fault ends.
+pub fn past(rng: &mut impl Rng, base: Duration) -> Duration {
+    base.mul_f64(rng.random_range(1.15..2.2))
+}
+
+/// Just past `base`: the timeout fires, and the fault ends soon after.
+pub fn just_past(rng: &mut impl Rng, base: Duration) -> Duration {
+    base.mul_f64(rng.random_range(1.1..1.5))
 }
 
 /// Shorter or longer than `base`, as a coin says.

@@ -30,7 +30,7 @@ const LAST_START: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub struct ReplicationNemesis {
     planner: Aimed,
-    topic: String,
+    topics: Vec<&'static str>,
     coverage: Coverage,
     tail: EventTail,
     /// Steps in force that a later step has not undone yet, oldest first.
@@ -38,17 +38,18 @@ pub struct ReplicationNemesis {
 }
 
 impl ReplicationNemesis {
-    /// `logs`: the cluster's root, holding each process's `broker.log`; `coverage`
-    /// counts from the campaign's start.
+    /// `topics`: the workload's, whose partitions the patterns aim at; `logs`: the
+    /// cluster's root, holding each process's `broker.log`; `coverage` counts from
+    /// the campaign's start.
     pub fn new(
         planner: Aimed,
-        topic: impl Into<String>,
+        topics: &[&'static str],
         logs: &Path,
         coverage: Coverage,
     ) -> ReplicationNemesis {
         ReplicationNemesis {
             planner,
-            topic: topic.into(),
+            topics: topics.to_vec(),
             coverage,
             tail: EventTail::new(logs),
             in_force: Vec::new(),
@@ -132,7 +133,7 @@ impl ReplicationNemesis {
     async fn observe(&mut self, cluster: &Cluster) -> ClusterView {
         let events = self.tail.poll();
         self.coverage.add_all(&events);
-        let view = view_of(cluster, &self.topic).await;
+        let view = view_of(cluster, &self.topics).await;
         self.coverage.observe(&view);
         view
     }
@@ -185,11 +186,11 @@ async fn act(
     }
 }
 
-/// The cluster as the controller's metadata shows it now, for `topic` (no
+/// The cluster as the controller's metadata shows it now, for `topics` (no
 /// partitions if the controller does not answer).
-pub async fn view_of(cluster: &Cluster, topic: &str) -> ClusterView {
+pub async fn view_of(cluster: &Cluster, topics: &[&str]) -> ClusterView {
     let meta = cluster.metadata().await.ok();
-    ClusterView::new(&cluster.node_ids(), meta.as_ref(), topic)
+    ClusterView::new(&cluster.node_ids(), meta.as_ref(), topics)
 }
 
 /// Sleep `d` unless that passes `end`; then sleep until `end` and say so (false).

@@ -1,5 +1,5 @@
 //! What the replication nemesis knows of the cluster when it decides: the roles of
-//! each partition of the workload's topic (who leads, in which order the controller
+//! each partition of the workload's topics (who leads, in which order the controller
 //! would elect the others, the ISR) read from the controller's metadata at that
 //! moment, and the cluster's own timeouts that its fault durations are drawn
 //! around. Plain data, so the planner stays pure: the same view, coverage and seed
@@ -36,6 +36,7 @@ impl Timeouts {
 /// One partition as the controller describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionView {
+    pub topic: String,
     pub partition: u32,
     /// None while the partition has no leader.
     pub leader: Option<i32>,
@@ -66,26 +67,31 @@ pub struct ClusterView {
     pub nodes: Vec<i32>,
     /// Nodes the controller counts alive.
     pub alive: Vec<i32>,
-    /// The workload topic's partitions (empty if the controller did not answer).
+    /// The workload's topics; patterns aim at the first one's partitions (the
+    /// queue's, whose final logs are checked), the others count in [`leads`](Self::leads).
+    pub topics: Vec<String>,
+    /// The partitions of the workload's topics, topic by topic (empty if the
+    /// controller did not answer).
     pub partitions: Vec<PartitionView>,
 }
 
 impl ClusterView {
-    /// The view of `topic` in the controller's metadata (None: no answer).
-    pub fn new(nodes: &[i32], metadata: Option<&Metadata>, topic: &str) -> ClusterView {
+    /// The view of `topics` in the controller's metadata (None: no answer).
+    pub fn new(nodes: &[i32], metadata: Option<&Metadata>, topics: &[&str]) -> ClusterView {
         let Some(meta) = metadata else {
             return ClusterView {
                 nodes: nodes.to_vec(),
                 alive: Vec::new(),
+                topics: topics.iter().map(|t| t.to_string()).collect(),
                 partitions: Vec::new(),
             };
         };
-        let partitions = meta
-            .topics
+        let partitions = topics
             .iter()
-            .filter(|t| t.name == topic)
-            .flat_map(|t| &t.partitions)
-            .map(|p| PartitionView {
+            .flat_map(|&topic| meta.topics.iter().filter(move |t| t.name == topic))
+            .flat_map(|t| t.partitions.iter().map(move |p| (t, p)))
+            .map(|(t, p)| PartitionView {
+                topic: t.name.clone(),
                 partition: p.partition,
                 leader: (p.leader >= 0).then_some(p.leader),
                 leader_epoch: p.leader_epoch,
@@ -95,6 +101,7 @@ impl ClusterView {
             .collect();
         ClusterView {
             nodes: nodes.to_vec(),
+            topics: topics.iter().map(|t| t.to_string()).collect(),
             alive: meta
                 .brokers
                 .iter()
@@ -105,24 +112,35 @@ impl ClusterView {
         }
     }
 
-    /// Partitions whose leader is alive and have a follower: what a pattern aimed
-    /// at a leader can hit.
+    /// Partitions of the first topic whose leader is alive and have a follower:
+    /// what a pattern aimed at a leader can hit.
     pub fn led(&self) -> Vec<&PartitionView> {
         self.partitions
             .iter()
+            .filter(|p| self.topics.first().is_none_or(|t| *t == p.topic))
             .filter(|p| {
                 p.leader.is_some_and(|l| self.alive.contains(&l)) && !p.followers().is_empty()
             })
             .collect()
     }
 
-    /// For the history: each partition's leader, epoch and ISR.
+    /// How many of the partitions of every topic `node` leads: a fault on a busier
+    /// leader moves more of the workload at once (in the mixed workload, a leader
+    /// of the register's partitions too).
+    pub fn leads(&self, node: i32) -> usize {
+        self.partitions
+            .iter()
+            .filter(|p| p.leader == Some(node))
+            .count()
+    }
+
+    /// For the history: each partition's topic, leader, epoch and ISR.
     pub fn to_json(&self) -> Value {
         let parts: Vec<Value> = self
             .partitions
             .iter()
             .map(|p| {
-                json!({"partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch, "isr": p.isr})
+                json!({"topic": p.topic, "partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch, "isr": p.isr})
             })
             .collect();
         json!({"alive": self.alive, "partitions": parts})
@@ -136,6 +154,7 @@ mod tests {
     #[test]
     fn followers_come_in_the_controllers_election_order() {
         let p = PartitionView {
+            topic: "queue".into(),
             partition: 0,
             leader: Some(2),
             leader_epoch: 3,
@@ -159,13 +178,42 @@ mod tests {
             ]}, {"name": "other", "partitions": []}]
         }))
         .unwrap();
-        let v = ClusterView::new(&[1, 2, 3], Some(&meta), "queue");
+        let v = ClusterView::new(&[1, 2, 3], Some(&meta), &["queue"]);
         assert_eq!(v.alive, vec![1, 2]);
         assert_eq!(v.partitions.len(), 2);
+        assert_eq!(v.partitions[0].topic, "queue");
         assert_eq!(v.partitions[1].leader, None);
         assert_eq!(v.led().len(), 1);
         assert_eq!(v.to_json()["partitions"][0]["leader"], 1);
-        let blind = ClusterView::new(&[1, 2, 3], None, "queue");
+        let blind = ClusterView::new(&[1, 2, 3], None, &["queue"]);
         assert!(blind.led().is_empty());
+    }
+
+    #[test]
+    fn the_view_covers_every_topic_of_the_workload() {
+        let meta: Metadata = serde_json::from_value(json!({
+            "controller_epoch": 1,
+            "brokers": [{"id": 1, "alive": true}, {"id": 2, "alive": true}, {"id": 3, "alive": true}],
+            "topics": [{"name": "register", "partitions": [
+                {"partition": 0, "leader": 2, "leader_epoch": 1, "isr": [1, 2, 3], "replicas": [2, 3, 1]}
+            ]}, {"name": "queue", "partitions": [
+                {"partition": 0, "leader": 1, "leader_epoch": 2, "isr": [1, 2, 3], "replicas": [1, 2, 3]},
+                {"partition": 1, "leader": 2, "leader_epoch": 4, "isr": [2, 3, 1], "replicas": [2, 3, 1]}
+            ]}, {"name": "other", "partitions": [
+                {"partition": 0, "leader": 3, "leader_epoch": 1, "isr": [3], "replicas": [3]}
+            ]}]
+        }))
+        .unwrap();
+        let v = ClusterView::new(&[1, 2, 3], Some(&meta), &["queue", "register"]);
+        let names: Vec<(&str, u32)> = v
+            .partitions
+            .iter()
+            .map(|p| (p.topic.as_str(), p.partition))
+            .collect();
+        assert_eq!(names, vec![("queue", 0), ("queue", 1), ("register", 0)]);
+        // Led partitions of the first topic only: the others count in `leads`.
+        assert_eq!(v.led().len(), 2);
+        assert_eq!((v.leads(1), v.leads(2), v.leads(3)), (1, 2, 0));
+        assert_eq!(v.to_json()["partitions"][2]["topic"], "register");
     }
 }

@@ -104,7 +104,10 @@ fn decisions(out: &mut String, data: &RunData, c: &Coverage) {
         };
         let mut roles = text("roles");
         if let Some(p) = v["partition"].as_u64() {
-            roles = format!("partition {p}: {roles}");
+            roles = match v["topic"].as_str() {
+                Some(t) => format!("{t}/{p}: {roles}"),
+                None => format!("partition {p}: {roles}"),
+            };
         }
         let steps: Vec<String> = v["steps"]
             .as_array()
