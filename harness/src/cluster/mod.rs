@@ -30,6 +30,7 @@ pub(crate) mod broker_bin;
 mod convergence;
 pub mod crash;
 mod credentials;
+mod disk;
 pub mod events;
 pub mod supervisor;
 
@@ -372,7 +373,7 @@ impl Cluster {
         for p in self.procs() {
             self.restart(p).await?;
         }
-        Ok(())
+        self.disks_ok().await
     }
 
     /// The controller's metadata.

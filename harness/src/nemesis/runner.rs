@@ -119,6 +119,11 @@ impl Nemesis {
                         cluster.kill_at_once(&procs).await?
                     }
                     Fault::Partition { grudge, .. } => cluster.partition(grudge),
+                    Fault::Disk { node, mode, for_ms } => {
+                        cluster
+                            .set_disk(*node, mode.as_str(), Some(*for_ms))
+                            .await?
+                    }
                 }
                 on_event(fault.start_event());
             }
@@ -136,6 +141,11 @@ impl Nemesis {
                         }
                     }
                     Fault::Partition { .. } => cluster.heal(),
+                    // A node that died meanwhile (a crash) restarts with a working disk.
+                    Fault::Disk { node, .. } if cluster.is_running(Proc::Node(*node)) => {
+                        cluster.set_disk(*node, "ok", None).await?
+                    }
+                    Fault::Disk { .. } => {}
                 }
                 on_event(fault.end_event());
             }

@@ -218,6 +218,9 @@ pub enum Bug {
     AckIgnoresEpoch,
     /// Answer OffsetsForLeaderEpoch with the leader's LEO, not the epoch's end.
     EpochEndAtLeo,
+    /// Leave a failed append (ENOSPC, EIO) queued: it reaches the disk with the next
+    /// append at repeated offsets, and recovery keeps it over an acknowledged record.
+    AppendUndoLost,
     /// Test-only: each node aborts (SIGABRT) at its 300th produce request — a
     /// crashed broker, for the harness's crash detection.
     Abort,
@@ -636,7 +639,8 @@ mod tests {
         assert_eq!(
             crate::names::list::<Bug>(),
             "hw-truncation, ack-before-replicate, isr-unchecked, stale-read, no-epoch-fence, \
-             hw-any-follower, read-past-hw, ack-off-by-one, ack-ignores-epoch, epoch-end-at-leo, abort"
+             hw-any-follower, read-past-hw, ack-off-by-one, ack-ignores-epoch, epoch-end-at-leo, append-undo-lost, \
+             abort"
         );
     }
 

@@ -6,7 +6,7 @@
 //! an `invoke` followed by its completion (the fault starts at the invocation), or
 //! a lone `info` event (Jepsen's style). A fault ends at the event that undoes it:
 //! `heal` (or `stop-partition`) ends partitions, `resume` ends pauses, `restart`
-//! ends kills and crashes; one naming the same targets is preferred, else every
+//! ends kills and crashes, `disk-ok` ends a node's failing disk (`disk`); one naming the same targets is preferred, else every
 //! open fault of that family ends. Faults still open at the end of the history run
 //! to its end. Events that neither start nor end a fault become instant marks, but
 //! for the nemesis's decisions (`plan`), which the report lists on their own.
@@ -20,6 +20,8 @@ pub enum Family {
     Kill,
     Pause,
     Partition,
+    /// A node's disk full or failing (`disk`, ended by `disk-ok`).
+    Disk,
 }
 
 impl Family {
@@ -28,6 +30,7 @@ impl Family {
             Family::Kill => "f-kill",
             Family::Pause => "f-pause",
             Family::Partition => "f-part",
+            Family::Disk => "f-disk",
         }
     }
 }
@@ -77,10 +80,13 @@ fn role(f: &str) -> Role {
         "restart" | "start" | "stop-kill" | "recover" | "restart-all" => {
             return Role::End(Some(Family::Kill));
         }
+        "disk-ok" => return Role::End(Some(Family::Disk)),
         "heal-all" | "stop" | "stop-all" | "end" | "heal-everything" => return Role::End(None),
         _ => {}
     }
-    if base.starts_with("kill") || base == "crash-all" || base.starts_with("lose-") {
+    if base == "disk" {
+        Role::Start(Family::Disk)
+    } else if base.starts_with("kill") || base == "crash-all" || base.starts_with("lose-") {
         Role::Start(Family::Kill)
     } else if base.starts_with("pause") {
         Role::Start(Family::Pause)
@@ -296,5 +302,31 @@ mod tests {
         assert_eq!(p.len(), 1);
         assert_eq!((p[0].start, p[0].end, p[0].open), (5, 9, false));
         assert_eq!(p[0].family, Family::Partition);
+    }
+
+    #[test]
+    fn disk_faults_are_shaded_until_their_disk_ok() {
+        use EventType::*;
+        let two = json!({"node": 2, "mode": "enospc", "for_ms": 9000});
+        let three = json!({"node": 3, "mode": "eio", "for_ms": 9000});
+        let events = vec![
+            nem(0, 5, Info, "disk", two.clone()),
+            nem(1, 6, Info, "disk", three.clone()),
+            nem(2, 9, Info, "disk-ok", two),
+        ];
+        let (p, m) = periods(&events, 20);
+        assert!(m.is_empty(), "{m:?}");
+        let got: Vec<_> = p
+            .iter()
+            .map(|p| (p.family, p.label.as_str(), p.start, p.end, p.open))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Family::Disk, "disk node 2", 5, 9, false),
+                (Family::Disk, "disk node 3", 6, 20, true),
+            ]
+        );
+        assert_eq!(p[0].family.class(), "f-disk");
     }
 }

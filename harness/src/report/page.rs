@@ -63,7 +63,8 @@ svg .hl{stroke:#111;stroke-width:1.5}svg rect:target{stroke:#0b57d0;stroke-width
 svg .fault{opacity:.16}svg .fault-strip{opacity:.8}svg .fault-label{font-size:10.5px;font-weight:600}svg .fault-tick{stroke-width:1;opacity:.7}
 .f-kill{fill:#d32f2f;stroke:#d32f2f;background:rgba(211,47,47,.25)}.f-pause{fill:#1e63c8;stroke:#1e63c8;background:rgba(30,99,200,.25)}
 .f-part{fill:#7b3fb3;stroke:#7b3fb3;background:rgba(123,63,179,.25)}
-svg text.fault-label{stroke:none}svg text.f-kill{fill:#a11}svg text.f-pause{fill:#124a99}svg text.f-part{fill:#5b2a88}
+.f-disk{fill:#e07b00;stroke:#e07b00;background:rgba(224,123,0,.25)}
+svg text.fault-label{stroke:none}svg text.f-kill{fill:#a11}svg text.f-pause{fill:#124a99}svg text.f-part{fill:#5b2a88}svg text.f-disk{fill:#9a4f00}
 svg .mark{stroke:#444;stroke-dasharray:3 3}
 svg .p50{fill:none;stroke:#2e7d32;stroke-width:1.5}svg .p95{fill:none;stroke:#8bc34a;stroke-width:1}svg .pmax{fill:none;stroke:#aaa;stroke-width:1}
 svg .rate-ok{fill:none;stroke:#2e7d32;stroke-width:1.5}svg .rate-fail{fill:none;stroke:#e05252;stroke-width:1.2}svg .rate-info{fill:none;stroke:#f0a030;stroke-width:1.2}
@@ -261,6 +262,7 @@ fn legend(out: &mut String, periods: &[FaultPeriod]) {
                 faults::Family::Kill => "process killed",
                 faults::Family::Pause => "process paused",
                 faults::Family::Partition => "network partitioned",
+                faults::Family::Disk => "disk failing",
             };
             let _ = write!(
                 out,
