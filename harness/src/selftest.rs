@@ -216,7 +216,7 @@ pub fn profile(bug: Bug) -> &'static [&'static str] {
             "--nemesis",
             "disk,kill",
             "--nemesis-interval",
-            "2",
+            "1",
             "--time-limit",
             "30",
         ],

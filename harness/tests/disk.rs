@@ -78,7 +78,7 @@ fn the_planted_append_undo_lost_is_caught_by_disk_and_kill() {
             "--nemesis",
             "disk,kill",
             "--nemesis-interval",
-            "2",
+            "1",
             "--time-limit",
             "30",
             "--seed",
