@@ -592,7 +592,7 @@ mod tests {
         assert_eq!(a.nemesis, [CrashAll, Kill]);
         let e = parse(&["--nemesis", "kill,explode"]).unwrap_err();
         assert!(
-            e.contains("unknown fault `explode`") && e.contains("lose-unflushed, or none"),
+            e.contains("unknown fault `explode`") && e.contains("lose-unflushed, disk, or none"),
             "{e}"
         );
         let e = parse(&["--nemesis", "none,kill"]).unwrap_err();
