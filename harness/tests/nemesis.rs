@@ -65,8 +65,15 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
         "run ends every fault it started"
     );
 
-    let starts = ["kill", "pause", "partition", "crash-all", "lose-unflushed"];
-    let ends = ["restart", "resume", "heal"];
+    let starts = [
+        "kill",
+        "pause",
+        "partition",
+        "crash-all",
+        "lose-unflushed",
+        "disk",
+    ];
+    let ends = ["restart", "resume", "heal", "disk-ok"];
     let started = events
         .iter()
         .filter(|e| starts.contains(&e.f.as_str()))
@@ -299,8 +306,15 @@ async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes
             .unwrap()
             .starts_with("first fault")
     );
-    let starts = ["kill", "pause", "partition", "crash-all", "lose-unflushed"];
-    let ends = ["restart", "resume", "heal"];
+    let starts = [
+        "kill",
+        "pause",
+        "partition",
+        "crash-all",
+        "lose-unflushed",
+        "disk",
+    ];
+    let ends = ["restart", "resume", "heal", "disk-ok"];
     let count = |names: &[&str]| {
         events
             .iter()
