@@ -40,7 +40,8 @@ impl Tally {
 
     /// Follow a nemesis event (named as in docs/faults.md#in-the-history: `kill`,
     /// `pause`, `partition`, `crash-all`, `lose-unflushed`, `slow`, `flaky`,
-    /// `throttle` start a fault; `restart`, `resume`, `heal`, `stop-slow`, … end one).
+    /// `throttle`, `disk` start a fault; `restart`, `resume`, `heal`, `stop-slow`, …,
+    /// `disk-ok` end one).
     pub fn nemesis(&self, f: &str, value: &Value) {
         let mut active = self.faults.lock().unwrap_or_else(|e| e.into_inner());
         // Degraded links: named by the processes whose links they are.
@@ -60,6 +61,19 @@ impl Tally {
             return;
         }
         match f {
+            // e.g. `disk 2 enospc`, ended by the `disk-ok` of the same value.
+            "disk" | "disk-ok" => {
+                let label = format!(
+                    "disk {} {}",
+                    value["node"],
+                    value["mode"].as_str().unwrap_or_default()
+                );
+                if f == "disk" {
+                    active.push(label);
+                } else if let Some(i) = active.iter().position(|l| *l == label) {
+                    active.remove(i);
+                }
+            }
             "restart" | "resume" | "heal" => {
                 let targets = targets(value);
                 let mut sorted = targets.clone();
@@ -355,6 +369,17 @@ mod tests {
         assert_eq!(t.faults(), "slow controller,1, throttle 2");
         t.nemesis("stop-slow", &slow);
         assert_eq!(t.faults(), "throttle 2");
+    }
+
+    #[test]
+    fn a_disk_ok_ends_the_disk_fault_of_its_node() {
+        let t = Tally::default();
+        let two = json!({"node": 2, "mode": "enospc", "for_ms": 9000});
+        t.nemesis("disk", &two);
+        t.nemesis("disk", &json!({"node": 3, "mode": "eio", "for_ms": 9000}));
+        assert_eq!(t.faults(), "disk 2 enospc, disk 3 eio");
+        t.nemesis("disk-ok", &two);
+        assert_eq!(t.faults(), "disk 3 eio");
     }
 
     #[test]

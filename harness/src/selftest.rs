@@ -209,6 +209,17 @@ pub fn profile(bug: Bug) -> &'static [&'static str] {
             "--time-limit",
             "15",
         ],
+        // A failing disk on a leader leaves its failed appends queued; they reach the
+        // disk at repeated offsets once it works, and a kill and restart of that node
+        // keeps them over acknowledged records.
+        Bug::AppendUndoLost => &[
+            "--nemesis",
+            "disk,kill",
+            "--nemesis-interval",
+            "1",
+            "--time-limit",
+            "30",
+        ],
         // Test-only: a leader aborts at its 100th produce request, within seconds.
         Bug::Abort => &["--time-limit", "10"],
     }

@@ -65,8 +65,15 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
         "run ends every fault it started"
     );
 
-    let starts = ["kill", "pause", "partition", "crash-all", "lose-unflushed"];
-    let ends = ["restart", "resume", "heal"];
+    let starts = [
+        "kill",
+        "pause",
+        "partition",
+        "crash-all",
+        "lose-unflushed",
+        "disk",
+    ];
+    let ends = ["restart", "resume", "heal", "disk-ok"];
     let started = events
         .iter()
         .filter(|e| starts.contains(&e.f.as_str()))
@@ -104,10 +111,27 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
     assert_nothing_left(dir.path());
 }
 
+/// A node's disk mode, as its `GET /debug/disk` answers it.
+async fn disk_mode(cluster: &Cluster, id: i32) -> String {
+    let addr = cluster
+        .real_addr(watermark::proc::Proc::Node(id))
+        .expect("running");
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let body: serde_json::Value = http
+        .get(format!("http://{addr}/debug/disk"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    body["mode"].as_str().unwrap().to_string()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
     use rand::SeedableRng;
-    use watermark::nemesis::{Degradation, Fault, Step};
+    use watermark::nemesis::{Degradation, DiskMode, Fault, Step};
     use watermark::net::Grudge;
     use watermark::net::Topology;
     use watermark::proc::Proc;
@@ -137,6 +161,11 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
         Fault::Pause(Proc::Controller),
         Fault::LoseUnflushed(3),
         Fault::CrashAll(vec![2, 3, 1]),
+        Fault::Disk {
+            node: 2,
+            mode: DiskMode::Eio,
+            for_ms: 60_000,
+        },
         partition(Topology::Halves, Topology::Halves.draw(&all, &mut rng)),
         partition(Topology::Bridge, Topology::Bridge.draw(&all, &mut rng)),
         partition(
@@ -197,6 +226,7 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
                         .all(|(a, b)| *a == Proc::Node(leader) || *b == Proc::Node(leader))
                 );
             }
+            Fault::Disk { node, .. } => assert_eq!(disk_mode(&cluster, *node).await, "eio"),
             Fault::Partition { grudge, .. } => {
                 let mut cut = cluster.cut_links();
                 let mut want = grudge.cut.clone();
@@ -231,6 +261,13 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
             .unwrap();
         assert!(cluster.cut_links().is_empty());
         assert_eq!(cluster.degraded_links(), 0, "{end:?}");
+        for id in cluster.node_ids() {
+            assert_eq!(
+                disk_mode(&cluster, id).await,
+                "ok",
+                "node {id} after {end:?}"
+            );
+        }
         for p in cluster.procs() {
             assert!(
                 cluster.is_running(p) && !cluster.is_paused(p),
@@ -299,8 +336,15 @@ async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes
             .unwrap()
             .starts_with("first fault")
     );
-    let starts = ["kill", "pause", "partition", "crash-all", "lose-unflushed"];
-    let ends = ["restart", "resume", "heal"];
+    let starts = [
+        "kill",
+        "pause",
+        "partition",
+        "crash-all",
+        "lose-unflushed",
+        "disk",
+    ];
+    let ends = ["restart", "resume", "heal", "disk-ok"];
     let count = |names: &[&str]| {
         events
             .iter()

@@ -117,6 +117,32 @@ impl Admin {
         ok_body(controller, path, resp).await.map(|_| ())
     }
 
+    /// `POST /debug/disk` on a node, with the cluster's credentials: its storage fails
+    /// in `mode` (`enospc`, `eio`) for `for_ms` milliseconds, or works again (`ok`).
+    pub async fn set_disk(
+        &self,
+        addr: SocketAddr,
+        credentials: &super::Credentials,
+        mode: &str,
+        for_ms: Option<u64>,
+    ) -> Result<()> {
+        let path = "/debug/disk";
+        let body = match for_ms {
+            Some(ms) => serde_json::json!({"mode": mode, "for_ms": ms}),
+            None => serde_json::json!({"mode": mode}),
+        };
+        let resp = self
+            .http
+            .post(url(addr, path))
+            .header("X-Cluster-Id", &credentials.cluster_id)
+            .bearer_auth(&credentials.secret)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| call_error(addr, path, e))?;
+        ok_body(addr, path, resp).await.map(|_| ())
+    }
+
     async fn get_json<T: serde::de::DeserializeOwned>(
         &self,
         addr: SocketAddr,

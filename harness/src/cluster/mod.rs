@@ -31,6 +31,7 @@ mod convergence;
 pub mod crash;
 mod credentials;
 mod degrade;
+mod disk;
 pub mod events;
 pub mod supervisor;
 
@@ -389,7 +390,7 @@ impl Cluster {
         for p in self.procs() {
             self.restart(p).await?;
         }
-        Ok(())
+        self.disks_ok().await
     }
 
     /// The controller's metadata.

@@ -37,6 +37,9 @@ pub enum FaultKind {
     Flaky,
     /// A bandwidth limit on those links.
     Throttle,
+    /// Make a node's disk full (ENOSPC) or failing (EIO) for a while, through its
+    /// `POST /debug/disk` switch, then make it work again.
+    Disk,
 }
 
 by_name!(FaultKind => "fault");
@@ -72,6 +75,24 @@ pub fn page_cache_for(kinds: &[FaultKind], flush_messages: Option<u64>) -> bool 
     kinds.contains(&FaultKind::Replication) && flush_messages.is_some()
 }
 
+/// How a `disk` fault makes a node's storage fail (`POST /debug/disk`'s `mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskMode {
+    /// A full disk: writes stop short, fsyncs and file creations fail.
+    Enospc,
+    /// A failing disk: every change fails.
+    Eio,
+}
+
+impl DiskMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiskMode::Enospc => "enospc",
+            DiskMode::Eio => "eio",
+        }
+    }
+}
+
 /// A fault with its targets drawn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
@@ -93,6 +114,13 @@ pub enum Fault {
         procs: Vec<Proc>,
         how: Degradation,
         seed: u64,
+    },
+    /// A node's disk fails in `mode` for `for_ms` milliseconds at most (the broker
+    /// ends it by itself then, should the end step not come).
+    Disk {
+        node: i32,
+        mode: DiskMode,
+        for_ms: u64,
     },
 }
 
@@ -191,7 +219,9 @@ impl Fault {
     pub(super) fn down(&self) -> Vec<Proc> {
         match self {
             Fault::Kill(p) | Fault::Pause(p) => vec![*p],
-            Fault::LoseUnflushed(id) => vec![Proc::Node(*id)],
+            // Not down, but out of the ISRs while its disk fails: it counts against the
+            // minority budget, and no other fault hits it meanwhile.
+            Fault::LoseUnflushed(id) | Fault::Disk { node: id, .. } => vec![Proc::Node(*id)],
             Fault::CrashAll(ids) => ids.iter().map(|&id| Proc::Node(id)).collect(),
             Fault::Partition { .. } | Fault::Degrade { .. } => Vec::new(),
         }
@@ -220,6 +250,10 @@ impl Fault {
                 json!({"topology": topology.to_string(), "grudge": grudge.to_json()}),
             ),
             Fault::Degrade { procs, how, seed } => how.event(procs, *seed, false),
+            Fault::Disk { node, mode, for_ms } => NemesisEvent::new(
+                "disk",
+                json!({"node": node, "mode": mode.as_str(), "for_ms": for_ms}),
+            ),
         }
     }
 
@@ -237,6 +271,8 @@ impl Fault {
                 json!({"topology": topology.to_string(), "grudge": grudge.to_json()}),
             ),
             Fault::Degrade { procs, how, seed } => how.event(procs, *seed, true),
+            // The value of the fault it ends, as `heal` carries its partition's.
+            Fault::Disk { .. } => NemesisEvent::new("disk-ok", self.start_event().value),
         }
     }
 }
@@ -298,6 +334,22 @@ mod tests {
         assert_eq!(e.value["topology"], "isolate-one");
         assert_eq!(e.value["grudge"]["1"], json!(["controller", 2]));
         assert_eq!(fault.end_event().f, "heal");
+        let fault = Fault::Disk {
+            node: 2,
+            mode: DiskMode::Eio,
+            for_ms: 4000,
+        };
+        let e = fault.start_event();
+        assert_eq!(
+            (e.f.as_str(), e.value),
+            ("disk", json!({"node": 2, "mode": "eio", "for_ms": 4000}))
+        );
+        let e = fault.end_event();
+        assert_eq!(
+            (e.f.as_str(), e.value),
+            ("disk-ok", json!({"node": 2, "mode": "eio", "for_ms": 4000}))
+        );
+        assert_eq!(fault.down(), vec![Proc::Node(2)]);
     }
 
     #[test]

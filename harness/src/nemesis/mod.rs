@@ -41,7 +41,7 @@ mod view;
 pub use action::{Action, Script};
 pub use aimed::{Aimed, Decision, Plan};
 pub use coverage::{Coverage, Transition};
-pub use fault::{Degradation, Fault, FaultKind, NemesisEvent, node_args, page_cache_for};
+pub use fault::{Degradation, DiskMode, Fault, FaultKind, NemesisEvent, node_args, page_cache_for};
 pub use pattern::{Pattern, Settings};
 pub use planner::{Planner, Step};
 pub use replication::{ReplicationNemesis, view_of};

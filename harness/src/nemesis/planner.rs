@@ -9,7 +9,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::fault::{Degradation, Fault, FaultKind};
+use super::fault::{Degradation, DiskMode, Fault, FaultKind};
 use crate::proc::Proc;
 
 /// `slow`: the latency drawn, in ms (its jitter up to half as much again).
@@ -106,7 +106,7 @@ impl Planner {
     fn can_start(&self, kind: FaultKind) -> bool {
         match kind {
             FaultKind::Kill | FaultKind::Pause => !self.targets(false).is_empty(),
-            FaultKind::LoseUnflushed => !self.targets(true).is_empty(),
+            FaultKind::LoseUnflushed | FaultKind::Disk => !self.targets(true).is_empty(),
             // Degraded links beside other faults (not a partition or crash-all), one
             // of each kind at a time.
             FaultKind::Slow | FaultKind::Flaky | FaultKind::Throttle => {
@@ -168,6 +168,24 @@ impl Planner {
             FaultKind::LoseUnflushed => match self.draw_target(true)? {
                 Proc::Node(id) => Fault::LoseUnflushed(id),
                 Proc::Controller => unreachable!("lose-unflushed draws nodes only"),
+            },
+            FaultKind::Disk => match self.draw_target(true)? {
+                Proc::Node(node) => {
+                    let mode = *[DiskMode::Enospc, DiskMode::Eio]
+                        .choose(&mut self.rng)
+                        .expect("not empty");
+                    // The broker's own bound on the fault: past two intervals (the
+                    // end step comes one to two intervals later), so the end step
+                    // ends it in practice, and an end step that never comes does not
+                    // leave the disk failing for good.
+                    let for_ms = self.interval.mul_f64(self.rng.random_range(2.0..3.0));
+                    Fault::Disk {
+                        node,
+                        mode,
+                        for_ms: for_ms.as_millis() as u64,
+                    }
+                }
+                Proc::Controller => unreachable!("disk draws nodes only"),
             },
             FaultKind::CrashAll => {
                 let mut order = self.nodes.clone();
@@ -430,6 +448,37 @@ mod tests {
         // The same seed, the same draws.
         let a = steps(4, &kinds, 3, 300);
         assert_eq!(a, steps(4, &kinds, 3, 300));
+    }
+
+    #[test]
+    fn disk_faults_hit_a_node_in_both_modes_and_share_the_minority_budget() {
+        let kinds = [FaultKind::Disk, FaultKind::Kill];
+        let all = steps(11, &kinds, 3, 400);
+        let mut modes = std::collections::BTreeSet::new();
+        let mut nodes = std::collections::BTreeSet::new();
+        for (_, step) in &all {
+            if let Step::Start(Fault::Disk { node, mode, for_ms }) = step {
+                modes.insert(mode.as_str());
+                nodes.insert(*node);
+                // Two to three intervals of 5 s.
+                assert!((10_000..15_000).contains(for_ms), "{for_ms}");
+            }
+        }
+        assert_eq!(modes.len(), 2, "both modes are drawn: {modes:?}");
+        assert_eq!(nodes, [1, 2, 3].into(), "every node is drawn");
+        // With three nodes, a node whose disk fails and a killed node never overlap.
+        let ids = [1, 2, 3];
+        let mut p = Planner::new(11, &kinds, &ids, 2, Duration::from_secs(1));
+        for _ in 0..400 {
+            p.next_step();
+            let nodes_down = p
+                .active()
+                .iter()
+                .flat_map(Fault::down)
+                .filter(|p| matches!(p, Proc::Node(_)))
+                .count();
+            assert!(nodes_down <= 1, "{:?}", p.active());
+        }
     }
 
     #[test]

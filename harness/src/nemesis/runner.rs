@@ -122,6 +122,11 @@ impl Nemesis {
                     Fault::Degrade { procs, how, seed } => {
                         cluster.degrade(procs, *seed, |c| how.apply(c))
                     }
+                    Fault::Disk { node, mode, for_ms } => {
+                        cluster
+                            .set_disk(*node, mode.as_str(), Some(*for_ms))
+                            .await?
+                    }
                 }
                 on_event(fault.start_event());
             }
@@ -142,6 +147,11 @@ impl Nemesis {
                     Fault::Degrade { procs, how, seed } => {
                         cluster.degrade(procs, *seed, |c| how.clear(c))
                     }
+                    // A node that died meanwhile (a crash) restarts with a working disk.
+                    Fault::Disk { node, .. } if cluster.is_running(Proc::Node(*node)) => {
+                        cluster.set_disk(*node, "ok", None).await?
+                    }
+                    Fault::Disk { .. } => {}
                 }
                 on_event(fault.end_event());
             }

@@ -234,6 +234,9 @@ pub enum Bug {
     AckIgnoresEpoch,
     /// Answer OffsetsForLeaderEpoch with the leader's LEO, not the epoch's end.
     EpochEndAtLeo,
+    /// Leave a failed append (ENOSPC, EIO) queued: it reaches the disk with the next
+    /// append at repeated offsets, and recovery keeps it over an acknowledged record.
+    AppendUndoLost,
     /// Test-only: each node aborts (SIGABRT) at its 100th produce request — a
     /// crashed broker, for the harness's crash detection.
     Abort,
@@ -620,7 +623,8 @@ mod tests {
         assert_eq!(a.nemesis, [CrashAll, Kill]);
         let e = parse(&["--nemesis", "kill,explode"]).unwrap_err();
         assert!(
-            e.contains("unknown fault `explode`") && e.contains("slow, flaky, throttle, or none"),
+            e.contains("unknown fault `explode`")
+                && e.contains("slow, flaky, throttle, disk, or none"),
             "{e}"
         );
         let e = parse(&["--nemesis", "none,kill"]).unwrap_err();
@@ -667,7 +671,8 @@ mod tests {
         assert_eq!(
             crate::names::list::<Bug>(),
             "hw-truncation, ack-before-replicate, isr-unchecked, stale-read, no-epoch-fence, \
-             hw-any-follower, read-past-hw, ack-off-by-one, ack-ignores-epoch, epoch-end-at-leo, abort"
+             hw-any-follower, read-past-hw, ack-off-by-one, ack-ignores-epoch, epoch-end-at-leo, append-undo-lost, \
+             abort"
         );
     }
 

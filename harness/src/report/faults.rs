@@ -7,7 +7,8 @@
 //! a lone `info` event (Jepsen's style). A fault ends at the event that undoes it:
 //! `heal` (or `stop-partition`) ends partitions, `resume` ends pauses, `restart`
 //! ends kills and crashes, `stop-slow`, `stop-flaky`, `stop-throttle` end degraded
-//! links (`slow`, `flaky`, `throttle`; Jepsen's `fast` too); one naming the same targets is preferred, else every
+//! links (`slow`, `flaky`, `throttle`; Jepsen's `fast` too), `disk-ok` ends a node's
+//! failing disk (`disk`); one naming the same targets is preferred, else every
 //! open fault of that family ends. Faults still open at the end of the history run
 //! to its end. Events that neither start nor end a fault become instant marks, but
 //! for the nemesis's decisions (`plan`), which the report lists on their own.
@@ -23,6 +24,8 @@ pub enum Family {
     Partition,
     /// Degraded links: `slow`, `flaky`, `throttle`.
     Network,
+    /// A node's disk full or failing (`disk`, ended by `disk-ok`).
+    Disk,
 }
 
 impl Family {
@@ -32,6 +35,7 @@ impl Family {
             Family::Pause => "f-pause",
             Family::Partition => "f-part",
             Family::Network => "f-net",
+            Family::Disk => "f-disk",
         }
     }
 }
@@ -84,10 +88,13 @@ fn role(f: &str) -> Role {
         "stop-slow" | "stop-flaky" | "stop-throttle" | "fast" => {
             return Role::End(Some(Family::Network));
         }
+        "disk-ok" => return Role::End(Some(Family::Disk)),
         "heal-all" | "stop" | "stop-all" | "end" | "heal-everything" => return Role::End(None),
         _ => {}
     }
-    if base.starts_with("kill") || base == "crash-all" || base.starts_with("lose-") {
+    if base == "disk" {
+        Role::Start(Family::Disk)
+    } else if base.starts_with("kill") || base == "crash-all" || base.starts_with("lose-") {
         Role::Start(Family::Kill)
     } else if base == "slow" || base == "flaky" || base == "throttle" {
         Role::Start(Family::Network)
@@ -348,5 +355,31 @@ mod tests {
         assert_eq!(p.len(), 1);
         assert_eq!((p[0].start, p[0].end, p[0].open), (5, 9, false));
         assert_eq!(p[0].family, Family::Partition);
+    }
+
+    #[test]
+    fn disk_faults_are_shaded_until_their_disk_ok() {
+        use EventType::*;
+        let two = json!({"node": 2, "mode": "enospc", "for_ms": 9000});
+        let three = json!({"node": 3, "mode": "eio", "for_ms": 9000});
+        let events = vec![
+            nem(0, 5, Info, "disk", two.clone()),
+            nem(1, 6, Info, "disk", three.clone()),
+            nem(2, 9, Info, "disk-ok", two),
+        ];
+        let (p, m) = periods(&events, 20);
+        assert!(m.is_empty(), "{m:?}");
+        let got: Vec<_> = p
+            .iter()
+            .map(|p| (p.family, p.label.as_str(), p.start, p.end, p.open))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Family::Disk, "disk node 2", 5, 9, false),
+                (Family::Disk, "disk node 3", 6, 20, true),
+            ]
+        );
+        assert_eq!(p[0].family.class(), "f-disk");
     }
 }
