@@ -16,9 +16,10 @@ use crate::error::Result;
 use crate::nemesis::fault::NemesisEvent;
 use crate::proc::Proc;
 
-/// How long the leader's answers are held: past the clients' request timeout (3 s),
-/// so the sends of the cut's first seconds time out, whatever the leader did.
-const ANSWERS_HELD: Duration = Duration::from_secs(6);
+/// How long the leader's answers are held: three of the clients' request timeouts
+/// (3 s), so that a send started in the cut's first six seconds — also by a worker
+/// first held up on a poll of the same leader — times out, whatever the leader did.
+const ANSWERS_HELD: Duration = Duration::from_secs(9);
 /// How long the script lets the producers' retries land after the heal (their
 /// backoff is at most 1 s per retry).
 const RETRIES_LAND: Duration = Duration::from_secs(4);
