@@ -1,13 +1,13 @@
 //! The broker's command line (docs/api.md, "Command line"). Only clap's types live
-//! here; each role converts them into its own at its edge.
+//! here; the node and its controller convert them into their own at their edge.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-/// A Kafka-style replicated log (ISR, high watermark, leader epochs) and its
-/// controller, speaking JSON over HTTP.
+/// A Kafka-style replicated log (ISR, high watermark, leader epochs) whose brokers
+/// elect their controller among themselves, speaking JSON over HTTP.
 #[derive(Debug, Parser)]
 #[command(name = "broker", version, max_term_width = 100)]
 pub struct Cli {
@@ -17,30 +17,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Role {
-    /// Run the controller: broker liveness, leader election, ISR changes.
-    Controller(ControllerArgs),
-    /// Run a broker node: partitions' replicas, produce and fetch.
+    /// Run a broker: partitions' replicas, produce and fetch, and (if it is one of
+    /// the controller voters) a voter of the controller quorum.
     Node(NodeArgs),
-}
-
-/// `broker controller`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ControllerArgs {
-    /// Address to listen on; port 0 takes a free port (printed as `listening on ADDR`).
-    #[arg(long)]
-    pub listen: SocketAddr,
-    /// Where the controller keeps its state (it survives restarts).
-    #[arg(long)]
-    pub data_dir: PathBuf,
-    /// Every broker's id and the address to reach it at: `1=ADDR,2=ADDR,3=ADDR`.
-    #[arg(long, value_parser = parse_peers)]
-    pub brokers: Peers,
-    /// A broker silent for longer than this is dead.
-    #[arg(long, default_value_t = 3000)]
-    pub session_timeout_ms: u64,
-    /// Allow electing a replica outside the ISR when no ISR member is alive (may lose data).
-    #[arg(long)]
-    pub unclean_election: bool,
 }
 
 /// How a follower that becomes follower, or restarts, decides where to truncate its log.
@@ -64,12 +43,23 @@ pub struct NodeArgs {
     /// Where the broker keeps its logs and checkpoints.
     #[arg(long)]
     pub data_dir: PathBuf,
-    /// The controller's address(es); a `NOT_CONTROLLER` answer names the active one.
-    #[arg(long, value_delimiter = ',', required = true)]
-    pub controller: Vec<String>,
     /// The other brokers' ids and addresses: `2=ADDR,3=ADDR`.
     #[arg(long, value_parser = parse_peers, default_value = "")]
     pub peers: Peers,
+    /// The brokers that run the controller quorum's voters (default: every broker).
+    #[arg(long, value_delimiter = ',')]
+    pub controller_voters: Option<Vec<i32>>,
+    /// The controller declares a broker silent for longer than this dead.
+    #[arg(long, default_value_t = 3000)]
+    pub session_timeout_ms: u64,
+    /// Allow electing a replica outside the ISR when no ISR member is alive (may lose
+    /// data); every broker must be given the same.
+    #[arg(long)]
+    pub unclean_election: bool,
+    /// A controller voter that hears no leader for this long (up to 1.5×) starts an
+    /// election.
+    #[arg(long, default_value_t = 1000)]
+    pub election_timeout_ms: u64,
     /// How a follower settles its log with a new leader, or after a restart.
     #[arg(long, value_enum, default_value_t = Truncation::Epoch)]
     pub truncation: Truncation,

@@ -13,7 +13,6 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.role {
-        Role::Controller(args) => broker::controller::run(args),
         Role::Node(args) => broker::node::run(args),
     };
     match result {

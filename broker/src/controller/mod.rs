@@ -1,70 +1,102 @@
-//! The controller: the role ZooKeeper and Kafka's controller play together. It
-//! tracks broker liveness through heartbeats, elects partition leaders, accepts or
-//! fences ISR changes, and tells the brokers (LeaderAndIsr) whenever a partition's
-//! leader or ISR changes. Its state survives restarts.
+//! The controller: broker liveness, leader election, ISR changes, and telling the
+//! brokers (LeaderAndIsr) whenever a partition's leader or ISR changes — Kafka's
+//! KRaft controller in combined mode. Every broker listed in `--controller-voters`
+//! (by default every broker) runs a voter of the controller quorum in its own
+//! process; the Raft leader is the active controller, and its term the controller
+//! epoch. The metadata is the quorum's replicated log, so it survives any minority
+//! of voters dying, and a new active controller carries on with the same state.
 //!
 //! Layers: `election` and `state` are the pure rules (no I/O, time passed in);
-//! `store` persists the durable part; `service` runs events through the rules under
-//! one lock, persisting and pushing their effects; `push` sends LeaderAndIsr; `http`
-//! is the routes.
+//! `raft` the replicated log (storage, state machine, RPCs); `service` the active
+//! controller's shell (decide, propose, answer, push); `push` sends LeaderAndIsr;
+//! `http` is the routes.
 
 mod election;
-mod http;
+pub(crate) mod http;
 mod push;
+mod raft;
 mod service;
 mod state;
-mod store;
 
-use std::sync::Arc;
-use std::time::Instant;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use crate::cli::ControllerArgs;
-use service::Controller;
+use crate::protocol::BrokerId;
+use raft::Identity;
+use raft::network::{Quorum, Receiver};
+pub use service::Controller;
 use state::{Config, ControllerState};
-use store::Store;
 
-/// Run the controller process until it is killed.
-pub fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error>> {
-    if args.brokers.0.is_empty() {
-        return Err(
-            "--brokers lists no broker; give e.g. 1=127.0.0.1:9001,2=127.0.0.1:9002".into(),
-        );
-    }
-    if args.session_timeout_ms == 0 {
-        return Err("--session-timeout-ms must be positive".into());
-    }
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(serve(args))
+/// How this broker's voter is set up (from the node's command line).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// This broker's id (a voter's).
+    pub id: BrokerId,
+    /// Every broker of the cluster (this one included) and how to reach it.
+    pub brokers: BTreeMap<BrokerId, String>,
+    /// The voters of the controller quorum (a subset of the brokers).
+    pub voters: Vec<BrokerId>,
+    pub data_dir: PathBuf,
+    pub session_timeout_ms: u64,
+    pub unclean_election: bool,
+    pub election_timeout_ms: u64,
 }
 
-async fn serve(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error>> {
-    std::fs::create_dir_all(&args.data_dir)
-        .map_err(|e| format!("cannot create data dir {}: {e}", args.data_dir.display()))?;
-    let store = Store::new(&args.data_dir);
-    let durable = store.load()?;
+/// Open this broker's voter (its Raft log in `DATA_DIR/raft`) and start it; Err says
+/// why it cannot (a corrupt log, voters other than the log's). Returns the
+/// controller and its routes (the controller calls and `/internal/raft/`).
+pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), String> {
+    let ids: Vec<BrokerId> = s.brokers.keys().copied().collect();
     let config = Config {
-        session_timeout_ms: args.session_timeout_ms,
-        unclean_election: args.unclean_election,
+        session_timeout_ms: s.session_timeout_ms,
+        unclean_election: s.unclean_election,
     };
-    let ids: Vec<_> = args.brokers.0.iter().map(|(id, _)| *id).collect();
-    let clock = Instant::now();
-    let (state, effects) = ControllerState::start(config, &ids, durable, 0)?;
-    // The bumped controller epoch is durable before anyone can see it.
-    store.save(&state.durable()).map_err(|e| {
-        format!(
-            "cannot persist the controller state in {}: {e}",
-            args.data_dir.display()
-        )
-    })?;
-    for line in &effects.events {
-        eprintln!("{line}");
-    }
-    let pusher = push::Pusher::new(&args.brokers.0)?;
-    let controller = Arc::new(Controller::new(state, store, pusher, clock));
-    let listener = crate::server::bind_and_announce(args.listen, &args.data_dir).await?;
+    let state = Arc::new(Mutex::new(ControllerState::new(config, &ids)));
+    let mut voters = s.voters.clone();
+    voters.sort_unstable();
+    let identity = Arc::new(Identity {
+        id: s.id,
+        quorum: Quorum {
+            voters,
+            brokers: ids,
+            unclean_election: s.unclean_election,
+        },
+        established: AtomicBool::new(false),
+    });
+    let peers = s
+        .voters
+        .iter()
+        .filter(|&&v| v != s.id)
+        .filter_map(|v| s.brokers.get(v).map(|a| (*v as u64, a.clone())))
+        .collect();
+    let (announcer, announced) = tokio::sync::mpsc::unbounded_channel();
+    let (raft, leases) = raft::start(
+        &s.data_dir,
+        identity.clone(),
+        state.clone(),
+        peers,
+        s.election_timeout_ms,
+        announcer,
+    )
+    .await?;
+    let all: Vec<(BrokerId, String)> = s.brokers.into_iter().collect();
+    let pusher = push::Pusher::new(&all).map_err(|e| format!("HTTP client: {e}"))?;
+    let lease = Duration::from_millis(s.election_timeout_ms);
+    let controller = Arc::new(Controller::new(
+        identity.clone(),
+        raft.clone(),
+        state,
+        leases,
+        lease,
+        pusher,
+    ));
+    tokio::spawn(controller.clone().run_announcements(announced));
+    tokio::spawn(controller.clone().run_takeovers());
     tokio::spawn(controller.clone().run_ticker());
-    axum::serve(listener, http::router(controller)).await?;
-    Ok(())
+    let routes =
+        http::router(controller.clone()).merge(raft::network::routes(Receiver { raft, identity }));
+    Ok((controller, routes))
 }

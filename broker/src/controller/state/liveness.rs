@@ -1,17 +1,54 @@
-//! Broker liveness: registration and restarts (broker epochs), the session timeout,
-//! and what a broker's death or return does to the partitions it replicates.
+//! Broker liveness: what the active controller decides from heartbeats and silence
+//! (commands to propose), and how registrations, restarts and deaths apply to the
+//! partitions each broker replicates.
 
+use super::command::{Command, Expiry};
 use super::{ControllerState, Effects, Liveness, Millis};
 use crate::controller::election::{Election, elect};
 use crate::error::ApiError;
 use crate::protocol::{BrokerId, Heartbeat, HeartbeatResponse, NO_LEADER, TopicPartition};
 
 impl ControllerState {
-    /// `POST /internal/heartbeat`: register, detect restarts, keep the broker alive.
-    pub fn heartbeat(
+    /// The active controller got a heartbeat at `now`: record it, and say whether it
+    /// changes the replicated state (a registration, a restart, a return from the
+    /// dead), in which case the command must be committed before answering.
+    pub fn heartbeat_decision(
         &mut self,
         hb: &Heartbeat,
         now: Millis,
+    ) -> Result<Option<Command>, ApiError> {
+        let id = hb.broker_id;
+        let Some(broker) = self.brokers.get(&id) else {
+            return Err(ApiError::invalid(format!(
+                "broker {id} is not one of the controller's brokers {:?}",
+                self.brokers.keys().collect::<Vec<_>>()
+            )));
+        };
+        self.sessions.heard(id, now);
+        let changes =
+            broker.broker_epoch != Some(hb.broker_epoch) || broker.liveness != Liveness::Alive;
+        Ok(changes.then(|| Command::Heartbeat(hb.clone())))
+    }
+
+    /// The answer to broker `id`'s heartbeat: its partitions as the state holds them.
+    pub fn heartbeat_response(&self, id: BrokerId) -> HeartbeatResponse {
+        HeartbeatResponse {
+            controller_epoch: self.controller_epoch,
+            brokers: self.brokers_info(),
+            partitions: self
+                .partitions
+                .values()
+                .filter(|p| p.replicas.contains(&id))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Apply a state-changing heartbeat: register, or handle a restart as a failure
+    /// followed by a start (KIP-380), or a return from the dead.
+    pub(super) fn apply_heartbeat(
+        &mut self,
+        hb: &Heartbeat,
     ) -> Result<(HeartbeatResponse, Effects), ApiError> {
         let id = hb.broker_id;
         let Some(broker) = self.brokers.get(&id) else {
@@ -30,7 +67,6 @@ impl ControllerState {
                     "broker {id}: registered (broker epoch {})",
                     hb.broker_epoch
                 ));
-                effects.dirty = true;
             }
             Some(old) if old != hb.broker_epoch => {
                 effects.events.push(format!(
@@ -39,7 +75,6 @@ impl ControllerState {
                 ));
                 self.set_liveness(id, Liveness::Dead);
                 self.broker_failed(id, "restarted", &mut effects);
-                effects.dirty = true;
                 started = true;
             }
             Some(_) if was == Liveness::Dead => {
@@ -48,70 +83,71 @@ impl ControllerState {
             Some(_) => {}
         }
         let b = self.brokers.get_mut(&id).expect("checked above");
+        effects.dirty |= b.broker_epoch != Some(hb.broker_epoch) || b.liveness != Liveness::Alive;
         b.broker_epoch = Some(hb.broker_epoch);
-        b.last_heartbeat = Some(now);
         b.liveness = Liveness::Alive;
         if started {
             self.elect_offline(&format!("broker {id} came back"), &mut effects);
         }
-        let response = HeartbeatResponse {
-            controller_epoch: self.controller_epoch,
-            brokers: self.brokers_info(),
-            partitions: self
-                .partitions
-                .values()
-                .filter(|p| p.replicas.contains(&id))
-                .cloned()
-                .collect(),
-        };
-        Ok((response, effects))
+        Ok((self.heartbeat_response(id), effects))
     }
 
-    /// The controller itself did not run from `from` to `now` (it was paused or starved
-    /// of CPU): that time does not count against any broker's silence, since their
-    /// heartbeats were waiting in the controller's own sockets. Without this, a paused
-    /// controller would declare every broker dead the moment it resumes and churn
-    /// every partition through needless elections.
+    /// The active controller did not run from `from` to `now` (paused or starved):
+    /// that time does not count against any broker's silence. Without this, a paused
+    /// controller would declare every broker dead the moment it resumes.
     pub fn stalled(&mut self, from: Millis, now: Millis) -> Effects {
-        let gap = now.saturating_sub(from);
-        for b in self.brokers.values_mut() {
-            if let Some(last) = b.last_heartbeat.as_mut() {
-                *last = last.saturating_add(gap).min(now);
-            }
-        }
-        self.grace_until = self.grace_until.max(from).saturating_add(gap);
+        self.sessions.stalled(from, now);
         Effects {
             events: vec![format!(
-                "controller: did not run for {gap} ms (paused?); brokers' silence meanwhile does not count"
+                "controller: did not run for {} ms (paused?); brokers' silence meanwhile does not count",
+                now.saturating_sub(from)
             )],
             ..Effects::default()
         }
     }
 
-    /// The clock moved: declare dead every broker silent past the session timeout, and
-    /// every broker not heard from since start once the grace period is over.
-    pub fn tick(&mut self, now: Millis) -> Effects {
-        let mut effects = Effects::default();
+    /// The active controller's clock moved: the brokers silent past the session
+    /// timeout (or not heard from within the grace period of its takeover) to
+    /// declare dead, if any.
+    pub fn expiry_decision(&self, now: Millis) -> Option<Command> {
         let timeout = self.config.session_timeout_ms;
+        let brokers: Vec<Expiry> = self
+            .brokers
+            .iter()
+            .filter(|(_, b)| b.liveness != Liveness::Dead)
+            .filter_map(|(&id, b)| {
+                let why = self.sessions.silent(id, now, timeout)?;
+                Some(Expiry {
+                    broker_id: id,
+                    broker_epoch: b.broker_epoch,
+                    why,
+                })
+            })
+            .collect();
+        (!brokers.is_empty()).then_some(Command::Expire { brokers })
+    }
+
+    /// Apply an expiry: the brokers still in the epoch that fell silent are dead.
+    pub(super) fn apply_expire(&mut self, expired: &[Expiry]) -> Effects {
+        let mut effects = Effects::default();
         let mut dead = Vec::new();
-        for (&id, b) in &self.brokers {
-            let why = match (b.liveness, b.last_heartbeat) {
-                (Liveness::Alive, Some(last)) if now.saturating_sub(last) > timeout => format!(
-                    "no heartbeat for {} ms, session timeout {timeout} ms",
-                    now - last
-                ),
-                (Liveness::Pending, _) if now >= self.grace_until => {
-                    format!("no heartbeat within {timeout} ms of the controller's start")
-                }
-                _ => continue,
+        for e in expired {
+            let Some(b) = self.brokers.get(&e.broker_id) else {
+                continue;
             };
-            effects.events.push(format!("broker {id}: dead ({why})"));
-            dead.push(id);
+            if b.liveness == Liveness::Dead || b.broker_epoch != e.broker_epoch {
+                continue;
+            }
+            effects
+                .events
+                .push(format!("broker {}: dead ({})", e.broker_id, e.why));
+            dead.push(e.broker_id);
         }
         // All of them are dead before any election, so none is elected only to be
         // replaced a moment later (as Kafka handles a batch of dead brokers).
         for &id in &dead {
             self.set_liveness(id, Liveness::Dead);
+            effects.dirty = true;
         }
         for &id in &dead {
             self.broker_failed(id, "died", &mut effects);
@@ -122,6 +158,29 @@ impl ControllerState {
             self.elect_offline("no ISR member can come back any more", &mut effects);
         }
         effects
+    }
+
+    /// Test driver of the active controller's heartbeat path: decide, and apply the
+    /// command (if any) at once, as a quorum of one would.
+    #[cfg(test)]
+    pub fn heartbeat(
+        &mut self,
+        hb: &Heartbeat,
+        now: Millis,
+    ) -> Result<(HeartbeatResponse, Effects), ApiError> {
+        match self.heartbeat_decision(hb, now)? {
+            Some(Command::Heartbeat(hb)) => self.apply_heartbeat(&hb),
+            _ => Ok((self.heartbeat_response(hb.broker_id), Effects::default())),
+        }
+    }
+
+    /// Test driver of the active controller's liveness ticker.
+    #[cfg(test)]
+    pub fn tick(&mut self, now: Millis) -> Effects {
+        match self.expiry_decision(now) {
+            Some(Command::Expire { brokers }) => self.apply_expire(&brokers),
+            _ => Effects::default(),
+        }
     }
 
     /// Broker `id` died or restarted: it leaves every ISR (never emptying one), and the

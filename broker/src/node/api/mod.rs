@@ -42,10 +42,14 @@ type ApiResult = Result<Response, ApiError>;
 /// The state every handler gets: the node's partitions (and through them its context).
 type Shared = State<Arc<ReplicaManager>>;
 
-/// All routes of a node.
-pub fn router(manager: Arc<ReplicaManager>) -> Router {
-    Router::new()
-        .route("/v1/metadata", get(debug::metadata))
+/// All routes of a node; `/v1/metadata` from the node's own view only if
+/// `own_metadata` (on a controller voter, the controller's routes answer it).
+pub fn router(manager: Arc<ReplicaManager>, own_metadata: bool) -> Router {
+    let mut router = Router::new();
+    if own_metadata {
+        router = router.route("/v1/metadata", get(debug::metadata));
+    }
+    router
         .route(
             "/v1/topics/{topic}/partitions/{partition}/records",
             post(produce::produce).get(read::consume),
