@@ -13,6 +13,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.role {
+        Role::Controller(args) => broker::controller::run(args),
         Role::Node(args) => broker::node::run(args),
     };
     match result {

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Cluster, DEDICATED_CONTROLLER, Opts};
+use support::{Cluster, Opts};
 
 /// The controller's leader for a partition.
 async fn leader(c: &Cluster, topic: &str, p: u32) -> i32 {
@@ -235,13 +235,13 @@ async fn a_linearizable_read_waits_for_the_controller_to_confirm_leadership() {
 
     // Without the controller the leader cannot confirm: a default read is still
     // answered from its HW; a linearizable one is not.
-    c.nodes[&DEDICATED_CONTROLLER].signal(libc::SIGSTOP);
+    c.dedicated().signal(libc::SIGSTOP);
     let (status, body) = c.get(&c.addr(l), "/v1/topics/reg/keys/x").await;
     assert_eq!((status, &body["value"]), (200, &json!(5)), "{body}");
     let (status, body) = c
         .get(&c.addr(l), "/v1/topics/reg/keys/x?linearizable=true")
         .await;
-    c.nodes[&DEDICATED_CONTROLLER].signal(libc::SIGCONT);
+    c.dedicated().signal(libc::SIGCONT);
     assert_eq!(
         (status, body["error"].as_str()),
         (504, Some("REQUEST_TIMED_OUT")),

@@ -8,7 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Cluster, DEDICATED_CONTROLLER, Opts, ids, partition_in};
+use support::{Cluster, Opts, ids, partition_in};
 
 /// (leader, leader epoch, ISR) of a partition, as the active controller says (waiting
 /// for one, during a takeover).
@@ -201,7 +201,7 @@ async fn an_empty_fetch_waits_in_purgatory_and_wakes_on_append() {
 async fn paused_followers_leave_the_isr_through_the_controller_and_rejoin() {
     // A session timeout far above the lag time: the ISR shrinks because the leader
     // proposes it (AlterPartition), not because the controller saw a broker die. The
-    // controller voter is a fourth broker, so pausing two followers leaves it a quorum.
+    // controller is a dedicated process, so pausing two followers leaves it running.
     let c = Cluster::start(
         Opts {
             session_timeout_ms: 15_000,
@@ -288,7 +288,7 @@ async fn an_isr_expansion_whose_answer_is_lost_keeps_holding_the_hw() {
     // the controller is paused past the leader's 2 s call timeout. The controller's ISR
     // then has the new member, so the leader's HW must keep waiting for it (KIP-841's
     // maximal ISR), or a record it acknowledges may be missing from a future leader.
-    // The controller is a fourth broker, its quorum's only voter.
+    // The controller is a dedicated process, its quorum's only voter.
     let c = Cluster::start(
         Opts {
             session_timeout_ms: 15_000,
@@ -317,7 +317,7 @@ async fn an_isr_expansion_whose_answer_is_lost_keeps_holding_the_hw() {
 
     // The controller stops; the follower catches up, so the leader proposes it back
     // (within 100 ms), and that AlterPartition waits on the paused controller.
-    c.nodes[&DEDICATED_CONTROLLER].signal(libc::SIGSTOP);
+    c.dedicated().signal(libc::SIGSTOP);
     c.nodes[&joiner].signal(libc::SIGCONT);
     c.wait_for("the leader to see the follower caught up", || async {
         let d = c.debug_partition(leader, "t", 0).await?;
@@ -359,9 +359,9 @@ async fn an_isr_expansion_whose_answer_is_lost_keeps_holding_the_hw() {
     }
     // The controller resumes and applies the proposal it had queued: its ISR has the
     // member that lacks the record.
-    c.nodes[&DEDICATED_CONTROLLER].signal(libc::SIGCONT);
+    c.dedicated().signal(libc::SIGCONT);
     c.wait_for("the controller to apply the expansion", || async {
-        let log = c.nodes[&DEDICATED_CONTROLLER].log();
+        let log = c.dedicated().log();
         log.lines()
             .any(|l| {
                 l.contains(&format!("(proposed by leader {leader})"))
@@ -388,7 +388,7 @@ async fn an_isr_expansion_whose_answer_is_lost_keeps_holding_the_hw() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_leader_is_replaced_without_losing_acknowledged_records() {
-    // The controller is a fourth broker, so it stays up when every replica is down.
+    // The controller is a dedicated process, so it stays up when every replica is down.
     let mut c = Cluster::start(
         Opts {
             session_timeout_ms: 3000,

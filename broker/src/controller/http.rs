@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -38,6 +38,24 @@ pub fn router(controller: Arc<Controller>) -> Router {
         .route("/internal/confirm-leadership", post(confirm_leadership))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(controller)
+}
+
+/// A dedicated controller's whole router: unknown routes and methods get JSON errors
+/// (on a broker, the node's router does that).
+pub fn with_fallback(router: Router) -> Router {
+    router
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+}
+
+async fn not_found(method: Method, uri: Uri) -> Response {
+    let err = ApiError::invalid(format!("the controller has no route {method} {uri}"));
+    (StatusCode::NOT_FOUND, Json(err.body())).into_response()
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    let err = ApiError::invalid(format!("{uri} does not take {method} on the controller"));
+    (StatusCode::METHOD_NOT_ALLOWED, Json(err.body())).into_response()
 }
 
 type Shared = State<Arc<Controller>>;

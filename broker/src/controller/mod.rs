@@ -1,10 +1,12 @@
 //! The controller: broker liveness, leader election, ISR changes, and telling the
 //! brokers (LeaderAndIsr) whenever a partition's leader or ISR changes — Kafka's
-//! KRaft controller in combined mode. Every broker listed in `--controller-voters`
-//! (by default every broker) runs a voter of the controller quorum in its own
-//! process; the Raft leader is the active controller, and its term the controller
-//! epoch. The metadata is the quorum's replicated log, so it survives any minority
-//! of voters dying, and a new active controller carries on with the same state.
+//! KRaft controller. By default (combined mode) every broker runs a voter of the
+//! controller quorum in its own process; `--controller-voters` picks the voters,
+//! which may also be dedicated controller processes (`broker controller`, no
+//! partitions: KRaft's dedicated mode). The Raft leader is the active controller,
+//! and its term the controller epoch. The metadata is the quorum's replicated log, so
+//! it survives any minority of voters dying, and a new active controller carries on
+//! with the same state.
 //!
 //! Layers: `election` and `state` are the pure rules (no I/O, time passed in);
 //! `raft` the replicated log (storage, state machine, RPCs); `service` the active
@@ -19,11 +21,13 @@ mod service;
 mod state;
 
 use std::collections::BTreeMap;
+use std::error::Error;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::cli::{ControllerArgs, Voters};
 use crate::protocol::BrokerId;
 use raft::Identity;
 use raft::network::{Quorum, Receiver};
@@ -35,10 +39,13 @@ use state::{Config, ControllerState};
 pub struct Settings {
     /// This broker's id (a voter's).
     pub id: BrokerId,
-    /// Every broker of the cluster (this one included) and how to reach it.
+    /// Every broker of the cluster (this one included, if it is one) and how to
+    /// reach it.
     pub brokers: BTreeMap<BrokerId, String>,
-    /// The voters of the controller quorum (a subset of the brokers).
+    /// The voters of the controller quorum.
     pub voters: Vec<BrokerId>,
+    /// How to reach every other voter.
+    pub voter_addrs: BTreeMap<BrokerId, String>,
     pub data_dir: PathBuf,
     pub session_timeout_ms: u64,
     pub unclean_election: bool,
@@ -67,10 +74,9 @@ pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), Strin
         established: AtomicBool::new(false),
     });
     let peers = s
-        .voters
+        .voter_addrs
         .iter()
-        .filter(|&&v| v != s.id)
-        .filter_map(|v| s.brokers.get(v).map(|a| (*v as u64, a.clone())))
+        .map(|(v, a)| (*v as u64, a.clone()))
         .collect();
     let (announcer, announced) = tokio::sync::mpsc::unbounded_channel();
     let (raft, leases) = raft::start(
@@ -99,4 +105,100 @@ pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), Strin
     let routes =
         http::router(controller.clone()).merge(raft::network::routes(Receiver { raft, identity }));
     Ok((controller, routes))
+}
+
+/// The voters of `--controller-voters` (sorted) and how to reach each but `me`: a
+/// broker by its broker address, a dedicated controller by the address given with it.
+pub fn voter_addresses(
+    me: BrokerId,
+    voters: &Voters,
+    brokers: &BTreeMap<BrokerId, String>,
+) -> Result<(Vec<BrokerId>, BTreeMap<BrokerId, String>), String> {
+    let mut ids = Vec::new();
+    let mut addrs = BTreeMap::new();
+    for (id, addr) in &voters.0 {
+        match (addr, brokers.get(id)) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "--controller-voters gives an address for broker {id}; name brokers by id \
+                     alone (ID=ADDR is for dedicated controllers)"
+                ));
+            }
+            (Some(a), None) => {
+                addrs.insert(*id, a.clone());
+            }
+            (None, Some(a)) => {
+                addrs.insert(*id, a.clone());
+            }
+            (None, None) if *id == me => {}
+            (None, None) => {
+                return Err(format!(
+                    "--controller-voters names {id}, which is neither this process, a broker \
+                     ({:?}), nor a dedicated controller given as {id}=ADDR",
+                    brokers.keys().collect::<Vec<_>>()
+                ));
+            }
+        }
+        ids.push(*id);
+    }
+    addrs.remove(&me);
+    ids.sort_unstable();
+    Ok((ids, addrs))
+}
+
+/// Run a dedicated controller voter (`broker controller`) until it is killed.
+pub fn run(args: ControllerArgs) -> Result<(), Box<dyn Error>> {
+    if args.id <= 0 {
+        return Err(format!("--id {} must be a positive integer", args.id).into());
+    }
+    let brokers: BTreeMap<BrokerId, String> = args.brokers.0.iter().cloned().collect();
+    if brokers.is_empty() {
+        return Err(
+            "--brokers lists no broker; give e.g. 1=127.0.0.1:9001,2=127.0.0.1:9002".into(),
+        );
+    }
+    if brokers.contains_key(&args.id) {
+        return Err(format!(
+            "--id {} is a broker's id (--brokers); a dedicated controller needs its own",
+            args.id
+        )
+        .into());
+    }
+    let (voters, voter_addrs) = voter_addresses(args.id, &args.controller_voters, &brokers)?;
+    if !voters.contains(&args.id) {
+        return Err(format!(
+            "--controller-voters {voters:?} does not name this controller (--id {})",
+            args.id
+        )
+        .into());
+    }
+    if args.session_timeout_ms == 0 || args.election_timeout_ms == 0 {
+        return Err("--session-timeout-ms and --election-timeout-ms must be positive".into());
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(async move {
+            let listener = crate::server::bind_and_announce(args.listen, &args.data_dir)
+                .await
+                .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+            eprintln!(
+                "controller {}: voters {voters:?}, brokers {:?}",
+                args.id,
+                brokers.keys()
+            );
+            let settings = Settings {
+                id: args.id,
+                brokers,
+                voters,
+                voter_addrs,
+                data_dir: args.data_dir.clone(),
+                session_timeout_ms: args.session_timeout_ms,
+                unclean_election: args.unclean_election,
+                election_timeout_ms: args.election_timeout_ms,
+            };
+            let (_, routes) = start(settings).await?;
+            axum::serve(listener, http::with_fallback(routes)).await?;
+            Ok(())
+        })
 }

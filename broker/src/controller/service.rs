@@ -81,13 +81,19 @@ impl Controller {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The active controller as this voter knows it (None: no leader known).
+    /// The active controller as this voter knows it: itself only while it serves as
+    /// the controller (not as a deposed leader that has not heard of its successor
+    /// yet), else the leader it knows of (None: none).
     pub fn controller_id(&self) -> Option<BrokerId> {
-        self.raft
-            .metrics()
-            .borrow()
-            .current_leader
-            .map(|l| l as BrokerId)
+        match self.active() {
+            Ok(_) => Some(self.identity.id),
+            Err(e) => e
+                .extra
+                .get("controller_id")
+                .and_then(|c| c.as_i64())
+                .filter(|&c| c >= 0)
+                .map(|c| c as BrokerId),
+        }
     }
 
     /// The controller epoch, if this process is the active controller now; else

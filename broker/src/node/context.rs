@@ -3,7 +3,7 @@
 //! the edge, into the replica's own types), its clock, and how it reaches its peers
 //! and the controller.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -59,6 +59,8 @@ pub struct Context {
     own_addr: String,
     /// The controller voters (`--controller-voters`), tried in turn.
     voters: Vec<BrokerId>,
+    /// How to reach every voter but this broker.
+    voter_addrs: BTreeMap<BrokerId, String>,
     /// The voter that answered as the controller last, or named as the controller.
     active_controller: Mutex<BrokerId>,
     /// Partition counts of topics, learnt from the controller's metadata.
@@ -72,6 +74,7 @@ impl Context {
         args: &NodeArgs,
         own_addr: String,
         voters: Vec<BrokerId>,
+        voter_addrs: BTreeMap<BrokerId, String>,
     ) -> std::io::Result<Context> {
         let truncation = match (args.truncation, args.bug) {
             (_, Some(Bug::HwTruncation)) | (cli::Truncation::Hw, _) => Truncation::Hw,
@@ -104,6 +107,7 @@ impl Context {
                 voters[0]
             }),
             voters,
+            voter_addrs,
             topic_sizes: Mutex::new(HashMap::new()),
         })
     }
@@ -118,11 +122,13 @@ impl Context {
         self.peers.get(&id).map(String::as_str)
     }
 
-    /// How to reach broker `id`, this one included.
+    /// How to reach broker or voter `id`, this one included.
     fn addr_of(&self, id: BrokerId) -> Option<&str> {
         match id == self.id {
             true => Some(&self.own_addr),
-            false => self.peer_addr(id),
+            false => self
+                .peer_addr(id)
+                .or_else(|| self.voter_addrs.get(&id).map(String::as_str)),
         }
     }
 

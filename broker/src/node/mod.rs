@@ -42,7 +42,6 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
     if args.peers.0.iter().any(|(id, _)| *id == args.id) {
         return Err(format!("--peers must not list this broker's own id {}", args.id).into());
     }
-    let voters = controller_voters(&args)?;
     if args.session_timeout_ms == 0 || args.election_timeout_ms == 0 {
         return Err("--session-timeout-ms and --election-timeout-ms must be positive".into());
     }
@@ -57,7 +56,17 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
         if own.ip().is_unspecified() {
             own.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
         }
-        let ctx = Context::new(&args, own.to_string(), voters.clone())
+        let mut brokers: BTreeMap<BrokerId, String> = args.peers.0.iter().cloned().collect();
+        brokers.insert(args.id, own.to_string());
+        let (voters, voter_addrs) = match &args.controller_voters {
+            Some(given) => controller::voter_addresses(args.id, given, &brokers)?,
+            None => {
+                let mut addrs = brokers.clone();
+                addrs.remove(&args.id);
+                (brokers.keys().copied().collect(), addrs)
+            }
+        };
+        let ctx = Context::new(&args, own.to_string(), voters.clone(), voter_addrs.clone())
             .map_err(|e| format!("broker epoch: {e}"))?;
         let ctx = Arc::new(ctx);
         eprintln!(
@@ -70,12 +79,11 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
         let controller = match voters.contains(&args.id) {
             false => None,
             true => {
-                let mut brokers: BTreeMap<_, _> = args.peers.0.iter().cloned().collect();
-                brokers.insert(args.id, own.to_string());
                 let settings = controller::Settings {
                     id: args.id,
                     brokers,
                     voters: voters.clone(),
+                    voter_addrs,
                     data_dir: args.data_dir.clone(),
                     session_timeout_ms: args.session_timeout_ms,
                     unclean_election: args.unclean_election,
@@ -104,39 +112,6 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
         }
         Ok(())
     })
-}
-
-/// `--controller-voters`, checked against the brokers (default: every broker).
-fn controller_voters(args: &NodeArgs) -> Result<Vec<BrokerId>, String> {
-    let mut brokers: Vec<BrokerId> = args.peers.0.iter().map(|(id, _)| *id).collect();
-    brokers.push(args.id);
-    brokers.sort_unstable();
-    let Some(given) = &args.controller_voters else {
-        return Ok(brokers);
-    };
-    let mut voters = Vec::new();
-    for &v in given {
-        if !brokers.contains(&v) {
-            return Err(format!(
-                "--controller-voters names broker {v}, which is neither this broker (--id {}) \
-                 nor one of --peers {:?}",
-                args.id,
-                brokers
-                    .iter()
-                    .filter(|&&b| b != args.id)
-                    .collect::<Vec<_>>()
-            ));
-        }
-        if voters.contains(&v) {
-            return Err(format!("--controller-voters names broker {v} twice"));
-        }
-        voters.push(v);
-    }
-    if voters.is_empty() {
-        return Err("--controller-voters names no broker".into());
-    }
-    voters.sort_unstable();
-    Ok(voters)
 }
 
 /// SIGTERM or SIGINT (a SIGKILL, of course, gives no such chance).

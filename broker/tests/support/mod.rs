@@ -217,6 +217,9 @@ pub struct Opts {
     pub election_timeout_ms: u64,
     /// `--controller-voters` (default: every node).
     pub controller_voters: Option<Vec<i32>>,
+    /// A dedicated controller process (`broker controller`, id
+    /// [`DEDICATED_CONTROLLER`]) as the quorum's only voter instead.
+    pub dedicated_controller: bool,
     /// Extra arguments for every node.
     pub node_args: Vec<String>,
 }
@@ -230,22 +233,21 @@ impl Default for Opts {
             fetch_wait_ms: 500,
             election_timeout_ms: 500,
             controller_voters: None,
+            dedicated_controller: false,
             node_args: Vec::new(),
         }
     }
 }
 
-/// The broker that is the sole controller voter under [`Opts::dedicated_controller`].
-pub const DEDICATED_CONTROLLER: i32 = 4;
+/// The id of the dedicated controller under [`Opts::dedicated_controller`].
+pub const DEDICATED_CONTROLLER: i32 = 100;
 
 impl Opts {
-    /// Four brokers, broker 4 the only controller voter: a topic's partition 0 with
-    /// replication factor 3 lives on brokers 1, 2 and 3, so pausing broker 4 pauses
-    /// the controller and nothing else of that partition.
+    /// The controller quorum is one dedicated controller process (no partitions), so
+    /// pausing it pauses the controller and nothing else.
     pub fn dedicated_controller(self) -> Opts {
         Opts {
-            nodes: 4,
-            controller_voters: Some(vec![DEDICATED_CONTROLLER]),
+            dedicated_controller: true,
             ..self
         }
     }
@@ -254,6 +256,8 @@ impl Opts {
 /// The nodes (and controller voters); everything dies with it.
 pub struct Cluster {
     pub nodes: BTreeMap<i32, Proc>,
+    /// The dedicated controller, if any.
+    pub controller: Option<Proc>,
     pub http: reqwest::Client,
     pub dir: tempfile::TempDir,
     _serial: MutexGuard<'static, ()>,
@@ -279,6 +283,26 @@ impl Cluster {
                 .collect::<Vec<_>>()
                 .join(",")
         };
+        let controller = opts.dedicated_controller.then(|| {
+            let args = [
+                "controller".to_string(),
+                "--id".into(),
+                DEDICATED_CONTROLLER.to_string(),
+                "--listen".into(),
+                "127.0.0.1:0".into(),
+                "--data-dir".into(),
+                path(&dir.path().join("controller")),
+                "--brokers".into(),
+                list(None),
+                "--controller-voters".into(),
+                DEDICATED_CONTROLLER.to_string(),
+                "--session-timeout-ms".into(),
+                opts.session_timeout_ms.to_string(),
+                "--election-timeout-ms".into(),
+                opts.election_timeout_ms.to_string(),
+            ];
+            Proc::start(args.to_vec(), dir.path().join("controller.log"))
+        });
         let mut nodes = BTreeMap::new();
         for (&id, addr) in &addrs {
             let mut args = vec![
@@ -304,6 +328,10 @@ impl Cluster {
                 let list: Vec<String> = voters.iter().map(|v| v.to_string()).collect();
                 args.extend(["--controller-voters".to_string(), list.join(",")]);
             }
+            if let Some(c) = &controller {
+                let voter = format!("{DEDICATED_CONTROLLER}={}", c.addr);
+                args.extend(["--controller-voters".to_string(), voter]);
+            }
             args.extend(opts.node_args.iter().cloned());
             nodes.insert(
                 id,
@@ -317,6 +345,7 @@ impl Cluster {
             .unwrap();
         Cluster {
             nodes,
+            controller,
             http,
             dir,
             _serial: serial,
@@ -327,13 +356,25 @@ impl Cluster {
         self.nodes.get_mut(&id).expect("a node of this cluster")
     }
 
+    /// A node's address, or the dedicated controller's.
     pub fn addr(&self, id: i32) -> String {
-        self.nodes[&id].addr.clone()
+        match (&self.controller, id) {
+            (Some(c), DEDICATED_CONTROLLER) => c.addr.clone(),
+            _ => self.nodes[&id].addr.clone(),
+        }
+    }
+
+    /// The dedicated controller process.
+    pub fn dedicated(&self) -> &Proc {
+        self.controller.as_ref().expect("a dedicated controller")
     }
 
     /// Every process's log, for failure messages.
     pub fn logs(&self) -> String {
         let mut s = String::new();
+        if let Some(c) = &self.controller {
+            s += &format!("--- controller\n{}", c.log());
+        }
         for (id, n) in &self.nodes {
             s += &format!("--- node {id}\n{}", n.log());
         }
@@ -378,8 +419,9 @@ impl Cluster {
     /// The active controller right now: a running node that names itself
     /// controller (None if none does).
     pub async fn find_controller(&self) -> Option<(i32, i64)> {
-        for &id in self.nodes.keys() {
-            if !self.nodes[&id].is_running() {
+        let dedicated = self.controller.as_ref().map(|_| DEDICATED_CONTROLLER);
+        for id in dedicated.into_iter().chain(self.nodes.keys().copied()) {
+            if self.nodes.get(&id).is_some_and(|n| !n.is_running()) {
                 continue;
             }
             let Some(md) = self.metadata_of(id).await else {

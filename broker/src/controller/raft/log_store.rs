@@ -8,7 +8,7 @@
 //! last frame, an entry out of sequence, an unreadable vote — is corruption, and the
 //! voter refuses to start rather than vote or lead with a log it cannot trust.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::ops::RangeBounds;
@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{
-    Entry, ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftLogReader, StorageError, Vote,
+    Entry, EntryPayload, ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftLogReader, StorageError,
+    Vote,
 };
 use serde::de::DeserializeOwned;
 
@@ -114,6 +115,19 @@ impl LogStore {
         Ok(LogStore {
             inner: Arc::new(Mutex::new(inner)),
         })
+    }
+
+    /// The voters of the latest membership entry in the log, if any.
+    pub fn last_voters(&self) -> Option<BTreeSet<u64>> {
+        let inner = self.lock();
+        inner
+            .entries
+            .values()
+            .rev()
+            .find_map(|(e, _)| match &e.payload {
+                EntryPayload::Membership(m) => Some(m.voter_ids().collect()),
+                _ => None,
+            })
     }
 
     /// Nothing was ever written: no entry, no vote.

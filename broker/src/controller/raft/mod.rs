@@ -83,13 +83,22 @@ pub async fn start(
     let log = log_store::LogStore::open(&dir)?;
     let fresh = log.is_pristine();
     let sm = state_machine::StateMachine::open(&dir, identity.id as u64, state, effects)?;
+    let voters: BTreeSet<u64> = identity.quorum.voters.iter().map(|&v| v as u64).collect();
+    if let Some(known) = log.last_voters().or_else(|| sm.snapshot_voters())
+        && known != voters
+    {
+        return Err(format!(
+            "{} holds a controller quorum of voters {known:?}, but --controller-voters \
+             gives {voters:?}; start every broker with the same voters",
+            dir.display()
+        ));
+    }
     let config = Arc::new(raft_config(election_timeout_ms)?);
     let leases = Arc::new(Leases::default());
     let net = network::Network::new(peers, identity.clone(), leases.clone());
     let raft = Raft::new(identity.id as u64, config, net, log, sm)
         .await
         .map_err(|e| format!("cannot start the controller's Raft voter: {e}"))?;
-    let voters: BTreeSet<u64> = identity.quorum.voters.iter().map(|&v| v as u64).collect();
     if fresh {
         let members: BTreeMap<u64, openraft::EmptyNode> = voters
             .iter()
@@ -98,22 +107,6 @@ pub async fn start(
         if let Err(e) = raft.initialize(members).await {
             // NotAllowed: the quorum formed meanwhile (an entry already arrived).
             eprintln!("controller: quorum already initialised ({e})");
-        }
-    } else {
-        let known: BTreeSet<u64> = raft
-            .metrics()
-            .borrow()
-            .membership_config
-            .membership()
-            .voter_ids()
-            .collect();
-        if !known.is_empty() && known != voters {
-            let _ = raft.shutdown().await;
-            return Err(format!(
-                "{} holds a controller quorum of voters {known:?}, but --controller-voters \
-                 gives {voters:?}; start every broker with the same voters",
-                dir.display()
-            ));
         }
     }
     Ok((raft, leases))

@@ -81,6 +81,13 @@ impl StateMachine {
         Ok(sm)
     }
 
+    /// The voters of the membership its snapshot holds, if any.
+    pub fn snapshot_voters(&self) -> Option<std::collections::BTreeSet<Id>> {
+        self.membership
+            .log_id()
+            .map(|_| self.membership.membership().voter_ids().collect())
+    }
+
     fn lock(&self) -> MutexGuard<'_, ControllerState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
