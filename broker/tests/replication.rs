@@ -743,4 +743,17 @@ async fn nodes_follow_not_controller_to_the_active_controller() {
     assert_eq!(status, 200, "{body}");
     let (_, md) = c.get(&c.addr(4), "/v1/metadata").await;
     assert_eq!(md["controller_id"], active, "{md}");
+    let (status, body) = c
+        .post(
+            &c.addr(4),
+            "/v1/topics",
+            &json!({"name": "u", "partitions": 1,
+                "replication_factor": 1, "min_insync_replicas": 1}),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["error"], &body["controller_id"]),
+        (421, &json!("NOT_CONTROLLER"), &json!(active)),
+        "{body}"
+    );
 }

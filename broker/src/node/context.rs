@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 
 use crate::bugs::Bugs;
 use crate::cli::{self, Bug, NodeArgs};
+use crate::controller::Controller;
 use crate::error::Code;
 use crate::fsutil;
 use crate::log::LogConfig;
@@ -63,6 +64,8 @@ pub struct Context {
     voter_addrs: BTreeMap<BrokerId, String>,
     /// The voter that answered as the controller last, or named as the controller.
     active_controller: Mutex<BrokerId>,
+    /// This broker's own controller voter, if it is one.
+    pub local_controller: OnceLock<Arc<Controller>>,
     /// Partition counts of topics, learnt from the controller's metadata.
     topic_sizes: Mutex<HashMap<String, u32>>,
 }
@@ -108,6 +111,7 @@ impl Context {
             }),
             voters,
             voter_addrs,
+            local_controller: OnceLock::new(),
             topic_sizes: Mutex::new(HashMap::new()),
         })
     }
@@ -139,14 +143,28 @@ impl Context {
         path: &str,
         body: &Req,
     ) -> Result<Resp, CallError> {
-        let mut id = self.active_controller();
+        self.controller_post_within(path, body, CONTROLLER_TIMEOUT)
+            .await
+    }
+
+    /// [`Self::controller_post`], each attempt bounded by `timeout`. The first
+    /// attempt goes to the controller this broker's own voter knows of, if it is
+    /// one, else to the one that answered last.
+    pub async fn controller_post_within<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Req,
+        timeout: Duration,
+    ) -> Result<Resp, CallError> {
+        let local = self.local_controller.get().and_then(|c| c.controller_id());
+        let mut id = local.unwrap_or_else(|| self.active_controller());
         let mut last = None;
         for _ in 0..self.voters.len() + 2 {
             let Some(addr) = self.addr_of(id) else {
                 id = next_in(&self.voters, id);
                 continue;
             };
-            match rpc::post(&self.client, addr, path, body, CONTROLLER_TIMEOUT).await {
+            match rpc::post(&self.client, addr, path, body, timeout).await {
                 Ok(resp) => {
                     self.set_active_controller(id);
                     return Ok(resp);

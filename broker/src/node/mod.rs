@@ -92,6 +92,9 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
                 Some(controller::start(settings).await?)
             }
         };
+        if let Some((c, _)) = &controller {
+            let _ = ctx.local_controller.set(c.clone());
+        }
         let (manager, fetch_orders) = ReplicaManager::new(ctx.clone());
         let manager = Arc::new(manager);
         tokio::spawn(fetcher::run(manager.clone(), fetch_orders));

@@ -263,18 +263,19 @@ pub struct Cluster {
     _serial: MutexGuard<'static, ()>,
 }
 
-/// A free loopback port (bound and released: nodes must know each other's address
-/// before they start).
-fn free_addr() -> String {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().unwrap().to_string()
-}
-
 impl Cluster {
     pub fn start(opts: Opts) -> Cluster {
         let serial = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         let dir = tempfile::tempdir().expect("temp dir");
-        let addrs: BTreeMap<i32, String> = (1..=opts.nodes).map(|id| (id, free_addr())).collect();
+        // Held together while they are drawn, so no two nodes get the same port.
+        let listeners: Vec<TcpListener> = (1..=opts.nodes)
+            .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
+            .collect();
+        let addrs: BTreeMap<i32, String> = (1..=opts.nodes)
+            .zip(&listeners)
+            .map(|(id, l)| (id, l.local_addr().unwrap().to_string()))
+            .collect();
+        drop(listeners);
         let list = |skip: Option<i32>| {
             addrs
                 .iter()

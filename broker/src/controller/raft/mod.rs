@@ -50,15 +50,18 @@ pub struct Reply {
     pub outcome: Option<Result<Applied, serde_json::Value>>,
 }
 
-/// The Raft timing: an election starts after `election_timeout_ms` (up to 1.5×,
-/// randomised) without a leader's heartbeat; the leader heartbeats 5× as often.
+/// The Raft timing for `--election-timeout-ms` E: a follower that hears from no
+/// leader stands for election after openraft's leader lease (its maximum timeout,
+/// 0.6 E) plus its own random timeout (0.5 to 0.6 E, drawn once per process): 1.1 to
+/// 1.2 E in all. The leader heartbeats every E / 10. The active controller's own
+/// lease (E, see `network::Leases`) ends before any follower can stand.
 pub fn raft_config(election_timeout_ms: u64) -> Result<openraft::Config, String> {
-    let min = election_timeout_ms.max(10);
+    let min = (election_timeout_ms / 2).max(10);
     let config = openraft::Config {
         cluster_name: "watermark-controller".into(),
         election_timeout_min: min,
-        election_timeout_max: min + min / 2,
-        heartbeat_interval: (min / 5).max(1),
+        election_timeout_max: min + (election_timeout_ms / 10).max(2),
+        heartbeat_interval: (election_timeout_ms / 10).max(1),
         install_snapshot_timeout: 5000,
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(1000),
         max_in_snapshot_log_to_keep: 100,
