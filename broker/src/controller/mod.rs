@@ -25,7 +25,6 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use crate::cli::{ControllerArgs, Voters};
 use crate::protocol::BrokerId;
@@ -90,7 +89,7 @@ pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), Strin
     .await?;
     let all: Vec<(BrokerId, String)> = s.brokers.into_iter().collect();
     let pusher = push::Pusher::new(&all).map_err(|e| format!("HTTP client: {e}"))?;
-    let lease = Duration::from_millis(s.election_timeout_ms);
+    let lease = raft::lease(s.election_timeout_ms);
     let controller = Arc::new(Controller::new(
         identity.clone(),
         raft.clone(),

@@ -4,7 +4,7 @@
 //!
 //! A process serves as the controller only while it is the Raft leader, has taken
 //! over in its term (see [`Controller::run_takeovers`]) and holds its lease (a
-//! majority of voters acknowledged it within the election timeout); otherwise it
+//! majority of voters acknowledged it within 0.8 election timeout); otherwise it
 //! answers `NOT_CONTROLLER` with the leader it knows of. So a paused or cut-off former
 //! controller refuses requests by itself, and whatever it still tries to propose
 //! cannot commit: the quorum has moved to a higher term.

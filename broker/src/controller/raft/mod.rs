@@ -52,22 +52,28 @@ pub struct Reply {
 
 /// The Raft timing for `--election-timeout-ms` E: a follower that hears from no
 /// leader stands for election after openraft's leader lease (its maximum timeout,
-/// 0.6 E) plus its own random timeout (0.5 to 0.6 E, drawn once per process): 1.1 to
+/// 0.6 E) plus its own random timeout (0.3 to 0.6 E, drawn once per process): 0.9 to
 /// 1.2 E in all. The leader heartbeats every E / 10. The active controller's own
-/// lease (E, see `network::Leases`) ends before any follower can stand.
+/// lease ([`lease`]) ends before any follower can stand.
 pub fn raft_config(election_timeout_ms: u64) -> Result<openraft::Config, String> {
-    let min = (election_timeout_ms / 2).max(10);
+    let e = election_timeout_ms.max(20);
     let config = openraft::Config {
         cluster_name: "watermark-controller".into(),
-        election_timeout_min: min,
-        election_timeout_max: min + (election_timeout_ms / 10).max(2),
-        heartbeat_interval: (election_timeout_ms / 10).max(1),
+        election_timeout_min: e * 3 / 10,
+        election_timeout_max: e * 6 / 10,
+        heartbeat_interval: (e / 10).max(1),
         install_snapshot_timeout: 5000,
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(1000),
         max_in_snapshot_log_to_keep: 100,
         ..openraft::Config::default()
     };
     config.validate().map_err(|e| format!("Raft settings: {e}"))
+}
+
+/// How long an acknowledgement of its leadership keeps the active controller's lease:
+/// 0.8 E, less than the 0.9 E after which a follower may stand for election.
+pub fn lease(election_timeout_ms: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(election_timeout_ms.max(20) * 8 / 10)
 }
 
 /// Open this voter's storage in `data_dir/raft` and start it. A fresh voter (empty

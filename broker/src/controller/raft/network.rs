@@ -10,9 +10,10 @@
 //!
 //! The leader's side also keeps a [`Leases`] record: when each voter last
 //! acknowledged its leadership. A leader serves controller requests only while a
-//! majority acknowledged it within the election timeout (a follower does not start an
-//! election sooner), so a paused or cut-off former leader stops answering as the
-//! controller on its own, before it even learns of its successor.
+//! majority acknowledged it within its lease (`super::lease`, shorter than the time
+//! after which a follower may start an election), so a paused or cut-off former
+//! leader stops answering as the controller on its own, before it even learns of its
+//! successor.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
