@@ -13,6 +13,9 @@ use crate::protocol::{Heartbeat, HeartbeatResponse};
 
 /// How often a node heartbeats (the controller's session timeout is a few of these).
 const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(200);
+/// How long one heartbeat attempt may take: a paused or cut-off voter must not hold
+/// the heartbeats back past a new controller's grace period.
+const HEARTBEAT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Heartbeat forever.
 pub async fn run(manager: Arc<ReplicaManager>) {
@@ -24,7 +27,11 @@ pub async fn run(manager: Arc<ReplicaManager>) {
     let mut failures = 0u32;
     loop {
         match ctx
-            .controller_post::<_, HeartbeatResponse>("/internal/heartbeat", &hb)
+            .controller_post_within::<_, HeartbeatResponse>(
+                "/internal/heartbeat",
+                &hb,
+                HEARTBEAT_TIMEOUT,
+            )
             .await
         {
             Ok(resp) => {

@@ -43,10 +43,17 @@ type ApiResult = Result<Response, ApiError>;
 /// The state every handler gets: the node's partitions (and through them its context).
 type Shared = State<Arc<ReplicaManager>>;
 
-/// All routes of a node.
-pub fn router(manager: Arc<ReplicaManager>) -> Router {
-    Router::new()
-        .route("/v1/metadata", get(debug::metadata))
+/// All routes of a node; `/v1/metadata` from the node's own view, and
+/// `NOT_CONTROLLER` for topic creation, only if `own_metadata` (on a controller
+/// voter, the controller's routes answer both).
+pub fn router(manager: Arc<ReplicaManager>, own_metadata: bool) -> Router {
+    let mut router = Router::new();
+    if own_metadata {
+        router = router
+            .route("/v1/metadata", get(debug::metadata))
+            .route("/v1/topics", post(not_controller));
+    }
+    router
         .route(
             "/v1/topics/{topic}/partitions/{partition}/records",
             post(produce::produce).get(read::consume),
@@ -64,6 +71,19 @@ pub fn router(manager: Arc<ReplicaManager>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(manager)
+}
+
+/// A broker that is no controller voter sends controller calls to the controller.
+async fn not_controller(State(node): Shared) -> ApiError {
+    let id = node.ctx().active_controller();
+    ApiError::new(
+        Code::NotController,
+        format!(
+            "broker {} is no controller voter; ask broker {id}",
+            node.ctx().id
+        ),
+    )
+    .with("controller_id", id)
 }
 
 async fn no_route(method: Method, uri: Uri) -> ApiError {
