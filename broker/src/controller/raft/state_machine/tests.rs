@@ -8,7 +8,8 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::*;
 use crate::controller::state::{Applied, Command, Config};
 use crate::error::{ApiError, Code};
-use crate::protocol::{AlterPartition, CreateTopic, Heartbeat};
+use crate::events::{Api, Event, FenceReason};
+use crate::protocol::{AlterPartition, CreateTopic, Heartbeat, TopicPartition};
 
 /// Voter 1's state machine, and where the effects of its own entries go.
 fn machine(dir: &Path) -> (StateMachine, UnboundedReceiver<(i32, Effects)>) {
@@ -117,14 +118,28 @@ async fn commands_apply_in_log_order_to_the_same_state_on_every_voter() {
     let err = outcome(&replies[8]).unwrap_err();
     assert_eq!(err.code, Code::FencedLeaderEpoch, "{err}");
     // Voter 1 led both terms: the effects of its entries are announced in log order
-    // (registrations, the creation, the shrink; nothing for the fenced retry).
+    // (registrations, the creation, the shrink; for the fenced retry, only its event
+    // line: nothing to push or log).
     let mut effects = Vec::new();
     while let Ok(e) = announced.try_recv() {
         effects.push(e);
     }
-    assert_eq!(effects.len(), 5, "{effects:?}");
+    assert_eq!(effects.len(), 6, "{effects:?}");
     assert_eq!(effects[4].0, 2);
     assert_eq!(effects[4].1.pushes[&3], vec![p]);
+    let fenced = &effects[5].1;
+    assert!(fenced.pushes.is_empty() && fenced.events.is_empty() && !fenced.dirty);
+    assert_eq!(
+        fenced.transitions,
+        [Event::fenced(
+            Api::AlterPartition,
+            FenceReason::StalePartitionEpoch,
+            &TopicPartition {
+                topic: "q".into(),
+                partition: 0
+            }
+        )]
+    );
     assert_eq!(one.lock().controller_epoch(), 2);
     let (applied, membership) = one.applied_state().await.unwrap();
     assert_eq!(applied, Some(log()[8].log_id));
