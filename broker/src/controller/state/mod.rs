@@ -15,8 +15,9 @@
 //! heartbeat that changes nothing is answered from the state without a command.
 //!
 //! Each applied command returns its answer plus [`Effects`]: which partition states to
-//! push to which broker and one log line per change; the active controller carries
-//! them out. The unit tests drive the same steps, applying each command at once.
+//! push to which broker, one log line per change and the transitions for the event
+//! lines (`crate::events`); the active controller carries them out, so each event
+//! line is printed once, by it, not by every voter applying the log. The unit tests drive the same steps, applying each command at once.
 //!
 //! The rules are Kafka's (ZooKeeper controller, and KRaft where it refined them):
 //! - A broker registers with its first heartbeat. A heartbeat with a different broker
