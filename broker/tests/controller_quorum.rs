@@ -509,3 +509,40 @@ async fn voter_sets_that_do_not_match_are_refused() {
     .await;
     produce_all(&c, "t", &[json!(1)]).await;
 }
+
+/// InitProducerId from the active controller: the id, after retries over a takeover.
+async fn producer_id(c: &Cluster) -> u64 {
+    let (status, body) = c.post_controller("/v1/producers", &json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    body["producer_id"].as_u64().expect("a producer id")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producer_ids_stay_unique_across_a_failover_and_a_restart_of_every_voter() {
+    let mut c = Cluster::start(Opts::default());
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..3 {
+        assert!(seen.insert(producer_id(&c).await), "{seen:?}");
+    }
+    // The active controller dies: its successor carries on from the committed ids.
+    let (first, _) = c.controller().await;
+    c.node(first).kill();
+    c.wait_for("another active controller", || async {
+        c.find_controller().await.filter(|(id, _)| *id != first)
+    })
+    .await;
+    for _ in 0..3 {
+        assert!(seen.insert(producer_id(&c).await), "{seen:?}");
+    }
+    c.node(first).restart();
+    // Every voter restarts at once (the term need not rise): still no id twice.
+    for id in 1..=3 {
+        c.node(id).kill();
+    }
+    for id in 1..=3 {
+        c.node(id).restart();
+    }
+    for _ in 0..3 {
+        assert!(seen.insert(producer_id(&c).await), "{seen:?}");
+    }
+}

@@ -78,8 +78,6 @@ fn a_node_that_cannot_write_its_address_file_says_so() {
         "127.0.0.1:0",
         "--data-dir",
         data_dir,
-        "--controller",
-        "127.0.0.1:9",
     ]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
@@ -417,8 +415,6 @@ fn a_node_on_a_full_filesystem_says_it_cannot_write_its_address_file() {
         "127.0.0.1:0",
         "--data-dir",
         data_dir,
-        "--controller",
-        "127.0.0.1:9",
     ]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
