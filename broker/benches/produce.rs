@@ -1,5 +1,5 @@
-//! acks=all produce throughput and latency of a real cluster (a controller and three
-//! nodes, the release binary), beside a bare axum echo handler measured in the same
+//! acks=all produce throughput and latency of a real cluster (three brokers, every one
+//! a controller voter, the release binary), beside a bare axum echo handler measured in the same
 //! run on the same machine, so the ratio says what replication costs over HTTP alone.
 //!
 //! The same produce as an idempotent producer (a producer id per client from the
@@ -182,7 +182,7 @@ fn main() {
         echo.print("axum echo");
         let produce = measure(produce_url.clone(), clients, secs, None).await;
         produce.print("produce acks=all");
-        let controller = Some(cluster.controller.addr.clone());
+        let controller = Some(cluster.controller_addr().await);
         let idempotent = measure(produce_url, clients, secs, controller).await;
         idempotent.print("produce acks=all idempotent");
         println!("ratio produce/echo: {:.3}", produce.rate() / echo.rate());

@@ -1,13 +1,13 @@
 //! The broker's command line (docs/api.md, "Command line"). Only clap's types live
-//! here; each role converts them into its own at its edge.
+//! here; the node and its controller convert them into their own at their edge.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-/// A Kafka-style replicated log (ISR, high watermark, leader epochs) and its
-/// controller, speaking JSON over HTTP.
+/// A Kafka-style replicated log (ISR, high watermark, leader epochs) whose brokers
+/// elect their controller among themselves, speaking JSON over HTTP.
 #[derive(Debug, Parser)]
 #[command(name = "broker", version, max_term_width = 100)]
 pub struct Cli {
@@ -17,30 +17,44 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Role {
-    /// Run the controller: broker liveness, leader election, ISR changes.
+    /// Run a dedicated controller voter (no partitions): broker liveness, leader
+    /// election, ISR changes.
     Controller(ControllerArgs),
-    /// Run a broker node: partitions' replicas, produce and fetch.
+    /// Run a broker: partitions' replicas, produce and fetch, and (if it is one of
+    /// the controller voters) a voter of the controller quorum.
     Node(NodeArgs),
 }
 
-/// `broker controller`.
+/// `broker controller`: a voter of the controller quorum that is not a broker
+/// (Kafka's `process.roles=controller`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ControllerArgs {
+    /// This voter's id (a positive integer that is no broker's id).
+    #[arg(long)]
+    pub id: i32,
     /// Address to listen on; port 0 takes a free port (printed as `listening on ADDR`).
     #[arg(long)]
     pub listen: SocketAddr,
-    /// Where the controller keeps its state (it survives restarts).
+    /// Where the voter keeps its Raft log and snapshots.
     #[arg(long)]
     pub data_dir: PathBuf,
     /// Every broker's id and the address to reach it at: `1=ADDR,2=ADDR,3=ADDR`.
     #[arg(long, value_parser = parse_peers)]
     pub brokers: Peers,
+    /// The quorum's voters: this one's id, other dedicated voters as `ID=ADDR`,
+    /// brokers by id (e.g. `4` or `4,5=127.0.0.1:9005,6=127.0.0.1:9006`).
+    #[arg(long, value_parser = parse_voters)]
+    pub controller_voters: Voters,
     /// A broker silent for longer than this is dead.
     #[arg(long, default_value_t = 3000)]
     pub session_timeout_ms: u64,
-    /// Allow electing a replica outside the ISR when no ISR member is alive (may lose data).
+    /// Allow electing a replica outside the ISR when no ISR member is alive (may lose
+    /// data); every process must be given the same.
     #[arg(long)]
     pub unclean_election: bool,
+    /// A voter that hears no leader for this long (up to 1.5×) starts an election.
+    #[arg(long, default_value_t = 1000)]
+    pub election_timeout_ms: u64,
     /// The cluster's id; with a secret, internal requests must carry both.
     #[arg(long, value_name = "ID")]
     pub cluster_id: Option<String>,
@@ -70,12 +84,24 @@ pub struct NodeArgs {
     /// Where the broker keeps its logs and checkpoints.
     #[arg(long)]
     pub data_dir: PathBuf,
-    /// The controller's address(es); a `NOT_CONTROLLER` answer names the active one.
-    #[arg(long, value_delimiter = ',', required = true)]
-    pub controller: Vec<String>,
     /// The other brokers' ids and addresses: `2=ADDR,3=ADDR`.
     #[arg(long, value_parser = parse_peers, default_value = "")]
     pub peers: Peers,
+    /// The controller quorum's voters (default: every broker): brokers by id,
+    /// dedicated controllers (`broker controller`) as `ID=ADDR`.
+    #[arg(long, value_parser = parse_voters)]
+    pub controller_voters: Option<Voters>,
+    /// The controller declares a broker silent for longer than this dead.
+    #[arg(long, default_value_t = 3000)]
+    pub session_timeout_ms: u64,
+    /// Allow electing a replica outside the ISR when no ISR member is alive (may lose
+    /// data); every broker must be given the same.
+    #[arg(long)]
+    pub unclean_election: bool,
+    /// A controller voter that hears no leader for this long (up to 1.5×) starts an
+    /// election.
+    #[arg(long, default_value_t = 1000)]
+    pub election_timeout_ms: u64,
     /// How a follower settles its log with a new leader, or after a restart.
     #[arg(long, value_enum, default_value_t = Truncation::Epoch)]
     pub truncation: Truncation,
@@ -145,6 +171,33 @@ pub enum Bug {
 /// Broker ids and their addresses, as given on the command line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Peers(pub Vec<(i32, String)>);
+
+/// Controller voters as given: an id, and the address of a voter that is no broker.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Voters(pub Vec<(i32, Option<String>)>);
+
+/// Parse `1,2,3` or `4,5=127.0.0.1:9005`.
+pub fn parse_voters(s: &str) -> Result<Voters, String> {
+    let mut out: Vec<(i32, Option<String>)> = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (id, addr) = match part.split_once('=') {
+            Some((id, addr)) => (id.trim(), Some(addr.trim().to_string())),
+            None => (part, None),
+        };
+        let id: i32 =
+            id.parse().ok().filter(|id| *id > 0).ok_or_else(|| {
+                format!("`{id}` in `{part}` is not a voter id (a positive integer)")
+            })?;
+        if out.iter().any(|(other, _)| *other == id) {
+            return Err(format!("voter {id} is given twice"));
+        }
+        out.push((id, addr));
+    }
+    if out.is_empty() {
+        return Err("no voter given (e.g. 1,2,3)".into());
+    }
+    Ok(Voters(out))
+}
 
 /// Parse `1=127.0.0.1:9001,2=127.0.0.1:9002`.
 pub fn parse_peers(s: &str) -> Result<Peers, String> {

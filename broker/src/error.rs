@@ -135,6 +135,19 @@ impl ApiError {
         ApiError::new(Code::InvalidRequest, message)
     }
 
+    /// The error a [`body`](Self::body) describes (None: not an error body).
+    pub fn from_body(body: &Value) -> Option<ApiError> {
+        let mut map = body.as_object()?.clone();
+        let code = Code::parse(map.remove("error")?.as_str()?)?;
+        let message = match map.remove("message") {
+            Some(Value::String(m)) => m,
+            _ => String::new(),
+        };
+        let mut err = ApiError::new(code, message);
+        err.extra = map;
+        Some(err)
+    }
+
     /// The body as a serde_json value (record values in it as serde_json holds them).
     pub fn body(&self) -> Value {
         let mut body = json!({"error": self.code.as_str(), "message": self.message});

@@ -7,8 +7,10 @@
 //! The pure cores (`replica`, `controller::state`) only describe transitions in their
 //! effects; the shells turn them into [`Event`]s and [`emit`] them. This module owns
 //! the line's exact shape: `EVENT ` and one compact JSON object with `ts_ms` (unix
-//! milliseconds), `node` (the broker id, [`CONTROLLER`] for the controller process),
-//! `kind` and the kind's fields.
+//! milliseconds), `node` (the id of the emitting process: a broker's, or a dedicated
+//! controller's `--id`), `kind` and the kind's fields. The controller's events are
+//! printed once, by the active controller as it carries out the effects of what the
+//! quorum applied, never by every voter applying the log.
 
 use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -16,9 +18,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use crate::protocol::{BrokerId, LeaderEpoch, TopicPartition};
-
-/// The `node` of the controller process's lines.
-pub const CONTROLLER: BrokerId = -1;
 
 /// Why an ISR changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -330,7 +329,7 @@ mod tests {
             ),
         ];
         for (event, json) in cases {
-            assert_eq!(line(CONTROLLER, 5, &event), format!("EVENT {json}"));
+            assert_eq!(line(-1, 5, &event), format!("EVENT {json}"));
         }
     }
 

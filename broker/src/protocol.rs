@@ -134,6 +134,9 @@ pub struct TopicMetadata {
 /// `GET /v1/metadata`, from the controller or a node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Metadata {
+    /// The active controller's broker id as the answering broker knows it (-1: none).
+    #[serde(default = "no_controller")]
+    pub controller_id: BrokerId,
     pub controller_epoch: i32,
     pub brokers: Vec<BrokerInfo>,
     pub topics: Vec<TopicMetadata>,
@@ -167,11 +170,16 @@ impl Metadata {
             t.partitions.sort_by_key(|p| p.partition);
         }
         Metadata {
+            controller_id: NO_LEADER,
             controller_epoch,
             brokers,
             topics,
         }
     }
+}
+
+fn no_controller() -> BrokerId {
+    NO_LEADER
 }
 
 /// `POST /internal/heartbeat`.

@@ -1,6 +1,7 @@
 //! Internal requests are authenticated and fenced, over real processes: every
-//! process of a cluster shares a cluster id and a secret; `/internal/*` (and the
-//! disk fault switch) refuse requests without them; and a LeaderAndIsr naming a
+//! process of a cluster shares a cluster id and a secret; `/internal/*` (the
+//! controller quorum's Raft RPCs too, and the disk fault switch) refuse requests
+//! without them; and a LeaderAndIsr naming a
 //! controller epoch the controller does not hold changes nothing, even with the
 //! credentials.
 
@@ -75,7 +76,10 @@ async fn internal_requests_without_the_cluster_credentials_are_refused() {
     let push = json!({"controller_epoch": 1, "brokers": [], "partitions": []});
     let heartbeat = json!({"broker_id": follower, "broker_epoch": 1});
     let node = c.addr(leader);
-    let controller = c.controller.addr.clone();
+    // Any voter serves the controller's internal calls and the Raft RPCs (the
+    // active controller, here).
+    let controller = c.controller_addr().await;
+    let raft = json!({"from": 1, "rpc": {}});
     let calls = [
         (&node, "/internal/fetch", &fetch),
         (&node, "/internal/leader-and-isr", &push),
@@ -84,6 +88,9 @@ async fn internal_requests_without_the_cluster_credentials_are_refused() {
         (&controller, "/internal/heartbeat", &heartbeat),
         (&controller, "/internal/alter-partition", &heartbeat),
         (&controller, "/internal/confirm-leadership", &heartbeat),
+        (&controller, "/internal/raft/append", &raft),
+        (&controller, "/internal/raft/vote", &raft),
+        (&controller, "/internal/raft/snapshot", &raft),
     ];
     for (addr, path, body) in calls {
         for (creds, status, code) in [

@@ -273,7 +273,7 @@ fn raw_http(addr: &str, request: &[u8]) -> (u16, Value) {
 async fn unparsable_requests_get_json_errors_from_the_http_layer_too() {
     let c = Cluster::start(Opts {
         nodes: 1,
-        ..Opts::default()
+        ..Opts::default().dedicated_controller()
     });
     let long_uri = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70_000));
     let many_headers = format!(
@@ -295,7 +295,7 @@ async fn unparsable_requests_get_json_errors_from_the_http_layer_too() {
         ("URI too long", long_uri.into_bytes(), 414),
         ("too many headers", many_headers.into_bytes(), 431),
     ];
-    for addr in [c.addr(1), c.controller.addr.clone()] {
+    for addr in [c.addr(1), c.dedicated().addr.clone()] {
         for (what, request, status) in &cases {
             let answer = tokio::task::block_in_place(|| raw_http(&addr, request));
             assert_error(what, &answer, *status, "INVALID_REQUEST");

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use broker::log::{Log, LogConfig};
 use serde_json::{Value, json};
-use support::{Cluster, Opts, ids, partition_in};
+use support::{Cluster, Opts, ids};
 
 /// How long a node may take to give up.
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -78,8 +78,6 @@ fn a_node_that_cannot_write_its_address_file_says_so() {
         "127.0.0.1:0",
         "--data-dir",
         data_dir,
-        "--controller",
-        "127.0.0.1:9",
     ]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
@@ -99,8 +97,11 @@ fn cluster() -> Cluster {
 
 /// The controller's (leader, ISR) of t-0.
 async fn view(c: &Cluster) -> (i32, Vec<i32>) {
-    let (_, md) = c.get(&c.controller.addr, "/v1/metadata").await;
-    let p = partition_in(&md, "t", 0).expect("t-0 in the metadata");
+    let p = c
+        .wait_for("t-0 in the active controller's metadata", || {
+            c.controller_partition("t", 0)
+        })
+        .await;
     (p["leader"].as_i64().unwrap() as i32, ids(&p["isr"]))
 }
 
@@ -414,8 +415,6 @@ fn a_node_on_a_full_filesystem_says_it_cannot_write_its_address_file() {
         "127.0.0.1:0",
         "--data-dir",
         data_dir,
-        "--controller",
-        "127.0.0.1:9",
     ]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(

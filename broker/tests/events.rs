@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Cluster, Opts, Proc, ids};
+use support::{Cluster, DEDICATED_CONTROLLER, Opts, Proc, ids};
 
 /// Every event line of a process's stderr, parsed. A line that starts with `EVENT `
 /// but is not one JSON object with the common fields fails the test.
@@ -69,13 +69,21 @@ async fn controller_view(c: &Cluster) -> (i32, i64, Vec<i32>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failover_and_a_restart_are_told_as_event_lines() {
-    let mut c = Cluster::start(Opts::default());
+    // A dedicated controller, so that killing a partition's leader leaves the
+    // controller in place; its lines carry its own id. The session timeout leaves
+    // room for the followers' pause below plus a heartbeat interval.
+    let opts = Opts {
+        session_timeout_ms: 2000,
+        ..Opts::default()
+    };
+    let mut c = Cluster::start(opts.dedicated_controller());
+    let (_, epoch) = c.controller().await;
     told(
         &c,
-        |c| &c.controller,
+        |c| c.dedicated(),
         "the controller",
         "controller_epoch",
-        json!({"node": -1, "epoch": 1}),
+        json!({"node": DEDICATED_CONTROLLER, "epoch": epoch}),
     )
     .await;
     c.create_topic("t", 1, 3, 2).await;
@@ -106,10 +114,10 @@ async fn a_failover_and_a_restart_are_told_as_event_lines() {
     // The controller elects a follower, cleanly, and drops the old leader from the ISR.
     let elected = told(
         &c,
-        |c| &c.controller,
+        |c| c.dedicated(),
         "the controller",
         "leader_elected",
-        json!({"topic": "t", "partition": 0, "previous_leader": old, "clean": true}),
+        json!({"node": DEDICATED_CONTROLLER, "topic": "t", "partition": 0, "previous_leader": old, "clean": true}),
     )
     .await;
     let new = elected["leader"].as_i64().unwrap() as i32;
@@ -121,7 +129,7 @@ async fn a_failover_and_a_restart_are_told_as_event_lines() {
     assert!(elected["recently_restarted"].is_boolean(), "{elected}");
     let shrink = told(
         &c,
-        |c| &c.controller,
+        |c| c.dedicated(),
         "the controller",
         "isr_shrink",
         json!({"topic": "t", "partition": 0, "replicas": [old], "cause": "controller"}),
@@ -170,7 +178,7 @@ async fn a_failover_and_a_restart_are_told_as_event_lines() {
     let fields = json!({"topic": "t", "partition": 0, "replicas": [old], "cause": "caught_up"});
     told(
         &c,
-        |c| &c.controller,
+        |c| c.dedicated(),
         "the controller",
         "isr_expand",
         fields,
@@ -208,4 +216,68 @@ async fn a_failover_and_a_restart_are_told_as_event_lines() {
         fields,
     )
     .await;
+}
+
+/// Every `controller_epoch` line of the cluster's processes, as (node, epoch).
+fn controller_epochs(c: &Cluster) -> Vec<(i64, i64)> {
+    c.nodes
+        .values()
+        .flat_map(events)
+        .filter(|e| e["kind"] == "controller_epoch")
+        .map(|e| (e["node"].as_i64().unwrap(), e["epoch"].as_i64().unwrap()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_combined_mode_only_the_active_controller_tells_the_controller_events() {
+    let mut c = Cluster::start(Opts::default());
+    let (first, epoch) = c.controller().await;
+    c.wait_for("the active controller's controller_epoch line", || {
+        let found = controller_epochs(&c).contains(&(first as i64, epoch));
+        async move { found.then_some(()) }
+    })
+    .await;
+    c.create_topic("t", 1, 3, 2).await;
+    c.wait_registered().await;
+
+    // The active controller dies: another voter takes over under a higher epoch, and
+    // the dead broker leaves the ISR (dropped by the controller, or proposed by the
+    // leader first for its lag); each line once, by the active controller alone.
+    c.node(first).kill();
+    let (second, next_epoch) = c
+        .wait_for("a new active controller", || async {
+            let (id, e) = c.find_controller().await?;
+            (id != first).then_some((id, e))
+        })
+        .await;
+    assert!(next_epoch > epoch, "epoch {epoch} then {next_epoch}");
+    c.wait_for("the new controller's controller_epoch line", || {
+        let found = controller_epochs(&c).contains(&(second as i64, next_epoch));
+        async move { found.then_some(()) }
+    })
+    .await;
+    told(
+        &c,
+        |c| &c.nodes[&second],
+        "the new controller",
+        "isr_shrink",
+        json!({"node": second, "topic": "t", "partition": 0, "replicas": [first]}),
+    )
+    .await;
+    let epochs = controller_epochs(&c);
+    let mut seen = epochs.iter().map(|(_, e)| *e).collect::<Vec<_>>();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), epochs.len(), "each epoch told once: {epochs:?}");
+    let shrinks: Vec<Value> = c
+        .nodes
+        .values()
+        .flat_map(events)
+        .filter(|e| e["kind"] == "isr_shrink")
+        .collect();
+    assert_eq!(
+        shrinks.len(),
+        1,
+        "told once, by the controller: {shrinks:?}"
+    );
 }

@@ -65,9 +65,7 @@ async fn values(c: &Cluster, node: i32) -> Vec<Value> {
 }
 
 async fn init_producer(c: &Cluster) -> Value {
-    let (status, producer) = c
-        .post(&c.controller.addr, "/v1/producers", &json!({}))
-        .await;
+    let (status, producer) = c.post_controller("/v1/producers", &json!({})).await;
     assert_eq!(status, 200, "{producer}");
     assert!(producer["producer_id"].as_u64().is_some(), "{producer}");
     producer

@@ -224,7 +224,7 @@ async fn compare_and_set_sees_uncommitted_records_in_log_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_linearizable_read_waits_for_the_controller_to_confirm_leadership() {
-    let c = Cluster::start(Opts::default());
+    let c = Cluster::start(Opts::default().dedicated_controller());
     c.create_topic("reg", 1, 3, 2).await;
     let l = leader(&c, "reg", 0).await;
     assert_eq!(put(&c, l, "reg", "all", "x", json!(5), None).await.0, 200);
@@ -235,13 +235,13 @@ async fn a_linearizable_read_waits_for_the_controller_to_confirm_leadership() {
 
     // Without the controller the leader cannot confirm: a default read is still
     // answered from its HW; a linearizable one is not.
-    c.controller.signal(libc::SIGSTOP);
+    c.dedicated().signal(libc::SIGSTOP);
     let (status, body) = c.get(&c.addr(l), "/v1/topics/reg/keys/x").await;
     assert_eq!((status, &body["value"]), (200, &json!(5)), "{body}");
     let (status, body) = c
         .get(&c.addr(l), "/v1/topics/reg/keys/x?linearizable=true")
         .await;
-    c.controller.signal(libc::SIGCONT);
+    c.dedicated().signal(libc::SIGCONT);
     assert_eq!(
         (status, body["error"].as_str()),
         (504, Some("REQUEST_TIMED_OUT")),

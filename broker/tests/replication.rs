@@ -10,12 +10,14 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::{Cluster, Opts, ids, partition_in};
 
-/// (leader, leader epoch, ISR) of a partition, as the controller says.
+/// (leader, leader epoch, ISR) of a partition, as the active controller says (waiting
+/// for one, during a takeover).
 async fn controller_view(c: &Cluster, topic: &str, p: u32) -> (i32, i64, Vec<i32>) {
     let s = c
-        .controller_partition(topic, p)
-        .await
-        .expect("partition in the controller's metadata");
+        .wait_for("the partition in the controller's metadata", || {
+            c.controller_partition(topic, p)
+        })
+        .await;
     (
         s["leader"].as_i64().unwrap() as i32,
         s["leader_epoch"].as_i64().unwrap(),
@@ -62,7 +64,7 @@ async fn controller_and_nodes_agree_on_metadata() {
     c.wait_for(
         "every node's metadata to equal the controller's",
         || async {
-            let (_, cm) = c.get(&c.controller.addr, "/v1/metadata").await;
+            let (_, cm) = c.get(&c.controller_addr().await, "/v1/metadata").await;
             for id in 1..=3 {
                 let (status, nm) = c.get(&c.addr(id), "/v1/metadata").await;
                 if status != 200 || nm != cm {
@@ -198,12 +200,16 @@ async fn an_empty_fetch_waits_in_purgatory_and_wakes_on_append() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_followers_leave_the_isr_through_the_controller_and_rejoin() {
     // A session timeout far above the lag time: the ISR shrinks because the leader
-    // proposes it (AlterPartition), not because the controller saw a broker die.
-    let c = Cluster::start(Opts {
-        session_timeout_ms: 15_000,
-        lag_ms: 1500,
-        ..Opts::default()
-    });
+    // proposes it (AlterPartition), not because the controller saw a broker die. The
+    // controller is a dedicated process, so pausing two followers leaves it running.
+    let c = Cluster::start(
+        Opts {
+            session_timeout_ms: 15_000,
+            lag_ms: 1500,
+            ..Opts::default()
+        }
+        .dedicated_controller(),
+    );
     c.create_topic("t", 1, 3, 2).await;
     let (leader, _, _) = controller_view(&c, "t", 0).await;
     let f: Vec<i32> = (1..=3).filter(|id| *id != leader).collect();
@@ -222,7 +228,7 @@ async fn paused_followers_leave_the_isr_through_the_controller_and_rejoin() {
         async move { (controller_view(c, "t", 0).await.2 == expected).then_some(()) }
     })
     .await;
-    let (_, md) = c.get(&c.controller.addr, "/v1/metadata").await;
+    let (_, md) = c.get(&c.controller_addr().await, "/v1/metadata").await;
     let alive = md["brokers"]
         .as_array()
         .unwrap()
@@ -282,11 +288,15 @@ async fn an_isr_expansion_whose_answer_is_lost_keeps_holding_the_hw() {
     // the controller is paused past the leader's 2 s call timeout. The controller's ISR
     // then has the new member, so the leader's HW must keep waiting for it (KIP-841's
     // maximal ISR), or a record it acknowledges may be missing from a future leader.
-    let c = Cluster::start(Opts {
-        session_timeout_ms: 15_000,
-        lag_ms: 1500,
-        ..Opts::default()
-    });
+    // The controller is a dedicated process, its quorum's only voter.
+    let c = Cluster::start(
+        Opts {
+            session_timeout_ms: 15_000,
+            lag_ms: 1500,
+            ..Opts::default()
+        }
+        .dedicated_controller(),
+    );
     c.create_topic("t", 1, 3, 2).await;
     let (leader, _, _) = controller_view(&c, "t", 0).await;
     let f: Vec<i32> = (1..=3).filter(|id| *id != leader).collect();
@@ -307,7 +317,7 @@ async fn an_isr_expansion_whose_answer_is_lost_keeps_holding_the_hw() {
 
     // The controller stops; the follower catches up, so the leader proposes it back
     // (within 100 ms), and that AlterPartition waits on the paused controller.
-    c.controller.signal(libc::SIGSTOP);
+    c.dedicated().signal(libc::SIGSTOP);
     c.nodes[&joiner].signal(libc::SIGCONT);
     c.wait_for("the leader to see the follower caught up", || async {
         let d = c.debug_partition(leader, "t", 0).await?;
@@ -349,9 +359,9 @@ async fn an_isr_expansion_whose_answer_is_lost_keeps_holding_the_hw() {
     }
     // The controller resumes and applies the proposal it had queued: its ISR has the
     // member that lacks the record.
-    c.controller.signal(libc::SIGCONT);
+    c.dedicated().signal(libc::SIGCONT);
     c.wait_for("the controller to apply the expansion", || async {
-        let log = c.controller.log();
+        let log = c.dedicated().log();
         log.lines()
             .any(|l| {
                 l.contains(&format!("(proposed by leader {leader})"))
@@ -378,10 +388,14 @@ async fn an_isr_expansion_whose_answer_is_lost_keeps_holding_the_hw() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_leader_is_replaced_without_losing_acknowledged_records() {
-    let mut c = Cluster::start(Opts {
-        session_timeout_ms: 3000,
-        ..Opts::default()
-    });
+    // The controller is a dedicated process, so it stays up when every replica is down.
+    let mut c = Cluster::start(
+        Opts {
+            session_timeout_ms: 3000,
+            ..Opts::default()
+        }
+        .dedicated_controller(),
+    );
     c.create_topic("t", 1, 3, 2).await;
     let (old, old_epoch, _) = controller_view(&c, "t", 0).await;
     let mut acked = Vec::new();
@@ -521,7 +535,7 @@ async fn stale_epochs_are_fenced_and_a_replaced_leader_cannot_ack() {
         assert_eq!(body["leader_epoch"], old_epoch);
     }
     // A LeaderAndIsr from an older controller epoch is fenced.
-    let (_, md) = c.get(&c.controller.addr, "/v1/metadata").await;
+    let (_, md) = c.get(&c.controller_addr().await, "/v1/metadata").await;
     let stale = md["controller_epoch"].as_i64().unwrap() - 1;
     let (status, body) = c
         .post(
@@ -670,63 +684,76 @@ async fn register_view_compare_and_set_and_linearizable_reads() {
         })
         .await;
     assert_eq!((status, &body["value"]), (200, &json!(2)), "{body}");
-    // The old leader, resumed, must not answer a linearizable read.
+    // The old leader, resumed, must not answer a linearizable read: NOT_LEADER, or,
+    // while its own return makes the controller quorum elect again (a voter back
+    // from a pause starts an election), REQUEST_TIMED_OUT.
     c.nodes[&old].signal(libc::SIGCONT);
     let (status, body) = c
         .get(&c.addr(old), "/v1/topics/reg/keys/x?linearizable=true")
         .await;
-    assert_eq!(
-        (status, body["error"].as_str()),
-        (421, Some("NOT_LEADER")),
+    assert!(
+        matches!(
+            (status, body["error"].as_str()),
+            (421, Some("NOT_LEADER")) | (504, Some("REQUEST_TIMED_OUT"))
+        ),
         "{body}"
     );
 }
 
-/// Nodes given a dead address and a stand-in that is not the controller find the
-/// real one: connection failures move on down the `--controller` list, and a
-/// `NOT_CONTROLLER` answer's hint is followed.
+/// A broker that is not a controller voter finds the active controller by
+/// `NOT_CONTROLLER` hints (a broker id), and a voter that is not the active
+/// controller answers a controller call with that hint.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nodes_follow_not_controller_to_the_active_controller() {
-    use std::sync::{Arc, Mutex};
-
-    let real: Arc<Mutex<Option<String>>> = Arc::default();
-    let hint = real.clone();
-    let stand_in = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let stand_in_addr = stand_in.local_addr().unwrap().to_string();
-    let app = axum::Router::new().fallback(move || {
-        let hint = hint.lock().unwrap().clone();
-        async move {
-            (
-                axum::http::StatusCode::MISDIRECTED_REQUEST,
-                axum::Json(json!({"error": "NOT_CONTROLLER",
-                                  "message": "not the active controller",
-                                  "controller": hint})),
-            )
-        }
-    });
-    tokio::spawn(async move { axum::serve(stand_in, app).await });
-    let dead = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
     let c = Cluster::start(Opts {
-        controller_list: Some(vec![dead, stand_in_addr]),
+        nodes: 4,
+        controller_voters: Some(vec![1, 2, 3]),
         ..Opts::default()
     });
-    *real.lock().unwrap() = Some(c.controller.addr.clone());
-    // Alive means registered by heartbeats, which only reach the controller through
-    // the hint.
+    let (active, _) = c.controller().await;
+    // Alive means registered by heartbeats, which broker 4 (no voter) sends to the
+    // controller it learns from the hints.
     c.wait_for(
-        "every broker to heartbeat to the real controller",
+        "every broker to heartbeat to the active controller",
         || async {
-            let (_, md) = c.get(&c.controller.addr, "/v1/metadata").await;
+            let md = c.metadata_of(active).await?;
             let brokers = md["brokers"].as_array()?;
-            (brokers.len() == 3 && brokers.iter().all(|b| b["alive"] == true)).then_some(())
+            (brokers.len() == 4 && brokers.iter().all(|b| b["alive"] == true)).then_some(())
         },
     )
     .await;
-    c.create_topic("t", 1, 3, 2).await;
-    let (leader, _, _) = controller_view(&c, "t", 0).await;
-    let (status, body) = c.produce(leader, "t", 0, "all", json!(1)).await;
+    let other = (1..=3).find(|&v| v != active).unwrap();
+    let (status, body) = c
+        .post(
+            &c.addr(other),
+            "/v1/topics",
+            &json!({"name": "t", "partitions": 4, "replication_factor": 3,
+                    "min_insync_replicas": 2}),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["error"], &body["controller_id"]),
+        (421, &json!("NOT_CONTROLLER"), &json!(active)),
+        "{body}"
+    );
+    c.create_topic("t", 4, 3, 2).await;
+    // Partition 3 lives on [4, 1, 2]: broker 4 leads it and acknowledges with acks=all.
+    let (leader, _, _) = controller_view(&c, "t", 3).await;
+    let (status, body) = c.produce(leader, "t", 3, "all", json!(1)).await;
     assert_eq!(status, 200, "{body}");
+    let (_, md) = c.get(&c.addr(4), "/v1/metadata").await;
+    assert_eq!(md["controller_id"], active, "{md}");
+    let (status, body) = c
+        .post(
+            &c.addr(4),
+            "/v1/topics",
+            &json!({"name": "u", "partitions": 1,
+                "replication_factor": 1, "min_insync_replicas": 1}),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["error"], &body["controller_id"]),
+        (421, &json!("NOT_CONTROLLER"), &json!(active)),
+        "{body}"
+    );
 }

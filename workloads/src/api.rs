@@ -11,6 +11,10 @@ use serde_json::value::RawValue;
 /// `GET /v1/metadata` (the controller's view, or a node's).
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct Metadata {
+    /// The active controller's broker id as the answering broker knows it (-1 or
+    /// absent: none known).
+    #[serde(default)]
+    pub controller_id: Option<i32>,
     #[serde(default)]
     pub controller_epoch: i64,
     #[serde(default)]

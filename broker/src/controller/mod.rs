@@ -1,69 +1,190 @@
-//! The controller: the role ZooKeeper and Kafka's controller play together. It
-//! tracks broker liveness through heartbeats, elects partition leaders, accepts or
-//! fences ISR changes, and tells the brokers (LeaderAndIsr) whenever a partition's
-//! leader or ISR changes. Its state survives restarts.
+//! The controller: broker liveness, leader election, ISR changes, and telling the
+//! brokers (LeaderAndIsr) whenever a partition's leader or ISR changes — Kafka's
+//! KRaft controller. By default (combined mode) every broker runs a voter of the
+//! controller quorum in its own process; `--controller-voters` picks the voters,
+//! which may also be dedicated controller processes (`broker controller`, no
+//! partitions: KRaft's dedicated mode). The Raft leader is the active controller,
+//! and its term the controller epoch. The metadata is the quorum's replicated log, so
+//! it survives any minority of voters dying, and a new active controller carries on
+//! with the same state.
 //!
 //! Layers: `election` and `state` are the pure rules (no I/O, time passed in);
-//! `store` persists the durable part; `service` runs events through the rules under
-//! one lock, persisting and pushing their effects; `push` sends LeaderAndIsr; `http`
-//! is the routes.
+//! `raft` the replicated log (storage, state machine, RPCs); `service` the active
+//! controller's shell (decide, propose, answer, push); `push` sends LeaderAndIsr;
+//! `http` is the routes.
 
 mod election;
-mod http;
+pub(crate) mod http;
 mod push;
+mod raft;
 mod service;
 mod state;
-mod store;
 
-use std::sync::Arc;
-use std::time::Instant;
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
-use crate::auth::ClusterAuth;
-use crate::cli::ControllerArgs;
-use service::Controller;
+use crate::auth::{self, ClusterAuth};
+use crate::cli::{ControllerArgs, Voters};
+use crate::protocol::BrokerId;
+use raft::Identity;
+use raft::network::{Quorum, Receiver};
+pub use service::Controller;
 use state::{Config, ControllerState};
-use store::Store;
 
-/// Run the controller process until it is killed.
-pub fn run(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error>> {
-    if args.brokers.0.is_empty() {
+/// How this broker's voter is set up (from the node's command line).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// This broker's id (a voter's).
+    pub id: BrokerId,
+    /// Every broker of the cluster (this one included, if it is one) and how to
+    /// reach it.
+    pub brokers: BTreeMap<BrokerId, String>,
+    /// The voters of the controller quorum.
+    pub voters: Vec<BrokerId>,
+    /// How to reach every other voter.
+    pub voter_addrs: BTreeMap<BrokerId, String>,
+    pub data_dir: PathBuf,
+    pub session_timeout_ms: u64,
+    pub unclean_election: bool,
+    pub election_timeout_ms: u64,
+    /// The cluster's credentials: sent with every Raft RPC and LeaderAndIsr, and
+    /// required of every `/internal/` request (None: not checked).
+    pub auth: Option<ClusterAuth>,
+}
+
+/// Open this broker's voter (its Raft log in `DATA_DIR/raft`) and start it; Err says
+/// why it cannot (a corrupt log, voters other than the log's). Returns the
+/// controller and its routes (the controller calls and `/internal/raft/`).
+pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), String> {
+    let ids: Vec<BrokerId> = s.brokers.keys().copied().collect();
+    let config = Config {
+        session_timeout_ms: s.session_timeout_ms,
+        unclean_election: s.unclean_election,
+    };
+    let state = Arc::new(Mutex::new(ControllerState::new(config, &ids)));
+    let mut voters = s.voters.clone();
+    voters.sort_unstable();
+    let identity = Arc::new(Identity {
+        id: s.id,
+        quorum: Quorum {
+            voters,
+            brokers: ids,
+            unclean_election: s.unclean_election,
+        },
+        established: AtomicBool::new(false),
+    });
+    let peers = s
+        .voter_addrs
+        .iter()
+        .map(|(v, a)| (*v as u64, a.clone()))
+        .collect();
+    let (announcer, announced) = tokio::sync::mpsc::unbounded_channel();
+    let (raft, leases) = raft::start(
+        &s.data_dir,
+        identity.clone(),
+        state.clone(),
+        peers,
+        s.election_timeout_ms,
+        announcer,
+        s.auth.as_ref(),
+    )
+    .await?;
+    let all: Vec<(BrokerId, String)> = s.brokers.into_iter().collect();
+    let pusher =
+        push::Pusher::new(&all, s.auth.as_ref()).map_err(|e| format!("HTTP client: {e}"))?;
+    let lease = raft::lease(s.election_timeout_ms);
+    let controller = Arc::new(Controller::new(
+        identity.clone(),
+        raft.clone(),
+        state,
+        leases,
+        lease,
+        pusher,
+    ));
+    tokio::spawn(controller.clone().run_announcements(announced));
+    tokio::spawn(controller.clone().run_takeovers());
+    tokio::spawn(controller.clone().run_ticker());
+    // The controller calls and the Raft RPCs alike refuse internal requests without
+    // the cluster's credentials.
+    let routes = http::router(controller.clone())
+        .merge(raft::network::routes(Receiver { raft, identity }))
+        .layer(axum::middleware::from_fn_with_state(
+            s.auth.map(Arc::new),
+            auth::guard,
+        ));
+    Ok((controller, routes))
+}
+
+/// The voters of `--controller-voters` (sorted) and how to reach each but `me`: a
+/// broker by its broker address, a dedicated controller by the address given with it.
+pub fn voter_addresses(
+    me: BrokerId,
+    voters: &Voters,
+    brokers: &BTreeMap<BrokerId, String>,
+) -> Result<(Vec<BrokerId>, BTreeMap<BrokerId, String>), String> {
+    let mut ids = Vec::new();
+    let mut addrs = BTreeMap::new();
+    for (id, addr) in &voters.0 {
+        match (addr, brokers.get(id)) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "--controller-voters gives an address for broker {id}; name brokers by id \
+                     alone (ID=ADDR is for dedicated controllers)"
+                ));
+            }
+            (Some(a), None) => {
+                addrs.insert(*id, a.clone());
+            }
+            (None, Some(a)) => {
+                addrs.insert(*id, a.clone());
+            }
+            (None, None) if *id == me => {}
+            (None, None) => {
+                return Err(format!(
+                    "--controller-voters names {id}, which is neither this process, a broker \
+                     ({:?}), nor a dedicated controller given as {id}=ADDR",
+                    brokers.keys().collect::<Vec<_>>()
+                ));
+            }
+        }
+        ids.push(*id);
+    }
+    addrs.remove(&me);
+    ids.sort_unstable();
+    Ok((ids, addrs))
+}
+
+/// Run a dedicated controller voter (`broker controller`) until it is killed.
+pub fn run(args: ControllerArgs) -> Result<(), Box<dyn Error>> {
+    if args.id <= 0 {
+        return Err(format!("--id {} must be a positive integer", args.id).into());
+    }
+    let brokers: BTreeMap<BrokerId, String> = args.brokers.0.iter().cloned().collect();
+    if brokers.is_empty() {
         return Err(
             "--brokers lists no broker; give e.g. 1=127.0.0.1:9001,2=127.0.0.1:9002".into(),
         );
     }
-    if args.session_timeout_ms == 0 {
-        return Err("--session-timeout-ms must be positive".into());
-    }
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(serve(args))
-}
-
-async fn serve(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error>> {
-    std::fs::create_dir_all(&args.data_dir)
-        .map_err(|e| format!("cannot create data dir {}: {e}", args.data_dir.display()))?;
-    let store = Store::new(&args.data_dir);
-    let durable = store.load()?;
-    let config = Config {
-        session_timeout_ms: args.session_timeout_ms,
-        unclean_election: args.unclean_election,
-    };
-    let ids: Vec<_> = args.brokers.0.iter().map(|(id, _)| *id).collect();
-    let clock = Instant::now();
-    let (state, effects) = ControllerState::start(config, &ids, durable, 0)?;
-    // The bumped controller epoch is durable before anyone can see it.
-    store.save(&state.durable()).map_err(|e| {
-        format!(
-            "cannot persist the controller state in {}: {e}",
-            args.data_dir.display()
+    if brokers.contains_key(&args.id) {
+        return Err(format!(
+            "--id {} is a broker's id (--brokers); a dedicated controller needs its own",
+            args.id
         )
-    })?;
-    for line in &effects.events {
-        eprintln!("{line}");
+        .into());
     }
-    for event in &effects.transitions {
-        crate::events::emit(crate::events::CONTROLLER, event);
+    let (voters, voter_addrs) = voter_addresses(args.id, &args.controller_voters, &brokers)?;
+    if !voters.contains(&args.id) {
+        return Err(format!(
+            "--controller-voters {voters:?} does not name this controller (--id {})",
+            args.id
+        )
+        .into());
+    }
+    if args.session_timeout_ms == 0 || args.election_timeout_ms == 0 {
+        return Err("--session-timeout-ms and --election-timeout-ms must be positive".into());
     }
     let auth = ClusterAuth::from_args(args.cluster_id.as_deref(), args.secret_file.as_deref())?;
     if auth.is_none() {
@@ -71,10 +192,29 @@ async fn serve(args: ControllerArgs) -> Result<(), Box<dyn std::error::Error>> {
             "controller: no --cluster-id and secret: internal requests are not authenticated"
         );
     }
-    let pusher = push::Pusher::new(&args.brokers.0, auth.as_ref())?;
-    let controller = Arc::new(Controller::new(state, store, pusher, clock));
-    let listener = crate::server::bind_and_announce(args.listen, &args.data_dir).await?;
-    tokio::spawn(controller.clone().run_ticker());
-    axum::serve(listener, http::router(controller, auth.map(Arc::new))).await?;
-    Ok(())
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(async move {
+            let listener = crate::server::bind_and_announce(args.listen, &args.data_dir).await?;
+            eprintln!(
+                "controller {}: voters {voters:?}, brokers {:?}",
+                args.id,
+                brokers.keys()
+            );
+            let settings = Settings {
+                id: args.id,
+                brokers,
+                voters,
+                voter_addrs,
+                data_dir: args.data_dir.clone(),
+                session_timeout_ms: args.session_timeout_ms,
+                unclean_election: args.unclean_election,
+                election_timeout_ms: args.election_timeout_ms,
+                auth,
+            };
+            let (_, routes) = start(settings).await?;
+            axum::serve(listener, http::with_fallback(routes)).await?;
+            Ok(())
+        })
 }

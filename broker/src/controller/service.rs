@@ -1,17 +1,30 @@
-//! The shell around the pure state machine: one lock over [`ControllerState`], the
-//! monotonic clock, persistence and pushes. Every event runs the same way: under the
-//! lock, apply it; if the durable state changed, persist it before anything else (a
-//! state that failed to persist is rolled back, so nobody acts on what a restart would
-//! forget); then, with the lock released, log the changes and push them to the brokers.
+//! The active controller's shell around the Raft voter and the pure state: it decides
+//! commands from heartbeats and the clock, proposes them to the quorum, answers once
+//! they are applied, and carries out their effects (log lines, LeaderAndIsr pushes).
+//!
+//! A process serves as the controller only while it is the Raft leader, has taken
+//! over in its term (see [`Controller::run_takeovers`]) and holds its lease (a
+//! majority of voters acknowledged it within 0.8 election timeout); otherwise it
+//! answers `NOT_CONTROLLER` with the leader it knows of. So a paused or cut-off former
+//! controller refuses requests by itself, and whatever it still tries to propose
+//! cannot commit: the quorum has moved to a higher term.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use openraft::ServerState;
+use openraft::error::{ClientWriteError, RaftError};
+
 use super::push::Pusher;
-use super::state::{ControllerState, Effects, Millis};
-use super::store::Store;
+use super::raft::{Identity, Leases, Raft};
+use super::state::{Applied, Command, ControllerState, Effects, Millis};
 use crate::error::{ApiError, Code};
-use crate::events;
+use crate::events::{self, Api, Event, FenceReason};
+use crate::protocol::{
+    BrokerId, ConfirmLeadership, Heartbeat, HeartbeatResponse, Metadata, NO_LEADER, PartitionState,
+    TopicPartition,
+};
 
 /// How often the liveness ticker looks for silent brokers.
 pub const TICK_INTERVAL: Duration = Duration::from_millis(100);
@@ -20,22 +33,43 @@ pub const TICK_INTERVAL: Duration = Duration::from_millis(100);
 /// or a starved machine), not that the brokers were silent.
 const STALL_THRESHOLD_MS: Millis = 1000;
 
-/// The running controller, shared by the HTTP handlers and the liveness ticker.
+/// How long a proposal may wait for the quorum to commit it (below the nodes' own
+/// timeout for a controller call, so they get an answer).
+const COMMIT_TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// The controller side of a broker process.
 pub struct Controller {
-    state: Mutex<ControllerState>,
-    store: Store,
+    identity: Arc<Identity>,
+    raft: Raft,
+    /// Shared with the Raft state machine, which applies the log to it.
+    state: Arc<Mutex<ControllerState>>,
+    leases: Arc<Leases>,
+    /// How long an acknowledgement keeps this leader's lease.
+    lease: Duration,
     pusher: Pusher,
     clock: Instant,
+    /// The term this process took over in (0: not the active controller).
+    active_term: AtomicU64,
 }
 
 impl Controller {
-    /// `state` was started at `clock` (time 0) and has been persisted.
-    pub fn new(state: ControllerState, store: Store, pusher: Pusher, clock: Instant) -> Self {
+    pub fn new(
+        identity: Arc<Identity>,
+        raft: Raft,
+        state: Arc<Mutex<ControllerState>>,
+        leases: Arc<Leases>,
+        lease: Duration,
+        pusher: Pusher,
+    ) -> Self {
         Controller {
-            state: Mutex::new(state),
-            store,
+            identity,
+            raft,
+            state,
+            leases,
+            lease,
             pusher,
-            clock,
+            clock: Instant::now(),
+            active_term: AtomicU64::new(0),
         }
     }
 
@@ -45,81 +79,248 @@ impl Controller {
     }
 
     fn lock(&self) -> MutexGuard<'_, ControllerState> {
-        // The state is only replaced whole, so a panic elsewhere cannot leave it torn.
+        // Commands replace parts of the state whole, so a panic elsewhere cannot tear it.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Read the state.
-    pub fn read<T>(&self, f: impl FnOnce(&ControllerState) -> T) -> T {
-        f(&self.lock())
+    /// The active controller as this voter knows it: itself only while it serves as
+    /// the controller (not as a deposed leader that has not heard of its successor
+    /// yet), else the leader it knows of (None: none).
+    pub fn controller_id(&self) -> Option<BrokerId> {
+        match self.active() {
+            Ok(_) => Some(self.identity.id),
+            Err(e) => e
+                .extra
+                .get("controller_id")
+                .and_then(|c| c.as_i64())
+                .filter(|&c| c >= 0)
+                .map(|c| c as BrokerId),
+        }
     }
 
-    /// Apply one event (see the module doc). Must run on a multi-threaded tokio runtime:
-    /// persisting blocks this thread on fsync.
-    pub fn apply<T>(
-        &self,
-        f: impl FnOnce(&mut ControllerState, Millis) -> Result<(T, Effects), ApiError>,
-    ) -> Result<T, ApiError> {
-        let (out, effects, epoch, brokers, broker_epochs) = tokio::task::block_in_place(|| {
-            let mut state = self.lock();
-            let before = state.clone();
-            let now = self.now();
-            let (out, effects) = f(&mut state, now)?;
-            let saved = match effects.dirty {
-                true => self.store.save(&state.durable()),
-                false => Ok(()),
-            };
-            if let Err(e) = saved {
-                *state = before;
-                eprintln!("controller: cannot persist its state: {e}; change rolled back");
+    /// The controller epoch, if this process is the active controller now; else
+    /// `NOT_CONTROLLER` naming the one it knows of.
+    pub fn active(&self) -> Result<i32, ApiError> {
+        let (leader, term, known) = {
+            let m = self.raft.metrics();
+            let m = m.borrow();
+            (
+                m.state == ServerState::Leader,
+                m.current_term,
+                m.current_leader,
+            )
+        };
+        let me = self.identity.id as u64;
+        let ours = self.active_term.load(Ordering::SeqCst) == term;
+        let voters = &self.identity.quorum.voters;
+        if leader && ours && self.leases.held(me, voters, self.lease) {
+            return Ok(term as i32);
+        }
+        let hint = known.filter(|&l| l != me || !leader);
+        Err(self.not_controller(hint))
+    }
+
+    fn not_controller(&self, hint: Option<u64>) -> ApiError {
+        let id = hint.map_or(NO_LEADER, |l| l as BrokerId);
+        let known = match hint {
+            Some(l) => format!("the active controller is broker {l}"),
+            None => "no active controller is known (is a majority of voters running?)".into(),
+        };
+        ApiError::new(
+            Code::NotController,
+            format!(
+                "broker {} is not the active controller; {known}",
+                self.identity.id
+            ),
+        )
+        .with("controller_id", id)
+    }
+
+    /// Propose a command and wait until it is applied (its effects are carried out
+    /// by [`Controller::run_announcements`], even if this wait is given up).
+    pub async fn propose(&self, command: Command) -> Result<Applied, ApiError> {
+        self.active()?;
+        let written = tokio::time::timeout(COMMIT_TIMEOUT, self.raft.client_write(command)).await;
+        let resp = match written {
+            Ok(Ok(resp)) => resp,
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
+                return Err(self.not_controller(f.leader_id));
+            }
+            Ok(Err(e)) => {
                 return Err(ApiError::new(
                     Code::RequestTimedOut,
-                    format!("the controller could not persist its state: {e}"),
+                    format!("the controller quorum did not take the change: {e}"),
                 ));
             }
-            Ok((
-                out,
-                effects,
-                state.controller_epoch(),
-                state.brokers_info(),
-                state.broker_epochs(),
-            ))
-        })?;
+            Err(_) => {
+                return Err(ApiError::new(
+                    Code::RequestTimedOut,
+                    format!(
+                        "the controller quorum did not commit the change within {COMMIT_TIMEOUT:?}; \
+                         it may still"
+                    ),
+                ));
+            }
+        };
+        match resp.data.outcome {
+            Some(Ok(applied)) => Ok(applied),
+            Some(Err(body)) => Err(ApiError::from_body(&body)
+                .unwrap_or_else(|| ApiError::invalid(format!("refused: {body}")))),
+            None => Err(ApiError::invalid("the command had no answer")),
+        }
+    }
+
+    /// Log the changes, print their event lines (once: only the active controller
+    /// carries out effects, never a voter merely applying the log) and push them to
+    /// the brokers, under controller epoch `epoch`.
+    fn carry_out(&self, epoch: i32, mut effects: Effects) {
         for line in &effects.events {
             eprintln!("{line}");
         }
+        // Whether an elected leader came back recently is the active controller's
+        // clock's to say, not the log's.
+        self.lock()
+            .stamp_elections(&mut effects.transitions, self.now());
         for event in &effects.transitions {
-            events::emit(events::CONTROLLER, event);
+            events::emit(self.identity.id, event);
         }
-        if !effects.pushes.is_empty() {
-            self.pusher
-                .push(epoch, &brokers, &broker_epochs, effects.pushes);
+        if effects.pushes.is_empty() {
+            return;
         }
-        Ok(out)
+        let (brokers, broker_epochs) = {
+            let s = self.lock();
+            (s.brokers_info(), s.broker_epochs())
+        };
+        self.pusher
+            .push(epoch, &brokers, &broker_epochs, effects.pushes);
     }
 
-    /// Run the liveness ticker forever.
+    /// Carry out, in log order, the effects of the entries this voter applied as
+    /// their leader, forever.
+    pub async fn run_announcements(
+        self: Arc<Self>,
+        mut announced: tokio::sync::mpsc::UnboundedReceiver<(i32, Effects)>,
+    ) {
+        while let Some((epoch, effects)) = announced.recv().await {
+            // Entries of an earlier term of ours, committed only after we lost the
+            // leadership, are the new controller's to announce (its takeover does).
+            if self.active_term.load(Ordering::SeqCst) == epoch as u64 {
+                self.carry_out(epoch, effects);
+            }
+        }
+    }
+
+    /// `POST /internal/heartbeat`.
+    pub async fn heartbeat(&self, hb: &Heartbeat) -> Result<HeartbeatResponse, ApiError> {
+        self.active()?;
+        let now = self.now();
+        let decision = self.lock().heartbeat_decision(hb, now)?;
+        match decision {
+            None => Ok(self.lock().heartbeat_response(hb.broker_id)),
+            Some(command) => match self.propose(command).await? {
+                Applied::Heartbeat(resp) => Ok(resp),
+                other => Err(ApiError::invalid(format!("a heartbeat answered {other:?}"))),
+            },
+        }
+    }
+
+    /// `POST /internal/confirm-leadership`: answered only after the quorum confirmed
+    /// this controller's leadership (a linearizable read of the state).
+    pub async fn confirm_leadership(
+        &self,
+        req: &ConfirmLeadership,
+    ) -> Result<PartitionState, ApiError> {
+        self.active()?;
+        match tokio::time::timeout(COMMIT_TIMEOUT, self.raft.ensure_linearizable()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                eprintln!("controller: leadership not confirmed: {e}");
+                return Err(self.not_controller(None));
+            }
+            Err(_) => {
+                return Err(ApiError::new(
+                    Code::RequestTimedOut,
+                    "the controller quorum did not confirm this controller in time",
+                ));
+            }
+        }
+        let answer = self.lock().confirm_leadership(req);
+        if answer.as_ref().is_err_and(|e| e.code == Code::NotLeader) {
+            let tp = TopicPartition {
+                topic: req.topic.clone(),
+                partition: req.partition,
+            };
+            let event = Event::fenced(Api::ConfirmLeadership, FenceReason::NotLeader, &tp);
+            events::emit(self.identity.id, &event);
+        }
+        answer
+    }
+
+    /// `GET /v1/metadata`: the state as this voter has applied it, and who leads.
+    pub fn metadata(&self) -> Metadata {
+        let mut md = self.lock().metadata();
+        md.controller_id = self.controller_id().unwrap_or(NO_LEADER);
+        md
+    }
+
+    /// Follow the Raft leadership forever: when this voter becomes leader and has
+    /// applied its term's first entry (so its state holds everything committed
+    /// before), it takes over — a grace period for every broker, LeaderAndIsr for
+    /// every partition under the new epoch; when it loses leadership, it stops.
+    pub async fn run_takeovers(self: Arc<Self>) {
+        let mut rx = self.raft.metrics();
+        loop {
+            let (leader, term, applied_term, known) = {
+                let m = rx.borrow_and_update();
+                (
+                    m.state == ServerState::Leader,
+                    m.current_term,
+                    m.last_applied.map(|l| l.leader_id.term),
+                    m.current_leader.is_some(),
+                )
+            };
+            if known {
+                self.identity.established.store(true, Ordering::Relaxed);
+            }
+            if !leader {
+                self.active_term.store(0, Ordering::SeqCst);
+            } else if self.active_term.load(Ordering::SeqCst) != term && applied_term == Some(term)
+            {
+                let now = self.now();
+                let effects = self.lock().take_over(term as i32, now);
+                self.active_term.store(term, Ordering::SeqCst);
+                self.carry_out(term as i32, effects);
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Run the liveness ticker forever: while active, propose the expiry of brokers
+    /// silent past the session timeout.
     pub async fn run_ticker(self: Arc<Self>) {
         let mut interval = tokio::time::interval(TICK_INTERVAL);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_tick: Option<Millis> = None;
         loop {
             interval.tick().await;
-            // `now` is read under the lock, so a pause cannot fall between the stall
-            // check and the tick. A failed persist was logged and rolled back; the
-            // next tick retries.
-            let ticked = self.apply(|state, now| {
-                let mut effects = Effects::default();
-                if let Some(from) =
-                    last_tick.filter(|&t| now.saturating_sub(t) > STALL_THRESHOLD_MS)
-                {
-                    effects = state.stalled(from, now);
+            let now = self.now();
+            if let Some(from) = last_tick.filter(|&t| now.saturating_sub(t) > STALL_THRESHOLD_MS) {
+                let effects = self.lock().stalled(from, now);
+                for line in &effects.events {
+                    eprintln!("{line}");
                 }
-                effects.merge(state.tick(now));
-                Ok((now, effects))
-            });
-            if let Ok(now) = ticked {
-                last_tick = Some(now);
+            }
+            last_tick = Some(now);
+            if self.active().is_err() {
+                continue;
+            }
+            let decision = self.lock().expiry_decision(now);
+            if let Some(command) = decision
+                && let Err(e) = self.propose(command).await
+            {
+                eprintln!("controller: broker expiry not committed: {e}");
             }
         }
     }

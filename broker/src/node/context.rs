@@ -3,10 +3,10 @@
 //! the edge, into the replica's own types), its clock, and how it reaches its peers
 //! and the controller.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use crate::auth::ClusterAuth;
 use crate::bugs::Bugs;
 use crate::cli::{self, Bug, NodeArgs};
+use crate::controller::Controller;
 use crate::disk::DiskFaults;
 use crate::error::Code;
 use crate::fsutil;
@@ -66,10 +67,16 @@ pub struct Context {
     clock: Instant,
     /// How to reach each other broker (`--peers`).
     peers: HashMap<BrokerId, String>,
-    /// The controller addresses (`--controller`), tried in turn.
-    controllers: Vec<String>,
-    /// The controller address that answered last.
-    active_controller: Mutex<String>,
+    /// This broker's own address (its controller voter is reached there too).
+    own_addr: String,
+    /// The controller voters (`--controller-voters`), tried in turn.
+    voters: Vec<BrokerId>,
+    /// How to reach every voter but this broker.
+    voter_addrs: BTreeMap<BrokerId, String>,
+    /// The voter that answered as the controller last, or named as the controller.
+    active_controller: Mutex<BrokerId>,
+    /// This broker's own controller voter, if it is one.
+    pub local_controller: OnceLock<Arc<Controller>>,
     /// Partition counts of topics, learnt from the controller's metadata.
     topic_sizes: Mutex<HashMap<String, u32>>,
 }
@@ -78,7 +85,13 @@ impl Context {
     /// A node's context from its command line (`--bug hw-truncation` becomes
     /// `--truncation hw`) and credentials. Under `hw` it reads or creates
     /// `DATA_DIR/broker-epoch`.
-    pub fn new(args: &NodeArgs, auth: Option<ClusterAuth>) -> std::io::Result<Context> {
+    pub fn new(
+        args: &NodeArgs,
+        auth: Option<ClusterAuth>,
+        own_addr: String,
+        voters: Vec<BrokerId>,
+        voter_addrs: BTreeMap<BrokerId, String>,
+    ) -> std::io::Result<Context> {
         let truncation = match (args.truncation, args.bug) {
             (_, Some(Bug::HwTruncation)) | (cli::Truncation::Hw, _) => Truncation::Hw,
             (cli::Truncation::Epoch, _) => Truncation::Epoch,
@@ -108,8 +121,15 @@ impl Context {
             auth: auth.map(Arc::new),
             clock: Instant::now(),
             peers: args.peers.0.iter().cloned().collect(),
-            controllers: args.controller.clone(),
-            active_controller: Mutex::new(args.controller[0].clone()),
+            own_addr,
+            active_controller: Mutex::new(if voters.contains(&args.id) {
+                args.id
+            } else {
+                voters[0]
+            }),
+            voters,
+            voter_addrs,
+            local_controller: OnceLock::new(),
             topic_sizes: Mutex::new(HashMap::new()),
         })
     }
@@ -144,44 +164,73 @@ impl Context {
         self.peers.get(&id).map(String::as_str)
     }
 
-    /// POST to the active controller, following `NOT_CONTROLLER` hints and trying the
-    /// other `--controller` addresses when one does not answer.
+    /// How to reach broker or voter `id`, this one included.
+    fn addr_of(&self, id: BrokerId) -> Option<&str> {
+        match id == self.id {
+            true => Some(&self.own_addr),
+            false => self
+                .peer_addr(id)
+                .or_else(|| self.voter_addrs.get(&id).map(String::as_str)),
+        }
+    }
+
+    /// POST to the active controller, following `NOT_CONTROLLER` hints (a broker
+    /// id) and trying the next voter when one does not answer or knows no controller.
     pub async fn controller_post<Req: Serialize, Resp: DeserializeOwned>(
         &self,
         path: &str,
         body: &Req,
     ) -> Result<Resp, CallError> {
-        let list = &self.controllers;
-        let mut addr = self.active_controller();
+        self.controller_post_within(path, body, CONTROLLER_TIMEOUT)
+            .await
+    }
+
+    /// [`Self::controller_post`], each attempt bounded by `timeout`. The first
+    /// attempt goes to the controller this broker's own voter knows of, if it is
+    /// one, else to the one that answered last.
+    pub async fn controller_post_within<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Req,
+        timeout: Duration,
+    ) -> Result<Resp, CallError> {
+        let local = self.local_controller.get().and_then(|c| c.controller_id());
+        let mut id = local.unwrap_or_else(|| self.active_controller());
         let mut last = None;
-        for _ in 0..list.len() + 2 {
-            match rpc::post(&self.client, &addr, path, body, CONTROLLER_TIMEOUT).await {
+        for _ in 0..self.voters.len() + 2 {
+            let Some(addr) = self.addr_of(id) else {
+                id = next_in(&self.voters, id);
+                continue;
+            };
+            match rpc::post(&self.client, addr, path, body, timeout).await {
                 Ok(resp) => {
-                    *self
-                        .active_controller
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner()) = addr;
+                    self.set_active_controller(id);
                     return Ok(resp);
                 }
                 Err(CallError::Api(e)) if e.code == Code::NotController => {
-                    let hint = e.extra.get("controller").and_then(|c| c.as_str());
-                    addr = match hint {
-                        Some(h) if h != addr => h.to_string(),
-                        _ => next_in(list, &addr),
+                    let hint = e.extra.get("controller_id").and_then(|c| c.as_i64());
+                    id = match hint {
+                        Some(h)
+                            if h as BrokerId != id && self.voters.contains(&(h as BrokerId)) =>
+                        {
+                            h as BrokerId
+                        }
+                        _ => next_in(&self.voters, id),
                     };
                     last = Some(CallError::Api(e));
                 }
                 Err(CallError::Transport(e)) => {
-                    addr = next_in(list, &addr);
+                    id = next_in(&self.voters, id);
                     last = Some(CallError::Transport(e));
                 }
                 Err(other) => return Err(other),
             }
         }
-        Err(last.unwrap_or_else(|| CallError::Transport("no controller address".into())))
+        Err(last.unwrap_or_else(|| CallError::Transport("no controller voter to ask".into())))
     }
 
-    /// The number of partitions of `topic`, asking the controller once if unknown.
+    /// The number of partitions of `topic`, asking the controller (or, on a voter, its
+    /// own copy of the metadata) once if unknown.
     /// `Ok(None)`: the controller does not know the topic; `Err`: it did not answer.
     pub async fn topic_size(&self, topic: &str) -> Result<Option<u32>, CallError> {
         if let Some(n) = self
@@ -192,9 +241,13 @@ impl Context {
         {
             return Ok(Some(*n));
         }
-        let addr = self.active_controller();
-        let md: Metadata =
-            rpc::get(&self.client, &addr, "/v1/metadata", CONTROLLER_TIMEOUT).await?;
+        // A voter has the whole metadata itself; another broker asks the controller.
+        let id = match self.voters.contains(&self.id) {
+            true => self.id,
+            false => self.active_controller(),
+        };
+        let addr = self.addr_of(id).unwrap_or(&self.own_addr);
+        let md: Metadata = rpc::get(&self.client, addr, "/v1/metadata", CONTROLLER_TIMEOUT).await?;
         let mut sizes = self.topic_sizes.lock().unwrap_or_else(|p| p.into_inner());
         for t in &md.topics {
             sizes.insert(t.name.clone(), t.partitions.len() as u32);
@@ -219,12 +272,20 @@ impl Context {
             .await
     }
 
-    /// The controller address that answered last (the first `--controller` at start).
-    fn active_controller(&self) -> String {
-        self.active_controller
+    /// The voter that answered as the controller last (at start: this broker if it
+    /// is a voter, else the first voter).
+    pub fn active_controller(&self) -> BrokerId {
+        *self
+            .active_controller
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone()
+    }
+
+    fn set_active_controller(&self, id: BrokerId) {
+        *self
+            .active_controller
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = id;
     }
 }
 
@@ -282,11 +343,11 @@ fn planted_bugs(bug: Option<Bug>) -> Bugs {
     b
 }
 
-/// The address after `addr` in `list` (the first if `addr` is not in it).
-fn next_in(list: &[String], addr: &str) -> String {
-    match list.iter().position(|a| a == addr) {
-        Some(i) => list[(i + 1) % list.len()].clone(),
-        None => list[0].clone(),
+/// The voter after `id` in `voters` (the first if `id` is not one).
+fn next_in(voters: &[BrokerId], id: BrokerId) -> BrokerId {
+    match voters.iter().position(|&v| v == id) {
+        Some(i) => voters[(i + 1) % voters.len()],
+        None => voters[0],
     }
 }
 

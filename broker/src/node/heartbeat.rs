@@ -14,6 +14,9 @@ use crate::rpc::CallError;
 
 /// How often a node heartbeats (the controller's session timeout is a few of these).
 const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(200);
+/// How long one heartbeat attempt may take: a paused or cut-off voter must not hold
+/// the heartbeats back past a new controller's grace period.
+const HEARTBEAT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Heartbeat forever.
 pub async fn run(manager: Arc<ReplicaManager>) {
@@ -33,9 +36,11 @@ pub async fn run(manager: Arc<ReplicaManager>) {
     }
 }
 
-/// One heartbeat: its answer comes from the controller this node dialed (one of its
-/// `--controller` addresses), so it is the one source a controller epoch is learnt
-/// from; the answer is applied. Returns the answer's controller epoch.
+/// One heartbeat: its answer comes from the active controller this node dialed (the
+/// one its own voter, if it is one, knows of, else a voter of `--controller-voters`,
+/// following `NOT_CONTROLLER` hints), with the cluster's credentials, so it is the
+/// one source a controller epoch is learnt from; the answer is applied. Returns the
+/// answer's controller epoch.
 pub async fn beat(manager: &ReplicaManager) -> Result<i32, CallError> {
     let ctx = manager.ctx();
     // Read afresh each time: a node whose storage failed renews it.
@@ -43,7 +48,9 @@ pub async fn beat(manager: &ReplicaManager) -> Result<i32, CallError> {
         broker_id: ctx.id,
         broker_epoch: ctx.broker_epoch(),
     };
-    let resp: HeartbeatResponse = ctx.controller_post("/internal/heartbeat", &hb).await?;
+    let resp: HeartbeatResponse = ctx
+        .controller_post_within("/internal/heartbeat", &hb, HEARTBEAT_TIMEOUT)
+        .await?;
     let epoch = resp.controller_epoch;
     let applied = manager.apply_controller(Api::Heartbeat, epoch, resp.brokers, resp.partitions);
     if let Err(e) = applied {

@@ -11,7 +11,9 @@
 //!   (AlterPartition proposals), `heartbeat` (liveness and the controller's view),
 //!   `housekeeping` (flush and checkpoint timers), `api` (the HTTP routes), with
 //!   `purgatory` where delayed requests wait;
-//! - this module: the process, which starts them all and stops cleanly on SIGTERM.
+//! - this module: the process, which starts them all — and, on a controller voter,
+//!   the controller ([`crate::controller`]) beside them, its routes merged with the
+//!   node's — and stops cleanly on SIGTERM.
 
 mod api;
 mod context;
@@ -22,10 +24,13 @@ mod isr;
 mod partitions;
 mod purgatory;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::auth::ClusterAuth;
 use crate::cli::NodeArgs;
+use crate::controller;
+use crate::protocol::BrokerId;
 use crate::server;
 use context::Context;
 use partitions::ReplicaManager;
@@ -38,13 +43,38 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
     if args.peers.0.iter().any(|(id, _)| *id == args.id) {
         return Err(format!("--peers must not list this broker's own id {}", args.id).into());
     }
+    if args.session_timeout_ms == 0 || args.election_timeout_ms == 0 {
+        return Err("--session-timeout-ms and --election-timeout-ms must be positive".into());
+    }
     let auth = ClusterAuth::from_args(args.cluster_id.as_deref(), args.secret_file.as_deref())?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
         let listener = server::bind_and_announce(args.listen, &args.data_dir).await?;
-        let ctx = Arc::new(Context::new(&args, auth).map_err(|e| format!("broker epoch: {e}"))?);
+        let mut own = axum::serve::Listener::local_addr(&listener)?;
+        if own.ip().is_unspecified() {
+            own.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        let mut brokers: BTreeMap<BrokerId, String> = args.peers.0.iter().cloned().collect();
+        brokers.insert(args.id, own.to_string());
+        let (voters, voter_addrs) = match &args.controller_voters {
+            Some(given) => controller::voter_addresses(args.id, given, &brokers)?,
+            None => {
+                let mut addrs = brokers.clone();
+                addrs.remove(&args.id);
+                (brokers.keys().copied().collect(), addrs)
+            }
+        };
+        let ctx = Context::new(
+            &args,
+            auth.clone(),
+            own.to_string(),
+            voters.clone(),
+            voter_addrs.clone(),
+        )
+        .map_err(|e| format!("broker epoch: {e}"))?;
+        let ctx = Arc::new(ctx);
         match &ctx.auth {
             Some(auth) => eprintln!(
                 "node {}: cluster `{}`: internal requests need its credentials",
@@ -57,14 +87,33 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
             ),
         }
         eprintln!(
-            "node {}: broker epoch {}, truncation {:?}, controller {:?}",
+            "node {}: broker epoch {}, truncation {:?}, controller voters {voters:?}",
             ctx.id,
             ctx.broker_epoch(),
-            ctx.config.truncation,
-            args.controller
+            ctx.config.truncation
         );
         if let Some(bug) = args.bug {
             eprintln!("node {}: PLANTED BUG {bug:?} (--bug)", ctx.id);
+        }
+        let controller = match voters.contains(&args.id) {
+            false => None,
+            true => {
+                let settings = controller::Settings {
+                    id: args.id,
+                    brokers,
+                    voters: voters.clone(),
+                    voter_addrs,
+                    data_dir: args.data_dir.clone(),
+                    session_timeout_ms: args.session_timeout_ms,
+                    unclean_election: args.unclean_election,
+                    election_timeout_ms: args.election_timeout_ms,
+                    auth,
+                };
+                Some(controller::start(settings).await?)
+            }
+        };
+        if let Some((c, _)) = &controller {
+            let _ = ctx.local_controller.set(c.clone());
         }
         let (manager, fetch_orders) = ReplicaManager::new(ctx.clone());
         let manager = Arc::new(manager);
@@ -72,7 +121,11 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
         tokio::spawn(heartbeat::run(manager.clone()));
         tokio::spawn(isr::run(manager.clone()));
         tokio::spawn(housekeeping::run(manager.clone()));
-        let server = axum::serve(listener, api::router(manager.clone()));
+        let routes = match controller {
+            Some((_, routes)) => api::router(manager.clone(), false).merge(routes),
+            None => api::router(manager.clone(), true),
+        };
+        let server = axum::serve(listener, routes);
         tokio::select! {
             served = server => served?,
             () = stop_signal() => {

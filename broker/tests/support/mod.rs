@@ -1,6 +1,6 @@
-//! Test support: a real cluster (one `broker controller`, N `broker node` processes)
-//! on loopback with temp data dirs, and a guard that kills every process when dropped,
-//! also on panic. Each process runs in its own process group and gets SIGKILL via
+//! Test support: a real cluster (N `broker node` processes, every one a controller
+//! voter unless told otherwise) on loopback with temp data dirs, and a guard that
+//! kills every process when dropped, also on panic. Each process runs in its own process group and gets SIGKILL via
 //! PR_SET_PDEATHSIG if the test process dies, so nothing survives a test.
 
 #![allow(dead_code)]
@@ -84,6 +84,10 @@ impl Proc {
         proc
     }
 
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
     pub fn pid(&self) -> i32 {
         self.child.as_ref().expect("running").id() as i32
     }
@@ -144,7 +148,14 @@ impl Proc {
 
     /// Start again with the same arguments, on the same address (peers know it).
     pub fn restart(&mut self) {
+        self.restart_with(|_| {});
+    }
+
+    /// Start again on the same address, with the arguments `edit` makes of the last
+    /// ones (they stay for later restarts).
+    pub fn restart_with(&mut self, edit: impl FnOnce(&mut Vec<String>)) {
         self.kill();
+        edit(&mut self.args);
         let mut args = self.args.clone();
         if let Some(i) = args.iter().position(|a| a == "--listen") {
             args[i + 1] = self.addr.clone();
@@ -156,6 +167,43 @@ impl Proc {
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
+
+    /// Wait, at most `within`, for the process to exit on its own; its exit code
+    /// (None: still running, or killed by a signal).
+    pub fn wait_exit_code(&mut self, within: Duration) -> Option<i32> {
+        self.wait_exit(within).and_then(|status| status.code())
+    }
+}
+
+/// Run `broker ARGS…` to its end (bounded by [`DEADLINE`], killed past it): its exit
+/// code and stderr.
+pub fn run_to_exit(args: &[String]) -> (Option<i32>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_broker"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the broker binary");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
+        s
+    });
+    let start = Instant::now();
+    let code = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break status.code();
+        }
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (code, reader.join().unwrap_or_default())
 }
 
 impl Drop for Proc {
@@ -171,14 +219,18 @@ pub struct Opts {
     pub session_timeout_ms: u64,
     pub lag_ms: u64,
     pub fetch_wait_ms: u64,
+    pub election_timeout_ms: u64,
+    /// `--controller-voters` (default: every node).
+    pub controller_voters: Option<Vec<i32>>,
+    /// A dedicated controller process (`broker controller`, id
+    /// [`DEDICATED_CONTROLLER`]) as the quorum's only voter instead.
+    pub dedicated_controller: bool,
     /// Extra arguments for every node.
     pub node_args: Vec<String>,
-    /// The nodes' `--controller` list, instead of the real controller's address.
-    pub controller_list: Option<Vec<String>>,
     /// A node's data dir, instead of one in the cluster's temp dir (e.g. a small
     /// filesystem of its own).
     pub data_dirs: BTreeMap<i32, PathBuf>,
-    /// Extra arguments for the controller.
+    /// Extra arguments for the dedicated controller.
     pub controller_args: Vec<String>,
 }
 
@@ -189,35 +241,53 @@ impl Default for Opts {
             session_timeout_ms: 1000,
             lag_ms: 1500,
             fetch_wait_ms: 500,
+            election_timeout_ms: 500,
+            controller_voters: None,
+            dedicated_controller: false,
             node_args: Vec::new(),
-            controller_list: None,
             data_dirs: BTreeMap::new(),
             controller_args: Vec::new(),
         }
     }
 }
 
-/// A controller and its nodes; everything dies with it.
+/// The id of the dedicated controller under [`Opts::dedicated_controller`].
+pub const DEDICATED_CONTROLLER: i32 = 100;
+
+impl Opts {
+    /// The controller quorum is one dedicated controller process (no partitions), so
+    /// pausing it pauses the controller and nothing else.
+    pub fn dedicated_controller(self) -> Opts {
+        Opts {
+            dedicated_controller: true,
+            ..self
+        }
+    }
+}
+
+/// The nodes (and controller voters); everything dies with it.
 pub struct Cluster {
     pub nodes: BTreeMap<i32, Proc>,
-    pub controller: Proc,
+    /// The dedicated controller, if any.
+    pub controller: Option<Proc>,
     pub http: reqwest::Client,
     pub dir: tempfile::TempDir,
     _serial: MutexGuard<'static, ()>,
-}
-
-/// A free loopback port (bound and released: nodes must know each other's address
-/// before they start).
-fn free_addr() -> String {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().unwrap().to_string()
 }
 
 impl Cluster {
     pub fn start(opts: Opts) -> Cluster {
         let serial = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         let dir = tempfile::tempdir().expect("temp dir");
-        let addrs: BTreeMap<i32, String> = (1..=opts.nodes).map(|id| (id, free_addr())).collect();
+        // Held together while they are drawn, so no two nodes get the same port.
+        let listeners: Vec<TcpListener> = (1..=opts.nodes)
+            .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
+            .collect();
+        let addrs: BTreeMap<i32, String> = (1..=opts.nodes)
+            .zip(&listeners)
+            .map(|(id, l)| (id, l.local_addr().unwrap().to_string()))
+            .collect();
+        drop(listeners);
         let list = |skip: Option<i32>| {
             addrs
                 .iter()
@@ -226,19 +296,28 @@ impl Cluster {
                 .collect::<Vec<_>>()
                 .join(",")
         };
-        let mut controller_args = vec![
-            "controller".into(),
-            "--listen".into(),
-            "127.0.0.1:0".into(),
-            "--data-dir".into(),
-            path(&dir.path().join("controller")),
-            "--brokers".into(),
-            list(None),
-            "--session-timeout-ms".into(),
-            opts.session_timeout_ms.to_string(),
-        ];
-        controller_args.extend(opts.controller_args.iter().cloned());
-        let controller = Proc::start(controller_args, dir.path().join("controller.log"));
+        let controller = opts.dedicated_controller.then(|| {
+            let args = [
+                "controller".to_string(),
+                "--id".into(),
+                DEDICATED_CONTROLLER.to_string(),
+                "--listen".into(),
+                "127.0.0.1:0".into(),
+                "--data-dir".into(),
+                path(&dir.path().join("controller")),
+                "--brokers".into(),
+                list(None),
+                "--controller-voters".into(),
+                DEDICATED_CONTROLLER.to_string(),
+                "--session-timeout-ms".into(),
+                opts.session_timeout_ms.to_string(),
+                "--election-timeout-ms".into(),
+                opts.election_timeout_ms.to_string(),
+            ];
+            let mut args = args.to_vec();
+            args.extend(opts.controller_args.iter().cloned());
+            Proc::start(args, dir.path().join("controller.log"))
+        });
         let mut nodes = BTreeMap::new();
         for (&id, addr) in &addrs {
             let mut args = vec![
@@ -255,17 +334,25 @@ impl Cluster {
                         .cloned()
                         .unwrap_or_else(|| dir.path().join(format!("node{id}"))),
                 ),
-                "--controller".into(),
-                opts.controller_list
-                    .clone()
-                    .map_or(controller.addr.clone(), |l| l.join(",")),
                 "--peers".into(),
                 list(Some(id)),
                 "--replica-lag-time-max-ms".into(),
                 opts.lag_ms.to_string(),
                 "--replica-fetch-wait-max-ms".into(),
                 opts.fetch_wait_ms.to_string(),
+                "--session-timeout-ms".into(),
+                opts.session_timeout_ms.to_string(),
+                "--election-timeout-ms".into(),
+                opts.election_timeout_ms.to_string(),
             ];
+            if let Some(voters) = &opts.controller_voters {
+                let list: Vec<String> = voters.iter().map(|v| v.to_string()).collect();
+                args.extend(["--controller-voters".to_string(), list.join(",")]);
+            }
+            if let Some(c) = &controller {
+                let voter = format!("{DEDICATED_CONTROLLER}={}", c.addr);
+                args.extend(["--controller-voters".to_string(), voter]);
+            }
             args.extend(opts.node_args.iter().cloned());
             nodes.insert(
                 id,
@@ -290,13 +377,25 @@ impl Cluster {
         self.nodes.get_mut(&id).expect("a node of this cluster")
     }
 
+    /// A node's address, or the dedicated controller's.
     pub fn addr(&self, id: i32) -> String {
-        self.nodes[&id].addr.clone()
+        match (&self.controller, id) {
+            (Some(c), DEDICATED_CONTROLLER) => c.addr.clone(),
+            _ => self.nodes[&id].addr.clone(),
+        }
+    }
+
+    /// The dedicated controller process.
+    pub fn dedicated(&self) -> &Proc {
+        self.controller.as_ref().expect("a dedicated controller")
     }
 
     /// Every process's log, for failure messages.
     pub fn logs(&self) -> String {
-        let mut s = format!("--- controller\n{}", self.controller.log());
+        let mut s = String::new();
+        if let Some(c) = &self.controller {
+            s += &format!("--- controller\n{}", c.log());
+        }
         for (id, n) in &self.nodes {
             s += &format!("--- node {id}\n{}", n.log());
         }
@@ -326,11 +425,81 @@ impl Cluster {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
-    /// Create a topic on the controller and wait until every replica's node knows it.
+    /// `GET /v1/metadata` on node `id` (None if it does not answer in time).
+    pub async fn metadata_of(&self, id: i32) -> Option<Value> {
+        let resp = self
+            .http
+            .get(format!("http://{}/v1/metadata", self.addr(id)))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await
+            .ok()?;
+        resp.json().await.ok()
+    }
+
+    /// The active controller right now: a running node that names itself
+    /// controller (None if none does).
+    pub async fn find_controller(&self) -> Option<(i32, i64)> {
+        let dedicated = self.controller.as_ref().map(|_| DEDICATED_CONTROLLER);
+        for id in dedicated.into_iter().chain(self.nodes.keys().copied()) {
+            if self.nodes.get(&id).is_some_and(|n| !n.is_running()) {
+                continue;
+            }
+            let Some(md) = self.metadata_of(id).await else {
+                continue;
+            };
+            if md["controller_id"] == id {
+                return Some((id, md["controller_epoch"].as_i64()?));
+            }
+        }
+        None
+    }
+
+    /// Wait for an active controller: (its id, the controller epoch).
+    pub async fn controller(&self) -> (i32, i64) {
+        self.wait_for("an active controller", || self.find_controller())
+            .await
+    }
+
+    /// The active controller's address.
+    pub async fn controller_addr(&self) -> String {
+        let (id, _) = self.controller().await;
+        self.addr(id)
+    }
+
+    /// POST a controller call: to the active controller, again as long as the answer
+    /// is `NOT_CONTROLLER` (a takeover in progress), bounded.
+    pub async fn post_controller(&self, path: &str, body: &Value) -> (u16, Value) {
+        let start = Instant::now();
+        loop {
+            let addr = self.controller_addr().await;
+            let (status, answer) = self.post(&addr, path, body).await;
+            if answer["error"] != "NOT_CONTROLLER" || start.elapsed() > DEADLINE {
+                return (status, answer);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Wait until the active controller shows every running node alive.
+    pub async fn wait_registered(&self) {
+        self.wait_for("every running broker to register", || async {
+            let (id, _) = self.find_controller().await?;
+            let md = self.metadata_of(id).await?;
+            let brokers = md["brokers"].as_array()?;
+            let alive = |n: &i32| brokers.iter().any(|b| b["id"] == *n && b["alive"] == true);
+            let running = self.nodes.iter().filter(|(_, p)| p.is_running());
+            running.map(|(id, _)| id).all(alive).then_some(())
+        })
+        .await;
+    }
+
+    /// Create a topic on the controller (once every running broker registered) and
+    /// wait until every replica's node knows it.
     pub async fn create_topic(&self, name: &str, partitions: u32, rf: u32, min_isr: u32) {
+        self.wait_registered().await;
         let (status, body) = self
-            .post(
-                &self.controller.addr,
+            .post_controller(
                 "/v1/topics",
                 &json!({"name": name, "partitions": partitions,
                         "replication_factor": rf, "min_insync_replicas": min_isr}),
@@ -360,10 +529,10 @@ impl Cluster {
         }
     }
 
-    /// The controller's metadata for one partition.
+    /// The active controller's metadata for one partition (None: no controller now).
     pub async fn controller_partition(&self, topic: &str, p: u32) -> Option<Value> {
-        let (_, md) = self.get(&self.controller.addr, "/v1/metadata").await;
-        partition_in(&md, topic, p)
+        let (id, _) = self.find_controller().await?;
+        partition_in(&self.metadata_of(id).await?, topic, p)
     }
 
     /// A node's /debug/partitions entry for one partition (None if unreachable).

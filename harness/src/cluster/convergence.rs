@@ -102,6 +102,7 @@ mod tests {
 
     fn meta(leader: i32, isr: Vec<i32>) -> Metadata {
         Metadata {
+            controller_id: Some(1),
             controller_epoch: 1,
             brokers: (1..=3).map(|id| BrokerInfo { id, alive: true }).collect(),
             topics: vec![TopicMetadata {

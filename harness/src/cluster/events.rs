@@ -26,7 +26,8 @@ pub struct BrokerEvent {
     /// Unix milliseconds.
     #[serde(default)]
     pub ts_ms: u64,
-    /// The broker id, or -1 for the controller process.
+    /// The id of the process that printed it (a broker's, or a dedicated
+    /// controller's); -1 when the line names none.
     #[serde(default = "minus_one")]
     pub node: i32,
     /// `leader_elected`, `become_leader`, `become_follower`, `isr_shrink`,

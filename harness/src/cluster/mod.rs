@@ -147,14 +147,27 @@ impl Cluster {
             .map(|((_, to), link)| format!("{}={}", to.key(), link.addr()))
             .collect::<Vec<_>>()
             .join(",");
+        // The controller is a dedicated voter (its quorum's only one), id nodes + 1.
+        let controller_id = self.config.nodes as i32 + 1;
         let mut args: Vec<String> = match p {
-            Proc::Controller => vec!["controller".into(), "--brokers".into(), node_peers],
+            Proc::Controller => vec![
+                "controller".into(),
+                "--id".into(),
+                controller_id.to_string(),
+                "--brokers".into(),
+                node_peers,
+                "--controller-voters".into(),
+                controller_id.to_string(),
+            ],
             Proc::Node(id) => vec![
                 "node".into(),
                 "--id".into(),
                 id.to_string(),
-                "--controller".into(),
-                self.links[&(p, Proc::Controller)].addr().to_string(),
+                "--controller-voters".into(),
+                format!(
+                    "{controller_id}={}",
+                    self.links[&(p, Proc::Controller)].addr()
+                ),
                 "--peers".into(),
                 node_peers,
             ],

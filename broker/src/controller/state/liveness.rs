@@ -1,6 +1,8 @@
-//! Broker liveness: registration and restarts (broker epochs), the session timeout,
-//! and what a broker's death or return does to the partitions it replicates.
+//! Broker liveness: what the active controller decides from heartbeats and silence
+//! (commands to propose), and how registrations, restarts and deaths apply to the
+//! partitions each broker replicates.
 
+use super::command::{Command, Expiry};
 use super::{ChangedBy, ControllerState, Effects, Liveness, Millis};
 use crate::controller::election::{Election, elect};
 use crate::error::ApiError;
@@ -10,11 +12,51 @@ use crate::protocol::{
 };
 
 impl ControllerState {
-    /// `POST /internal/heartbeat`: register, detect restarts, keep the broker alive.
-    pub fn heartbeat(
+    /// The active controller got a heartbeat at `now`: record it, and say whether it
+    /// changes the replicated state (a registration, a restart, a return from the
+    /// dead), in which case the command must be committed before answering.
+    pub fn heartbeat_decision(
         &mut self,
         hb: &Heartbeat,
         now: Millis,
+    ) -> Result<Option<Command>, ApiError> {
+        let id = hb.broker_id;
+        let Some(broker) = self.brokers.get(&id) else {
+            return Err(ApiError::invalid(format!(
+                "broker {id} is not one of the controller's brokers {:?}",
+                self.brokers.keys().collect::<Vec<_>>()
+            )));
+        };
+        self.sessions.heard(id, now);
+        // A first registration, a restart or a return from the dead starts the
+        // broker's time back (not a broker merely heard again after a takeover).
+        if broker.broker_epoch != Some(hb.broker_epoch) || broker.liveness == Liveness::Dead {
+            self.sessions.came_back(id, now);
+        }
+        let changes =
+            broker.broker_epoch != Some(hb.broker_epoch) || broker.liveness != Liveness::Alive;
+        Ok(changes.then(|| Command::Heartbeat(hb.clone())))
+    }
+
+    /// The answer to broker `id`'s heartbeat: its partitions as the state holds them.
+    pub fn heartbeat_response(&self, id: BrokerId) -> HeartbeatResponse {
+        HeartbeatResponse {
+            controller_epoch: self.controller_epoch,
+            brokers: self.brokers_info(),
+            partitions: self
+                .partitions
+                .values()
+                .filter(|p| p.replicas.contains(&id))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Apply a state-changing heartbeat: register, or handle a restart as a failure
+    /// followed by a start (KIP-380), or a return from the dead.
+    pub(super) fn apply_heartbeat(
+        &mut self,
+        hb: &Heartbeat,
     ) -> Result<(HeartbeatResponse, Effects), ApiError> {
         let id = hb.broker_id;
         let Some(broker) = self.brokers.get(&id) else {
@@ -27,17 +69,12 @@ impl ControllerState {
         let known_epoch = broker.broker_epoch;
         let mut effects = Effects::default();
         let mut started = was != Liveness::Alive;
-        // Whether the broker (re)joins now: a first registration, a restart, or back
-        // from the dead (not a broker merely heard again after a controller restart).
-        let mut came_back = was == Liveness::Dead;
         match known_epoch {
             None => {
                 effects.events.push(format!(
                     "broker {id}: registered (broker epoch {})",
                     hb.broker_epoch
                 ));
-                effects.dirty = true;
-                came_back = true;
             }
             Some(old) if old != hb.broker_epoch => {
                 effects.events.push(format!(
@@ -45,10 +82,8 @@ impl ControllerState {
                     hb.broker_epoch
                 ));
                 self.set_liveness(id, Liveness::Dead);
-                self.broker_failed(id, "restarted", now, &mut effects);
-                effects.dirty = true;
+                self.broker_failed(id, "restarted", &mut effects);
                 started = true;
-                came_back = true;
             }
             Some(_) if was == Liveness::Dead => {
                 effects.events.push(format!("broker {id}: alive again"));
@@ -56,88 +91,117 @@ impl ControllerState {
             Some(_) => {}
         }
         let b = self.brokers.get_mut(&id).expect("checked above");
+        effects.dirty |= b.broker_epoch != Some(hb.broker_epoch) || b.liveness != Liveness::Alive;
         b.broker_epoch = Some(hb.broker_epoch);
-        b.last_heartbeat = Some(now);
         b.liveness = Liveness::Alive;
-        if came_back {
-            b.alive_since = Some(now);
-        }
         if started {
-            self.elect_offline(&format!("broker {id} came back"), now, &mut effects);
+            self.elect_offline(&format!("broker {id} came back"), &mut effects);
         }
-        let response = HeartbeatResponse {
-            controller_epoch: self.controller_epoch,
-            brokers: self.brokers_info(),
-            partitions: self
-                .partitions
-                .values()
-                .filter(|p| p.replicas.contains(&id))
-                .cloned()
-                .collect(),
-        };
-        Ok((response, effects))
+        Ok((self.heartbeat_response(id), effects))
     }
 
-    /// The controller itself did not run from `from` to `now` (it was paused or starved
-    /// of CPU): that time does not count against any broker's silence, since their
-    /// heartbeats were waiting in the controller's own sockets. Without this, a paused
-    /// controller would declare every broker dead the moment it resumes and churn
-    /// every partition through needless elections.
+    /// The active controller did not run from `from` to `now` (paused or starved):
+    /// that time does not count against any broker's silence. Without this, a paused
+    /// controller would declare every broker dead the moment it resumes.
     pub fn stalled(&mut self, from: Millis, now: Millis) -> Effects {
-        let gap = now.saturating_sub(from);
-        for b in self.brokers.values_mut() {
-            if let Some(last) = b.last_heartbeat.as_mut() {
-                *last = last.saturating_add(gap).min(now);
-            }
-        }
-        self.grace_until = self.grace_until.max(from).saturating_add(gap);
+        self.sessions.stalled(from, now);
         Effects {
             events: vec![format!(
-                "controller: did not run for {gap} ms (paused?); brokers' silence meanwhile does not count"
+                "controller: did not run for {} ms (paused?); brokers' silence meanwhile does not count",
+                now.saturating_sub(from)
             )],
             ..Effects::default()
         }
     }
 
-    /// The clock moved: declare dead every broker silent past the session timeout, and
-    /// every broker not heard from since start once the grace period is over.
-    pub fn tick(&mut self, now: Millis) -> Effects {
-        let mut effects = Effects::default();
+    /// The active controller's clock moved: the brokers silent past the session
+    /// timeout (or not heard from within the grace period of its takeover) to
+    /// declare dead, if any.
+    pub fn expiry_decision(&self, now: Millis) -> Option<Command> {
         let timeout = self.config.session_timeout_ms;
+        let brokers: Vec<Expiry> = self
+            .brokers
+            .iter()
+            .filter(|(_, b)| b.liveness != Liveness::Dead)
+            .filter_map(|(&id, b)| {
+                let why = self.sessions.silent(id, now, timeout)?;
+                Some(Expiry {
+                    broker_id: id,
+                    broker_epoch: b.broker_epoch,
+                    why,
+                })
+            })
+            .collect();
+        (!brokers.is_empty()).then_some(Command::Expire { brokers })
+    }
+
+    /// Apply an expiry: the brokers still in the epoch that fell silent are dead.
+    pub(super) fn apply_expire(&mut self, expired: &[Expiry]) -> Effects {
+        let mut effects = Effects::default();
         let mut dead = Vec::new();
-        for (&id, b) in &self.brokers {
-            let why = match (b.liveness, b.last_heartbeat) {
-                (Liveness::Alive, Some(last)) if now.saturating_sub(last) > timeout => format!(
-                    "no heartbeat for {} ms, session timeout {timeout} ms",
-                    now - last
-                ),
-                (Liveness::Pending, _) if now >= self.grace_until => {
-                    format!("no heartbeat within {timeout} ms of the controller's start")
-                }
-                _ => continue,
+        for e in expired {
+            let Some(b) = self.brokers.get(&e.broker_id) else {
+                continue;
             };
-            effects.events.push(format!("broker {id}: dead ({why})"));
-            dead.push(id);
+            if b.liveness == Liveness::Dead || b.broker_epoch != e.broker_epoch {
+                continue;
+            }
+            effects
+                .events
+                .push(format!("broker {}: dead ({})", e.broker_id, e.why));
+            dead.push(e.broker_id);
         }
         // All of them are dead before any election, so none is elected only to be
         // replaced a moment later (as Kafka handles a batch of dead brokers).
         for &id in &dead {
             self.set_liveness(id, Liveness::Dead);
+            effects.dirty = true;
         }
         for &id in &dead {
-            self.broker_failed(id, "died", now, &mut effects);
+            self.broker_failed(id, "died", &mut effects);
         }
         if !dead.is_empty() && self.config.unclean_election {
             // A broker that was still pending is dead now: an unclean election that
             // waited for it may go ahead.
-            self.elect_offline("no ISR member can come back any more", now, &mut effects);
+            self.elect_offline("no ISR member can come back any more", &mut effects);
         }
         effects
     }
 
+    /// Test driver of the active controller's heartbeat path: decide, and apply the
+    /// command (if any) at once, as a quorum of one would.
+    #[cfg(test)]
+    pub fn heartbeat(
+        &mut self,
+        hb: &Heartbeat,
+        now: Millis,
+    ) -> Result<(HeartbeatResponse, Effects), ApiError> {
+        match self.heartbeat_decision(hb, now)? {
+            Some(Command::Heartbeat(hb)) => {
+                let (resp, mut effects) = self.apply_heartbeat(&hb)?;
+                self.stamp_elections(&mut effects.transitions, now);
+                Ok((resp, effects))
+            }
+            _ => Ok((self.heartbeat_response(hb.broker_id), Effects::default())),
+        }
+    }
+
+    /// Test driver of the active controller's liveness ticker.
+    #[cfg(test)]
+    pub fn tick(&mut self, now: Millis) -> Effects {
+        match self.expiry_decision(now) {
+            Some(Command::Expire { brokers }) => {
+                let mut effects = self.apply_expire(&brokers);
+                self.stamp_elections(&mut effects.transitions, now);
+                effects
+            }
+            _ => Effects::default(),
+        }
+    }
+
     /// Broker `id` died or restarted: it leaves every ISR (never emptying one), and the
     /// partitions it led elect a new leader.
-    fn broker_failed(&mut self, id: BrokerId, why: &str, now: Millis, effects: &mut Effects) {
+    fn broker_failed(&mut self, id: BrokerId, why: &str, effects: &mut Effects) {
         let affected: Vec<TopicPartition> = self
             .partitions
             .iter()
@@ -162,15 +226,13 @@ impl ControllerState {
                     Election::Clean(b) => {
                         next.leader = b;
                         next.isr = isr;
-                        effects.transitions.push(self.elected(&next, true, id, now));
+                        effects.transitions.push(self.elected(&next, true, id));
                     }
                     Election::Unclean(b) => {
                         next.leader = b;
                         next.isr = vec![b];
                         why.push_str(UNCLEAN_WARNING);
-                        effects
-                            .transitions
-                            .push(self.elected(&next, false, id, now));
+                        effects.transitions.push(self.elected(&next, false, id));
                     }
                     Election::Offline => {
                         next.leader = NO_LEADER;
@@ -189,27 +251,35 @@ impl ControllerState {
     }
 
     /// The event of `next`'s leader's election (`clean`: from the ISR), replacing
-    /// `previous` (-1: the partition was offline).
-    fn elected(
-        &self,
-        next: &PartitionState,
-        clean: bool,
-        previous: BrokerId,
-        now: Millis,
-    ) -> Event {
-        let recently_restarted = self
-            .brokers
-            .get(&next.leader)
-            .and_then(|b| b.alive_since)
-            .is_some_and(|since| now.saturating_sub(since) < self.config.session_timeout_ms);
+    /// `previous` (-1: the partition was offline). Applying the log knows no clock:
+    /// whether the leader came back recently is left false here, for the active
+    /// controller to [stamp](Self::stamp_elections) from its sessions.
+    fn elected(&self, next: &PartitionState, clean: bool, previous: BrokerId) -> Event {
         Event::LeaderElected {
             topic: next.topic.clone(),
             partition: next.partition,
             leader: next.leader,
             leader_epoch: next.leader_epoch,
             clean,
-            recently_restarted,
+            recently_restarted: false,
             previous_leader: (previous != NO_LEADER).then_some(previous),
+        }
+    }
+
+    /// The active controller at `now` marks each election in `transitions` whose new
+    /// leader registered, restarted or came back from the dead less than a session
+    /// timeout ago (by its own sessions: not before its takeover).
+    pub fn stamp_elections(&self, transitions: &mut [Event], now: Millis) {
+        let timeout = self.config.session_timeout_ms;
+        for event in transitions {
+            if let Event::LeaderElected {
+                leader,
+                recently_restarted,
+                ..
+            } = event
+            {
+                *recently_restarted = self.sessions.came_back_within(*leader, now, timeout);
+            }
         }
     }
 
@@ -224,7 +294,7 @@ impl ControllerState {
 
     /// Offline partitions elect a leader again if an eligible replica is alive: after
     /// a broker came alive, or (unclean election) once the grace period is over.
-    fn elect_offline(&mut self, why: &str, now: Millis, effects: &mut Effects) {
+    fn elect_offline(&mut self, why: &str, effects: &mut Effects) {
         let offline: Vec<TopicPartition> = self
             .partitions
             .iter()
@@ -255,7 +325,7 @@ impl ControllerState {
             };
             next.leader_epoch += 1;
             next.partition_epoch += 1;
-            let event = self.elected(&next, clean, NO_LEADER, now);
+            let event = self.elected(&next, clean, NO_LEADER);
             effects.transitions.push(event);
             self.update(tp, next, &why, ChangedBy::Controller, effects);
         }

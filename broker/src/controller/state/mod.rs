@@ -1,12 +1,23 @@
 //! The controller's decisions as a pure state machine: broker liveness, leader
 //! election, ISR changes and fencing, with no sockets, clocks or files inside.
 //!
-//! Time comes in as an argument (milliseconds on the caller's monotonic clock); each
-//! method takes one event (a heartbeat, a clock tick, a proposal) and returns the
-//! answer plus [`Effects`]: which partition states to push to which broker, one log
-//! line per change, and whether the durable part changed and must be persisted before
-//! anyone acts on it. The async shell (`service.rs`) feeds it and carries out the
-//! effects; the unit tests drive it step by step.
+//! The state is the Raft state machine of the controller quorum (`super::raft`): the
+//! replicated part (brokers' epochs and liveness, partitions) changes only by
+//! applying a [`Command`] taken from the Raft log, in log order, on every voter, so
+//! every voter holds the same state and a new active controller carries on where the
+//! last one stopped. Applying a command is deterministic: no clock, no randomness.
+//!
+//! What needs a clock is the active controller's alone: when each broker last
+//! heartbeated ([`Sessions`], never replicated). From it the active controller
+//! *decides* commands (a broker silent past the session timeout → [`Command::Expire`];
+//! a heartbeat from a restarted or returning broker → [`Command::Heartbeat`]) and
+//! proposes them to the quorum; only once committed do they change the state. A
+//! heartbeat that changes nothing is answered from the state without a command.
+//!
+//! Each applied command returns its answer plus [`Effects`]: which partition states to
+//! push to which broker, one log line per change and the transitions for the event
+//! lines (`crate::events`); the active controller carries them out, so each event
+//! line is printed once, by it, not by every voter applying the log. The unit tests drive the same steps, applying each command at once.
 //!
 //! The rules are Kafka's (ZooKeeper controller, and KRaft where it refined them):
 //! - A broker registers with its first heartbeat. A heartbeat with a different broker
@@ -21,15 +32,25 @@
 //!   until that broker, or, with unclean election, any replica, comes back.
 //! - ISR changes proposed by a leader (AlterPartition) are accepted only with the
 //!   current leader epoch and partition epoch, and may only add live brokers (KIP-841).
+//! - A new active controller (a new Raft term: the controller epoch) gives every
+//!   broker one session timeout to heartbeat before it counts silence against it.
 //!
-//! This file holds the state and its bookkeeping; the rules live beside it: `topics`
-//! (creation), `liveness` (heartbeats, deaths, restarts, elections), `isr`
-//! (AlterPartition, leadership confirmation), `producers` (InitProducerId).
+//! This file holds the state and its bookkeeping; the rules live beside it: `command`
+//! (the log's commands and how each applies), `sessions` (the active controller's
+//! clock), `topics` (creation), `liveness` (heartbeats, deaths, restarts,
+//! elections), `isr` (AlterPartition, leadership confirmation), `producers`
+//! (InitProducerId).
 
+mod command;
 mod isr;
 mod liveness;
 mod producers;
+mod sessions;
 mod topics;
+
+pub use command::{Applied, Command};
+pub use producers::ProducerId;
+pub use sessions::Sessions;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -54,12 +75,13 @@ pub struct Config {
     pub unclean_election: bool,
 }
 
-/// What the controller knows about a broker's liveness.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the controller knows about a broker's liveness (replicated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Liveness {
-    /// Not heard from since this controller started, still within the start-up grace
-    /// period: neither alive (not eligible as a new leader or ISR member) nor yet
-    /// declared dead (the partitions it leads keep their leader).
+    /// Never heard from: neither alive (not eligible as a new leader or ISR member)
+    /// nor yet declared dead (the partitions it leads keep their leader) until the
+    /// active controller's grace period is over.
     Pending,
     /// Heartbeating within the session timeout.
     Alive,
@@ -67,32 +89,29 @@ pub enum Liveness {
     Dead,
 }
 
-/// One broker as the controller sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One broker as the controller sees it (replicated).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BrokerState {
     /// The epoch of the process that registered (None: never registered).
     pub broker_epoch: Option<u64>,
-    /// When its last heartbeat arrived (None: not since this controller started).
-    pub last_heartbeat: Option<Millis>,
     pub liveness: Liveness,
-    /// When it registered, restarted or came back from the dead (None: not since this
-    /// controller started; a broker merely confirming it lives after a controller
-    /// restart did not come back).
-    pub alive_since: Option<Millis>,
 }
 
-/// The part of the state that survives controller restarts.
+/// The replicated state, as a snapshot of the Raft log holds it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Durable {
+    /// The term of the latest applied log entry.
     pub controller_epoch: i32,
-    /// The last registered epoch of each broker, so a broker that restarted while the
-    /// controller was down is still recognised as restarted.
-    pub broker_epochs: BTreeMap<BrokerId, u64>,
+    pub brokers: BTreeMap<BrokerId, BrokerState>,
     pub partitions: Vec<PartitionState>,
+    /// Producer ids given out so far (InitProducerId): the next id is this one.
+    #[serde(default)]
+    pub producer_ids_allocated: u64,
 }
 
-/// What the shell must do after an event.
+/// What the active controller must do after an event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Effects {
     /// Partition states to push (LeaderAndIsr) to each broker: the changed partitions
@@ -100,9 +119,10 @@ pub struct Effects {
     pub pushes: BTreeMap<BrokerId, Vec<PartitionState>>,
     /// One human-readable line per change, for stderr.
     pub events: Vec<String>,
-    /// The replication transitions, for the event lines (`crate::events`).
+    /// The replication transitions, for the event lines (`crate::events`), printed
+    /// by the active controller as it carries the effects out.
     pub transitions: Vec<Event>,
-    /// The durable state changed: persist it before answering or pushing.
+    /// The replicated state changed.
     pub dirty: bool,
 }
 
@@ -133,92 +153,122 @@ impl Effects {
     }
 }
 
-/// The controller's whole state.
+/// The controller's whole state: the replicated part and the active controller's
+/// sessions.
 #[derive(Debug, Clone)]
 pub struct ControllerState {
     config: Config,
     controller_epoch: i32,
     brokers: BTreeMap<BrokerId, BrokerState>,
     partitions: BTreeMap<TopicPartition, PartitionState>,
-    /// Brokers not heard from by then are declared dead.
-    grace_until: Millis,
-    /// Producer ids this incarnation gave out (`producers`).
-    producers_allocated: u32,
+    /// Producer ids given out so far, replicated (`producers`).
+    producer_ids_allocated: u64,
+    /// When each broker last heartbeated: the active controller's alone.
+    sessions: Sessions,
 }
 
 impl ControllerState {
-    /// Start a controller incarnation from what the previous one persisted (default
-    /// for a fresh data dir): the controller epoch is bumped, so brokers can fence
-    /// pushes from an older incarnation, and the result must be persisted at once.
-    ///
-    /// Every broker starts [`Liveness::Pending`]: a restarted controller does not know
-    /// who is alive, and declaring everyone dead at once would move every partition
-    /// away from its leader (or take it offline) for nothing. Brokers get one session
-    /// timeout to heartbeat, the same time a live broker may stay silent, before the
-    /// usual failure handling applies to them.
-    pub fn start(
+    /// The state of a fresh quorum: every broker of `broker_ids` never heard from.
+    pub fn new(config: Config, broker_ids: &[BrokerId]) -> ControllerState {
+        let brokers = broker_ids
+            .iter()
+            .map(|&id| {
+                let b = BrokerState {
+                    broker_epoch: None,
+                    liveness: Liveness::Pending,
+                };
+                (id, b)
+            })
+            .collect();
+        ControllerState {
+            config,
+            controller_epoch: 0,
+            brokers,
+            partitions: BTreeMap::new(),
+            producer_ids_allocated: 0,
+            sessions: Sessions::default(),
+        }
+    }
+
+    /// The state a snapshot holds. It must name exactly `broker_ids` and be
+    /// self-consistent; the sessions start afresh.
+    pub fn restore(
         config: Config,
         broker_ids: &[BrokerId],
         durable: Durable,
-        now: Millis,
-    ) -> Result<(ControllerState, Effects), String> {
-        let mut brokers = BTreeMap::new();
-        for &id in broker_ids {
-            brokers.insert(
-                id,
-                BrokerState {
-                    broker_epoch: durable.broker_epochs.get(&id).copied(),
-                    last_heartbeat: None,
-                    liveness: Liveness::Pending,
-                    alive_since: None,
-                },
-            );
+    ) -> Result<ControllerState, String> {
+        let mut listed: Vec<BrokerId> = durable.brokers.keys().copied().collect();
+        let mut given = broker_ids.to_vec();
+        listed.sort_unstable();
+        given.sort_unstable();
+        if listed != given {
+            return Err(format!(
+                "the controller snapshot has brokers {listed:?}, this cluster has {given:?}"
+            ));
         }
-        let mut partitions = BTreeMap::new();
+        let mut state = ControllerState::new(config, broker_ids);
+        state.brokers = durable.brokers;
+        state.controller_epoch = durable.controller_epoch;
+        state.producer_ids_allocated = durable.producer_ids_allocated;
         for p in durable.partitions {
-            check_persisted(&p, &brokers)?;
+            check_persisted(&p, &state.brokers)?;
             let tp = TopicPartition {
                 topic: p.topic.clone(),
                 partition: p.partition,
             };
-            if partitions.insert(tp, p).is_some() {
-                return Err("the controller state lists a partition twice".into());
+            if state.partitions.insert(tp, p).is_some() {
+                return Err("the controller snapshot lists a partition twice".into());
             }
         }
-        let controller_epoch = durable
-            .controller_epoch
-            .checked_add(1)
-            .ok_or("the controller epoch is exhausted")?;
-        let state = ControllerState {
-            config,
-            controller_epoch,
-            brokers,
-            partitions,
-            grace_until: now.saturating_add(config.session_timeout_ms),
-            producers_allocated: 0,
-        };
-        let effects = Effects {
-            events: vec![format!(
-                "controller epoch {controller_epoch}: {} partitions, brokers {:?}",
-                state.partitions.len(),
-                broker_ids
-            )],
-            transitions: vec![Event::ControllerEpoch {
-                epoch: controller_epoch,
-            }],
-            dirty: true,
-            ..Effects::default()
-        };
-        Ok((state, effects))
+        Ok(state)
     }
 
-    /// What must survive a restart.
+    /// Replace the replicated part with a snapshot's (same brokers and settings).
+    pub fn reset_to(&mut self, durable: Durable) -> Result<(), String> {
+        let ids: Vec<BrokerId> = self.brokers.keys().copied().collect();
+        let sessions = std::mem::take(&mut self.sessions);
+        *self = ControllerState::restore(self.config, &ids, durable)?;
+        self.sessions = sessions;
+        Ok(())
+    }
+
+    /// The replicated part, for a snapshot.
     pub fn durable(&self) -> Durable {
         Durable {
             controller_epoch: self.controller_epoch,
-            broker_epochs: self.broker_epochs(),
+            brokers: self.brokers.clone(),
             partitions: self.partitions.values().cloned().collect(),
+            producer_ids_allocated: self.producer_ids_allocated,
         }
+    }
+
+    /// A log entry of Raft term `epoch` was applied: the controller epoch is the
+    /// latest term (it only grows).
+    pub fn observe_epoch(&mut self, epoch: i32) {
+        self.controller_epoch = self.controller_epoch.max(epoch);
+    }
+
+    /// This process became the active controller in term `epoch` at `now`, its state
+    /// holding every entry committed before: brokers get one session timeout to
+    /// heartbeat, and every partition is pushed to its replicas under the new epoch
+    /// (LeaderAndIsr), so each broker learns the new controller and its view.
+    pub fn take_over(&mut self, epoch: i32, now: Millis) -> Effects {
+        self.observe_epoch(epoch);
+        self.sessions = Sessions::starting(now, self.config.session_timeout_ms);
+        let mut effects = Effects::default();
+        for p in self.partitions.values() {
+            effects.push(p);
+        }
+        effects.events.push(format!(
+            "controller epoch {}: active controller, {} partitions, brokers {:?}",
+            self.controller_epoch,
+            self.partitions.len(),
+            self.brokers.keys().collect::<Vec<_>>()
+        ));
+        effects.transitions.push(Event::ControllerEpoch {
+            epoch: self.controller_epoch,
+        });
+        effects
     }
 
     /// The broker epoch of each registered broker (pushes name their target's).
@@ -355,7 +405,7 @@ fn check_persisted(
     let name = format!("{}-{}", p.topic, p.partition);
     if let Some(b) = p.replicas.iter().find(|b| !brokers.contains_key(b)) {
         return Err(format!(
-            "the controller state has partition {name} on broker {b}, which --brokers does not list"
+            "the controller snapshot has partition {name} on broker {b}, which is not a broker of this cluster"
         ));
     }
     if p.replicas.is_empty()
@@ -364,7 +414,7 @@ fn check_persisted(
         || (p.leader != NO_LEADER && !p.isr.contains(&p.leader))
     {
         return Err(format!(
-            "the controller state of partition {name} is inconsistent (leader {}, isr {:?}, replicas {:?})",
+            "the controller snapshot of partition {name} is inconsistent (leader {}, isr {:?}, replicas {:?})",
             p.leader, p.isr, p.replicas
         ));
     }
@@ -374,6 +424,23 @@ fn check_persisted(
 fn ids_str(ids: &[BrokerId]) -> String {
     let parts: Vec<String> = ids.iter().map(|b| b.to_string()).collect();
     format!("[{}]", parts.join(","))
+}
+
+/// Test driver of a takeover: the state of `durable` (a fresh one if it names no
+/// broker) taken over by a new active controller, one epoch up, at `now`.
+#[cfg(test)]
+pub fn start(
+    config: Config,
+    broker_ids: &[BrokerId],
+    durable: Durable,
+    now: Millis,
+) -> Result<(ControllerState, Effects), String> {
+    let mut state = match durable.brokers.is_empty() {
+        true => ControllerState::new(config, broker_ids),
+        false => ControllerState::restore(config, broker_ids, durable)?,
+    };
+    let effects = state.take_over(state.controller_epoch + 1, now);
+    Ok((state, effects))
 }
 
 #[cfg(test)]

@@ -180,7 +180,7 @@ fn run(events: Vec<Event>, unclean: bool) -> Result<(), TestCaseError> {
         unclean_election: unclean,
     };
     let mut now: Millis = 0;
-    let (mut s, _) = ControllerState::start(config, &BROKERS, Durable::default(), now).unwrap();
+    let (mut s, _) = start(config, &BROKERS, Durable::default(), now).unwrap();
     let mut last_epoch = s.controller_epoch();
     for ev in events {
         let before = s.partitions.clone();
@@ -282,8 +282,7 @@ fn run(events: Vec<Event>, unclean: bool) -> Result<(), TestCaseError> {
             }
             Event::Restart => {
                 let durable = s.durable();
-                let (next, effects) =
-                    ControllerState::start(config, &BROKERS, durable, now).unwrap();
+                let (next, effects) = start(config, &BROKERS, durable, now).unwrap();
                 prop_assert_eq!(&next.partitions, &s.partitions);
                 prop_assert_eq!(next.controller_epoch(), last_epoch + 1);
                 last_epoch = next.controller_epoch();

@@ -20,10 +20,10 @@ fn epoch_of(id: BrokerId) -> u64 {
 /// A fresh controller with brokers 1..=n, every one registered at time 0.
 fn cluster(n: i32, unclean: bool) -> ControllerState {
     let ids: Vec<BrokerId> = (1..=n).collect();
-    let (mut s, effects) = ControllerState::start(config(unclean), &ids, Durable::default(), 0)
-        .expect("a fresh start");
+    let (mut s, effects) =
+        start(config(unclean), &ids, Durable::default(), 0).expect("a fresh start");
     assert_eq!(s.controller_epoch(), 1);
-    assert!(effects.dirty);
+    assert!(effects.events[0].contains("active controller"));
     for id in ids {
         beat(&mut s, id, epoch_of(id), 0);
     }
@@ -239,7 +239,7 @@ fn the_last_isr_member_dying_takes_the_partition_offline_until_it_returns() {
 
     // Broker 2 returns: not in the ISR, so a clean election cannot pick it.
     let effects = beat(&mut s, 2, epoch_of(2), 6000);
-    assert!(!effects.dirty);
+    assert!(effects.pushes.is_empty());
     assert_eq!(part(&s, "q", 0).leader, NO_LEADER);
     // Broker 1 returns (same process, e.g. it was paused): it leads again.
     let effects = beat(&mut s, 1, epoch_of(1), 6100);
@@ -452,8 +452,7 @@ fn heartbeats_from_unknown_brokers_are_refused_and_answers_hold_own_partitions()
 
 #[test]
 fn topics_created_before_any_broker_registers_start_with_every_replica_in_sync() {
-    let (mut s, _) =
-        ControllerState::start(config(false), &[1, 2, 3], Durable::default(), 0).unwrap();
+    let (mut s, _) = start(config(false), &[1, 2, 3], Durable::default(), 0).unwrap();
     create(&mut s, "early", 1, 3, 2);
     assert_eq!(view(&part(&s, "early", 0)), state(1, 0, 0, &[1, 2, 3]));
     // Brokers 1 and 2 register in the grace period; 3 never does and is dropped.
@@ -467,7 +466,7 @@ fn topics_created_before_any_broker_registers_start_with_every_replica_in_sync()
 
 #[test]
 fn a_topic_whose_replicas_are_all_dead_starts_offline_and_comes_up_with_them() {
-    let (mut s, _) = ControllerState::start(config(false), &[1, 2], Durable::default(), 0).unwrap();
+    let (mut s, _) = start(config(false), &[1, 2], Durable::default(), 0).unwrap();
     s.tick(TIMEOUT);
     create(&mut s, "q", 1, 2, 1);
     assert_eq!(view(&part(&s, "q", 0)), state(NO_LEADER, 0, 0, &[1, 2]));
@@ -480,15 +479,19 @@ fn a_restarted_controller_bumps_its_epoch_and_gives_brokers_a_grace_period() {
     let mut s = cluster(3, false);
     create(&mut s, "q", 3, 3, 2);
     let durable = s.durable();
-    assert_eq!(durable.broker_epochs.len(), 3);
+    assert_eq!(durable.brokers.len(), 3);
 
-    let (mut s, effects) = ControllerState::start(config(false), &[1, 2, 3], durable, 0).unwrap();
-    assert!(effects.dirty);
+    let (mut s, effects) = start(config(false), &[1, 2, 3], durable, 0).unwrap();
     assert_eq!(s.controller_epoch(), 2);
     assert_eq!(s.metadata().topics[0].partitions.len(), 3);
+    assert_eq!(
+        effects.pushes[&1].len(),
+        3,
+        "every partition is pushed again"
+    );
     assert!(
-        s.metadata().brokers.iter().all(|b| !b.alive),
-        "alive only once heard from"
+        s.metadata().brokers.iter().all(|b| b.alive),
+        "liveness is replicated: alive until silent past the grace period"
     );
     // Nobody is declared dead within the grace period.
     assert!(s.tick(TIMEOUT - 1).events.is_empty());
@@ -496,39 +499,38 @@ fn a_restarted_controller_bumps_its_epoch_and_gives_brokers_a_grace_period() {
     assert!(!beat(&mut s, 1, epoch_of(1), 100).dirty);
     // Broker 2 restarted while the controller was down: it leaves the ISRs and
     // gives up q-1, which it led.
-    // Broker 3 has not been heard from yet, so the live broker 1 is elected.
+    // Broker 3 has not been heard from yet, but is still alive: it is elected.
     beat(&mut s, 2, 555, 200);
-    assert_eq!(view(&part(&s, "q", 1)), state(1, 1, 1, &[3, 1]));
+    assert_eq!(view(&part(&s, "q", 1)), state(3, 1, 1, &[3, 1]));
     // Broker 3 never comes back: dead at the end of the grace period.
     s.tick(TIMEOUT);
     assert_eq!(view(&part(&s, "q", 0)), state(1, 0, 2, &[1]));
-    assert_eq!(view(&part(&s, "q", 1)), state(1, 1, 2, &[1]));
+    assert_eq!(view(&part(&s, "q", 1)), state(1, 2, 2, &[1]));
     assert_eq!(view(&part(&s, "q", 2)), state(1, 1, 2, &[1]));
 }
 
 #[test]
-fn unclean_election_waits_for_isr_members_a_restarted_controller_has_not_heard_from() {
-    let mut s = cluster(3, true);
-    create(&mut s, "q", 1, 3, 1);
-    let p = part(&s, "q", 0);
-    alter(&mut s, 1, &p, &[1, 3]).unwrap();
-    let durable = s.durable();
-
-    let restart = |durable: Durable| {
-        let (mut s, _) = ControllerState::start(config(true), &[1, 2, 3], durable, 0).unwrap();
+fn unclean_election_waits_for_isr_members_never_heard_from() {
+    let restart = || {
+        // Broker 3 has not registered yet: it is pending, in the ISR of a new topic.
+        let (mut s, _) = start(config(true), &[1, 2, 3], Durable::default(), 0).unwrap();
+        beat(&mut s, 1, epoch_of(1), 0);
         beat(&mut s, 2, epoch_of(2), 10);
-        // The leader restarted while the controller was down: 3, the other ISR
-        // member, may still come back, so 2 is not elected uncleanly yet.
+        create(&mut s, "q", 1, 3, 1);
+        let p = part(&s, "q", 0);
+        alter(&mut s, 1, &p, &[1, 3]).unwrap();
+        // The leader restarts: 3, the other ISR member, may still come back, so 2 is
+        // not elected uncleanly yet.
         beat(&mut s, 1, 999, 20);
         assert_eq!(view(&part(&s, "q", 0)), state(NO_LEADER, 1, 2, &[3]));
         s
     };
     // 3 comes back in time: a clean election.
-    let mut s1 = restart(durable.clone());
+    let mut s1 = restart();
     beat(&mut s1, 3, epoch_of(3), 30);
     assert_eq!(view(&part(&s1, "q", 0)), state(3, 2, 3, &[3]));
     // 3 never comes back: at the end of the grace period, 1 (first live replica) leads.
-    let mut s2 = restart(durable);
+    let mut s2 = restart();
     beat(&mut s2, 1, 999, TIMEOUT - 10);
     beat(&mut s2, 2, epoch_of(2), TIMEOUT - 10);
     let effects = s2.tick(TIMEOUT);
@@ -582,8 +584,8 @@ fn brokers_dying_in_the_same_tick_are_all_dead_before_any_election() {
 fn persisted_state_naming_unknown_brokers_is_refused() {
     let mut s = cluster(3, false);
     create(&mut s, "q", 1, 3, 2);
-    let err = ControllerState::start(config(false), &[1, 2], s.durable(), 0).unwrap_err();
-    assert!(err.contains("broker 3"), "{err}");
+    let err = start(config(false), &[1, 2], s.durable(), 0).unwrap_err();
+    assert!(err.contains("[1, 2, 3]"), "{err}");
 }
 
 #[test]
@@ -668,7 +670,7 @@ fn isr_event(shrink: bool, replicas: &[BrokerId], isr: &[BrokerId], cause: IsrCa
 
 #[test]
 fn a_start_tells_the_new_controller_epoch() {
-    let (_, effects) = ControllerState::start(config(false), &[1], Durable::default(), 0).unwrap();
+    let (_, effects) = start(config(false), &[1], Durable::default(), 0).unwrap();
     assert_eq!(effects.transitions, [Event::ControllerEpoch { epoch: 1 }]);
 }
 

@@ -45,10 +45,19 @@ type ApiResult = Result<Response, ApiError>;
 type Shared = State<Arc<ReplicaManager>>;
 
 /// All routes of a node; internal ones need the cluster's credentials (`auth`).
-pub fn router(manager: Arc<ReplicaManager>) -> Router {
+/// `/v1/metadata` from the node's own view, and `NOT_CONTROLLER` for topic creation
+/// and InitProducerId, only if `own_metadata` (on a controller voter, the
+/// controller's routes answer those).
+pub fn router(manager: Arc<ReplicaManager>, own_metadata: bool) -> Router {
     let auth = manager.ctx().auth.clone();
-    Router::new()
-        .route("/v1/metadata", get(debug::metadata))
+    let mut router = Router::new();
+    if own_metadata {
+        router = router
+            .route("/v1/metadata", get(debug::metadata))
+            .route("/v1/topics", post(not_controller))
+            .route("/v1/producers", post(not_controller));
+    }
+    router
         .route(
             "/v1/topics/{topic}/partitions/{partition}/records",
             post(produce::produce).get(read::consume),
@@ -68,6 +77,19 @@ pub fn router(manager: Arc<ReplicaManager>) -> Router {
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(auth, auth::guard))
         .with_state(manager)
+}
+
+/// A broker that is no controller voter sends controller calls to the controller.
+async fn not_controller(State(node): Shared) -> ApiError {
+    let id = node.ctx().active_controller();
+    ApiError::new(
+        Code::NotController,
+        format!(
+            "broker {} is no controller voter; ask broker {id}",
+            node.ctx().id
+        ),
+    )
+    .with("controller_id", id)
 }
 
 async fn no_route(method: Method, uri: Uri) -> ApiError {

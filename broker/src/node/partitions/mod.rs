@@ -135,7 +135,9 @@ impl ReplicaManager {
             .iter()
             .filter_map(|p| p.read().state().cloned())
             .collect();
-        Metadata::from_states(view.epoch, view.brokers, &states)
+        let mut md = Metadata::from_states(view.epoch, view.brokers, &states);
+        md.controller_id = self.ctx.active_controller();
+        md
     }
 
     /// Apply a controller message (LeaderAndIsr push or heartbeat answer, as `api`
