@@ -85,143 +85,63 @@ pub struct SelftestArgs {
 }
 
 /// The campaign that can reveal a bug (`--tuned`): `watermark run` options besides
-/// `--bug`, the seed and the results directory; the workload is the queue unless
-/// the profile names one.
-pub fn profile(bug: Bug) -> &'static [&'static str] {
+/// `--bug`, the seed and the results directory, as one command line split at
+/// spaces; the workload is the queue unless the profile names one.
+pub fn profile(bug: Bug) -> &'static str {
     match bug {
         // KIP-101: a follower truncated to a stale HW is elected (crash-all with
         // restarts spread past the session timeout), or an old leader truncates below
         // records the new one overwrote.
-        Bug::HwTruncation => &[
-            "--nemesis",
-            "kill,crash-all,isolate-leader",
-            "--nemesis-interval",
-            "2",
-            "--time-limit",
-            "15",
-        ],
+        Bug::HwTruncation => {
+            "--nemesis kill,crash-all,isolate-leader --nemesis-interval 2 --time-limit 15"
+        }
         // The leader acknowledges records no follower has; isolate it past the
         // session timeout (3 s) and another replica is elected without them.
-        Bug::AckBeforeReplicate => &[
-            "--nemesis",
-            "isolate-leader",
-            "--nemesis-interval",
-            "5",
-            "--time-limit",
-            "15",
-        ],
+        Bug::AckBeforeReplicate => "--nemesis isolate-leader --nemesis-interval 5 --time-limit 15",
         // An isolated leader shrinks its ISR to itself once the replica lag time is
         // over (1 s here, before clients move to the new leader); with min.insync 1 it
         // then acknowledges alone while the controller elects another leader.
-        Bug::IsrUnchecked => &[
-            "--min-insync",
-            "1",
-            "--replica-lag-time-max-ms",
-            "1000",
-            "--nemesis",
-            "isolate-leader",
-            "--nemesis-interval",
-            "5",
-            "--time-limit",
-            "15",
-        ],
+        Bug::IsrUnchecked => {
+            "--min-insync 1 --replica-lag-time-max-ms 1000 --nemesis isolate-leader --nemesis-interval 5 --time-limit 15"
+        }
         // An isolated leader answers linearizable reads with a value the new leader
         // has already overwritten.
-        Bug::StaleRead => &[
-            "--workload",
-            "register",
-            "--linearizable-reads",
-            "--nemesis",
-            "isolate-leader",
-            "--nemesis-interval",
-            "5",
-            "--time-limit",
-            "20",
-        ],
+        Bug::StaleRead => {
+            "--workload register --linearizable-reads --nemesis isolate-leader --nemesis-interval 5 --time-limit 20"
+        }
         // A deposed (isolated) leader keeps the records it appended alone and then
         // fetches the new leader's records after them: replicas diverge.
-        Bug::NoEpochFence => &[
-            "--nemesis",
-            "isolate-leader",
-            "--nemesis-interval",
-            "5",
-            "--time-limit",
-            "15",
-        ],
+        Bug::NoEpochFence => "--nemesis isolate-leader --nemesis-interval 5 --time-limit 15",
         // The leader commits what one follower has; a partition that leaves it with
         // that follower, cut from the controller (`halves`, some `bridge`s), elects
         // the other one, which lacks the records. Partitions draw their shape, hence
         // the longer campaign.
-        Bug::HwAnyFollower => &[
-            "--nemesis",
-            "partition",
-            "--nemesis-interval",
-            "5",
-            "--time-limit",
-            "30",
-        ],
+        Bug::HwAnyFollower => "--nemesis partition --nemesis-interval 5 --time-limit 30",
         // An isolated leader serves consumers the records it appended alone; the new
         // leader never had them.
-        Bug::ReadPastHw => &[
-            "--nemesis",
-            "isolate-leader",
-            "--nemesis-interval",
-            "5",
-            "--time-limit",
-            "15",
-        ],
+        Bug::ReadPastHw => "--nemesis isolate-leader --nemesis-interval 5 --time-limit 15",
         // A record appended when the HW equals the LEO is acknowledged before any
         // follower has it. At a low rate the leader is mostly caught up when it is
         // isolated, so the first record it then appends is acknowledged and lost.
-        Bug::AckOffByOne => &[
-            "--rate",
-            "40",
-            "--nemesis",
-            "isolate-leader",
-            "--nemesis-interval",
-            "5",
-            "--time-limit",
-            "15",
-        ],
+        Bug::AckOffByOne => {
+            "--rate 40 --nemesis isolate-leader --nemesis-interval 5 --time-limit 15"
+        }
         // Writes still waiting on an isolated leader when the partition heals are
         // acknowledged by the HW of the new leader's log, which replaced them. Many
         // slow clients send to the isolated leader at spread-out times, so some
         // are still waiting (3 s client timeout) when it heals.
-        Bug::AckIgnoresEpoch => &[
-            "--concurrency",
-            "24",
-            "--rate",
-            "40",
-            "--nemesis",
-            "isolate-leader",
-            "--nemesis-interval",
-            "5",
-            "--time-limit",
-            "20",
-        ],
+        Bug::AckIgnoresEpoch => {
+            "--concurrency 24 --rate 40 --nemesis isolate-leader --nemesis-interval 5 --time-limit 20"
+        }
         // A deposed leader keeps the records it appended alone when the new leader's
         // log is longer, and fetches the new leader's records after them.
-        Bug::EpochEndAtLeo => &[
-            "--nemesis",
-            "isolate-leader",
-            "--nemesis-interval",
-            "5",
-            "--time-limit",
-            "15",
-        ],
+        Bug::EpochEndAtLeo => "--nemesis isolate-leader --nemesis-interval 5 --time-limit 15",
         // A failing disk on a leader leaves its failed appends queued; they reach the
         // disk at repeated offsets once it works, and a kill and restart of that node
         // keeps them over acknowledged records.
-        Bug::AppendUndoLost => &[
-            "--nemesis",
-            "disk,kill",
-            "--nemesis-interval",
-            "1",
-            "--time-limit",
-            "30",
-        ],
+        Bug::AppendUndoLost => "--nemesis disk,kill --nemesis-interval 1 --time-limit 30",
         // Test-only: a leader aborts at its 100th produce request, within seconds.
-        Bug::Abort => &["--time-limit", "10"],
+        Bug::Abort => "--time-limit 10",
     }
 }
 
@@ -375,7 +295,7 @@ mod tests {
     fn every_bug_has_a_profile_that_resolves() {
         for &bug in Bug::value_variants() {
             assert!(!profile(bug).is_empty(), "{bug}");
-            let mut argv: Vec<String> = profile(bug).iter().map(|s| s.to_string()).collect();
+            let mut argv: Vec<String> = profile(bug).split_whitespace().map(String::from).collect();
             argv.extend(["--bug".to_string(), bug.to_string()]);
             argv.extend(["--broker-bin".to_string(), "/bin/sh".to_string()]);
             let a = run_args(&argv).unwrap_or_else(|e| panic!("{bug}: {e}"));

@@ -159,7 +159,10 @@ fn campaigns(
         }
         let (bug, profile_of) = profiles[n % profiles.len()];
         let campaign_seed = seed.wrapping_add(n as u64);
-        let mut argv: Vec<String> = profile(profile_of).iter().map(|s| s.to_string()).collect();
+        let mut argv: Vec<String> = profile(profile_of)
+            .split_whitespace()
+            .map(String::from)
+            .collect();
         // A profile is one workload's campaign: the queue's unless it names another.
         if !argv.iter().any(|a| a == "--workload") {
             argv.splice(0..0, ["--workload".to_string(), "queue".to_string()]);
