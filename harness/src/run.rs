@@ -251,6 +251,7 @@ async fn campaign_inner(
         nodes: args.nodes,
         root: folder.nodes(),
         node_args: args.node_args(),
+        dedicated_controller: args.dedicated_controller,
         controller_args: args.controller_args(),
         start_timeout: START_TIMEOUT,
     })
@@ -376,7 +377,8 @@ async fn clients_and_faults(
         &cluster.node_ids(),
         args.partitions,
         args.nemesis_interval(),
-    );
+    )
+    .with_dedicated_controller(args.dedicated_controller);
     let mut nemesis = Nemesis::new(planner, workload.topics()[0]);
     {
         let (history, fault_tally) = (history.clone(), tally.clone());

@@ -416,6 +416,7 @@ mod real {
             nodes,
             root: root.to_path_buf(),
             node_args: vec![],
+            dedicated_controller: false,
             controller_args: vec![],
             start_timeout: Duration::from_secs(60),
         }
@@ -498,9 +499,15 @@ mod real {
         cluster.pause(Proc::Node(3)).await.unwrap();
         assert!(cluster.is_paused(Proc::Node(3)));
         wait_alive(&cluster, 3, false).await;
-        cluster.kill(Proc::Controller).await.unwrap();
-        cluster.heal_all().await.unwrap(); // resumes node 3, restarts the controller
-        assert!(!cluster.is_paused(Proc::Node(3)) && cluster.is_running(Proc::Controller));
+        // The controller runs in a broker: killing it (with node 3 paused, no
+        // majority of voters is left) stops elections until heal_all.
+        let (controller, _) = cluster.active_controller().await.unwrap();
+        assert!(matches!(controller, Proc::Node(1 | 2)), "{controller}");
+        assert_eq!(cluster.resolve(Proc::Controller).await.unwrap(), controller);
+        cluster.kill(controller).await.unwrap();
+        assert!(cluster.active_controller().await.is_err());
+        cluster.heal_all().await.unwrap(); // resumes node 3, restarts the controller's broker
+        assert!(!cluster.is_paused(Proc::Node(3)) && cluster.is_running(controller));
         produce(&cluster, "queue", 0, &[6]).await;
         cluster
             .wait_converged(Duration::from_secs(90))
@@ -537,14 +544,16 @@ mod real {
             assert_eq!(values(1), vec![4, 5], "node {id}");
             assert!(dir.path().join(id.to_string()).join("broker.log").is_file());
         }
-        assert!(dir.path().join("controller/broker.log").is_file());
+        // No controller process of its own: every broker is a voter.
+        assert!(!dir.path().join("controller").exists());
+        assert_eq!(cluster.procs().len(), 3);
         // The processes share the cluster's credentials and refuse internal requests
         // without them.
         let creds = cluster.credentials().clone();
         let secret = std::fs::read_to_string(&creds.secret_file).unwrap();
         assert_eq!(secret.trim(), creds.secret);
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
-        let url = format!("http://{}/internal/heartbeat", cluster.controller_addr());
+        let url = format!("http://{}/internal/heartbeat", cluster.client_addrs()[&1]);
         let body = serde_json::json!({"broker_id": 1, "broker_epoch": 1});
         let refused = http.post(&url).json(&body).send().await.unwrap();
         assert_eq!(refused.status().as_u16(), 401);

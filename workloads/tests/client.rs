@@ -63,7 +63,7 @@ async fn controller(leader: i32) -> SocketAddr {
 fn client(nodes: &[(i32, SocketAddr)], controller: SocketAddr) -> Client {
     let mut config = ClientConfig::new(
         nodes.iter().copied().collect::<BTreeMap<_, _>>(),
-        controller,
+        Some(controller),
     );
     config.request_timeout = Duration::from_millis(500);
     Client::new(config, 1).unwrap()

@@ -1,18 +1,28 @@
-//! A broker cluster under the harness's control: the controller and N nodes as OS
-//! processes ([`supervisor`], running the `broker_bin`), a TCP proxy on every
-//! directed link (see `net`), and the operations the nemesis and the end of a run
-//! need: kill, pause, restart, cut links, read the controller's metadata ([`api`]),
-//! wait until the cluster has converged (`convergence`), dump every replica's log.
+//! A broker cluster under the harness's control: N broker processes ([`supervisor`],
+//! running the `broker_bin`), a TCP proxy on every directed link (see `net`), and
+//! the operations the nemesis and the end of a run need: kill, pause, restart, cut
+//! links, find the active controller and read its metadata ([`api`]), wait until the
+//! cluster has converged (`convergence`), dump every replica's log.
 //!
-//! Layout under `root`: `<id>/data` and `<id>/broker.log` for node `id`,
-//! `controller/data`, `controller/broker.log` for the controller, and `cluster-secret`,
-//! the secret every process is given with the cluster id ([`Credentials`]). Where the final
-//! logs go is the caller's business ([`Cluster::dump_logs`] hands them over).
+//! The controller: by default every broker is a voter of the controller quorum
+//! (KRaft's combined mode), so the controller is whichever broker the quorum elected,
+//! found at each look by asking the brokers ([`Cluster::active_controller`]). With
+//! [`ClusterConfig::dedicated_controller`] it is one more process instead
+//! (`broker controller`, id nodes + 1, the only voter of its quorum; KRaft's isolated
+//! mode), which some fault scripts need: a broker cut from its peers that still
+//! reaches the controller.
 //!
-//! Links: every directed pair of processes (node → node, node → controller,
-//! controller → node) has its own proxy ([`Link`]), and each process is given the
-//! proxies' addresses in `--peers` / `--controller` / `--brokers`. Clients reach each
-//! process through one more proxy per process (`client_addrs`, `controller_addr`);
+//! Layout under `root`: `<id>/data` and `<id>/broker.log` for broker `id`,
+//! `controller/data`, `controller/broker.log` for a dedicated controller, and
+//! `cluster-secret`, the secret every process is given with the cluster id
+//! ([`Credentials`]). Where the final logs go is the caller's business
+//! ([`Cluster::dump_logs`] hands them over).
+//!
+//! Links: every directed pair of processes has its own proxy ([`Link`]), and each
+//! process is given the proxies' addresses in `--peers` (and `--controller-voters` /
+//! `--brokers` with a dedicated controller): replication, controller and Raft
+//! traffic between two brokers all cross that pair's proxies. Clients reach each
+//! process through one more proxy per process (`client_addrs`);
 //! partitions never cut those (see `crate::net::topology`). A restarted process listens on a
 //! fresh port (`--listen 127.0.0.1:0` again): the proxies are pointed at it, so every
 //! peer and client keeps using the addresses it was given at the start.
@@ -57,11 +67,15 @@ pub struct ClusterConfig {
     pub broker_bin: PathBuf,
     /// Number of nodes (ids 1..=nodes).
     pub nodes: u32,
-    /// Where each process gets `<id>/` (data dir + broker.log); the controller gets `controller/`.
+    /// Where each process gets `<id>/` (data dir + broker.log); a dedicated
+    /// controller gets `controller/`.
     pub root: PathBuf,
     /// Extra arguments for every `broker node` (e.g. `--truncation hw`, `--flush-messages 1`).
     pub node_args: Vec<String>,
-    /// Extra arguments for `broker controller` (e.g. `--unclean-election`).
+    /// Run the controller quorum as one dedicated process (`broker controller`)
+    /// rather than on every broker.
+    pub dedicated_controller: bool,
+    /// Extra arguments for a dedicated `broker controller` (e.g. `--unclean-election`).
     pub controller_args: Vec<String>,
     /// How long to wait for the cluster to come up.
     pub start_timeout: Duration,
@@ -87,8 +101,8 @@ const DUMP_TIMEOUT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(200);
 
 impl Cluster {
-    /// Start the controller and every node behind proxies; wait until every node has
-    /// registered with the controller.
+    /// Start every broker (and a dedicated controller) behind proxies; wait until
+    /// every broker has registered with the active controller.
     pub async fn start(config: ClusterConfig) -> Result<Cluster> {
         if config.nodes == 0 {
             return Err(HarnessError::new("a cluster needs at least one node"));
@@ -100,7 +114,9 @@ impl Cluster {
             )));
         }
         let nodes: Vec<i32> = (1..=config.nodes as i32).collect();
-        let procs: Vec<Proc> = std::iter::once(Proc::Controller)
+        let dedicated = config.dedicated_controller.then_some(Proc::Controller);
+        let procs: Vec<Proc> = dedicated
+            .into_iter()
             .chain(nodes.iter().map(|&id| Proc::Node(id)))
             .collect();
         let mut links = BTreeMap::new();
@@ -147,9 +163,17 @@ impl Cluster {
             .map(|((_, to), link)| format!("{}={}", to.key(), link.addr()))
             .collect::<Vec<_>>()
             .join(",");
-        // The controller is a dedicated voter (its quorum's only one), id nodes + 1.
+        // A dedicated controller is its quorum's only voter, id nodes + 1; else every
+        // broker is a voter (the brokers' default).
         let controller_id = self.config.nodes as i32 + 1;
         let mut args: Vec<String> = match p {
+            Proc::Node(id) if !self.config.dedicated_controller => vec![
+                "node".into(),
+                "--id".into(),
+                id.to_string(),
+                "--peers".into(),
+                node_peers,
+            ],
             Proc::Controller => vec![
                 "controller".into(),
                 "--id".into(),
@@ -208,7 +232,7 @@ impl Cluster {
         self.client_links[&p].set_target(addr);
     }
 
-    /// Wait until the controller's metadata shows every node alive.
+    /// Wait until the active controller's metadata shows every node alive.
     async fn wait_registered(&self) -> Result<()> {
         let deadline = tokio::time::Instant::now() + self.config.start_timeout;
         loop {
@@ -255,7 +279,7 @@ impl Cluster {
         (1..=self.config.nodes as i32).collect()
     }
 
-    /// The controller and every node.
+    /// Every process: the brokers (and a dedicated controller).
     pub fn procs(&self) -> Vec<Proc> {
         self.members.keys().copied().collect()
     }
@@ -271,9 +295,15 @@ impl Cluster {
             .collect()
     }
 
-    /// Address clients use to reach the controller.
-    pub fn controller_addr(&self) -> SocketAddr {
-        self.client_links[&Proc::Controller].addr()
+    /// Address clients use to reach a dedicated controller (None: the controller
+    /// runs in the brokers, which answer controller requests or name the active one).
+    pub fn controller_addr(&self) -> Option<SocketAddr> {
+        self.client_links.get(&Proc::Controller).map(Link::addr)
+    }
+
+    /// Is the controller a process of its own?
+    pub fn dedicated_controller(&self) -> bool {
+        self.config.dedicated_controller
     }
 
     /// A process's own address (not proxied), while it runs.
@@ -406,12 +436,74 @@ impl Cluster {
         self.disks_ok().await
     }
 
-    /// The controller's metadata.
+    /// The active controller's metadata.
     pub async fn metadata(&self) -> Result<Metadata> {
-        let addr = self
-            .real_addr(Proc::Controller)
-            .ok_or_else(|| HarnessError::new("the controller is not running"))?;
-        self.admin.metadata(addr).await
+        Ok(self.active_controller().await?.1)
+    }
+
+    /// The active controller and its metadata. With a dedicated controller, that
+    /// process; else the broker that answers as the active controller (one that holds
+    /// the quorum's leadership, so never a deposed one), the highest controller epoch
+    /// if two do. Paused brokers are not asked: they would only stall the look.
+    pub async fn active_controller(&self) -> Result<(Proc, Metadata)> {
+        if self.config.dedicated_controller {
+            let addr = self
+                .real_addr(Proc::Controller)
+                .ok_or_else(|| HarnessError::new("the controller is not running"))?;
+            return Ok((Proc::Controller, self.admin.metadata(addr).await?));
+        }
+        let mut asks = tokio::task::JoinSet::new();
+        let mut why = Vec::new();
+        for id in self.node_ids() {
+            let p = Proc::Node(id);
+            match self.real_addr(p) {
+                Some(addr) if !self.is_paused(p) => {
+                    let admin = self.admin.clone();
+                    asks.spawn(async move { (id, admin.metadata(addr).await) });
+                }
+                Some(_) => why.push(format!("broker {id} is paused")),
+                None => why.push(format!("broker {id} is not running")),
+            }
+        }
+        let mut best: Option<(i32, Metadata)> = None;
+        while let Some(joined) = asks.join_next().await {
+            let Ok((id, answer)) = joined else { continue };
+            match answer {
+                Ok(meta) if meta.controller_id == Some(id) => {
+                    if best
+                        .as_ref()
+                        .is_none_or(|(_, b)| meta.controller_epoch > b.controller_epoch)
+                    {
+                        best = Some((id, meta));
+                    }
+                }
+                Ok(meta) => why.push(match meta.controller_id.filter(|&c| c > 0) {
+                    Some(c) => format!("broker {id} names broker {c}"),
+                    None => format!("broker {id} knows no active controller"),
+                }),
+                Err(e) => why.push(format!("broker {id}: {e}")),
+            }
+        }
+        match best {
+            Some((id, meta)) => Ok((Proc::Node(id), meta)),
+            None => {
+                why.sort();
+                Err(HarnessError::new(format!(
+                    "no broker answers as the active controller ({})",
+                    why.join("; ")
+                )))
+            }
+        }
+    }
+
+    /// The process a fault aimed at `p` hits now: the active controller's for
+    /// [`Proc::Controller`] (the broker it runs in, unless it is dedicated), `p`
+    /// itself otherwise.
+    pub async fn resolve(&self, p: Proc) -> Result<Proc> {
+        match p {
+            Proc::Controller => Ok(self.active_controller().await?.0),
+            node => Ok(node),
+        }
     }
 
     /// A node's own view of the replicas it hosts (`GET /debug/partitions`).
@@ -441,9 +533,10 @@ impl Cluster {
         replication_factor: u32,
         min_insync_replicas: u32,
     ) -> Result<()> {
-        let addr = self
-            .real_addr(Proc::Controller)
-            .ok_or_else(|| HarnessError::new("the controller is not running"))?;
+        let (controller, _) = self.active_controller().await?;
+        let addr = self.real_addr(controller).ok_or_else(|| {
+            HarnessError::new(format!("the controller ({controller}) is not running"))
+        })?;
         let topic = CreateTopic {
             name,
             partitions,

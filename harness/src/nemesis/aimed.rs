@@ -136,7 +136,10 @@ impl Aimed {
             .copied()
             .filter(|p| !move_leader || p.moves_leader())
             .filter(|p| {
-                p.fits(&self.settings, None) || led.iter().any(|q| p.fits(&self.settings, Some(q)))
+                p.fits(&self.settings, None, view.controller)
+                    || led
+                        .iter()
+                        .any(|q| p.fits(&self.settings, Some(q), view.controller))
             })
             .collect();
         if fitting.is_empty() {
@@ -178,7 +181,7 @@ impl Aimed {
         let aimable: Vec<_> = led
             .iter()
             .copied()
-            .filter(|q| pattern.fits(&self.settings, Some(q)))
+            .filter(|q| pattern.fits(&self.settings, Some(q), view.controller))
             .collect();
         // A busier leader's partition more often: a fault on a node leading
         // several partitions (of any topic) moves them all.
@@ -191,7 +194,13 @@ impl Aimed {
                 .ok()
                 .copied(),
         };
-        let (roles, script) = pattern.script(&self.settings, target, move_leader, &mut self.rng);
+        let (roles, script) = pattern.script(
+            &self.settings,
+            target,
+            view.controller,
+            move_leader,
+            &mut self.rng,
+        );
         self.decisions += 1;
         *self.chosen.entry(pattern).or_default() += 1;
         for t in pattern.targets().iter().filter(|t| unseen.contains(t)) {

@@ -388,6 +388,7 @@ EVENT {"ts_ms":1012,"node":2,"kind":"log_reopened","topic":"queue","partition":0
     fn leader_epochs_going_up_in_the_metadata_count_as_leader_changes() {
         use crate::nemesis::view::PartitionView;
         let view = |epochs: &[i64]| ClusterView {
+            controller: None,
             nodes: vec![1, 2, 3],
             alive: vec![1, 2, 3],
             topics: vec!["queue".into(), "register".into()],

@@ -289,9 +289,10 @@ impl NemesisEvent {
         NemesisEvent { f: f.into(), value }
     }
 
-    /// A decision of the nemesis (`plan`): it starts or ends no fault itself.
+    /// A decision of the nemesis (`plan`, or the `active-controller` a fault aimed
+    /// at the controller found): it starts or ends no fault itself.
     pub fn is_decision(&self) -> bool {
-        self.f == "plan"
+        self.f == "plan" || self.f == "active-controller"
     }
 }
 

@@ -59,11 +59,16 @@ pub struct Settings {
     /// Crashing every node at once loses nothing acknowledged (no page cache
     /// simulated, or every record flushed).
     pub crash_all_safe: bool,
+    /// The controller is a process of its own, not one of the brokers.
+    pub dedicated_controller: bool,
 }
 
 impl Settings {
+    /// Every process a partition may cut: the brokers (and a dedicated controller).
     fn procs(&self) -> Vec<Proc> {
-        std::iter::once(Proc::Controller)
+        self.dedicated_controller
+            .then_some(Proc::Controller)
+            .into_iter()
             .chain(self.nodes.iter().map(|&id| Proc::Node(id)))
             .collect()
     }
@@ -138,12 +143,18 @@ impl Pattern {
         )
     }
 
-    /// Can this pattern run in this cluster, on a partition led with these followers?
-    pub fn fits(self, settings: &Settings, partition: Option<&PartitionView>) -> bool {
+    /// Can this pattern run in this cluster, on a partition led with these followers,
+    /// with this active controller?
+    pub fn fits(
+        self,
+        settings: &Settings,
+        partition: Option<&PartitionView>,
+        controller: Option<Proc>,
+    ) -> bool {
         let followers = partition.map_or(0, |p| p.followers().len());
         match self {
             Pattern::CrashAll => settings.crash_all_safe,
-            Pattern::ControllerFailover => true,
+            Pattern::ControllerFailover => controller.is_some(),
             Pattern::LoseUnflushed => settings.page_cache && followers >= 1,
             Pattern::PartialPartition => followers >= 2,
             _ => followers >= 1,
@@ -151,11 +162,14 @@ impl Pattern {
     }
 
     /// The pattern's roles and script on `partition` (None for the role-free
-    /// patterns); `move_leader` holds leader faults past a session timeout.
+    /// patterns), `controller` the active controller (a broker, unless the
+    /// controller is dedicated); `move_leader` holds leader faults past a session
+    /// timeout.
     pub fn script(
         self,
         settings: &Settings,
         partition: Option<&PartitionView>,
+        controller: Option<Proc>,
         move_leader: bool,
         rng: &mut impl Rng,
     ) -> (Value, Script) {
@@ -246,29 +260,39 @@ impl Pattern {
                 let (far, near) = (next, followers[1]);
                 roles["cut_from"] = json!(far);
                 roles["reaches"] = json!(near);
+                roles["controller"] = json!(controller.map(Proc::to_json));
                 let held = t.lag.mul_f64(rng.random_range(0.5..1.8));
-                if rng.random_bool(0.5) {
-                    roles["variant"] = json!("cut-from-controller");
-                    let mut grudge = pair(leader, far);
-                    grudge.cut.push((node(leader), Proc::Controller));
-                    grudge.cut.push((Proc::Controller, node(leader)));
-                    s.then(zero, cut("partial-partition", &grudge))
-                        .then(held, heal("partial-partition", &grudge))
-                } else {
-                    // The controller does not count the time it is stopped against
-                    // anyone: nothing is elected, and no ISR change accepted, until
-                    // it resumes and finds the leader dead.
+                // The controller may be one of the partition's replicas (every
+                // broker is a voter): stalling it is only the variant's point when
+                // it is neither the leader nor the follower cut off.
+                let stallable = controller.filter(|&c| c != node(leader) && c != node(far));
+                let stalled = stallable.filter(|_| rng.random_bool(0.5));
+                if let Some(c) = stalled {
+                    // A controller stopped counts no time against anyone: nothing is
+                    // elected, and no ISR change accepted, until it resumes and finds
+                    // the leader dead — or, when it is one voter of several, until
+                    // the others elect a controller that does.
                     roles["variant"] = json!("stalled-controller");
                     let grudge = pair(leader, far);
-                    s.then(zero, Action::Pause(Proc::Controller))
+                    s.then(zero, Action::Pause(c))
                         .then(zero, cut("cut-follower", &grudge))
                         .then(held.max(t.lag.mul_f64(1.1)), Action::Kill(node(leader)))
-                        .then(
-                            ms(rng.random_range(100..500)),
-                            Action::Resume(Proc::Controller),
-                        )
+                        .then(ms(rng.random_range(100..500)), Action::Resume(c))
                         .then(zero, heal("cut-follower", &grudge))
                         .then(longer(rng, t.session), Action::Restart(node(leader)))
+                } else {
+                    roles["variant"] = json!("cut-from-controller");
+                    let mut grudge = pair(leader, far);
+                    // Cut from the controller too, unless it is the leader itself, the
+                    // follower already cut, or the follower the leader must still reach.
+                    if let Some(c) = controller
+                        .filter(|&c| c != node(leader) && c != node(far) && c != node(near))
+                    {
+                        grudge.cut.push((node(leader), c));
+                        grudge.cut.push((c, node(leader)));
+                    }
+                    s.then(zero, cut("partial-partition", &grudge))
+                        .then(held, heal("partial-partition", &grudge))
                 }
             }
             Pattern::CrashAll => {
@@ -322,8 +346,8 @@ impl Pattern {
                     .then(around(rng, t.session), Action::Restart(node(target)))
             }
             Pattern::ControllerFailover => {
-                roles = json!({"controller": "controller"});
-                let c = Proc::Controller;
+                let c = controller.expect("fits only with a known controller");
+                roles = json!({"controller": c.to_json()});
                 let held = around(rng, t.session);
                 match rng.random_range(0..4) {
                     0 | 1 => s.then(zero, Action::Kill(c)).then(held, Action::Restart(c)),

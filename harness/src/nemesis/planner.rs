@@ -39,6 +39,9 @@ pub struct Planner {
     partitions: u32,
     interval: Duration,
     active: Vec<Fault>,
+    /// The controller is a process of its own (else it runs in a broker, and a
+    /// fault aimed at it takes that broker down).
+    dedicated_controller: bool,
 }
 
 impl Planner {
@@ -62,7 +65,16 @@ impl Planner {
             partitions: partitions.max(1),
             interval: interval.max(Duration::from_millis(100)),
             active: Vec::new(),
+            dedicated_controller: false,
         }
+    }
+
+    /// The same schedule for a cluster whose controller is a dedicated process: it
+    /// is one more member of every partition's universe, and taking it down takes
+    /// no broker down.
+    pub fn with_dedicated_controller(mut self, dedicated: bool) -> Planner {
+        self.dedicated_controller = dedicated;
+        self
     }
 
     /// Faults started and not yet ended, oldest first.
@@ -70,7 +82,20 @@ impl Planner {
         &self.active
     }
 
+    /// Every process a partition or a degraded link may hit: the brokers (and a
+    /// dedicated controller).
     fn all_procs(&self) -> Vec<Proc> {
+        self.dedicated_controller
+            .then_some(Proc::Controller)
+            .into_iter()
+            .chain(self.nodes.iter().map(|&id| Proc::Node(id)))
+            .collect()
+    }
+
+    /// Kill and pause targets: every broker, and the controller — the active one at
+    /// the time of the fault, which the nemesis resolves to the broker it runs in
+    /// unless it is dedicated.
+    fn kill_targets(&self) -> Vec<Proc> {
         std::iter::once(Proc::Controller)
             .chain(self.nodes.iter().map(|&id| Proc::Node(id)))
             .collect()
@@ -82,7 +107,7 @@ impl Planner {
         let nodes_down = down.iter().filter(|p| matches!(p, Proc::Node(_))).count();
         let minority = self.nodes.len().saturating_sub(1) / 2;
         let up = self
-            .all_procs()
+            .kill_targets()
             .into_iter()
             .filter(|p| !down.contains(p))
             .collect();
@@ -97,7 +122,8 @@ impl Planner {
         let (up, budget) = self.room();
         up.into_iter()
             .filter(|p| match p {
-                Proc::Controller => !nodes_only,
+                // In a broker, the controller takes that broker down with it.
+                Proc::Controller => !nodes_only && (self.dedicated_controller || budget > 0),
                 Proc::Node(_) => budget > 0,
             })
             .collect()

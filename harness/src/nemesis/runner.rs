@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use serde_json::json;
+
 use super::fault::{Fault, NemesisEvent};
 use super::planner::{Planner, Step};
 use crate::cluster::Cluster;
@@ -108,6 +110,38 @@ impl Nemesis {
                             return Ok(());
                         }
                     },
+                    // Aimed at the controller: the active one now, named in the history.
+                    Fault::Kill(Proc::Controller)
+                    | Fault::Pause(Proc::Controller)
+                    | Fault::Partition {
+                        topology: Topology::IsolateController,
+                        ..
+                    } => match cluster.active_controller().await {
+                        Ok((controller, meta)) => {
+                            let fault = match fault {
+                                Fault::Kill(_) => Fault::Kill(controller),
+                                Fault::Pause(_) => Fault::Pause(controller),
+                                Fault::Partition { partition, .. } => Fault::Partition {
+                                    topology: Topology::IsolateController,
+                                    grudge: Grudge::isolate(controller, &cluster.procs()),
+                                    partition,
+                                },
+                                other => other,
+                            };
+                            self.planner.resolve_last(fault.clone());
+                            on_event(controller_event(
+                                controller,
+                                meta.controller_epoch,
+                                &fault.start_event().f,
+                            ));
+                            fault
+                        }
+                        // No controller now (no majority of voters): nothing to aim at.
+                        Err(_) => {
+                            self.planner.abandon_last();
+                            return Ok(());
+                        }
+                    },
                     other => other,
                 };
                 match &fault {
@@ -158,4 +192,14 @@ impl Nemesis {
         }
         Ok(())
     }
+}
+
+/// The history mark naming the process a fault aimed at the active controller hits:
+/// `{"f": "active-controller", "value": {"process": 2, "controller_epoch": 5,
+/// "fault": "kill"}}`, just before that fault's own event.
+pub fn controller_event(controller: Proc, epoch: i64, fault: &str) -> NemesisEvent {
+    NemesisEvent::new(
+        "active-controller",
+        json!({"process": controller.to_json(), "controller_epoch": epoch, "fault": fault}),
+    )
 }

@@ -23,6 +23,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::fault::NemesisEvent;
+use super::runner::controller_event;
 use crate::cluster::Cluster;
 use crate::error::{HarnessError, Result};
 use crate::names::by_name;
@@ -35,6 +36,9 @@ const POLL: Duration = Duration::from_millis(100);
 const WARM_UP: Duration = Duration::from_secs(30);
 /// How long a script waits for the controller to move leadership.
 const FAILOVER: Duration = Duration::from_secs(15);
+/// How long the controller scenario keeps a killed controller down when no majority
+/// of voters is left without it.
+const CONTROLLER_BACK: Duration = Duration::from_secs(1);
 /// How long a script waits for the new leader to take writes.
 const NEW_WRITES: Duration = Duration::from_secs(15);
 /// Records the partition must hold, committed, before a script strikes.
@@ -88,17 +92,42 @@ pub enum Scenario {
     /// values are appended again. Caught as `duplicate`; valid with `--retries 0` or
     /// `--idempotent`.
     DuplicateOnRetry,
+    /// The controller fails over in the middle of a leader failover.
+    ///
+    /// The leader of partition 0 is killed, and right after it the active
+    /// controller (unless the leader was the controller itself): the new leader
+    /// must be elected by a new controller, under a higher controller epoch, which
+    /// first gives the brokers a session timeout to reach it. When the kills leave
+    /// no majority of controller voters (two of three brokers), no controller
+    /// exists: a moment later the old leader comes back first (a restarted broker
+    /// leads nothing), so the controller elected then is not the killed one. Then
+    /// both come back.
+    ControllerFailover,
 }
 
 by_name!(Scenario => "scenario");
 
 impl Scenario {
+    /// Does the script need the controller as a process of its own? The divergence
+    /// scripts take two of three brokers out of action around the failover they
+    /// stage (a follower cut from its peers that must still reach the controller; a
+    /// stalled leader while both followers go down), which, with every broker a
+    /// voter, would leave no majority to elect a controller at the moment the KIP's
+    /// timeline needs one.
+    pub fn needs_dedicated_controller(self) -> bool {
+        matches!(
+            self,
+            Scenario::Kip101Divergence | Scenario::Kip279Divergence
+        )
+    }
+
     /// Extra arguments of every `broker node` the script needs.
     pub fn node_args(self) -> Vec<String> {
         match self {
-            Scenario::Kip101DataLoss | Scenario::Kip279Divergence | Scenario::DuplicateOnRetry => {
-                Vec::new()
-            }
+            Scenario::Kip101DataLoss
+            | Scenario::Kip279Divergence
+            | Scenario::DuplicateOnRetry
+            | Scenario::ControllerFailover => Vec::new(),
             // The followers must lose their unflushed bytes when killed: the last
             // second's, so the new leader soon writes past the old leader's end.
             Scenario::Kip101Divergence => ["--simulate-page-cache", "--flush-ms", "1000"]
@@ -125,6 +154,7 @@ impl Scenario {
             Scenario::Kip101Divergence => s.kip101_divergence().await,
             Scenario::Kip279Divergence => s.kip279_divergence().await,
             Scenario::DuplicateOnRetry => s.duplicate_on_retry().await,
+            Scenario::ControllerFailover => s.controller_failover().await,
         }
     }
 }
@@ -342,6 +372,76 @@ impl Script<'_> {
         self.cluster.resume(Proc::Node(old)).await?;
         self.event("resume", &[old]);
         Ok(())
+    }
+
+    async fn controller_failover(&mut self) -> Result<()> {
+        let (old, _, _) = self.warm_up().await?;
+        let (controller, meta) = self.cluster.active_controller().await?;
+        let epoch = meta.controller_epoch;
+        self.cluster.kill(Proc::Node(old)).await?;
+        self.event("kill", &[old]);
+        if controller != Proc::Node(old) {
+            (self.on_event)(controller_event(controller, epoch, "kill"));
+            self.cluster.kill(controller).await?;
+            (self.on_event)(NemesisEvent::new("kill", json!([controller.to_json()])));
+        }
+        let dedicated = self.cluster.dedicated_controller();
+        let nodes = self.cluster.node_ids();
+        let running = nodes
+            .iter()
+            .filter(|&&id| self.cluster.is_running(Proc::Node(id)))
+            .count();
+        if dedicated {
+            // A quorum of one: no controller until it is back.
+            tokio::time::sleep(CONTROLLER_BACK).await;
+            self.restart(controller).await?;
+        } else if running <= nodes.len() / 2 {
+            // No majority of voters left: the old leader comes back first (as a
+            // restarted broker it leads nothing), so a controller other than the
+            // killed one is elected, under a higher epoch, and elects the new leader.
+            tokio::time::sleep(CONTROLLER_BACK).await;
+            self.restart(Proc::Node(old)).await?;
+        }
+        // The new leader takes writes before the others return.
+        if let Some(new) = self
+            .wait_new_leader(old, (!dedicated).then_some(epoch))
+            .await
+            && let Some(seen) = self.seen(new).await
+        {
+            self.wait_leo(new, seen.leo + OVERWRITE).await;
+        }
+        self.restart(controller).await?;
+        self.restart(Proc::Node(old)).await?;
+        Ok(())
+    }
+
+    /// Start `p` again if it is down, recorded as a `restart`.
+    async fn restart(&mut self, p: Proc) -> Result<()> {
+        if self.cluster.is_running(p) {
+            return Ok(());
+        }
+        self.cluster.restart(p).await?;
+        (self.on_event)(NemesisEvent::new("restart", json!([p.to_json()])));
+        Ok(())
+    }
+
+    /// Wait (bounded) until the active controller — of an epoch above `epoch`, if
+    /// given — names a running leader of partition 0 other than `old`.
+    async fn wait_new_leader(&self, old: i32, epoch: Option<i64>) -> Option<i32> {
+        let deadline = Instant::now() + FAILOVER + CONTROLLER_BACK;
+        while Instant::now() < deadline {
+            if let Ok(meta) = self.cluster.metadata().await
+                && epoch.is_none_or(|e| meta.controller_epoch > e)
+                && let Some(l) = meta.partition(self.topic, 0).map(|p| p.leader)
+                && l >= 0
+                && l != old
+                && self.cluster.is_running(Proc::Node(l))
+            {
+                return Some(l);
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        None
     }
 
     /// Cut the links of `grudge`, recorded as a `partition` named `topology`.

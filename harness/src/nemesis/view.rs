@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::cluster::api::Metadata;
+use crate::proc::Proc;
 
 /// The timeouts of the cluster under test (docs/broker.md), which decide when a
 /// fault changes something: a broker silent for longer than `session` is dead to
@@ -73,6 +74,9 @@ pub struct ClusterView {
     /// The partitions of the workload's topics, topic by topic (empty if the
     /// controller did not answer).
     pub partitions: Vec<PartitionView>,
+    /// The active controller: the broker it runs in, or the dedicated controller
+    /// (None: no controller answered).
+    pub controller: Option<Proc>,
 }
 
 impl ClusterView {
@@ -84,6 +88,7 @@ impl ClusterView {
                 alive: Vec::new(),
                 topics: topics.iter().map(|t| t.to_string()).collect(),
                 partitions: Vec::new(),
+                controller: None,
             };
         };
         let partitions = topics
@@ -99,8 +104,17 @@ impl ClusterView {
                 replicas: p.replicas.clone(),
             })
             .collect();
+        // A controller id that names no broker is a dedicated controller's.
+        let controller = meta.controller_id.filter(|&c| c > 0).map(|c| {
+            if nodes.contains(&c) {
+                Proc::Node(c)
+            } else {
+                Proc::Controller
+            }
+        });
         ClusterView {
             nodes: nodes.to_vec(),
+            controller,
             topics: topics.iter().map(|t| t.to_string()).collect(),
             alive: meta
                 .brokers
@@ -143,7 +157,7 @@ impl ClusterView {
                 json!({"topic": p.topic, "partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch, "isr": p.isr})
             })
             .collect();
-        json!({"alive": self.alive, "partitions": parts})
+        json!({"alive": self.alive, "controller": self.controller.map(Proc::to_json), "partitions": parts})
     }
 }
 

@@ -69,6 +69,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub unclean_election: bool,
 
+    /// Run the controller quorum as one dedicated process (`broker controller`, a
+    /// quorum of one) beside the brokers, instead of on every broker (the default:
+    /// the brokers elect the controller among themselves). Faults aimed at the
+    /// controller then hit that process only. `--scenario kip279-divergence` always
+    /// runs so.
+    #[arg(long)]
+    pub dedicated_controller: bool,
+
     /// What the clients do: `mixed` (both of the others at once, the clients split
     /// between them, the register's reads linearizable), `queue` (producers and
     /// consumers on a partitioned topic) or `register` (reads, writes and
@@ -406,6 +414,10 @@ impl RunArgs {
             idempotent: self.idempotent,
             truncation: self.truncation,
             unclean_election: self.unclean_election,
+            dedicated_controller: self.dedicated_controller
+                || self
+                    .scenario
+                    .is_some_and(Scenario::needs_dedicated_controller),
             workload: self.workload,
             nemesis,
             nemesis_interval: self.nemesis_interval,
@@ -443,6 +455,7 @@ impl From<Resolved> for RunArgs {
             idempotent: r.idempotent,
             truncation: r.truncation,
             unclean_election: r.unclean_election,
+            dedicated_controller: r.dedicated_controller,
             workload: r.workload,
             nemesis: fault_list::entries(&r.nemesis),
             nemesis_interval: r.nemesis_interval,

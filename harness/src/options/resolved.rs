@@ -36,6 +36,10 @@ pub struct Resolved {
     pub idempotent: bool,
     pub truncation: Truncation,
     pub unclean_election: bool,
+    /// The controller quorum is one dedicated process, not every broker (absent
+    /// from older run.json files: no).
+    #[serde(default)]
+    pub dedicated_controller: bool,
     pub workload: WorkloadKind,
     /// The faults to schedule (none: stored as `["none"]`).
     #[serde(with = "fault_list")]
@@ -138,6 +142,11 @@ impl Resolved {
         if let Some(bug) = self.bug {
             args.extend(["--bug".to_string(), bug.to_string()]);
         }
+        // Every voter must be given the same (the brokers are the voters, unless
+        // the controller is dedicated).
+        if self.unclean_election {
+            args.push("--unclean-election".to_string());
+        }
         args.extend(crate::nemesis::node_args(&self.nemesis));
         if crate::nemesis::page_cache_for(&self.nemesis, self.flush_messages) {
             args.push("--simulate-page-cache".to_string());
@@ -162,6 +171,7 @@ impl Resolved {
             nodes: nodes.to_vec(),
             page_cache,
             crash_all_safe: !page_cache || self.flush_messages == Some(1),
+            dedicated_controller: self.dedicated_controller,
         }
     }
 
@@ -171,7 +181,7 @@ impl Resolved {
         Transition::reachable(hw, self.unclean_election)
     }
 
-    /// Extra arguments of `broker controller`.
+    /// Extra arguments of a dedicated `broker controller`.
     pub fn controller_args(&self) -> Vec<String> {
         if self.unclean_election {
             vec!["--unclean-election".to_string()]

@@ -1,65 +1,63 @@
-//! Where each partition's leader is: learned from the controller's metadata, or, when
-//! the controller does not answer, from the nodes' (the highest leader epoch wins per
-//! partition), and forgotten when an answer says it moved.
+//! Where each partition's leader is: learned from the metadata — a dedicated
+//! controller's, or else every broker's, asked at once (the highest leader epoch wins
+//! per partition: a broker cut off from the quorum answers from an older copy) — and
+//! forgotten when an answer says it moved.
 
 use std::net::SocketAddr;
 use std::time::Duration;
-
-use rand::Rng;
 
 use super::Client;
 use super::attempt::describe;
 use crate::api::Metadata;
 
 impl Client {
-    /// Learn every partition's leader: from the controller, or, when it does not
-    /// answer, from the nodes (the highest leader epoch wins per partition).
+    /// Learn every partition's leader: from a dedicated controller, or, when there is
+    /// none or it does not answer, from the brokers (the highest leader epoch wins
+    /// per partition).
     pub(super) async fn refresh_metadata(&mut self) -> Result<Metadata, String> {
-        let metadata = match self.get_metadata(self.config.controller).await {
-            Ok(m) => m,
-            Err(e) => self
+        let from_controller = match self.config.controller {
+            Some(addr) => Some(get_metadata(&self.http, addr, self.timeout()).await),
+            None => None,
+        };
+        let metadata = match from_controller {
+            Some(Ok(m)) => m,
+            Some(Err(e)) => self
                 .nodes_metadata()
                 .await
                 .ok_or_else(|| format!("no metadata from the controller ({e}) or any node"))?,
+            None => self
+                .nodes_metadata()
+                .await
+                .ok_or_else(|| "no broker answered a metadata request".to_string())?,
         };
         self.learn(&metadata);
         Ok(metadata)
     }
 
-    /// Every reachable node's view, merged; `None` if no node answered.
-    async fn nodes_metadata(&mut self) -> Option<Metadata> {
-        let mut ids: Vec<i32> = self.config.nodes.keys().copied().collect();
-        if !ids.is_empty() {
-            let start = self.rng.random_range(0..ids.len());
-            ids.rotate_left(start);
-        }
-        let mut merged: Option<Metadata> = None;
-        for id in ids {
-            if let Ok(m) = self.get_metadata(self.config.nodes[&id]).await {
-                merged = Some(match merged {
-                    None => m,
-                    Some(prev) => merge(prev, m),
-                });
-            }
-        }
-        merged
+    fn timeout(&self) -> Duration {
+        self.config.request_timeout.min(Duration::from_secs(1))
     }
 
-    async fn get_metadata(&self, addr: SocketAddr) -> Result<Metadata, String> {
-        let url = format!("http://{addr}/v1/metadata");
-        let resp = self
-            .http
-            .get(&url)
-            .timeout(self.config.request_timeout.min(Duration::from_secs(1)))
-            .send()
-            .await
-            .map_err(|e| format!("GET {url}: {}", describe(&e)))?;
-        if !resp.status().is_success() {
-            return Err(format!("GET {url} answered {}", resp.status()));
+    /// Every reachable node's view, asked at once and merged in node order; `None`
+    /// if no node answered.
+    async fn nodes_metadata(&mut self) -> Option<Metadata> {
+        let mut asks = tokio::task::JoinSet::new();
+        for (&id, &addr) in &self.config.nodes {
+            let (http, timeout) = (self.http.clone(), self.timeout());
+            asks.spawn(async move { (id, get_metadata(&http, addr, timeout).await) });
         }
-        resp.json()
-            .await
-            .map_err(|e| format!("GET {url}: {}", describe(&e)))
+        let mut answers = Vec::new();
+        while let Some(joined) = asks.join_next().await {
+            if let Ok((id, Ok(m))) = joined {
+                answers.push((id, m));
+            }
+        }
+        answers.sort_by_key(|(id, _)| *id);
+        // The active controller as the brokers name it: the one that names itself.
+        if let Some((id, _)) = answers.iter().find(|(id, m)| m.controller_id == Some(*id)) {
+            self.controller_hint = Some(*id);
+        }
+        answers.into_iter().map(|(_, m)| m).reduce(merge)
     }
 
     fn learn(&mut self, m: &Metadata) {
@@ -74,6 +72,26 @@ impl Client {
             }
         }
     }
+}
+
+async fn get_metadata(
+    http: &reqwest::Client,
+    addr: SocketAddr,
+    timeout: Duration,
+) -> Result<Metadata, String> {
+    let url = format!("http://{addr}/v1/metadata");
+    let resp = http
+        .get(&url)
+        .timeout(timeout)
+        .send()
+        .await
+        .map_err(|e| format!("GET {url}: {}", describe(&e)))?;
+    if !resp.status().is_success() {
+        return Err(format!("GET {url} answered {}", resp.status()));
+    }
+    resp.json()
+        .await
+        .map_err(|e| format!("GET {url}: {}", describe(&e)))
 }
 
 /// Keep, per partition, the entry with the highest leader epoch.

@@ -26,7 +26,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use checker::values::canonical;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
@@ -56,8 +56,9 @@ impl Acks {
 pub struct ClientConfig {
     /// Each node's address as clients reach it (through the harness's proxies).
     pub nodes: BTreeMap<i32, SocketAddr>,
-    /// The controller's address.
-    pub controller: SocketAddr,
+    /// A dedicated controller's address; None when the controller runs in the
+    /// brokers (any broker answers metadata, and names the active controller).
+    pub controller: Option<SocketAddr>,
     /// Budget for one HTTP request; past it the outcome is unknown.
     pub request_timeout: Duration,
     /// Attempts per operation (only definite failures are retried).
@@ -65,7 +66,7 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    pub fn new(nodes: BTreeMap<i32, SocketAddr>, controller: SocketAddr) -> Self {
+    pub fn new(nodes: BTreeMap<i32, SocketAddr>, controller: Option<SocketAddr>) -> Self {
         ClientConfig {
             nodes,
             controller,
@@ -84,6 +85,9 @@ pub struct Client {
     leaders: HashMap<(String, u32), i32>,
     /// Picks nodes to ask for metadata; seeded so runs are reproducible.
     rng: ChaCha8Rng,
+    /// The active controller's broker id, as the last metadata or `NOT_CONTROLLER`
+    /// answer named it.
+    controller_hint: Option<i32>,
 }
 
 impl Client {
@@ -101,6 +105,7 @@ impl Client {
             config,
             leaders: HashMap::new(),
             rng: ChaCha8Rng::seed_from_u64(seed),
+            controller_hint: None,
         })
     }
 
@@ -237,34 +242,70 @@ pub struct ProducerStamp {
 }
 
 impl Client {
-    /// InitProducerId: a producer id and epoch from the controller.
+    /// InitProducerId: a producer id and epoch from the controller — the dedicated
+    /// one, or the broker known to be the active controller (any broker else),
+    /// following `NOT_CONTROLLER` hints a few times.
     pub async fn init_producer_id(&mut self) -> Result<(u64, u32), String> {
         #[derive(serde::Deserialize)]
         struct Answer {
             producer_id: u64,
             producer_epoch: u32,
         }
-        let url = format!("http://{}/v1/producers", self.config.controller);
-        let resp = self
-            .http
-            .post(url)
-            .send()
-            .await
-            .map_err(|e| format!("InitProducerId: {}", attempt::describe(&e)))?;
-        let status = resp.status();
-        let bytes = resp
-            .bytes()
-            .await
-            .map_err(|e| format!("InitProducerId: {}", attempt::describe(&e)))?;
-        if !status.is_success() {
-            return Err(format!(
+        let mut last = String::from("no broker to ask");
+        for _ in 0..=self.config.nodes.len() {
+            let Some(addr) = self.controller_addr() else {
+                break;
+            };
+            let url = format!("http://{addr}/v1/producers");
+            let resp = self
+                .http
+                .post(url)
+                .send()
+                .await
+                .map_err(|e| format!("InitProducerId: {}", attempt::describe(&e)))?;
+            let status = resp.status();
+            let bytes = resp
+                .bytes()
+                .await
+                .map_err(|e| format!("InitProducerId: {}", attempt::describe(&e)))?;
+            if status.is_success() {
+                let a: Answer = serde_json::from_slice(&bytes)
+                    .map_err(|e| format!("InitProducerId: unreadable answer: {e}"))?;
+                return Ok((a.producer_id, a.producer_epoch));
+            }
+            last = format!(
                 "InitProducerId: {status}: {}",
                 String::from_utf8_lossy(&bytes)
-            ));
+            );
+            let hint = serde_json::from_slice::<serde_json::Value>(&bytes)
+                .ok()
+                .filter(|v| v["error"] == "NOT_CONTROLLER")
+                .map(|v| v["controller_id"].as_i64().unwrap_or(-1));
+            match hint {
+                // Asked the wrong broker: ask the one it names (or another) next.
+                Some(id) if self.config.controller.is_none() => {
+                    self.controller_hint = i32::try_from(id).ok().filter(|&id| id > 0);
+                }
+                _ => break,
+            }
         }
-        let a: Answer = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("InitProducerId: unreadable answer: {e}"))?;
-        Ok((a.producer_id, a.producer_epoch))
+        Err(last)
+    }
+
+    /// Where to send a controller request: the dedicated controller, the broker
+    /// known to be the active controller, or a random broker (it names the active one).
+    fn controller_addr(&mut self) -> Option<SocketAddr> {
+        if let Some(addr) = self.config.controller {
+            return Some(addr);
+        }
+        if let Some(addr) = self
+            .controller_hint
+            .and_then(|id| self.config.nodes.get(&id))
+        {
+            return Some(*addr);
+        }
+        let ids: Vec<&SocketAddr> = self.config.nodes.values().collect();
+        (!ids.is_empty()).then(|| *ids[self.rng.random_range(0..ids.len())])
     }
 }
 

@@ -9,13 +9,15 @@ fn settings() -> Settings {
         nodes: vec![1, 2, 3],
         page_cache: false,
         crash_all_safe: true,
+        dedicated_controller: true,
     }
 }
 
 /// Partition 0 led by 2 (replicas 3, 2, 1: the controller would elect 3 next),
-/// partition 1 led by 1.
+/// partition 1 led by 1; a dedicated controller.
 fn view() -> ClusterView {
     ClusterView {
+        controller: Some(Proc::Controller),
         nodes: vec![1, 2, 3],
         alive: vec![1, 2, 3],
         topics: vec!["queue".into(), "register".into()],
@@ -366,4 +368,65 @@ fn gaps_are_drawn_around_the_session_timeout() {
             "{g:?}"
         );
     }
+}
+
+/// With every broker a voter, the controller is a broker: the controller pattern
+/// hits the broker it runs in, and no pattern cuts a process the cluster does not
+/// have.
+#[test]
+fn in_combined_mode_patterns_aim_at_the_broker_that_is_the_controller() {
+    let combined = Settings {
+        dedicated_controller: false,
+        ..settings()
+    };
+    let mut v = view();
+    v.controller = Some(Proc::Node(1));
+    let part = v.partitions[0].clone();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    for _ in 0..50 {
+        let (roles, script) =
+            Pattern::ControllerFailover.script(&combined, None, v.controller, false, &mut rng);
+        assert_eq!(roles["controller"], 1);
+        for (_, a) in &script.steps {
+            match a {
+                Action::Kill(p) | Action::Restart(p) | Action::Pause(p) | Action::Resume(p) => {
+                    assert_eq!(*p, Proc::Node(1))
+                }
+                Action::Cut { grudge, .. } | Action::Heal { grudge, .. } => {
+                    assert_eq!(
+                        grudge,
+                        &crate::net::Grudge::isolate(
+                            Proc::Node(1),
+                            &[Proc::Node(1), Proc::Node(2), Proc::Node(3)]
+                        )
+                    )
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // Partition 0: leader 2, next 3, near 1 = the controller. The leader is cut
+        // from 3 only (it must still reach 1), and a stalled controller is the
+        // broker 1.
+        let (roles, script) =
+            Pattern::PartialPartition.script(&combined, Some(&part), v.controller, false, &mut rng);
+        assert_eq!(roles["controller"], 1);
+        for (_, a) in &script.steps {
+            match a {
+                Action::Cut { grudge, .. } => {
+                    assert!(grudge.allows(Proc::Node(2), Proc::Node(1)));
+                    assert!(!grudge.allows(Proc::Node(2), Proc::Node(3)));
+                    assert!(
+                        grudge
+                            .cut
+                            .iter()
+                            .all(|(a, b)| *a != Proc::Controller && *b != Proc::Controller)
+                    );
+                }
+                Action::Pause(p) | Action::Resume(p) => assert_eq!(*p, Proc::Node(1)),
+                _ => {}
+            }
+        }
+    }
+    // No controller known: the controller pattern does not fit.
+    assert!(!Pattern::ControllerFailover.fits(&combined, None, None));
 }
