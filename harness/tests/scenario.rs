@@ -2,7 +2,8 @@
 //! diverges data against `--truncation hw` and finds nothing against
 //! `--truncation epoch`, its steps recorded as nemesis events; duplicate-on-retry
 //! writes values twice through the producers' retries, and not with `--retries 0`
-//! or `--idempotent`; an unknown script is a usage error.
+//! or `--idempotent`; a controller killed in the middle of a leader failover loses
+//! nothing; an unknown script is a usage error.
 //!
 //! Every wait is bounded; on timeout the harness is SIGKILLed and its brokers die with
 //! it (PR_SET_PDEATHSIG).
@@ -124,6 +125,52 @@ fn duplicate_on_retry_writes_twice_unless_idempotent_or_without_retries() {
 }
 
 #[test]
+fn a_controller_failover_in_the_middle_of_a_leader_failover_loses_nothing() {
+    let results = tempfile::tempdir().unwrap();
+    let dir = results.path().to_str().unwrap();
+    let args = [
+        "run",
+        "--scenario",
+        "controller-failover",
+        "--seed",
+        "1",
+        "--results",
+        dir,
+    ];
+    let out = watermark(&args, Duration::from_secs(300));
+    assert_no_process_left(dir);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let folder = std::fs::canonicalize(results.path().join("latest")).unwrap();
+    // Every broker is a voter: no controller process of its own.
+    assert!(!folder.join("nodes/controller").exists());
+    let events: Vec<Value> = std::fs::read_to_string(folder.join("history.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["process"] == "nemesis")
+        .collect();
+    let steps: Vec<&str> = events.iter().map(|e| e["f"].as_str().unwrap()).collect();
+    // The active controller is named, then the leader killed, then the controller
+    // (unless it was the leader), then both restarted.
+    assert_eq!(steps[..2], ["active-controller", "kill"], "{steps:?}");
+    let controller = &events[0]["value"]["process"];
+    let leader = &events[1]["value"][0];
+    assert!(controller.is_i64() && leader.is_i64(), "{events:?}");
+    let expected: &[&str] = if controller == leader {
+        &["active-controller", "kill", "restart"]
+    } else {
+        &["active-controller", "kill", "kill", "restart", "restart"]
+    };
+    assert_eq!(steps, expected, "{events:?}");
+    let killed: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["f"] == "kill")
+        .map(|e| &e["value"][0])
+        .collect();
+    assert!(killed.contains(&controller) && killed.contains(&leader));
+}
+
+#[test]
 fn unknown_scenarios_are_usage_errors_that_list_the_known_ones() {
     let out = watermark(&["run", "--scenario", "kip999"], Duration::from_secs(30));
     assert_eq!(out.status.code(), Some(64), "{}", text(&out));
@@ -133,6 +180,7 @@ fn unknown_scenarios_are_usage_errors_that_list_the_known_ones() {
         "kip101-divergence",
         "kip279-divergence",
         "duplicate-on-retry",
+        "controller-failover",
     ] {
         assert!(stderr.contains(name), "{stderr}");
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::fault::NemesisEvent;
+use super::fault::{DiskMode, NemesisEvent};
 use crate::net::Grudge;
 use crate::proc::Proc;
 
@@ -34,6 +34,19 @@ pub enum Action {
     Cut { shape: &'static str, grudge: Grudge },
     /// Restore the links a `Cut` of the same shape cut.
     Heal { shape: &'static str, grudge: Grudge },
+    /// Make a node's disk fail in `mode` (the broker ends it by itself after
+    /// `for_ms`, should the `DiskOk` not come).
+    Disk {
+        node: i32,
+        mode: DiskMode,
+        for_ms: u64,
+    },
+    /// Make the disk a `Disk` step failed work again (same fields, for the history).
+    DiskOk {
+        node: i32,
+        mode: DiskMode,
+        for_ms: u64,
+    },
 }
 
 fn ids(procs: impl IntoIterator<Item = Proc>) -> Value {
@@ -66,6 +79,14 @@ impl Action {
                 "heal",
                 json!({"topology": shape, "grudge": grudge.to_json()}),
             ),
+            Action::Disk { node, mode, for_ms } => NemesisEvent::new(
+                "disk",
+                json!({"node": node, "mode": mode.as_str(), "for_ms": for_ms}),
+            ),
+            Action::DiskOk { node, mode, for_ms } => NemesisEvent::new(
+                "disk-ok",
+                json!({"node": node, "mode": mode.as_str(), "for_ms": for_ms}),
+            ),
         }
     }
 
@@ -82,7 +103,13 @@ impl Action {
                 shape,
                 grudge: grudge.clone(),
             }),
+            Action::Disk { node, mode, for_ms } => Some(Action::DiskOk {
+                node: *node,
+                mode: *mode,
+                for_ms: *for_ms,
+            }),
             Action::Restart(_)
+            | Action::DiskOk { .. }
             | Action::RestartEach(_)
             | Action::Resume(_)
             | Action::Heal { .. } => None,
@@ -97,6 +124,7 @@ impl Action {
             (Action::RestartEach(_), Action::CrashAll(_)) => true,
             (Action::Resume(p), Action::Pause(q)) => p == q,
             (Action::Heal { grudge, .. }, Action::Cut { grudge: cut, .. }) => grudge == cut,
+            (Action::DiskOk { node, .. }, Action::Disk { node: failed, .. }) => node == failed,
             _ => false,
         }
     }
@@ -105,6 +133,9 @@ impl Action {
     pub fn describe(&self) -> String {
         let e = self.event();
         match &e.value {
+            Value::Object(m) if m.contains_key("node") => {
+                format!("{} {} {}", e.f, m["node"], m["mode"].as_str().unwrap_or(""))
+            }
             Value::Object(m) => format!("{} {}", e.f, m["topology"].as_str().unwrap_or("")),
             Value::Array(items) => {
                 let items: Vec<String> = items

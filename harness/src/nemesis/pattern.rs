@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::action::{Action, Script};
 use super::coverage::Transition;
+use super::fault::DiskMode;
 use super::view::{PartitionView, Timeouts};
 use crate::names::by_name;
 use crate::net::Grudge;
@@ -44,6 +45,9 @@ pub enum Pattern {
     LoseUnflushed,
     /// Kill, stall or isolate the controller.
     ControllerFailover,
+    /// Make the leader's disk full or failing for a moment, mostly shorter than the
+    /// storage failure timeout; then kill it and restart it.
+    LeaderDisk,
 }
 
 by_name!(Pattern => "pattern");
@@ -108,6 +112,12 @@ impl Pattern {
             }
             Pattern::LoseUnflushed => &[TruncateEpoch, TruncateRecords, IsrShrinkController],
             Pattern::ControllerFailover => &[ControllerFailover, Fenced],
+            Pattern::LeaderDisk => &[
+                IsrShrinkController,
+                LeaderElection,
+                TruncateEpoch,
+                TruncateRecords,
+            ],
         }
     }
 
@@ -130,7 +140,8 @@ impl Pattern {
             | Pattern::LeaderPause
             | Pattern::CrashAll
             | Pattern::LoseUnflushed
-            | Pattern::ControllerFailover => 1.0,
+            | Pattern::ControllerFailover
+            | Pattern::LeaderDisk => 1.0,
         }
     }
 
@@ -344,6 +355,36 @@ impl Pattern {
                 roles["target"] = json!(target);
                 s.then(zero, Action::LoseUnflushed(target))
                     .then(around(rng, t.session), Action::Restart(node(target)))
+            }
+            Pattern::LeaderDisk => {
+                let mode = if rng.random_bool(0.5) {
+                    DiskMode::Enospc
+                } else {
+                    DiskMode::Eio
+                };
+                roles["mode"] = json!(mode.as_str());
+                // Mostly over before the storage failure timeout: the leader keeps
+                // leading and appends again on the disk that failed it; else past
+                // it: it leaves every ISR and its leadership moves.
+                let failing = if rng.random_bool(0.7) {
+                    roles["variant"] = json!("within-storage-timeout");
+                    t.storage.mul_f64(rng.random_range(0.25..0.75))
+                } else {
+                    roles["variant"] = json!("past-storage-timeout");
+                    just_past(rng, t.storage)
+                };
+                let disk = |ok: bool| {
+                    let (node, for_ms) = (leader, (failing * 2).as_millis() as u64);
+                    if ok {
+                        Action::DiskOk { node, mode, for_ms }
+                    } else {
+                        Action::Disk { node, mode, for_ms }
+                    }
+                };
+                s.then(zero, disk(false))
+                    .then(failing, disk(true))
+                    .then(ms(rng.random_range(300..2000)), Action::Kill(node(leader)))
+                    .then(around(rng, t.session), Action::Restart(node(leader)))
             }
             Pattern::ControllerFailover => {
                 let c = controller.expect("fits only with a known controller");

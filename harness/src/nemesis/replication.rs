@@ -180,6 +180,16 @@ async fn act(
             Action::Resume(p) => cluster.resume(*p).await?,
             Action::Cut { grudge, .. } => cluster.partition(grudge),
             Action::Heal { grudge, .. } => cluster.heal_links(grudge),
+            Action::Disk { node, mode, for_ms } => {
+                cluster
+                    .set_disk(*node, mode.as_str(), Some(*for_ms))
+                    .await?
+            }
+            // A node that died meanwhile restarts with a working disk.
+            Action::DiskOk { node, .. } if cluster.is_running(Proc::Node(*node)) => {
+                cluster.set_disk(*node, "ok", None).await?
+            }
+            Action::DiskOk { .. } => {}
         }
         on_event(action.event());
         Ok(())

@@ -21,6 +21,9 @@ pub struct Timeouts {
     pub session: Duration,
     pub lag: Duration,
     pub fetch_wait: Duration,
+    /// A node whose storage keeps failing this long leaves every ISR
+    /// (`--storage-failure-timeout-ms`).
+    pub storage: Duration,
 }
 
 impl Timeouts {
@@ -30,6 +33,7 @@ impl Timeouts {
             session: Duration::from_millis(3000),
             lag: Duration::from_millis(replica_lag_time_max_ms.unwrap_or(10_000)),
             fetch_wait: Duration::from_millis(500),
+            storage: Duration::from_millis(2000),
         }
     }
 }

@@ -202,6 +202,19 @@ fn patterns_aim_at_the_roles_the_metadata_names() {
                 assert_eq!(p.roles["follower"], next);
                 assert!(steps.contains(&&Action::Kill(Proc::Node(leader))));
             }
+            Pattern::LeaderDisk => {
+                // The leader's disk fails, works again, then the leader is killed
+                // and restarted.
+                let Action::Disk { node, for_ms, .. } = steps[0] else {
+                    panic!("{steps:?}")
+                };
+                assert_eq!(*node, leader);
+                assert!(matches!(steps[1], Action::DiskOk { node, .. } if *node == leader));
+                assert_eq!(steps[2], &Action::Kill(Proc::Node(leader)));
+                assert_eq!(steps[3], &Action::Restart(Proc::Node(leader)));
+                // The broker's own bound outlasts the step that ends the fault.
+                assert!(Duration::from_millis(*for_ms) > p.script.steps[1].0);
+            }
             _ => {}
         }
         assert!(p.script.leaves_nothing(), "{:?}: {:?}", p.pattern, p.script);
