@@ -167,6 +167,13 @@ pub enum Event {
         leo: u64,
         hw: u64,
     },
+    /// Node: a write to a partition's storage failed, the first of a streak (nothing
+    /// of the partition is acknowledged until a write works again).
+    StorageFailure {
+        topic: String,
+        partition: u32,
+        what: String,
+    },
 }
 
 impl Event {
@@ -326,6 +333,14 @@ mod tests {
                     hw: 8,
                 },
                 r#"{"ts_ms":5,"node":-1,"kind":"log_reopened","topic":"t","partition":0,"leo":9,"hw":8}"#,
+            ),
+            (
+                Event::StorageFailure {
+                    topic: "t".into(),
+                    partition: 0,
+                    what: "append: No space left on device (os error 28)".into(),
+                },
+                r#"{"ts_ms":5,"node":-1,"kind":"storage_failure","topic":"t","partition":0,"what":"append: No space left on device (os error 28)"}"#,
             ),
         ];
         for (event, json) in cases {

@@ -48,6 +48,8 @@ pub enum Transition {
     NotEnoughReplicas,
     /// A controller started a new controller epoch.
     ControllerFailover,
+    /// A partition's storage failed (a full or failing disk): appends refused.
+    StorageFailure,
 }
 
 by_name!(Transition => "transition");
@@ -168,6 +170,7 @@ impl Coverage {
             }
             "not_enough_replicas" => self.count(Transition::NotEnoughReplicas),
             "controller_epoch" => self.count(Transition::ControllerFailover),
+            "storage_failure" => self.count(Transition::StorageFailure),
             _ => {}
         }
     }
@@ -257,7 +260,7 @@ impl Coverage {
         use Transition::*;
         let mut out =
             String::from("fault coverage (replication transitions the campaign went through):\n");
-        let areas: [(&str, &[Transition]); 4] = [
+        let areas: [(&str, &[Transition]); 5] = [
             (
                 "elections",
                 &[LeaderElection, UncleanElection, RestartedLeader],
@@ -265,6 +268,7 @@ impl Coverage {
             ("ISR", &[IsrShrinkController, IsrShrinkLag, IsrExpand]),
             ("truncation", &[TruncateEpoch, TruncateHw, TruncateRecords]),
             ("fencing", &[Fenced, NotEnoughReplicas, ControllerFailover]),
+            ("storage", &[StorageFailure]),
         ];
         for (area, transitions) in areas {
             let counts: Vec<String> = transitions
@@ -316,6 +320,7 @@ EVENT {"ts_ms":1009,"node":1,"kind":"fenced","api":"fetch","reason":"not_leader"
 EVENT {"ts_ms":1010,"node":2,"kind":"not_enough_replicas","topic":"queue","partition":0,"isr_size":1,"min_insync":2}
 EVENT {"ts_ms":1011,"node":2,"kind":"become_leader","topic":"queue","partition":0,"leader_epoch":2}
 EVENT {"ts_ms":1012,"node":2,"kind":"log_reopened","topic":"queue","partition":0,"leo":5,"hw":4}
+EVENT {"ts_ms":1013,"node":3,"kind":"storage_failure","topic":"queue","partition":1,"what":"append: No space left on device (os error 28)"}
 "#;
 
     fn covered() -> Coverage {
@@ -339,7 +344,8 @@ EVENT {"ts_ms":1012,"node":2,"kind":"log_reopened","topic":"queue","partition":0
         assert_eq!(c.fenced["produce/stale_leader_epoch"], 1);
         assert_eq!(c.get(NotEnoughReplicas), 1);
         assert_eq!(c.get(ControllerFailover), 1);
-        assert_eq!(c.event_lines, 13);
+        assert_eq!(c.get(StorageFailure), 1);
+        assert_eq!(c.event_lines, 14);
         assert!(c.leader_changed());
     }
 

@@ -113,6 +113,7 @@ impl Pattern {
             Pattern::LoseUnflushed => &[TruncateEpoch, TruncateRecords, IsrShrinkController],
             Pattern::ControllerFailover => &[ControllerFailover, Fenced],
             Pattern::LeaderDisk => &[
+                StorageFailure,
                 IsrShrinkController,
                 LeaderElection,
                 TruncateEpoch,
@@ -134,14 +135,18 @@ impl Pattern {
             // The most windows at once: reads and acks from a deposed leader, its
             // unreplicated suffix, its truncation when it rejoins.
             Pattern::IsolateLeader => 3.0,
-            Pattern::Kip101 | Pattern::PartialPartition | Pattern::KillDuringPartition => 2.0,
+            // A leader whose appends failed keeps serving, and appends again on
+            // the disk that failed it.
+            Pattern::Kip101
+            | Pattern::PartialPartition
+            | Pattern::KillDuringPartition
+            | Pattern::LeaderDisk => 2.0,
             Pattern::FollowerLag => 0.5,
             Pattern::LeaderKill
             | Pattern::LeaderPause
             | Pattern::CrashAll
             | Pattern::LoseUnflushed
-            | Pattern::ControllerFailover
-            | Pattern::LeaderDisk => 1.0,
+            | Pattern::ControllerFailover => 1.0,
         }
     }
 
@@ -363,28 +368,31 @@ impl Pattern {
                     DiskMode::Eio
                 };
                 roles["mode"] = json!(mode.as_str());
-                // Mostly over before the storage failure timeout: the leader keeps
-                // leading and appends again on the disk that failed it; else past
-                // it: it leaves every ISR and its leadership moves.
-                let failing = if rng.random_bool(0.7) {
-                    roles["variant"] = json!("within-storage-timeout");
-                    t.storage.mul_f64(rng.random_range(0.25..0.75))
+                // First over before the storage failure timeout: the leader keeps
+                // leading and appends again on the disk that failed it. Three times
+                // in ten a second failure then lasts past the timeout: the leader
+                // leaves every ISR and its leadership moves.
+                let bound = |d: Duration| (d * 2).as_millis() as u64;
+                let within = t.storage.mul_f64(rng.random_range(0.25..0.75));
+                let (node, for_ms) = (leader, bound(within));
+                let mut s = s
+                    .then(zero, Action::Disk { node, mode, for_ms })
+                    .then(within, Action::DiskOk { node, mode, for_ms });
+                if rng.random_bool(0.3) {
+                    roles["variant"] = json!("within-then-past-storage-timeout");
+                    let past = just_past(rng, t.storage);
+                    let for_ms = bound(past);
+                    s = s
+                        .then(
+                            ms(rng.random_range(200..1000)),
+                            Action::Disk { node, mode, for_ms },
+                        )
+                        .then(past, Action::DiskOk { node, mode, for_ms });
                 } else {
-                    roles["variant"] = json!("past-storage-timeout");
-                    just_past(rng, t.storage)
-                };
-                let disk = |ok: bool| {
-                    let (node, for_ms) = (leader, (failing * 2).as_millis() as u64);
-                    if ok {
-                        Action::DiskOk { node, mode, for_ms }
-                    } else {
-                        Action::Disk { node, mode, for_ms }
-                    }
-                };
-                s.then(zero, disk(false))
-                    .then(failing, disk(true))
-                    .then(ms(rng.random_range(300..2000)), Action::Kill(node(leader)))
-                    .then(around(rng, t.session), Action::Restart(node(leader)))
+                    roles["variant"] = json!("within-storage-timeout");
+                }
+                s.then(ms(rng.random_range(300..2000)), Action::Kill(Proc::Node(leader)))
+                    .then(around(rng, t.session), Action::Restart(Proc::Node(leader)))
             }
             Pattern::ControllerFailover => {
                 let c = controller.expect("fits only with a known controller");

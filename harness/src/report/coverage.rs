@@ -13,7 +13,7 @@ use super::text::escape;
 use crate::nemesis::{Coverage, Transition};
 
 /// The transitions by area, as the table groups them.
-const AREAS: [(&str, &[Transition]); 4] = {
+const AREAS: [(&str, &[Transition]); 5] = {
     use Transition::*;
     [
         (
@@ -23,6 +23,7 @@ const AREAS: [(&str, &[Transition]); 4] = {
         ("ISR", &[IsrShrinkController, IsrShrinkLag, IsrExpand]),
         ("truncation", &[TruncateEpoch, TruncateHw, TruncateRecords]),
         ("fencing", &[Fenced, NotEnoughReplicas, ControllerFailover]),
+        ("storage", &[StorageFailure]),
     ]
 };
 

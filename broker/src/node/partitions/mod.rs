@@ -346,6 +346,11 @@ impl ReplicaManager {
                 part.name(),
                 self.ctx.config.storage_failure_timeout_ms
             );
+            self.emit(&Event::StorageFailure {
+                topic: part.tp.topic.clone(),
+                partition: part.tp.partition,
+                what: format!("{what}: {e}"),
+            });
             part.purgatory.wake();
         }
     }
