@@ -88,7 +88,9 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
         "a 15 s schedule at 0.7 s steps starts faults: {events:?}"
     );
     assert_eq!(started, ended, "every start has its end: {events:?}");
-    for e in &events {
+    // Besides starts and ends, the marks naming the active controller a fault
+    // aimed at the controller found.
+    for e in events.iter().filter(|e| !e.is_decision()) {
         assert!(
             starts.contains(&e.f.as_str()) || ends.contains(&e.f.as_str()),
             "{e:?}"

@@ -15,7 +15,9 @@
 //! - A pattern aims at a partition of the workload's first topic (the queue's,
 //!   whose final logs are checked), a leader of more partitions of any of its
 //!   topics more often (in the mixed workload, one leading the register's too),
-//!   since a fault on it moves all of them.
+//!   since a fault on it moves all of them; and, for the patterns that need the
+//!   leader and the controller apart, a partition whose leader (or next-in-line
+//!   follower) is not the active controller ([`Pattern::aim_weight`]).
 //! - Gaps between patterns are drawn around the session timeout.
 //!
 //! Every draw comes from the seed's generator, so the same seed, views and coverage
@@ -190,6 +192,7 @@ impl Aimed {
             _ => aimable
                 .choose_weighted(&mut self.rng, |q| {
                     q.leader.map_or(1, |l| view.leads(l).max(1)) as f64
+                        * pattern.aim_weight(q, view.controller)
                 })
                 .ok()
                 .copied(),

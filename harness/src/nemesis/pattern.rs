@@ -177,6 +177,27 @@ impl Pattern {
         }
     }
 
+    /// How much this pattern prefers `partition`, given the active controller: a
+    /// pattern that cuts the leader off, or lags the follower the controller would
+    /// elect next, opens its window only when the controller is neither of them —
+    /// a leader that is the controller too decides its own ISR, and a controller
+    /// cut from the leader expires it within a session timeout. With every broker a
+    /// voter such partitions are common; others are preferred five to one.
+    pub fn aim_weight(self, partition: &PartitionView, controller: Option<Proc>) -> f64 {
+        let Some(Proc::Node(c)) = controller else {
+            return 1.0;
+        };
+        let next = partition.followers().first().copied();
+        let apart = match self {
+            Pattern::PartialPartition | Pattern::KillDuringPartition => {
+                partition.leader != Some(c) && next != Some(c)
+            }
+            Pattern::FollowerLag | Pattern::IsolateLeader => partition.leader != Some(c),
+            _ => true,
+        };
+        if apart { 1.0 } else { 0.2 }
+    }
+
     /// The pattern's roles and script on `partition` (None for the role-free
     /// patterns), `controller` the active controller (a broker, unless the
     /// controller is dedicated); `move_leader` holds leader faults past a session
@@ -202,6 +223,16 @@ impl Pattern {
                 longer(rng, t.session)
             } else {
                 around(rng, t.session)
+            }
+        };
+        // How much later a partition's election comes when `p`, going down, is the
+        // active controller: a new one must be elected first (up to the Raft
+        // election timeout), whose grace then runs as the session timeout would.
+        let takeover = |p: Proc| {
+            if controller == Some(p) {
+                t.election
+            } else {
+                zero
             }
         };
         // The follower the controller would elect next, mostly; sometimes another.
@@ -244,7 +275,10 @@ impl Pattern {
                     s.then(down, Action::Kill(node(leader)))
                         .then(ms(rng.random_range(0..200)), Action::Restart(node(aimed)))
                 };
-                s.then(longer(rng, t.session), Action::Restart(node(leader)))
+                // Back only once the election happened: when the leader was the
+                // controller too, that waits for a new controller and its grace.
+                let down = longer(rng, t.session) + takeover(node(leader));
+                s.then(down, Action::Restart(node(leader)))
             }
             Pattern::FollowerLag => {
                 roles["follower"] = json!(aimed);
@@ -320,12 +354,23 @@ impl Pattern {
                     order.push(leader);
                     roles["variant"] = json!("old-leader-last");
                 }
+                let last_is_leader = roles["variant"] == "old-leader-last";
                 let restarts = order
                     .iter()
                     .enumerate()
                     .map(|(i, &id)| {
                         let gap = match i {
                             0 => zero,
+                            // The controller went down with every broker: with the
+                            // brokers as voters, the old leader stays down until a
+                            // new controller is elected and its grace is over, so
+                            // that it elects one of the followers back first.
+                            _ if last_is_leader
+                                && id == leader
+                                && !settings.dedicated_controller =>
+                            {
+                                t.election + longer(rng, t.session)
+                            }
                             _ if rng.random_bool(0.5) => shorter(rng, t.fetch_wait),
                             _ => shorter(rng, t.session),
                         };
@@ -391,8 +436,11 @@ impl Pattern {
                 } else {
                     roles["variant"] = json!("within-storage-timeout");
                 }
-                s.then(ms(rng.random_range(300..2000)), Action::Kill(Proc::Node(leader)))
-                    .then(around(rng, t.session), Action::Restart(Proc::Node(leader)))
+                s.then(
+                    ms(rng.random_range(300..2000)),
+                    Action::Kill(Proc::Node(leader)),
+                )
+                .then(around(rng, t.session), Action::Restart(Proc::Node(leader)))
             }
             Pattern::ControllerFailover => {
                 let c = controller.expect("fits only with a known controller");

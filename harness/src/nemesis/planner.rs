@@ -77,6 +77,11 @@ impl Planner {
         self
     }
 
+    /// Is the controller a process of its own?
+    pub fn dedicated_controller(&self) -> bool {
+        self.dedicated_controller
+    }
+
     /// Faults started and not yet ended, oldest first.
     pub fn active(&self) -> &[Fault] {
         &self.active

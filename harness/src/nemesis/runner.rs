@@ -12,11 +12,18 @@ use crate::error::Result;
 use crate::net::{Grudge, Topology};
 use crate::proc::Proc;
 
-/// The time between two restarts at the end of a crash-all. Spread over more than the
-/// controller's session timeout (3 s) for three nodes, so a node that comes back early
-/// can learn a leader that is still down and act on it (truncate, under `--truncation
-/// hw`) before the controller declares that leader dead: KIP-101's first scenario.
+/// The time between two restarts at the end of a crash-all, with a dedicated
+/// controller (which stays up). Spread over more than the controller's session
+/// timeout (3 s) for three nodes, so a node that comes back early can learn a leader
+/// that is still down and act on it (truncate, under `--truncation hw`) before the
+/// controller declares that leader dead: KIP-101's first scenario.
 pub const CRASH_ALL_RESTART_GAP: Duration = Duration::from_millis(1750);
+
+/// The same when the controller runs in the brokers, and so went down with them: a
+/// controller is elected only once a majority is back (up to the 1.5 s election
+/// timeout), then gives every broker a session timeout (3 s) before it declares the
+/// ones still down dead. With three brokers the last comes back after that.
+pub const CRASH_ALL_RESTART_GAP_COMBINED: Duration = Duration::from_millis(5000);
 
 /// Applies a [`Planner`]'s schedule to a cluster.
 #[derive(Debug)]
@@ -36,6 +43,15 @@ impl Nemesis {
 
     pub fn planner(&self) -> &Planner {
         &self.planner
+    }
+
+    /// The time between two restarts at the end of a crash-all.
+    fn crash_all_gap(&self) -> Duration {
+        if self.planner.dedicated_controller() {
+            CRASH_ALL_RESTART_GAP
+        } else {
+            CRASH_ALL_RESTART_GAP_COMBINED
+        }
     }
 
     /// Run the schedule for `time_limit`, then end every active fault. Each start and
@@ -172,7 +188,7 @@ impl Nemesis {
                     Fault::CrashAll(order) => {
                         for (i, &id) in order.iter().enumerate() {
                             if i > 0 {
-                                tokio::time::sleep(CRASH_ALL_RESTART_GAP).await;
+                                tokio::time::sleep(self.crash_all_gap()).await;
                             }
                             cluster.restart(Proc::Node(id)).await?;
                         }

@@ -24,6 +24,9 @@ pub struct Timeouts {
     /// A node whose storage keeps failing this long leaves every ISR
     /// (`--storage-failure-timeout-ms`).
     pub storage: Duration,
+    /// The longest a controller voter waits for a leader before it starts an
+    /// election (the election timeout, up to 1.5×).
+    pub election: Duration,
 }
 
 impl Timeouts {
@@ -34,6 +37,7 @@ impl Timeouts {
             lag: Duration::from_millis(replica_lag_time_max_ms.unwrap_or(10_000)),
             fetch_wait: Duration::from_millis(500),
             storage: Duration::from_millis(2000),
+            election: Duration::from_millis(1500),
         }
     }
 }

@@ -447,3 +447,24 @@ fn in_combined_mode_patterns_aim_at_the_broker_that_is_the_controller() {
     // No controller known: the controller pattern does not fit.
     assert!(!Pattern::ControllerFailover.fits(&combined, None, None));
 }
+
+/// Patterns that need the leader and the controller apart prefer partitions where
+/// they are; the others do not care.
+#[test]
+fn patterns_that_cut_the_leader_off_prefer_a_leader_that_is_not_the_controller() {
+    // Partition 0: leader 2, next-in-line 3, then 1.
+    let part = view().partitions[0].clone();
+    let w = |p: Pattern, c: i32| p.aim_weight(&part, Some(Proc::Node(c)));
+    for p in [Pattern::PartialPartition, Pattern::KillDuringPartition] {
+        assert_eq!((w(p, 2), w(p, 3), w(p, 1)), (0.2, 0.2, 1.0), "{p:?}");
+    }
+    for p in [Pattern::FollowerLag, Pattern::IsolateLeader] {
+        assert_eq!((w(p, 2), w(p, 3)), (0.2, 1.0), "{p:?}");
+    }
+    assert_eq!(w(Pattern::LeaderKill, 2), 1.0);
+    // A dedicated controller is apart from every replica.
+    assert_eq!(
+        Pattern::PartialPartition.aim_weight(&part, Some(Proc::Controller)),
+        1.0
+    );
+}
