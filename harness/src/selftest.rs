@@ -90,10 +90,11 @@ pub struct SelftestArgs {
 pub fn profile(bug: Bug) -> &'static str {
     match bug {
         // KIP-101: a follower truncated to a stale HW is elected (crash-all with
-        // restarts spread past the session timeout), or an old leader truncates below
-        // records the new one overwrote.
+        // restarts spread past the session timeout, while a dedicated controller
+        // stays up and still names the dead leader), or an old leader truncates
+        // below records the new one overwrote.
         Bug::HwTruncation => {
-            "--nemesis kill,crash-all,isolate-leader --nemesis-interval 2 --time-limit 15"
+            "--dedicated-controller --nemesis kill,crash-all,isolate-leader --nemesis-interval 2 --time-limit 15"
         }
         // The leader acknowledges records no follower has; isolate it past the
         // session timeout (3 s) and another replica is elected without them.
@@ -139,7 +140,11 @@ pub fn profile(bug: Bug) -> &'static str {
         // A failing disk on a leader leaves its failed appends queued; they reach the
         // disk at repeated offsets once it works, and a kill and restart of that node
         // keeps them over acknowledged records.
-        Bug::AppendUndoLost => "--nemesis disk,kill --nemesis-interval 1 --time-limit 30",
+        // (A dedicated controller: every kill then hits a broker or the controller
+        // alone, as the profile was measured.)
+        Bug::AppendUndoLost => {
+            "--dedicated-controller --nemesis disk,kill --nemesis-interval 1 --time-limit 30"
+        }
         // Test-only: a leader aborts at its 100th produce request, within seconds.
         Bug::Abort => "--time-limit 10",
     }

@@ -82,6 +82,7 @@ fn the_planted_append_undo_lost_is_caught_by_disk_and_kill() {
             &[
                 "--bug",
                 "append-undo-lost",
+                "--dedicated-controller",
                 "--nemesis",
                 "disk,kill",
                 "--nemesis-interval",

@@ -243,6 +243,9 @@ fn hw_truncation_loses_or_diverges_data_under_kills_and_isolation() {
             "hw",
             "--acks",
             "all",
+            // The controller stays up through a crash-all and still names the dead
+            // leader to the followers back first (KIP-101's first scenario).
+            "--dedicated-controller",
             "--nemesis",
             "kill,crash-all,isolate-leader",
             "--nemesis-interval",
