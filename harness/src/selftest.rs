@@ -116,8 +116,11 @@ pub fn profile(bug: Bug) -> &'static str {
         // The leader commits what one follower has; a partition that leaves it with
         // that follower, cut from the controller (`halves`, some `bridge`s), elects
         // the other one, which lacks the records. Partitions draw their shape, hence
-        // the longer campaign.
-        Bug::HwAnyFollower => "--nemesis partition --nemesis-interval 5 --time-limit 30",
+        // the longer campaign. (A dedicated controller, so that it can sit on
+        // either side of a partition, apart from every replica.)
+        Bug::HwAnyFollower => {
+            "--dedicated-controller --nemesis partition --nemesis-interval 5 --time-limit 30"
+        }
         // An isolated leader serves consumers the records it appended alone; the new
         // leader never had them.
         Bug::ReadPastHw => "--nemesis isolate-leader --nemesis-interval 5 --time-limit 15",
