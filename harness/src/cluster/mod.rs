@@ -423,7 +423,7 @@ impl Cluster {
     }
 
     /// Heal every link (degraded ones restored too), resume every paused process and
-    /// restart every killed one (the controller first).
+    /// restart every killed one (a dedicated controller first).
     pub async fn heal_all(&mut self) -> Result<()> {
         self.heal();
         self.restore_links();
