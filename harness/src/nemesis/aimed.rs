@@ -37,7 +37,7 @@ use super::action::Script;
 use super::coverage::{Coverage, Transition};
 use super::fault::NemesisEvent;
 use super::pattern::{Pattern, Settings};
-use super::view::ClusterView;
+use super::view::{ClusterView, PartitionView};
 
 /// What the planner decided.
 #[derive(Debug, Clone, PartialEq)]
@@ -180,11 +180,25 @@ impl Aimed {
         } else {
             "every transition it aims at was seen: drawn by how rarely it ran".to_string()
         };
-        let aimable: Vec<_> = led
+        let mut aimable: Vec<_> = led
             .iter()
             .copied()
             .filter(|q| pattern.fits(&self.settings, Some(q), view.controller))
             .collect();
+        // A pattern that needs the leader and the controller apart, finding no such
+        // partition in the first topic, aims at one of another topic if there is
+        // (in the mixed workload, the register's: its checker sees a lost write too).
+        let apart = |q: &PartitionView| pattern.aim_weight(q, view.controller) >= 1.0;
+        if !aimable.iter().any(|q| apart(q)) {
+            let elsewhere: Vec<_> = view
+                .led_in_any_topic()
+                .into_iter()
+                .filter(|q| apart(q) && pattern.fits(&self.settings, Some(q), view.controller))
+                .collect();
+            if !elsewhere.is_empty() {
+                aimable = elsewhere;
+            }
+        }
         // A busier leader's partition more often: a fault on a node leading
         // several partitions (of any topic) moves them all.
         let target = match pattern {

@@ -179,23 +179,27 @@ impl Pattern {
 
     /// How much this pattern prefers `partition`, given the active controller: a
     /// pattern that cuts the leader off, or lags the follower the controller would
-    /// elect next, opens its window only when the controller is neither of them —
-    /// a leader that is the controller too decides its own ISR, and a controller
-    /// cut from the leader expires it within a session timeout. With every broker a
-    /// voter such partitions are common; others are preferred five to one.
+    /// elect next, opens its window only when the controller is apart from them —
+    /// a leader that is the controller too decides its own ISR (and drops the
+    /// follower it cannot hear from), and a controller cut from the leader expires
+    /// it within a session timeout. With every broker a
+    /// voter such partitions are common; others are preferred ten to one (and
+    /// looked for in the workload's other topics when the first has none).
     pub fn aim_weight(self, partition: &PartitionView, controller: Option<Proc>) -> f64 {
         let Some(Proc::Node(c)) = controller else {
             return 1.0;
         };
         let next = partition.followers().first().copied();
         let apart = match self {
+            // The follower cut off must reach the controller (else it expires and
+            // leaves the ISR by the controller's hand), and so must the leader.
             Pattern::PartialPartition | Pattern::KillDuringPartition => {
                 partition.leader != Some(c) && next != Some(c)
             }
             Pattern::FollowerLag | Pattern::IsolateLeader => partition.leader != Some(c),
             _ => true,
         };
-        if apart { 1.0 } else { 0.2 }
+        if apart { 1.0 } else { 0.1 }
     }
 
     /// The pattern's roles and script on `partition` (None for the role-free
@@ -314,21 +318,30 @@ impl Pattern {
                 let held = t.lag.mul_f64(rng.random_range(0.5..1.8));
                 // The controller may be one of the partition's replicas (every
                 // broker is a voter): stalling it is only the variant's point when
-                // it is neither the leader nor the follower cut off.
+                // it is neither the leader nor the follower cut off — and when it is
+                // the other follower, stopping it would stop the leader's acks too:
+                // the leader is then killed with the controller running, which
+                // elects from the ISR it agreed to all the same.
                 let stallable = controller.filter(|&c| c != node(leader) && c != node(far));
                 let stalled = stallable.filter(|_| rng.random_bool(0.5));
                 if let Some(c) = stalled {
-                    // A controller stopped counts no time against anyone: nothing is
-                    // elected, and no ISR change accepted, until it resumes and finds
-                    // the leader dead — or, when it is one voter of several, until
-                    // the others elect a controller that does.
-                    roles["variant"] = json!("stalled-controller");
                     let grudge = pair(leader, far);
-                    s.then(zero, Action::Pause(c))
-                        .then(zero, cut("cut-follower", &grudge))
-                        .then(held.max(t.lag.mul_f64(1.1)), Action::Kill(node(leader)))
-                        .then(ms(rng.random_range(100..500)), Action::Resume(c))
-                        .then(zero, heal("cut-follower", &grudge))
+                    let s = if c == node(near) {
+                        roles["variant"] = json!("kill-past-lag-time");
+                        s.then(zero, cut("cut-follower", &grudge))
+                            .then(held.max(t.lag.mul_f64(1.1)), Action::Kill(node(leader)))
+                    } else {
+                        // A controller stopped counts no time against anyone:
+                        // nothing is elected, and no ISR change accepted, until it
+                        // resumes and finds the leader dead — or, when it is one
+                        // voter of several, until the others elect one that does.
+                        roles["variant"] = json!("stalled-controller");
+                        s.then(zero, Action::Pause(c))
+                            .then(zero, cut("cut-follower", &grudge))
+                            .then(held.max(t.lag.mul_f64(1.1)), Action::Kill(node(leader)))
+                            .then(ms(rng.random_range(100..500)), Action::Resume(c))
+                    };
+                    s.then(zero, heal("cut-follower", &grudge))
                         .then(longer(rng, t.session), Action::Restart(node(leader)))
                 } else {
                     roles["variant"] = json!("cut-from-controller");

@@ -137,9 +137,17 @@ impl ClusterView {
     /// Partitions of the first topic whose leader is alive and have a follower:
     /// what a pattern aimed at a leader can hit.
     pub fn led(&self) -> Vec<&PartitionView> {
+        self.led_in_any_topic()
+            .into_iter()
+            .filter(|p| self.topics.first().is_none_or(|t| *t == p.topic))
+            .collect()
+    }
+
+    /// Partitions of any of the workload's topics whose leader is alive and have a
+    /// follower.
+    pub fn led_in_any_topic(&self) -> Vec<&PartitionView> {
         self.partitions
             .iter()
-            .filter(|p| self.topics.first().is_none_or(|t| *t == p.topic))
             .filter(|p| {
                 p.leader.is_some_and(|l| self.alive.contains(&l)) && !p.followers().is_empty()
             })
