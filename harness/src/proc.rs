@@ -15,6 +15,16 @@ pub enum Proc {
 }
 
 impl Proc {
+    /// Every process of a cluster of `nodes`: a dedicated controller first (when
+    /// there is one), then the nodes in the order given.
+    pub fn universe(nodes: &[i32], dedicated_controller: bool) -> Vec<Proc> {
+        dedicated_controller
+            .then_some(Proc::Controller)
+            .into_iter()
+            .chain(nodes.iter().map(|&id| Proc::Node(id)))
+            .collect()
+    }
+
     /// As in history values: the node id, or `"controller"`.
     pub fn to_json(self) -> Value {
         match self {

@@ -26,6 +26,17 @@ fn broker_bin() -> PathBuf {
     profile_dir.join("broker")
 }
 
+/// The history names of the faults' starts and of their ends.
+const STARTS: [&str; 6] = [
+    "kill",
+    "pause",
+    "partition",
+    "crash-all",
+    "lose-unflushed",
+    "disk",
+];
+const ENDS: [&str; 4] = ["restart", "resume", "heal", "disk-ok"];
+
 /// Wait (bounded) until no process of the cluster under `dir` is left.
 fn assert_nothing_left(dir: &Path) {
     support::assert_no_process_left(dir.to_str().expect("a UTF-8 temp dir"));
@@ -66,15 +77,7 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
         "run ends every fault it started"
     );
 
-    let starts = [
-        "kill",
-        "pause",
-        "partition",
-        "crash-all",
-        "lose-unflushed",
-        "disk",
-    ];
-    let ends = ["restart", "resume", "heal", "disk-ok"];
+    let (starts, ends) = (STARTS, ENDS);
     let started = events
         .iter()
         .filter(|e| starts.contains(&e.f.as_str()))
@@ -367,15 +370,7 @@ async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes
             .unwrap()
             .starts_with("first fault")
     );
-    let starts = [
-        "kill",
-        "pause",
-        "partition",
-        "crash-all",
-        "lose-unflushed",
-        "disk",
-    ];
-    let ends = ["restart", "resume", "heal", "disk-ok"];
+    let (starts, ends) = (STARTS, ENDS);
     let count = |names: &[&str]| {
         events
             .iter()

@@ -18,13 +18,20 @@ impl Cluster {
             .await
     }
 
+    /// End a disk fault on node `id`: its storage works again. A node that died
+    /// meanwhile (killed, or crashed) restarts with a working disk: nothing to do.
+    pub async fn disk_ok(&self, id: i32) -> Result<()> {
+        if self.is_running(Proc::Node(id)) {
+            self.set_disk(id, "ok", None).await?;
+        }
+        Ok(())
+    }
+
     /// Make every running node's storage work (a node started since works anyway:
     /// the switch lives in the process).
     pub async fn disks_ok(&self) -> Result<()> {
         for id in self.node_ids() {
-            if self.is_running(Proc::Node(id)) {
-                self.set_disk(id, "ok", None).await?;
-            }
+            self.disk_ok(id).await?;
         }
         Ok(())
     }

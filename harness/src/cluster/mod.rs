@@ -114,11 +114,7 @@ impl Cluster {
             )));
         }
         let nodes: Vec<i32> = (1..=config.nodes as i32).collect();
-        let dedicated = config.dedicated_controller.then_some(Proc::Controller);
-        let procs: Vec<Proc> = dedicated
-            .into_iter()
-            .chain(nodes.iter().map(|&id| Proc::Node(id)))
-            .collect();
+        let procs = Proc::universe(&nodes, config.dedicated_controller);
         let mut links = BTreeMap::new();
         let mut client_links = BTreeMap::new();
         for &to in &procs {

@@ -70,11 +70,7 @@ pub struct Settings {
 impl Settings {
     /// Every process a partition may cut: the brokers (and a dedicated controller).
     fn procs(&self) -> Vec<Proc> {
-        self.dedicated_controller
-            .then_some(Proc::Controller)
-            .into_iter()
-            .chain(self.nodes.iter().map(|&id| Proc::Node(id)))
-            .collect()
+        Proc::universe(&self.nodes, self.dedicated_controller)
     }
 }
 

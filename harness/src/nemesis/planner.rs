@@ -90,11 +90,7 @@ impl Planner {
     /// Every process a partition or a degraded link may hit: the brokers (and a
     /// dedicated controller).
     fn all_procs(&self) -> Vec<Proc> {
-        self.dedicated_controller
-            .then_some(Proc::Controller)
-            .into_iter()
-            .chain(self.nodes.iter().map(|&id| Proc::Node(id)))
-            .collect()
+        Proc::universe(&self.nodes, self.dedicated_controller)
     }
 
     /// Kill and pause targets: every broker, and the controller — the active one at

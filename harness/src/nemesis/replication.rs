@@ -185,11 +185,7 @@ async fn act(
                     .set_disk(*node, mode.as_str(), Some(*for_ms))
                     .await?
             }
-            // A node that died meanwhile restarts with a working disk.
-            Action::DiskOk { node, .. } if cluster.is_running(Proc::Node(*node)) => {
-                cluster.set_disk(*node, "ok", None).await?
-            }
-            Action::DiskOk { .. } => {}
+            Action::DiskOk { node, .. } => cluster.disk_ok(*node).await?,
         }
         on_event(action.event());
         Ok(())

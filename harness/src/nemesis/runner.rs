@@ -197,11 +197,7 @@ impl Nemesis {
                     Fault::Degrade { procs, how, seed } => {
                         cluster.degrade(procs, *seed, |c| how.clear(c))
                     }
-                    // A node that died meanwhile (a crash) restarts with a working disk.
-                    Fault::Disk { node, .. } if cluster.is_running(Proc::Node(*node)) => {
-                        cluster.set_disk(*node, "ok", None).await?
-                    }
-                    Fault::Disk { .. } => {}
+                    Fault::Disk { node, .. } => cluster.disk_ok(*node).await?,
                 }
                 on_event(fault.end_event());
             }
