@@ -48,6 +48,11 @@ pub struct ControllerArgs {
     /// A broker silent for longer than this is dead.
     #[arg(long, default_value_t = 3000)]
     pub session_timeout_ms: u64,
+    /// Every this many ms, the active controller moves each partition's leadership
+    /// back to its preferred replica (the first) if that one is alive and in the
+    /// ISR (Kafka's auto leader rebalance); 0 turns it off.
+    #[arg(long, default_value_t = 300_000, value_name = "MS")]
+    pub leader_imbalance_check_interval_ms: u64,
     /// Allow electing a replica outside the ISR when no ISR member is alive (may lose
     /// data); every process must be given the same.
     #[arg(long)]
@@ -94,6 +99,11 @@ pub struct NodeArgs {
     /// The controller declares a broker silent for longer than this dead.
     #[arg(long, default_value_t = 3000)]
     pub session_timeout_ms: u64,
+    /// A controller voter: every this many ms, while active, move each partition's
+    /// leadership back to its preferred replica (the first) if that one is alive
+    /// and in the ISR (Kafka's auto leader rebalance); 0 turns it off.
+    #[arg(long, default_value_t = 300_000, value_name = "MS")]
+    pub leader_imbalance_check_interval_ms: u64,
     /// Allow electing a replica outside the ISR when no ISR member is alive (may lose
     /// data); every broker must be given the same.
     #[arg(long)]

@@ -546,3 +546,44 @@ async fn producer_ids_stay_unique_across_a_failover_and_a_restart_of_every_voter
         assert!(seen.insert(producer_id(&c).await), "{seen:?}");
     }
 }
+
+/// Auto leader rebalance: the broker a failure took a partition from gets it back
+/// once it has caught up into the ISR, in a new leader epoch, and nothing
+/// acknowledged under either leader is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preferred_replica_back_in_the_isr_leads_its_partition_again() {
+    let mut c = Cluster::start(Opts {
+        node_args: vec!["--leader-imbalance-check-interval-ms".into(), "300".into()],
+        ..Opts::default()
+    });
+    c.create_topic("t", 1, 3, 2).await;
+    let (preferred, epoch, _) = view(&c, "t", 0).await;
+    let mut acked = produce_all(&c, "t", &[json!(0), json!(1)]).await;
+
+    c.node(preferred).kill();
+    let (other, moved_epoch) = c
+        .wait_for("another leader", || async {
+            let (leader, e, _) = view(&c, "t", 0).await;
+            (leader > 0 && leader != preferred).then_some((leader, e))
+        })
+        .await;
+    assert!(moved_epoch > epoch);
+    acked.extend(produce_all(&c, "t", &[json!(2), json!(3)]).await);
+
+    c.node(preferred).restart();
+    let back_epoch = c
+        .wait_for("the preferred replica leading again", || async {
+            let (leader, e, isr) = view(&c, "t", 0).await;
+            (leader == preferred && isr.len() == 3).then_some(e)
+        })
+        .await;
+    assert!(back_epoch > moved_epoch, "{back_epoch} after {moved_epoch}");
+    acked.extend(produce_all(&c, "t", &[json!(4)]).await);
+    assert_all_there(&c, "t", &acked).await;
+    assert!(
+        c.logs().contains(&format!(
+            "preferred replica {preferred} back in the ISR (was led by {other})"
+        )),
+        "the controller says why"
+    );
+}

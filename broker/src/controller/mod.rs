@@ -50,6 +50,8 @@ pub struct Settings {
     pub session_timeout_ms: u64,
     pub unclean_election: bool,
     pub election_timeout_ms: u64,
+    /// Preferred-replica elections this often (0: never).
+    pub leader_imbalance_check_interval_ms: u64,
     /// The cluster's credentials: sent with every Raft RPC and LeaderAndIsr, and
     /// required of every `/internal/` request (None: not checked).
     pub auth: Option<ClusterAuth>,
@@ -63,6 +65,7 @@ pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), Strin
     let config = Config {
         session_timeout_ms: s.session_timeout_ms,
         unclean_election: s.unclean_election,
+        leader_imbalance_check_interval_ms: s.leader_imbalance_check_interval_ms,
     };
     let state = Arc::new(Mutex::new(ControllerState::new(config, &ids)));
     let mut voters = s.voters.clone();
@@ -211,6 +214,7 @@ pub fn run(args: ControllerArgs) -> Result<(), Box<dyn Error>> {
                 session_timeout_ms: args.session_timeout_ms,
                 unclean_election: args.unclean_election,
                 election_timeout_ms: args.election_timeout_ms,
+                leader_imbalance_check_interval_ms: args.leader_imbalance_check_interval_ms,
                 auth,
             };
             let (_, routes) = start(settings).await?;

@@ -303,6 +303,8 @@ impl Controller {
         let mut interval = tokio::time::interval(TICK_INTERVAL);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_tick: Option<Millis> = None;
+        let interval_ms = self.lock().config().leader_imbalance_check_interval_ms;
+        let mut next_check: Option<Millis> = None;
         loop {
             interval.tick().await;
             let now = self.now();
@@ -314,6 +316,7 @@ impl Controller {
             }
             last_tick = Some(now);
             if self.active().is_err() {
+                next_check = None;
                 continue;
             }
             let decision = self.lock().expiry_decision(now);
@@ -321,6 +324,20 @@ impl Controller {
                 && let Err(e) = self.propose(command).await
             {
                 eprintln!("controller: broker expiry not committed: {e}");
+            }
+            // Preferred-replica elections, one interval after this controller
+            // became active and every interval after.
+            if interval_ms > 0 {
+                let due = *next_check.get_or_insert(now + interval_ms);
+                if now >= due {
+                    next_check = Some(now + interval_ms);
+                    let decision = self.lock().preferred_decision();
+                    if let Some(command) = decision
+                        && let Err(e) = self.propose(command).await
+                    {
+                        eprintln!("controller: preferred replica election not committed: {e}");
+                    }
+                }
             }
         }
     }

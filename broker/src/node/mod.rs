@@ -107,6 +107,7 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
                     session_timeout_ms: args.session_timeout_ms,
                     unclean_election: args.unclean_election,
                     election_timeout_ms: args.election_timeout_ms,
+                    leader_imbalance_check_interval_ms: args.leader_imbalance_check_interval_ms,
                     auth,
                 };
                 Some(controller::start(settings).await?)

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::preferred::PreferredElection;
 use super::{ControllerState, Effects, ProducerId};
 use crate::error::ApiError;
 use crate::protocol::{
@@ -28,6 +29,9 @@ pub enum Command {
     AlterPartition(AlterPartition),
     /// `POST /v1/producers`: allocate the next producer id.
     InitProducerId,
+    /// The active controller's periodic check found partitions to hand back to
+    /// their preferred replica.
+    ElectPreferred { partitions: Vec<PreferredElection> },
 }
 
 /// A broker the active controller declares dead.
@@ -50,6 +54,7 @@ pub enum Applied {
     Topic(TopicMetadata),
     Partition(PartitionState),
     Producer(ProducerId),
+    Elected,
 }
 
 impl ControllerState {
@@ -74,6 +79,9 @@ impl ControllerState {
                 Ok((id, fx)) => (Ok(Applied::Producer(id)), fx),
                 Err(e) => (Err(e), Effects::default()),
             },
+            Command::ElectPreferred { partitions } => {
+                (Ok(Applied::Elected), self.apply_preferred(partitions))
+            }
         }
     }
 }
@@ -97,6 +105,13 @@ mod tests {
                 }],
             },
             Command::InitProducerId,
+            Command::ElectPreferred {
+                partitions: vec![PreferredElection {
+                    topic: "queue".into(),
+                    partition: 1,
+                    leader_epoch: 4,
+                }],
+            },
         ];
         for c in cmds {
             let text = serde_json::to_string(&c).unwrap();

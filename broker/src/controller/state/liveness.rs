@@ -254,7 +254,7 @@ impl ControllerState {
     /// `previous` (-1: the partition was offline). Applying the log knows no clock:
     /// whether the leader came back recently is left false here, for the active
     /// controller to [stamp](Self::stamp_elections) from its sessions.
-    fn elected(&self, next: &PartitionState, clean: bool, previous: BrokerId) -> Event {
+    pub(super) fn elected(&self, next: &PartitionState, clean: bool, previous: BrokerId) -> Event {
         Event::LeaderElected {
             topic: next.topic.clone(),
             partition: next.partition,

@@ -34,6 +34,9 @@
 //!   current leader epoch and partition epoch, and may only add live brokers (KIP-841).
 //! - A new active controller (a new Raft term: the controller epoch) gives every
 //!   broker one session timeout to heartbeat before it counts silence against it.
+//! - Every leader imbalance check interval the active controller hands each
+//!   partition back to its preferred replica (the first) if that one is alive and in
+//!   the ISR (`preferred`).
 //!
 //! This file holds the state and its bookkeeping; the rules live beside it: `command`
 //! (the log's commands and how each applies), `sessions` (the active controller's
@@ -44,6 +47,7 @@
 mod command;
 mod isr;
 mod liveness;
+mod preferred;
 mod producers;
 mod sessions;
 mod topics;
@@ -73,6 +77,9 @@ pub struct Config {
     pub session_timeout_ms: Millis,
     /// Elect an out-of-ISR replica when no ISR member is alive (may lose committed data).
     pub unclean_election: bool,
+    /// How often the active controller moves leaderships back to the preferred
+    /// replicas (0: never).
+    pub leader_imbalance_check_interval_ms: Millis,
 }
 
 /// What the controller knows about a broker's liveness (replicated).
@@ -269,6 +276,11 @@ impl ControllerState {
             epoch: self.controller_epoch,
         });
         effects
+    }
+
+    /// The settings it runs with.
+    pub fn config(&self) -> &Config {
+        &self.config
     }
 
     /// The broker epoch of each registered broker (pushes name their target's).

@@ -52,6 +52,7 @@ mod tests {
         let config = Config {
             session_timeout_ms: 1000,
             unclean_election: false,
+            leader_imbalance_check_interval_ms: 0,
         };
         ControllerState::new(config, &[1, 2, 3])
     }
@@ -68,6 +69,7 @@ mod tests {
         let config = Config {
             session_timeout_ms: 1000,
             unclean_election: false,
+            leader_imbalance_check_interval_ms: 0,
         };
         let mut second = ControllerState::restore(config, &[1, 2, 3], first.durable()).unwrap();
         second.observe_epoch(1);

@@ -178,6 +178,7 @@ fn run(events: Vec<Event>, unclean: bool) -> Result<(), TestCaseError> {
     let config = Config {
         session_timeout_ms: TIMEOUT,
         unclean_election: unclean,
+        leader_imbalance_check_interval_ms: 0,
     };
     let mut now: Millis = 0;
     let (mut s, _) = start(config, &BROKERS, Durable::default(), now).unwrap();

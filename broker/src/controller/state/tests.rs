@@ -1,5 +1,6 @@
 //! The controller's rules, step by step, on the pure state machine.
 
+use super::preferred::PreferredElection;
 use super::*;
 use crate::events::{Api, FenceReason};
 use crate::protocol::{AlterPartition, ConfirmLeadership, CreateTopic, Heartbeat, IsrMemberEpoch};
@@ -10,6 +11,7 @@ fn config(unclean: bool) -> Config {
     Config {
         session_timeout_ms: TIMEOUT,
         unclean_election: unclean,
+        leader_imbalance_check_interval_ms: 0,
     }
 }
 
@@ -754,4 +756,78 @@ fn alter_partition_tells_lag_shrinks_caught_up_expansions_and_fenced_proposals()
     assert!(!effects.dirty);
     let err = alter(&mut s, 2, &p, &[2, 3]).unwrap_err();
     assert_eq!(err.code, Code::FencedLeaderEpoch);
+}
+
+/// Auto leader rebalance: a partition whose leadership moved away goes back to its
+/// preferred replica once that one is alive and back in the ISR — not before, not
+/// while another election already moved it on, and never while it leads already.
+#[test]
+fn leadership_goes_back_to_the_preferred_replica_once_it_is_in_the_isr() {
+    let mut s = cluster(3, false);
+    create(&mut s, "queue", 2, 3, 2);
+    assert_eq!(
+        s.preferred_decision(),
+        None,
+        "every partition led by its first replica"
+    );
+    // Broker 1, preferred leader of partition 0, dies: 2 leads, 1 leaves the ISR.
+    kill(&mut s, 1, &[], 0);
+    assert_eq!(view(&part(&s, "queue", 0)), state(2, 1, 1, &[2, 3]));
+    assert_eq!(s.preferred_decision(), None, "broker 1 is dead");
+    // Back, but not yet in the ISR: nothing to do yet.
+    beat(&mut s, 1, epoch_of(1) + 10, 5000);
+    assert_eq!(s.preferred_decision(), None, "broker 1 is not in the ISR");
+    // Its leader takes it back into the ISR: the check hands partition 0 back.
+    let p = part(&s, "queue", 0);
+    let mut s2 = s.clone();
+    alter(&mut s, 2, &p, &[2, 3, 1]).expect("expansion accepted");
+    let decided = s.preferred_decision().expect("partition 0 to hand back");
+    let Command::ElectPreferred { partitions } = &decided else {
+        panic!("{decided:?}");
+    };
+    assert_eq!(
+        partitions,
+        &vec![PreferredElection {
+            topic: "queue".into(),
+            partition: 0,
+            leader_epoch: 1,
+        }]
+    );
+    let (answer, effects) = s.apply(&decided);
+    assert!(matches!(answer, Ok(Applied::Elected)), "{answer:?}");
+    assert_eq!(view(&part(&s, "queue", 0)), state(1, 2, 3, &[1, 2, 3]));
+    assert!(effects.dirty);
+    for b in 1..=3 {
+        assert_eq!(effects.pushes[&b][0].leader, 1, "broker {b} hears of it");
+    }
+    assert!(
+        effects.transitions.iter().any(|e| matches!(
+            e,
+            crate::events::Event::LeaderElected {
+                leader: 1,
+                clean: true,
+                previous_leader: Some(2),
+                ..
+            }
+        )),
+        "{:?}",
+        effects.transitions
+    );
+    assert_eq!(s.preferred_decision(), None, "balanced again");
+    // Applied again (a duplicate in the log), it changes nothing: the epoch moved.
+    let (_, effects) = s.apply(&decided);
+    assert!(!effects.dirty && effects.transitions.is_empty());
+    // A decision overtaken by another change of the partition does not apply:
+    // in `s2` the expansion came later than the decision.
+    alter(&mut s2, 2, &p, &[2, 3, 1]).expect("expansion accepted");
+    let stale = Command::ElectPreferred {
+        partitions: vec![PreferredElection {
+            topic: "queue".into(),
+            partition: 0,
+            leader_epoch: 0,
+        }],
+    };
+    let (_, effects) = s2.apply(&stale);
+    assert!(effects.transitions.is_empty());
+    assert_eq!(part(&s2, "queue", 0).leader, 2);
 }

@@ -16,6 +16,7 @@ fn machine(dir: &Path) -> (StateMachine, UnboundedReceiver<(i32, Effects)>) {
     let config = Config {
         session_timeout_ms: 1000,
         unclean_election: false,
+        leader_imbalance_check_interval_ms: 0,
     };
     let state = ControllerState::new(config, &[1, 2, 3]);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -234,6 +235,7 @@ fn a_corrupt_snapshot_refuses_to_start() {
     let config = Config {
         session_timeout_ms: 1000,
         unclean_election: false,
+        leader_imbalance_check_interval_ms: 0,
     };
     let state = Arc::new(Mutex::new(ControllerState::new(config, &[1, 2, 3])));
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
