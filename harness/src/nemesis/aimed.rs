@@ -7,18 +7,21 @@
 //!   election (by the brokers' events or the metadata), only patterns that move a
 //!   leader are drawn, held past a session timeout — so the first fault of every
 //!   campaign, a couple of seconds in, moves one.
-//! - Then greybox: a pattern's weight ([`Pattern::base_weight`]: double for the
-//!   patterns that leave a deposed or lagging replica serving or electable) grows
-//!   with the transitions it aims at that
-//!   the campaign has not reached yet — each the less, the more patterns already
-//!   tried to reach it — and shrinks with how often it was chosen.
+//! - Patterns play in rounds ([`Pattern::per_round`]): every pattern that opens a
+//!   window of its own once or twice, and one plain pattern, so that every
+//!   campaign opens every window, whatever its seed. Within a round, greybox: a
+//!   pattern's weight ([`Pattern::base_weight`], which orders the round) grows with
+//!   the transitions it aims at that the campaign has not reached yet — each the
+//!   less, the more patterns already tried to reach it — and drops to a tenth
+//!   while no partition is led the way it needs; a pattern with variants plays
+//!   them in turn.
 //! - A pattern aims at a partition of the workload's first topic (the queue's,
 //!   whose final logs are checked), a leader of more partitions of any of its
 //!   topics more often (in the mixed workload, one leading the register's too),
 //!   since a fault on it moves all of them; and, for the patterns that need the
 //!   leader and the controller apart, a partition whose leader (or next-in-line
 //!   follower) is not the active controller ([`Pattern::aim_weight`]).
-//! - Gaps between patterns are drawn around the session timeout.
+//! - Gaps between patterns are drawn under the session timeout.
 //!
 //! Every draw comes from the seed's generator, so the same seed, views and coverage
 //! give the same decisions; each decision says why it was made, and the runner
@@ -90,7 +93,10 @@ pub struct Aimed {
     rng: ChaCha8Rng,
     settings: Settings,
     reachable: BTreeSet<Transition>,
+    /// How often each pattern played so far: its variants play in turn.
     chosen: BTreeMap<Pattern, u32>,
+    /// What is left of the current round ([`Pattern::per_round`]).
+    round: Vec<Pattern>,
     /// Patterns chosen while aiming at each transition still unseen: a transition
     /// that tries did not reach pulls less and less (by the square of the tries).
     tries: BTreeMap<Transition, u32>,
@@ -106,6 +112,7 @@ impl Aimed {
             settings,
             reachable,
             chosen: BTreeMap::new(),
+            round: Vec::new(),
             tries: BTreeMap::new(),
             decisions: 0,
         }
@@ -115,18 +122,44 @@ impl Aimed {
         &self.settings
     }
 
+    /// A new round: every pattern that can run in this cluster as many times as
+    /// [`Pattern::per_round`] says, and one of the plain ones, drawn by weight.
+    fn next_round(&mut self) -> Vec<Pattern> {
+        let can_run = |p: &Pattern| match p {
+            Pattern::CrashAll => self.settings.crash_all_safe,
+            Pattern::LoseUnflushed => self.settings.page_cache,
+            _ => true,
+        };
+        let mut round: Vec<Pattern> = Pattern::value_variants()
+            .iter()
+            .filter(|p| can_run(p))
+            .flat_map(|&p| std::iter::repeat_n(p, p.per_round() as usize))
+            .collect();
+        let plain: Vec<Pattern> = Pattern::value_variants()
+            .iter()
+            .copied()
+            .filter(|p| p.per_round() == 0)
+            .collect();
+        if let Ok(p) = plain.choose_weighted(&mut self.rng, |p| p.base_weight()) {
+            round.push(*p);
+        }
+        round
+    }
+
     /// Before the first pattern: long enough for the clients to have written.
     pub fn first_gap(&mut self) -> Duration {
         Duration::from_millis(self.rng.random_range(1500..3000))
     }
 
-    /// Between two patterns: around a session timeout, sometimes well under it
-    /// (the cluster has not settled yet), sometimes past it.
+    /// Between two patterns: under a session timeout, sometimes well under it (the
+    /// cluster has not settled yet). Every pattern ends with its faults undone and
+    /// its dead restarted, once the controller has acted on them: a longer pause
+    /// would only leave less time for the next.
     pub fn gap(&mut self) -> Duration {
         self.settings
             .timeouts
             .session
-            .mul_f64(self.rng.random_range(0.3..1.5))
+            .mul_f64(self.rng.random_range(0.2..0.8))
     }
 
     /// The next pattern for the cluster as `view` shows it, given `coverage`.
@@ -152,6 +185,25 @@ impl Aimed {
             .difference(&coverage.seen())
             .copied()
             .collect();
+        // Drawn from what is left of the round; a pattern of the round that does not
+        // fit the cluster now waits for a later decision.
+        if !self.round.iter().any(|p| fitting.contains(p)) {
+            self.round = self.next_round();
+        }
+        // A pattern that needs roles apart (the leader, or the follower it lags, not
+        // the controller) and finds no partition so led now weighs a tenth: the
+        // round's other patterns go first, and by its turn the preferred leaders
+        // are back and the leaderships spread.
+        let aim = |p: &Pattern| {
+            if *p == Pattern::ControllerFailover {
+                return 1.0;
+            }
+            view.led_in_any_topic()
+                .iter()
+                .filter(|q| p.fits(&self.settings, Some(q), view.controller))
+                .map(|q| p.aim_weight(q, view.controller))
+                .fold(0.1, f64::max)
+        };
         let weight = |p: &Pattern| {
             let fresh: f64 = p
                 .targets()
@@ -159,12 +211,24 @@ impl Aimed {
                 .filter(|t| unseen.contains(t))
                 .map(|t| 1.0 / (1.0 + f64::from(self.tries.get(t).copied().unwrap_or(0))).powi(2))
                 .sum();
-            let chosen = self.chosen.get(p).copied().unwrap_or(0);
-            p.base_weight() * (1.0 + 3.0 * fresh) / (1.0 + 0.5 * f64::from(chosen))
+            p.base_weight() * (1.0 + 3.0 * fresh) * aim(p)
         };
-        let pattern = *fitting
+        let in_round: Vec<Pattern> = fitting
+            .iter()
+            .copied()
+            .filter(|p| self.round.contains(p))
+            .collect();
+        let from = if in_round.is_empty() {
+            &fitting
+        } else {
+            &in_round
+        };
+        let pattern = *from
             .choose_weighted(&mut self.rng, weight)
             .expect("positive weights");
+        if let Some(i) = self.round.iter().position(|&p| p == pattern) {
+            self.round.remove(i);
+        }
         let aims: Vec<String> = pattern
             .targets()
             .iter()
@@ -178,7 +242,7 @@ impl Aimed {
         } else if !aims.is_empty() {
             format!("unseen: {}", aims.join(", "))
         } else {
-            "every transition it aims at was seen: drawn by how rarely it ran".to_string()
+            "every transition it aims at was seen: next in the round".to_string()
         };
         let mut aimable: Vec<_> = led
             .iter()
@@ -216,6 +280,7 @@ impl Aimed {
             target,
             view.controller,
             move_leader,
+            self.chosen.get(&pattern).copied().unwrap_or(0),
             &mut self.rng,
         );
         self.decisions += 1;

@@ -118,31 +118,48 @@ impl Pattern {
         }
     }
 
-    /// The pattern's weight before the coverage's: a pattern that leaves a deposed
-    /// or lagging replica serving, or electable, while the cluster moves on (an
-    /// isolated leader, a follower back or cut off as the leader dies, a leader
-    /// cut from part of the cluster) opens the windows where the replication rules
-    /// decide, and weighs double (an isolated leader, which clients still reach,
-    /// triple); a plain kill, pause or lag, a crash of every node
-    /// or of the controller, once. A lag alone weighs half: `kill-during-partition`
-    /// and `partial-partition` lag a follower too, and do more with it.
+    /// The pattern's weight before the coverage's, which orders a round (the
+    /// patterns that open the most windows come first, so that a short campaign
+    /// has them) and draws its plain pattern: a leader isolated while clients still
+    /// reach it (reads and acks from a deposed leader, its unreplicated suffix, its
+    /// truncation when it rejoins), a leader killed while the follower elected next
+    /// lags behind (the HW and ISR rules that decide whether an acknowledged record
+    /// is on it) and a leader whose disk fails under load (the only pattern that
+    /// makes appends fail) weigh most; a crash of every node (replicas that come
+    /// back behind, elected as the last of their ISR) next; a partial partition
+    /// then; a follower back behind as the leader dies (KIP-101) and a
+    /// lost page cache once; the plain kill, pause or controller fault, which
+    /// mostly freeze a replica rather than leave one serving or electable, half or
+    /// less; a lag alone a quarter.
     pub fn base_weight(self) -> f64 {
         match self {
-            // The most windows at once: reads and acks from a deposed leader, its
-            // unreplicated suffix, its truncation when it rejoins.
-            Pattern::IsolateLeader => 3.0,
-            // A leader whose appends failed keeps serving, and appends again on
-            // the disk that failed it.
+            Pattern::IsolateLeader | Pattern::KillDuringPartition | Pattern::LeaderDisk => 3.0,
+            Pattern::CrashAll => 2.0,
+            Pattern::PartialPartition => 1.5,
+            Pattern::Kip101 | Pattern::LoseUnflushed => 1.0,
+            Pattern::LeaderPause => 0.75,
+            Pattern::LeaderKill | Pattern::ControllerFailover => 0.5,
+            Pattern::FollowerLag => 0.25,
+        }
+    }
+
+    /// How often the pattern plays in each round of the package: the two that open
+    /// the most windows twice, one variant after the other; every other pattern
+    /// that opens a window of its own once; the plain ones (a kill, a pause, a lag,
+    /// a controller fault), whose windows the others open too, not at all — one
+    /// of them joins each round, drawn by weight.
+    pub fn per_round(self) -> u32 {
+        match self {
+            Pattern::IsolateLeader | Pattern::KillDuringPartition => 2,
             Pattern::Kip101
             | Pattern::PartialPartition
-            | Pattern::KillDuringPartition
-            | Pattern::LeaderDisk => 2.0,
-            Pattern::FollowerLag => 0.5,
-            Pattern::LeaderKill
-            | Pattern::LeaderPause
             | Pattern::CrashAll
             | Pattern::LoseUnflushed
-            | Pattern::ControllerFailover => 1.0,
+            | Pattern::LeaderDisk => 1,
+            Pattern::LeaderKill
+            | Pattern::LeaderPause
+            | Pattern::FollowerLag
+            | Pattern::ControllerFailover => 0,
         }
     }
 
@@ -201,13 +218,15 @@ impl Pattern {
     /// The pattern's roles and script on `partition` (None for the role-free
     /// patterns), `controller` the active controller (a broker, unless the
     /// controller is dedicated); `move_leader` holds leader faults past a session
-    /// timeout.
+    /// timeout; `turn` counts the campaign's earlier plays of this pattern, so
+    /// that a pattern with variants plays each of them in turn.
     pub fn script(
         self,
         settings: &Settings,
         partition: Option<&PartitionView>,
         controller: Option<Proc>,
         move_leader: bool,
+        turn: u32,
         rng: &mut impl Rng,
     ) -> (Value, Script) {
         let t = settings.timeouts;
@@ -294,13 +313,22 @@ impl Pattern {
                     .then(held, heal("cut-follower", &grudge))
             }
             Pattern::IsolateLeader => {
-                // Mostly past a session timeout, so another leader is elected while
-                // clients still reach this one; from just past (writes still wait
-                // here when it heals and becomes follower) to well past.
-                let held = if move_leader || rng.random_bool(0.75) {
-                    past(rng, t.session)
-                } else {
+                // Mostly past a session timeout (and a controller takeover, when
+                // it is the controller), so another leader is elected while clients
+                // still reach this one: in turn just past it (the deposed leader
+                // rejoins while writes sent to it still wait for their acks) and
+                // well past it; once leadership has moved, sometimes well under it
+                // (writes still wait here when it heals, as leader).
+                let elected = t.session + takeover(node(leader));
+                let held = if !move_leader && rng.random_bool(0.2) {
+                    roles["variant"] = json!("within-session");
                     shorter(rng, t.session)
+                } else if turn % 2 == 0 {
+                    roles["variant"] = json!("just-past-session");
+                    just_past(rng, elected)
+                } else {
+                    roles["variant"] = json!("well-past-session");
+                    longer(rng, elected)
                 };
                 let grudge = Grudge::isolate(node(leader), &settings.procs());
                 s.then(zero, cut("isolate-leader", &grudge))
@@ -397,17 +425,21 @@ impl Pattern {
                 // Within the lag time the follower is still in the ISR (the HW
                 // waits for it); past it, the leader has asked the controller to
                 // drop it, and the controller elects from the ISR it agreed to.
-                let lagging = if rng.random_bool(0.5) {
+                // Each in turn: they decide different rules.
+                let lagging = if turn % 2 == 0 {
                     roles["variant"] = json!("within-lag-time");
                     t.lag.mul_f64(rng.random_range(0.2..0.9))
                 } else {
                     roles["variant"] = json!("past-lag-time");
                     just_past(rng, t.lag)
                 };
+                // The leader stays down until the controller (a new one, if it was
+                // the controller) has elected another.
+                let down = just_past(rng, t.session) + takeover(node(leader));
                 s.then(zero, cut("cut-follower", &grudge))
                     .then(lagging, Action::Kill(node(leader)))
-                    .then(longer(rng, t.session), heal("cut-follower", &grudge))
-                    .then(ms(rng.random_range(0..1000)), Action::Restart(node(leader)))
+                    .then(down, heal("cut-follower", &grudge))
+                    .then(ms(rng.random_range(0..500)), Action::Restart(node(leader)))
             }
             Pattern::LoseUnflushed => {
                 let target = if rng.random_bool(0.6) { aimed } else { leader };
@@ -492,12 +524,6 @@ pub fn shorter(rng: &mut impl Rng, base: Duration) -> Duration {
 /// Well past `base`: the timeout fires.
 pub fn longer(rng: &mut impl Rng, base: Duration) -> Duration {
     base.mul_f64(rng.random_range(1.3..2.2))
-}
-
-/// Past `base`, by a little or by much: the timeout fires, sometimes just before
-/// the fault ends.
-pub fn past(rng: &mut impl Rng, base: Duration) -> Duration {
-    base.mul_f64(rng.random_range(1.15..2.2))
 }
 
 /// Just past `base`: the timeout fires, and the fault ends soon after.

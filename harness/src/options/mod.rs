@@ -147,6 +147,14 @@ pub struct RunArgs {
     #[arg(allow_negative_numbers = true, long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub replica_lag_time_max_ms: Option<u64>,
 
+    /// Every this many ms the active controller hands each partition back to its
+    /// preferred replica when that one is alive and in the ISR (Kafka's auto leader
+    /// rebalance, leader.imbalance.check.interval) [default: 5000, so that within a
+    /// minute the leaderships a fault moved spread over the brokers again; with
+    /// --scenario, the broker's own (300000): a scenario moves leaders itself]
+    #[arg(allow_negative_numbers = true, long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub leader_imbalance_check_interval_ms: Option<u64>,
+
     /// Register workload: read with `?linearizable=true` (the leader confirms it
     /// still leads before answering). The mixed workload always does.
     #[arg(long)]
@@ -271,6 +279,12 @@ const MAX_CONCURRENCY: u32 = 1000;
 /// than the broker's own default (10 s), so that in a 60 s campaign the faults that
 /// lag a follower past it (and the ISR changes they cause) fit several times over.
 pub const DEFAULT_REPLICA_LAG_TIME_MAX_MS: u64 = 5000;
+
+/// The brokers' leader imbalance check interval in a campaign when not given:
+/// Kafka's 300 s scaled down like the other timeouts, so that a fault's moved
+/// leaderships go back to their preferred replicas within a campaign, and the next
+/// fault finds the partitions led by different brokers.
+pub const DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS: u64 = 5_000;
 
 /// `--retries` under `--scenario duplicate-on-retry` when not given: enough for a
 /// send whose answer was lost to be retried once the answers flow again.
@@ -442,6 +456,10 @@ impl RunArgs {
                 self.replica_lag_time_max_ms
                     .unwrap_or(DEFAULT_REPLICA_LAG_TIME_MAX_MS),
             ),
+            leader_imbalance_check_interval_ms: self.leader_imbalance_check_interval_ms.or(self
+                .scenario
+                .is_none()
+                .then_some(DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS)),
             // The mixed workload's register reads linearizably: its checker would
             // otherwise judge the stale reads plain reads are allowed.
             linearizable_reads: self.linearizable_reads || self.workload == WorkloadKind::Mixed,
@@ -478,6 +496,7 @@ impl From<Resolved> for RunArgs {
             bug: r.bug,
             flush_messages: r.flush_messages,
             replica_lag_time_max_ms: r.replica_lag_time_max_ms,
+            leader_imbalance_check_interval_ms: r.leader_imbalance_check_interval_ms,
             linearizable_reads: r.linearizable_reads,
             scenario: r.scenario,
             allow_crashes: r.allow_crashes,
@@ -529,9 +548,17 @@ mod tests {
         assert_eq!(a.results, PathBuf::from("results"));
         assert_eq!(a.broker_bin, PathBuf::from("/bin/broker"));
         assert_eq!(a.replica_lag_time_max_ms, Some(5000));
+        assert_eq!(a.leader_imbalance_check_interval_ms, Some(5_000));
         assert_eq!(
             a.node_args(),
-            ["--truncation", "epoch", "--replica-lag-time-max-ms", "5000"]
+            [
+                "--truncation",
+                "epoch",
+                "--replica-lag-time-max-ms",
+                "5000",
+                "--leader-imbalance-check-interval-ms",
+                "5000"
+            ]
         );
         assert!(!a.dedicated_controller);
     }

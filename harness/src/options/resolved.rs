@@ -58,6 +58,10 @@ pub struct Resolved {
     pub flush_messages: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_lag_time_max_ms: Option<u64>,
+    /// The brokers' leader imbalance check interval (absent from older run.json
+    /// files, and under a scenario: the broker's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_imbalance_check_interval_ms: Option<u64>,
     pub linearizable_reads: bool,
     pub scenario: Option<Scenario>,
     /// Crashes of broker processes are noted, not anomalies (false in older run.json
@@ -142,6 +146,7 @@ impl Resolved {
         if let Some(bug) = self.bug {
             args.extend(["--bug".to_string(), bug.to_string()]);
         }
+        args.extend(self.rebalance_args());
         // Every voter must be given the same (the brokers are the voters, unless
         // the controller is dedicated).
         if self.unclean_election {
@@ -183,10 +188,21 @@ impl Resolved {
 
     /// Extra arguments of a dedicated `broker controller`.
     pub fn controller_args(&self) -> Vec<String> {
+        let mut args = self.rebalance_args();
         if self.unclean_election {
-            vec!["--unclean-election".to_string()]
-        } else {
-            Vec::new()
+            args.push("--unclean-election".to_string());
+        }
+        args
+    }
+
+    /// Every controller voter's leader imbalance check interval, if given.
+    fn rebalance_args(&self) -> Vec<String> {
+        match self.leader_imbalance_check_interval_ms {
+            Some(ms) => vec![
+                "--leader-imbalance-check-interval-ms".to_string(),
+                ms.to_string(),
+            ],
+            None => Vec::new(),
         }
     }
 }
