@@ -385,11 +385,14 @@ impl Pattern {
             Pattern::CrashAll => {
                 let mut order = settings.nodes.clone();
                 order.shuffle(rng);
-                if leader >= 0 && rng.random_bool(0.67) {
-                    // KIP-101's first scenario: the followers come back first.
+                // In turn: KIP-101's first scenario, the followers back first;
+                // then every node in an order drawn.
+                if leader >= 0 && turn % 2 == 0 {
                     order.retain(|&id| id != leader);
                     order.push(leader);
                     roles["variant"] = json!("old-leader-last");
+                } else {
+                    roles["variant"] = json!("any-order");
                 }
                 let last_is_leader = roles["variant"] == "old-leader-last";
                 let restarts = order
