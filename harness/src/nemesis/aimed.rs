@@ -159,7 +159,7 @@ impl Aimed {
         self.settings
             .timeouts
             .session
-            .mul_f64(self.rng.random_range(0.2..0.8))
+            .mul_f64(self.rng.random_range(0.1..0.5))
     }
 
     /// The next pattern for the cluster as `view` shows it, given `coverage`.

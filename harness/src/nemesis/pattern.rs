@@ -147,17 +147,20 @@ impl Pattern {
     /// the most windows twice, one variant after the other; every other pattern
     /// that opens a window of its own once; the plain ones (a kill, a pause, a lag,
     /// a controller fault), whose windows the others open too, not at all — one
-    /// of them joins each round, drawn by weight.
+    /// of them joins each round, drawn by weight. `kip101` is one of them: a
+    /// controller that takes a restarted broker out of every ISR (KIP-841) never
+    /// elects the follower it brings back, and `crash-all` opens KIP-101's window
+    /// where every ISR member restarts.
     pub fn per_round(self) -> u32 {
         match self {
             Pattern::IsolateLeader | Pattern::KillDuringPartition => 2,
-            Pattern::Kip101
-            | Pattern::PartialPartition
+            Pattern::PartialPartition
             | Pattern::CrashAll
             | Pattern::LoseUnflushed
             | Pattern::LeaderDisk => 1,
             Pattern::LeaderKill
             | Pattern::LeaderPause
+            | Pattern::Kip101
             | Pattern::FollowerLag
             | Pattern::ControllerFailover => 0,
         }
@@ -313,17 +316,13 @@ impl Pattern {
                     .then(held, heal("cut-follower", &grudge))
             }
             Pattern::IsolateLeader => {
-                // Mostly past a session timeout (and a controller takeover, when
-                // it is the controller), so another leader is elected while clients
-                // still reach this one: in turn just past it (the deposed leader
-                // rejoins while writes sent to it still wait for their acks) and
-                // well past it; once leadership has moved, sometimes well under it
-                // (writes still wait here when it heals, as leader).
+                // Past a session timeout (and a controller takeover, when it is
+                // the controller), so another leader is elected while clients still
+                // reach this one: in turn just past it (the deposed leader rejoins
+                // while writes sent to it still wait for their acks) and well past
+                // it. (A leader stopped for less than that: `leader-pause`.)
                 let elected = t.session + takeover(node(leader));
-                let held = if !move_leader && rng.random_bool(0.2) {
-                    roles["variant"] = json!("within-session");
-                    shorter(rng, t.session)
-                } else if turn % 2 == 0 {
+                let held = if turn % 2 == 0 {
                     roles["variant"] = json!("just-past-session");
                     just_past(rng, elected)
                 } else {
@@ -484,7 +483,8 @@ impl Pattern {
                     ms(rng.random_range(300..2000)),
                     Action::Kill(Proc::Node(leader)),
                 )
-                .then(around(rng, t.session), Action::Restart(Proc::Node(leader)))
+                // Back soon: the restart's recovery is what the pattern is after.
+                .then(shorter(rng, t.session), Action::Restart(Proc::Node(leader)))
             }
             Pattern::ControllerFailover => {
                 let c = controller.expect("fits only with a known controller");

@@ -151,8 +151,8 @@ pub struct RunArgs {
     /// preferred replica when that one is alive and in the ISR (Kafka's auto leader
     /// rebalance, leader.imbalance.check.interval) [default: 5000, so that within a
     /// minute the leaderships a fault moved spread over the brokers again; with
-    /// --scenario, the broker's own (300000): a scenario moves leaders itself]
-    #[arg(allow_negative_numbers = true, long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    /// --scenario, the broker's own (300000): a scenario moves leaders itself]; 0 turns it off
+    #[arg(allow_negative_numbers = true, long, value_name = "MS", value_parser = clap::value_parser!(u64))]
     pub leader_imbalance_check_interval_ms: Option<u64>,
 
     /// Register workload: read with `?linearizable=true` (the leader confirms it

@@ -374,7 +374,7 @@ fn gaps_are_drawn_under_the_session_timeout() {
     for _ in 0..100 {
         let g = a.gap();
         assert!(
-            g >= Duration::from_millis(600) && g < Duration::from_millis(2400),
+            g >= Duration::from_millis(300) && g < Duration::from_millis(1500),
             "{g:?}"
         );
     }
@@ -502,7 +502,7 @@ fn a_pattern_needing_the_controller_apart_looks_in_the_other_topics() {
     assert!(hits > 0);
 }
 
-/// The package plays in rounds: in the first nine decisions of any seed, the
+/// The package plays in rounds: in the first eight decisions of any seed, the
 /// isolated leader and the kill during a partition twice (the latter once within,
 /// once past the lag time), every other window-opening pattern once, and one plain
 /// pattern.
@@ -511,6 +511,7 @@ fn every_round_plays_each_window_opening_pattern() {
     let plain = [
         Pattern::LeaderKill,
         Pattern::LeaderPause,
+        Pattern::Kip101,
         Pattern::FollowerLag,
         Pattern::ControllerFailover,
     ];
@@ -518,7 +519,7 @@ fn every_round_plays_each_window_opening_pattern() {
         let mut a = planner(seed);
         let mut counts: BTreeMap<Pattern, u32> = BTreeMap::new();
         let mut variants = BTreeSet::new();
-        for _ in 0..9 {
+        for _ in 0..8 {
             let p = plan(a.decide(&view(), &coverage_without(&[])));
             *counts.entry(p.pattern).or_default() += 1;
             if p.pattern == Pattern::KillDuringPartition {
@@ -528,7 +529,6 @@ fn every_round_plays_each_window_opening_pattern() {
         for (pattern, n) in [
             (Pattern::IsolateLeader, 2),
             (Pattern::KillDuringPartition, 2),
-            (Pattern::Kip101, 1),
             (Pattern::PartialPartition, 1),
             (Pattern::CrashAll, 1),
             (Pattern::LeaderDisk, 1),
