@@ -36,9 +36,10 @@ pub fn elect(
     }
 }
 
-/// Round-robin replica assignment (Kafka's, without its random start): partition `p`
-/// takes `replication_factor` brokers starting at index `p` of the sorted broker ids,
-/// so the first replica (the preferred leader) rotates over the brokers.
+/// Round-robin replica assignment (Kafka's, with the topic's start given instead of
+/// drawn): partition `p` takes `replication_factor` brokers starting at index `p`
+/// (the topic's start plus its partition number) of the sorted broker ids, so the
+/// first replica (the preferred leader) rotates over the brokers.
 pub fn assign_replicas(
     brokers: &[BrokerId],
     partition: u32,

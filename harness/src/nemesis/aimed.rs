@@ -42,6 +42,10 @@ use super::fault::NemesisEvent;
 use super::pattern::{Pattern, Settings};
 use super::view::{ClusterView, PartitionView};
 
+/// Looks in a row at a cluster that fits nothing left in the round before a new
+/// round starts (each [`Decision::Wait`] of twice the fetch wait: 10 s).
+const MAX_STALLS: u32 = 10;
+
 /// What the planner decided.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
@@ -97,6 +101,8 @@ pub struct Aimed {
     chosen: BTreeMap<Pattern, u32>,
     /// What is left of the current round ([`Pattern::per_round`]).
     round: Vec<Pattern>,
+    /// Decisions in a row that found nothing left in the round fitting the cluster.
+    stalls: u32,
     /// Patterns chosen while aiming at each transition still unseen: a transition
     /// that tries did not reach pulls less and less (by the square of the tries).
     tries: BTreeMap<Transition, u32>,
@@ -113,6 +119,7 @@ impl Aimed {
             reachable,
             chosen: BTreeMap::new(),
             round: Vec::new(),
+            stalls: 0,
             tries: BTreeMap::new(),
             decisions: 0,
         }
@@ -185,13 +192,31 @@ impl Aimed {
             .difference(&coverage.seen())
             .copied()
             .collect();
-        // Drawn from what is left of the round; a pattern of the round that does not
-        // fit the cluster now waits for a later decision.
-        if !self.round.iter().any(|p| fitting.contains(p)) {
+        // Drawn from what is left of the round. When nothing left fits the cluster
+        // while it is still settling from the last pattern (no partition led, no
+        // controller), look again shortly, up to ten times; else a new round
+        // starts.
+        if self.round.is_empty() {
             self.round = self.next_round();
         }
-        // A pattern that needs roles apart (the leader, or the follower it lags, not
-        // the controller) and finds no partition so led now weighs a tenth: the
+        if !self.round.iter().any(|p| fitting.contains(p)) {
+            let settling = view.led_in_any_topic().is_empty() || view.controller.is_none();
+            if settling && self.stalls < MAX_STALLS {
+                self.stalls += 1;
+                return Decision::Wait(self.settings.timeouts.fetch_wait * 2);
+            }
+            self.round = self.next_round();
+        }
+        self.stalls = 0;
+        // How well a partition suits a pattern: a partition that needs roles apart
+        // (the leader, or the follower it lags, not the controller) and is not so
+        // led, or whose leadership the controller is about to hand back to its
+        // preferred replica, weighs a tenth.
+        let suits = |p: &Pattern, q: &PartitionView| {
+            let settled = if view.settled(q) { 1.0 } else { 0.1 };
+            p.aim_weight(q, view.controller) * settled
+        };
+        // A pattern that finds no partition that suits it now weighs a tenth: the
         // round's other patterns go first, and by its turn the preferred leaders
         // are back and the leaderships spread.
         let aim = |p: &Pattern| {
@@ -201,7 +226,7 @@ impl Aimed {
             view.led_in_any_topic()
                 .iter()
                 .filter(|q| p.fits(&self.settings, Some(q), view.controller))
-                .map(|q| p.aim_weight(q, view.controller))
+                .map(|q| suits(p, q))
                 .fold(0.1, f64::max)
         };
         let weight = |p: &Pattern| {
@@ -252,7 +277,7 @@ impl Aimed {
         // A pattern that needs the leader and the controller apart, finding no such
         // partition in the first topic, aims at one of another topic if there is
         // (in the mixed workload, the register's: its checker sees a lost write too).
-        let apart = |q: &PartitionView| pattern.aim_weight(q, view.controller) >= 1.0;
+        let apart = |q: &PartitionView| suits(&pattern, q) >= 1.0;
         if !aimable.iter().any(|q| apart(q)) {
             let elsewhere: Vec<_> = view
                 .led_in_any_topic()
@@ -269,8 +294,7 @@ impl Aimed {
             Pattern::ControllerFailover => None,
             _ => aimable
                 .choose_weighted(&mut self.rng, |q| {
-                    q.leader.map_or(1, |l| view.leads(l).max(1)) as f64
-                        * pattern.aim_weight(q, view.controller)
+                    q.leader.map_or(1, |l| view.leads(l).max(1)) as f64 * suits(&pattern, q)
                 })
                 .ok()
                 .copied(),

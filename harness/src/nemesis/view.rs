@@ -164,6 +164,18 @@ impl ClusterView {
             .count()
     }
 
+    /// Will the partition keep its leader, as far as the controller's preferred
+    /// leader rebalance goes? It is led by its preferred replica (the first), or
+    /// that one is dead. A partition whose preferred replica is alive and leads
+    /// elsewhere moves back to it at the controller's next check, in the middle of
+    /// whatever a fault aimed at it.
+    pub fn settled(&self, p: &PartitionView) -> bool {
+        match p.replicas.first() {
+            Some(&preferred) => p.leader == Some(preferred) || !self.alive.contains(&preferred),
+            None => true,
+        }
+    }
+
     /// For the history: each partition's topic, leader, epoch and ISR.
     pub fn to_json(&self) -> Value {
         let parts: Vec<Value> = self

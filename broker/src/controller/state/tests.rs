@@ -831,3 +831,18 @@ fn leadership_goes_back_to_the_preferred_replica_once_it_is_in_the_isr() {
     assert!(effects.transitions.is_empty());
     assert_eq!(part(&s2, "queue", 0).leader, 2);
 }
+
+/// Each topic starts its round robin one broker further than the last, so two
+/// topics of two partitions on three brokers give every broker a preferred
+/// leadership.
+#[test]
+fn each_topic_starts_its_round_robin_one_broker_further() {
+    let mut s = cluster(3, false);
+    create(&mut s, "queue", 2, 3, 2);
+    create(&mut s, "register", 2, 3, 2);
+    assert_eq!(part(&s, "queue", 0).replicas, vec![1, 2, 3]);
+    assert_eq!(part(&s, "queue", 1).replicas, vec![2, 3, 1]);
+    assert_eq!(part(&s, "register", 0).replicas, vec![2, 3, 1]);
+    assert_eq!(part(&s, "register", 1).replicas, vec![3, 1, 2]);
+    assert_eq!(part(&s, "register", 1).leader, 3);
+}

@@ -52,9 +52,15 @@ impl ControllerState {
             ));
         }
         let ids: Vec<BrokerId> = self.brokers.keys().copied().collect();
+        // Each topic starts its round robin one broker further than the last
+        // (Kafka starts at a random broker), so the preferred leaderships of topics
+        // with fewer partitions than brokers spread over all the brokers.
+        let earlier: std::collections::BTreeSet<&str> =
+            self.partitions.keys().map(|tp| tp.topic.as_str()).collect();
+        let start = earlier.len() as u32;
         let mut effects = Effects::default();
         for p in 0..req.partitions {
-            let replicas = assign_replicas(&ids, p, req.replication_factor);
+            let replicas = assign_replicas(&ids, start + p, req.replication_factor);
             let candidates: Vec<BrokerId> = replicas
                 .iter()
                 .copied()
