@@ -42,8 +42,9 @@ use super::fault::NemesisEvent;
 use super::pattern::{Pattern, Settings};
 use super::view::{ClusterView, PartitionView};
 
-/// Looks in a row at a cluster that fits nothing left in the round before a new
-/// round starts (each [`Decision::Wait`] of twice the fetch wait: 10 s).
+/// Looks in a row at a cluster still settling (no partition led, no controller)
+/// before a pattern is drawn all the same (each [`Decision::Wait`] of twice the
+/// fetch wait: 10 s).
 const MAX_STALLS: u32 = 10;
 
 /// What the planner decided.
@@ -192,22 +193,21 @@ impl Aimed {
             .difference(&coverage.seen())
             .copied()
             .collect();
-        // Drawn from what is left of the round. When nothing left fits the cluster
-        // while it is still settling from the last pattern (no partition led, no
-        // controller), look again shortly, up to ten times; else a new round
-        // starts.
-        if self.round.is_empty() {
-            self.round = self.next_round();
-        }
-        if !self.round.iter().any(|p| fitting.contains(p)) {
-            let settling = view.led_in_any_topic().is_empty() || view.controller.is_none();
-            if settling && self.stalls < MAX_STALLS {
-                self.stalls += 1;
-                return Decision::Wait(self.settings.timeouts.fetch_wait * 2);
-            }
-            self.round = self.next_round();
+        // While the cluster is still settling from the last pattern (no partition
+        // led, no controller answering), look again shortly, up to ten times: a
+        // pattern drawn now would find no roles to aim at (a crash of every node
+        // could not bring the old leader back last). Then the pattern is drawn
+        // from what is left of the round; a new round starts when it is played,
+        // or when nothing left in it fits the cluster.
+        let settling = view.led_in_any_topic().is_empty() || view.controller.is_none();
+        if settling && self.stalls < MAX_STALLS {
+            self.stalls += 1;
+            return Decision::Wait(self.settings.timeouts.fetch_wait * 2);
         }
         self.stalls = 0;
+        if self.round.is_empty() || !self.round.iter().any(|p| fitting.contains(p)) {
+            self.round = self.next_round();
+        }
         // How well a partition suits a pattern: a partition that needs roles apart
         // (the leader, or the follower it lags, not the controller) and is not so
         // led, or whose leadership the controller is about to hand back to its

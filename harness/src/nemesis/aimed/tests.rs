@@ -347,8 +347,8 @@ fn a_cluster_without_a_live_leader_gets_only_role_free_patterns_or_a_wait() {
             ));
         }
     }
-    // Nothing else of a round fits: the planner mostly waits for the cluster to
-    // settle, starting a new round only after ten looks.
+    // The planner mostly waits for the cluster to settle, and draws a pattern
+    // only after ten looks.
     assert!((1..10).contains(&played), "{played}");
 }
 
