@@ -42,9 +42,9 @@ use super::fault::NemesisEvent;
 use super::pattern::{Pattern, Settings};
 use super::view::{ClusterView, PartitionView};
 
-/// Looks in a row at a cluster still settling (no partition led, no controller)
-/// before a pattern is drawn all the same (each [`Decision::Wait`] of twice the
-/// fetch wait: 10 s).
+/// Looks in a row at a cluster still settling (no partition led, no controller),
+/// or with no partition that suits the pattern drawn, before a pattern is played
+/// all the same (each [`Decision::Wait`] of twice the fetch wait: 10 s).
 const MAX_STALLS: u32 = 10;
 
 /// What the planner decided.
@@ -204,7 +204,6 @@ impl Aimed {
             self.stalls += 1;
             return Decision::Wait(self.settings.timeouts.fetch_wait * 2);
         }
-        self.stalls = 0;
         if self.round.is_empty() || !self.round.iter().any(|p| fitting.contains(p)) {
             self.round = self.next_round();
         }
@@ -251,6 +250,16 @@ impl Aimed {
         let pattern = *from
             .choose_weighted(&mut self.rng, weight)
             .expect("positive weights");
+        // Drawn without a partition that suits it (the rest of the round drawn
+        // already): look again shortly, up to ten times, rather than play it where
+        // its window cannot open — the controller's next preferred leader check
+        // spreads the leaderships within seconds.
+        let suited = aim(&pattern) >= 1.0;
+        if !suited && !move_leader && self.stalls < MAX_STALLS {
+            self.stalls += 1;
+            return Decision::Wait(self.settings.timeouts.fetch_wait * 2);
+        }
+        self.stalls = 0;
         if let Some(i) = self.round.iter().position(|&p| p == pattern) {
             self.round.remove(i);
         }

@@ -565,3 +565,42 @@ fn every_round_plays_each_window_opening_pattern() {
         );
     }
 }
+
+/// With every partition led by the controller, the patterns that need the leader
+/// and the controller apart wait: the others of the round go first, then the
+/// planner looks again (the controller's rebalance spreads the leaderships), and
+/// plays them where they are only after ten looks.
+#[test]
+fn patterns_that_need_roles_apart_wait_for_a_partition_that_suits_them() {
+    let combined = Settings {
+        dedicated_controller: false,
+        ..settings()
+    };
+    let mut v = view();
+    v.controller = Some(Proc::Node(1));
+    for p in &mut v.partitions {
+        p.leader = Some(1);
+        p.replicas = vec![1, 2, 3];
+    }
+    let needs_apart = [
+        Pattern::IsolateLeader,
+        Pattern::KillDuringPartition,
+        Pattern::PartialPartition,
+        Pattern::FollowerLag,
+    ];
+    for seed in 0..20 {
+        let mut a = Aimed::new(seed, combined.clone(), Transition::reachable(false, false));
+        let mut waits_in_a_row = 0;
+        for _ in 0..40 {
+            match a.decide(&v, &coverage_without(&[])) {
+                Decision::Wait(_) => waits_in_a_row += 1,
+                Decision::Run(p) => {
+                    if needs_apart.contains(&p.pattern) {
+                        assert_eq!(waits_in_a_row, 10, "seed {seed}: {:?}", p.pattern);
+                    }
+                    waits_in_a_row = 0;
+                }
+            }
+        }
+    }
+}
