@@ -8,6 +8,11 @@
 //! of the topic `queue`, the register's (`read`, `write`, `cas`) to linearizability
 //! per key. Each view keeps the nemesis's events and the events' own indices, so an
 //! anomaly names the operations by their place in the whole history.
+//!
+//! The replicas' final logs are judged for divergence topic by topic: the queue's
+//! by the queue analysis, the register's beside its linearizability (a replica
+//! that kept a deposed leader's record, or a record its failed append left, holds
+//! a write no read may ever see — the register's reads go to the leader alone).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -17,7 +22,7 @@ use checker::format::Format;
 use checker::history::{Event, Process};
 use checker::linear::Options;
 use checker::queue::ReplicaLog;
-use checker::verdict::Results;
+use checker::verdict::{Results, Validity};
 
 use crate::options::WorkloadKind;
 
@@ -86,16 +91,33 @@ pub fn judge_as(
         WorkloadKind::Register
     };
     let events = view(kind, part, events);
-    let replicas: Vec<ReplicaLog> = if model == Model::Queue {
+    let of_topic = |topic: &str| -> Vec<ReplicaLog> {
         replicas
             .iter()
-            .filter(|r| r.topic == workloads::queue::TOPIC)
+            .filter(|r| r.topic == topic)
             .cloned()
             .collect()
-    } else {
-        Vec::new()
     };
-    checker::check::check(format, &events, model, &replicas, options)
+    if model == Model::Queue {
+        return checker::check::check(
+            format,
+            &events,
+            model,
+            &of_topic(workloads::queue::TOPIC),
+            options,
+        );
+    }
+    let results = checker::check::check(format, &events, model, &[], options)?;
+    let diverged = checker::queue::replica_divergence(&of_topic(workloads::register::TOPIC));
+    if diverged.is_empty() {
+        return Ok(results);
+    }
+    let mut checkers = results.checkers;
+    for c in checkers.values_mut() {
+        c.anomalies.extend(diverged.iter().cloned());
+        c.valid = Validity::Invalid;
+    }
+    Ok(Results::new(checkers))
 }
 
 /// The events of `part` in the history of a run of `kind`: all of them if the run
@@ -234,5 +256,68 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    fn replica(node: &str, topic: &str, values: &[i64]) -> ReplicaLog {
+        ReplicaLog {
+            node: node.into(),
+            topic: topic.into(),
+            partition: 0,
+            log_end_offset: values.len() as i64,
+            high_watermark: values.len() as i64,
+            records: values
+                .iter()
+                .enumerate()
+                .map(|(o, v)| (o as i64, json!(v)))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_register_topics_replicas_are_judged_for_divergence_beside_its_reads() {
+        // The register's reads are linearizable; its replicas hold different
+        // committed records at offset 1: the register's checker says so.
+        let replicas = [
+            replica("1", "register", &[5, 6]),
+            replica("2", "register", &[5, 7]),
+            replica("1", "queue", &[1]),
+            replica("2", "queue", &[1]),
+        ];
+        let r = judge(
+            WorkloadKind::Mixed,
+            Format::Jsonl,
+            &mixed_history(false),
+            &replicas,
+            &Options::default(),
+        )
+        .unwrap();
+        let lin = &r.checkers["linearizable"];
+        assert_eq!(lin.valid, Validity::Invalid);
+        assert_eq!(lin.anomalies.len(), 1);
+        assert_eq!(lin.anomalies[0].kind, AnomalyKind::ReplicaDivergence);
+        assert_eq!(lin.anomalies[0].offsets, [1]);
+        assert!(lin.anomalies[0].message.starts_with("topic register"));
+        // The queue's replicas agree, and its lost write is its own.
+        let queue = &r.checkers["queue"];
+        assert!(
+            queue
+                .anomalies
+                .iter()
+                .all(|a| a.kind != AnomalyKind::ReplicaDivergence)
+        );
+        // Replicas that agree change nothing.
+        let agreeing = [
+            replica("1", "register", &[5, 6]),
+            replica("2", "register", &[5, 6]),
+        ];
+        let r = judge(
+            WorkloadKind::Mixed,
+            Format::Jsonl,
+            &mixed_history(false),
+            &agreeing,
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(r.checkers["linearizable"].valid, Validity::Valid);
     }
 }

@@ -73,7 +73,8 @@ impl Workload for Mixed {
         self.queue.finish(recorder, first_free_process, deadline)
     }
 
-    /// The queue's checker reads the final logs of the queue's topic.
+    /// The queue's checker reads the final logs of the queue's topic, the register's
+    /// those of its own (for divergence).
     fn judges_final_logs(&self) -> bool {
         true
     }

@@ -50,8 +50,9 @@ pub trait Workload: Send + Sync {
         Box::pin(async { Ok(()) })
     }
 
-    /// Whether the replicas' final logs take part in the verdict. If they do, an
-    /// incomplete end of the run (no convergence, a partial final step, a missing
-    /// log) leaves lost writes possible, and caps a clean verdict at unknown.
+    /// Whether the replicas' final logs take part in the verdict (for divergence,
+    /// and the queue's lost writes). For the queue, an incomplete end of the run
+    /// (no convergence, a partial final step, a missing log) leaves lost writes
+    /// possible, and caps a clean verdict at unknown.
     fn judges_final_logs(&self) -> bool;
 }

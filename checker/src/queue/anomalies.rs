@@ -5,10 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde_json::Value;
-
 use super::analysis::{Analysis, Witness};
-use super::final_log::ReplicaLog;
 use super::ops::{Send, Val};
 use crate::history::Outcome;
 use crate::linear::fx::FxMap;
@@ -328,70 +325,13 @@ fn nonmonotonic_sends(a: &Analysis) -> Vec<Anomaly> {
     anomalies
 }
 
-/// replica-divergence: two replicas of a partition hold different records at an
-/// offset both hold below both their high watermarks. A replica that merely lags
-/// (a shorter log, a lower high watermark) does not diverge; after KIP-101's
-/// divergence both replicas have committed their own, different, records. One
-/// anomaly per partition, naming the first such offset.
+/// replica-divergence of the queue topic's replicas ([`super::divergence`]), their
+/// records compared as the values the history interned.
 fn replica_divergence(a: &Analysis) -> Vec<Anomaly> {
-    let mut by_partition: BTreeMap<(&str, i64), Vec<usize>> = BTreeMap::new();
-    for (i, r) in a.replicas.iter().enumerate() {
-        by_partition
-            .entry((&r.topic, r.partition))
-            .or_default()
-            .push(i);
-    }
-    let mut anomalies = Vec::new();
-    for ((topic, p), ids) in by_partition {
-        let rs: Vec<&ReplicaLog> = ids.iter().map(|&i| &a.replicas[i]).collect();
-        let maps: Vec<BTreeMap<i64, Val>> = ids
-            .iter()
-            .map(|&i| {
-                let r = &a.replicas[i];
-                r.records
-                    .iter()
-                    .zip(&a.replica_values[i])
-                    .map(|((o, _), v)| (*o, *v))
-                    .collect()
-            })
-            .collect();
-        let mut offsets = BTreeSet::new();
-        let mut first: Option<(i64, String, Vec<Value>)> = None;
-        for i in 0..rs.len() {
-            for j in i + 1..rs.len() {
-                let below = rs[i].high_watermark.min(rs[j].high_watermark);
-                for (o, x) in maps[i].range(..below) {
-                    let Some(y) = maps[j].get(o) else { continue };
-                    if x == y {
-                        continue;
-                    }
-                    offsets.insert(*o);
-                    if first.as_ref().is_none_or(|(f, _, _)| o < f) {
-                        let text = format!(
-                            "offset {o}: node {} has {}, node {} has {}",
-                            rs[i].node,
-                            a.names.show(*x),
-                            rs[j].node,
-                            a.names.show(*y)
-                        );
-                        first = Some((*o, text, vec![a.names.exported(*x), a.names.exported(*y)]));
-                    }
-                }
-            }
-        }
-        if let Some((_, first, values)) = first {
-            let mut x = anomaly(
-                AnomalyKind::ReplicaDivergence,
-                p,
-                format!(
-                    "topic {topic}: replicas hold different committed records at {} offsets; first at {first}",
-                    offsets.len()
-                ),
-            );
-            x.offsets = offsets.into_iter().collect();
-            x.values = values;
-            anomalies.push(x);
-        }
-    }
-    anomalies
+    super::divergence::diverged(&super::divergence::Compared {
+        replicas: a.replicas,
+        values: &a.replica_values,
+        show: &|v: Val| a.names.show(v),
+        export: &|v: Val| a.names.exported(v),
+    })
 }

@@ -29,10 +29,12 @@
 
 mod analysis;
 mod anomalies;
+mod divergence;
 mod final_log;
 mod ops;
 pub(crate) mod reading;
 
+pub use divergence::replica_divergence;
 pub use final_log::{LogError, ReplicaLog, parse_final_log};
 pub use reading::QueueHistory;
 
