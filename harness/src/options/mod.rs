@@ -141,9 +141,17 @@ pub struct RunArgs {
     #[arg(allow_negative_numbers = true, long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub flush_messages: Option<u64>,
 
+    /// The controller declares a broker silent for longer than this dead (the brokers'
+    /// session timeout; a new controller's grace period too) [default: 2000 in a
+    /// campaign, two thirds of the broker's own default, so that a minute holds more
+    /// of the faults timed by it; with --scenario, the broker's own (3000): a
+    /// scenario's script is timed by it]
+    #[arg(allow_negative_numbers = true, long, value_name = "MS", value_parser = clap::value_parser!(u64).range(200..))]
+    pub session_timeout_ms: Option<u64>,
+
     /// A follower behind the leader for longer than this leaves the ISR (the brokers'
-    /// replica.lag.time.max.ms) [default: 5000, half the broker's own default, so
-    /// a campaign's faults outlast it and the ISR moves within a minute].
+    /// replica.lag.time.max.ms) [default: 3000, under a third of the broker's own
+    /// default, so a campaign's faults outlast it and the ISR moves within a minute]
     #[arg(allow_negative_numbers = true, long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub replica_lag_time_max_ms: Option<u64>,
 
@@ -278,7 +286,14 @@ const MAX_CONCURRENCY: u32 = 1000;
 /// The brokers' `replica.lag.time.max.ms` in a campaign when not given: shorter
 /// than the broker's own default (10 s), so that in a 60 s campaign the faults that
 /// lag a follower past it (and the ISR changes they cause) fit several times over.
-pub const DEFAULT_REPLICA_LAG_TIME_MAX_MS: u64 = 5000;
+pub const DEFAULT_REPLICA_LAG_TIME_MAX_MS: u64 = 3000;
+
+/// The brokers' session timeout in a campaign when not given (the broker's own is
+/// 3 s): the faults the replication package times by it — a leader isolated or
+/// killed past it, a restart within it — and the controller's grace after a
+/// failover all shorten with it, so that a minute holds more of them. Brokers
+/// heartbeat every 200 ms: ten heartbeats lost make a broker dead.
+pub const DEFAULT_SESSION_TIMEOUT_MS: u64 = 2000;
 
 /// The brokers' leader imbalance check interval in a campaign when not given:
 /// Kafka's 300 s scaled down like the other timeouts, so that a fault's moved
@@ -452,6 +467,10 @@ impl RunArgs {
             broker_bin,
             bug: self.bug,
             flush_messages: self.flush_messages,
+            session_timeout_ms: self.session_timeout_ms.or(self
+                .scenario
+                .is_none()
+                .then_some(DEFAULT_SESSION_TIMEOUT_MS)),
             replica_lag_time_max_ms: Some(
                 self.replica_lag_time_max_ms
                     .unwrap_or(DEFAULT_REPLICA_LAG_TIME_MAX_MS),
@@ -495,6 +514,7 @@ impl From<Resolved> for RunArgs {
             broker_bin: Some(r.broker_bin),
             bug: r.bug,
             flush_messages: r.flush_messages,
+            session_timeout_ms: r.session_timeout_ms,
             replica_lag_time_max_ms: r.replica_lag_time_max_ms,
             leader_imbalance_check_interval_ms: r.leader_imbalance_check_interval_ms,
             linearizable_reads: r.linearizable_reads,
@@ -508,6 +528,7 @@ impl From<Resolved> for RunArgs {
 mod tests {
     use super::*;
     use clap::Parser;
+    use std::time::Duration;
 
     #[derive(Parser)]
     struct T {
@@ -547,20 +568,60 @@ mod tests {
         assert_eq!((a.concurrency, a.seed), (6, 5));
         assert_eq!(a.results, PathBuf::from("results"));
         assert_eq!(a.broker_bin, PathBuf::from("/bin/broker"));
-        assert_eq!(a.replica_lag_time_max_ms, Some(5000));
+        assert_eq!(a.session_timeout_ms, Some(2000));
+        assert_eq!(a.replica_lag_time_max_ms, Some(3000));
         assert_eq!(a.leader_imbalance_check_interval_ms, Some(5_000));
         assert_eq!(
             a.node_args(),
             [
                 "--truncation",
                 "epoch",
+                "--session-timeout-ms",
+                "2000",
                 "--replica-lag-time-max-ms",
-                "5000",
+                "3000",
                 "--leader-imbalance-check-interval-ms",
                 "5000"
             ]
         );
         assert!(!a.dedicated_controller);
+        // The package times its faults by the brokers' timeouts.
+        let t = a.package_settings(&[1, 2, 3]).timeouts;
+        assert_eq!(
+            (t.session, t.lag),
+            (Duration::from_secs(2), Duration::from_secs(3))
+        );
+    }
+
+    #[test]
+    fn the_session_timeout_is_the_brokers_own_under_a_scenario_and_in_older_run_json() {
+        let a = parse(&["--session-timeout-ms", "2500", "--seed", "1"]).unwrap();
+        assert_eq!(a.session_timeout_ms, Some(2500));
+        assert!(
+            a.node_args()
+                .windows(2)
+                .any(|w| w == ["--session-timeout-ms", "2500"])
+        );
+        assert!(
+            a.controller_args()
+                .windows(2)
+                .any(|w| w == ["--session-timeout-ms", "2500"])
+        );
+        let s = parse(&["--scenario", "kip101-data-loss", "--seed", "1"]).unwrap();
+        assert_eq!(s.session_timeout_ms, None);
+        assert!(!s.node_args().iter().any(|a| a == "--session-timeout-ms"));
+        assert_eq!(
+            s.package_settings(&[1]).timeouts.session,
+            Duration::from_secs(3)
+        );
+        let mut json = serde_json::to_value(&a).unwrap();
+        json.as_object_mut().unwrap().remove("session_timeout_ms");
+        let older = serde_json::from_value::<Resolved>(json).unwrap();
+        assert_eq!(older.session_timeout_ms, None);
+        for bad in ["0", "199", "-5", "abc"] {
+            let e = parse(&[&format!("--session-timeout-ms={bad}")]).unwrap_err();
+            assert!(e.contains("session-timeout-ms"), "{e}");
+        }
     }
 
     #[test]

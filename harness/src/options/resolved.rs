@@ -56,6 +56,10 @@ pub struct Resolved {
     pub broker_bin: PathBuf,
     pub bug: Option<Bug>,
     pub flush_messages: Option<u64>,
+    /// The brokers' session timeout (absent from older run.json files, and under a
+    /// scenario: the broker's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_timeout_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_lag_time_max_ms: Option<u64>,
     /// The brokers' leader imbalance check interval (absent from older run.json
@@ -140,6 +144,7 @@ impl Resolved {
         if let Some(n) = self.flush_messages {
             args.extend(["--flush-messages".to_string(), n.to_string()]);
         }
+        args.extend(self.session_args());
         if let Some(ms) = self.replica_lag_time_max_ms {
             args.extend(["--replica-lag-time-max-ms".to_string(), ms.to_string()]);
         }
@@ -172,7 +177,7 @@ impl Resolved {
     pub fn package_settings(&self, nodes: &[i32]) -> Settings {
         let page_cache = crate::nemesis::page_cache_for(&self.nemesis, self.flush_messages);
         Settings {
-            timeouts: Timeouts::of_cluster(self.replica_lag_time_max_ms),
+            timeouts: Timeouts::of_cluster(self.session_timeout_ms, self.replica_lag_time_max_ms),
             nodes: nodes.to_vec(),
             page_cache,
             crash_all_safe: !page_cache || self.flush_messages == Some(1),
@@ -189,10 +194,19 @@ impl Resolved {
     /// Extra arguments of a dedicated `broker controller`.
     pub fn controller_args(&self) -> Vec<String> {
         let mut args = self.rebalance_args();
+        args.extend(self.session_args());
         if self.unclean_election {
             args.push("--unclean-election".to_string());
         }
         args
+    }
+
+    /// Every controller voter's session timeout, if given.
+    fn session_args(&self) -> Vec<String> {
+        match self.session_timeout_ms {
+            Some(ms) => vec!["--session-timeout-ms".to_string(), ms.to_string()],
+            None => Vec::new(),
+        }
     }
 
     /// Every controller voter's leader imbalance check interval, if given.
