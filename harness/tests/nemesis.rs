@@ -334,7 +334,7 @@ async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes
     let mut cluster = Cluster::start(config).await.unwrap();
     cluster.create_topic("queue", 2, 3, 2).await.unwrap();
     let settings = Settings {
-        timeouts: Timeouts::of_cluster(Some(2000)),
+        timeouts: Timeouts::of_cluster(None, Some(2000)),
         nodes: cluster.node_ids(),
         page_cache: false,
         crash_all_safe: true,

@@ -1,14 +1,14 @@
 //! The steps of the replication nemesis's scripts: one signal to one process, or
 //! one set of links cut or restored, each recorded in the history under the same
 //! names the fault lists use (`kill`/`restart`, `pause`/`resume`, `partition`/`heal`,
-//! `lose-unflushed`, `crash-all`), so the report and the progress line read them
-//! alike. A [`Script`] is a list of steps, each after a delay from the previous.
+//! `lose-unflushed`, `crash-all`, `slow`/`stop-slow`, `throttle`/`stop-throttle`), so
+//! the report and the progress line read them alike. A [`Script`] is a list of steps, each after a delay from the previous.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::fault::{DiskMode, NemesisEvent};
+use super::fault::{Degradation, DiskMode, NemesisEvent};
 use crate::net::Grudge;
 use crate::proc::Proc;
 
@@ -46,6 +46,19 @@ pub enum Action {
         node: i32,
         mode: DiskMode,
         for_ms: u64,
+    },
+    /// Degrade every link to and from `procs` (clients' included), each link's
+    /// draws seeded from `seed`.
+    Degrade {
+        procs: Vec<Proc>,
+        how: Degradation,
+        seed: u64,
+    },
+    /// Take the degradation of a `Degrade` step (same fields) off those links.
+    Restore {
+        procs: Vec<Proc>,
+        how: Degradation,
+        seed: u64,
     },
 }
 
@@ -87,6 +100,8 @@ impl Action {
                 "disk-ok",
                 json!({"node": node, "mode": mode.as_str(), "for_ms": for_ms}),
             ),
+            Action::Degrade { procs, how, seed } => how.event(procs, *seed, false),
+            Action::Restore { procs, how, seed } => how.event(procs, *seed, true),
         }
     }
 
@@ -108,8 +123,14 @@ impl Action {
                 mode: *mode,
                 for_ms: *for_ms,
             }),
+            Action::Degrade { procs, how, seed } => Some(Action::Restore {
+                procs: procs.clone(),
+                how: *how,
+                seed: *seed,
+            }),
             Action::Restart(_)
             | Action::DiskOk { .. }
+            | Action::Restore { .. }
             | Action::RestartEach(_)
             | Action::Resume(_)
             | Action::Heal { .. } => None,
@@ -125,6 +146,12 @@ impl Action {
             (Action::Resume(p), Action::Pause(q)) => p == q,
             (Action::Heal { grudge, .. }, Action::Cut { grudge: cut, .. }) => grudge == cut,
             (Action::DiskOk { node, .. }, Action::Disk { node: failed, .. }) => node == failed,
+            (
+                Action::Restore { procs, how, .. },
+                Action::Degrade {
+                    procs: p, how: h, ..
+                },
+            ) => procs == p && how.kind() == h.kind(),
             _ => false,
         }
     }
@@ -135,6 +162,15 @@ impl Action {
         match &e.value {
             Value::Object(m) if m.contains_key("node") => {
                 format!("{} {} {}", e.f, m["node"], m["mode"].as_str().unwrap_or(""))
+            }
+            Value::Object(m) if m.contains_key("procs") => {
+                let procs: Vec<String> = m["procs"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                    .collect();
+                format!("{} {}", e.f, procs.join(","))
             }
             Value::Object(m) => format!("{} {}", e.f, m["topology"].as_str().unwrap_or("")),
             Value::Array(items) => {

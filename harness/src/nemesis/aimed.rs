@@ -15,12 +15,14 @@
 //!   less, the more patterns already tried to reach it — and drops to a tenth
 //!   while no partition is led the way it needs; a pattern with variants plays
 //!   them in turn.
-//! - A pattern aims at a partition of the workload's first topic (the queue's,
-//!   whose final logs are checked), a leader of more partitions of any of its
-//!   topics more often (in the mixed workload, one leading the register's too),
-//!   since a fault on it moves all of them; and, for the patterns that need the
-//!   leader and the controller apart, a partition whose leader (or next-in-line
-//!   follower) is not the active controller ([`Pattern::aim_weight`]).
+//! - A pattern aims at a partition of any of the workload's topics (each one's
+//!   final logs are checked for divergence), a leader of more partitions, and of
+//!   more of the topics, more often — a fault on it moves all of them, and in the
+//!   mixed workload one that leads the queue's and the register's partitions
+//!   reaches both checkers: a deposed register leader serves stale reads, a queue
+//!   leader lost writes —; and, for the patterns that need the leader and the
+//!   controller apart, a partition whose leader (or next-in-line follower) is not
+//!   the active controller ([`Pattern::aim_weight`]).
 //! - Gaps between patterns are drawn under the session timeout.
 //!
 //! Every draw comes from the seed's generator, so the same seed, views and coverage
@@ -199,7 +201,7 @@ impl Aimed {
         // could not bring the old leader back last). Then the pattern is drawn
         // from what is left of the round; a new round starts when it is played,
         // or when nothing left in it fits the cluster.
-        let settling = view.led_in_any_topic().is_empty() || view.controller.is_none();
+        let settling = view.led().is_empty() || view.controller.is_none();
         if settling && self.stalls < MAX_STALLS {
             self.stalls += 1;
             return Decision::Wait(self.settings.timeouts.fetch_wait * 2);
@@ -222,7 +224,7 @@ impl Aimed {
             if *p == Pattern::ControllerFailover {
                 return 1.0;
             }
-            view.led_in_any_topic()
+            view.led()
                 .iter()
                 .filter(|q| p.fits(&self.settings, Some(q), view.controller))
                 .map(|q| suits(p, q))
@@ -283,28 +285,22 @@ impl Aimed {
             .copied()
             .filter(|q| pattern.fits(&self.settings, Some(q), view.controller))
             .collect();
-        // A pattern that needs the leader and the controller apart, finding no such
-        // partition in the first topic, aims at one of another topic if there is
-        // (in the mixed workload, the register's: its checker sees a lost write too).
-        let apart = |q: &PartitionView| suits(&pattern, q) >= 1.0;
-        if !aimable.iter().any(|q| apart(q)) {
-            let elsewhere: Vec<_> = view
-                .led_in_any_topic()
-                .into_iter()
-                .filter(|q| apart(q) && pattern.fits(&self.settings, Some(q), view.controller))
-                .collect();
-            if !elsewhere.is_empty() {
-                aimable = elsewhere;
-            }
+        // The partitions that suit the pattern (roles apart, not about to move),
+        // if any do.
+        if aimable.iter().any(|q| suits(&pattern, q) >= 1.0) {
+            aimable.retain(|q| suits(&pattern, q) >= 1.0);
         }
         // A busier leader's partition more often: a fault on a node leading
-        // several partitions (of any topic) moves them all.
+        // several partitions moves them all, and one leading partitions of every
+        // topic reaches every checker.
+        let busy = |q: &PartitionView| {
+            q.leader
+                .map_or(1, |l| view.leads(l).max(1) * view.topics_led(l).max(1)) as f64
+        };
         let target = match pattern {
             Pattern::ControllerFailover => None,
             _ => aimable
-                .choose_weighted(&mut self.rng, |q| {
-                    q.leader.map_or(1, |l| view.leads(l).max(1)) as f64 * suits(&pattern, q)
-                })
+                .choose_weighted(&mut self.rng, |q| busy(q) * suits(&pattern, q))
                 .ok()
                 .copied(),
         };

@@ -204,7 +204,7 @@ impl Degradation {
 
     /// The history event of a fault degrading `procs` this way: `slow`, `flaky` or
     /// `throttle` (`stop-…` at its end), the targets, the parameters and the seed.
-    fn event(self, procs: &[Proc], seed: u64, end: bool) -> NemesisEvent {
+    pub(super) fn event(self, procs: &[Proc], seed: u64, end: bool) -> NemesisEvent {
         let name = self.kind().to_string();
         let f = if end { format!("stop-{name}") } else { name };
         let mut value = self.params();

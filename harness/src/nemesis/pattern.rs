@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::action::{Action, Script};
 use super::coverage::Transition;
-use super::fault::DiskMode;
+use super::fault::{Degradation, DiskMode};
 use super::view::{PartitionView, Timeouts};
 use crate::names::by_name;
 use crate::net::Grudge;
@@ -23,14 +23,16 @@ use crate::proc::Proc;
 /// A fault pattern of the replication package.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum)]
 pub enum Pattern {
-    /// SIGKILL a partition's leader; restart it after about a session timeout.
+    /// SIGKILL a partition's leader; restart it after about a session timeout (in
+    /// turn with the follower elected next on slow links: it lags at the failover).
     LeaderKill,
     /// SIGSTOP a partition's leader; it wakes up after about a session timeout,
     /// perhaps no longer leader.
     LeaderPause,
     /// KIP-101: restart a follower and kill the leader before it caught up.
     Kip101,
-    /// Cut a follower from its leader (not from the controller) for about the lag time.
+    /// Cut a follower from its leader (not from the controller) for about the lag time
+    /// (in turn healed on a throttled link, the leader killed while it catches up).
     FollowerLag,
     /// Cut the leader from the controller and every replica; clients still reach it.
     IsolateLeader,
@@ -45,8 +47,8 @@ pub enum Pattern {
     LoseUnflushed,
     /// Kill, stall or isolate the controller.
     ControllerFailover,
-    /// Make the leader's disk full or failing for a moment, mostly shorter than the
-    /// storage failure timeout; then kill it and restart it.
+    /// Make the leader's disk full or failing for moments, each shorter than the
+    /// storage failure timeout (sometimes one longer); then kill it and restart it.
     LeaderDisk,
 }
 
@@ -93,7 +95,7 @@ impl Pattern {
                 TruncateHw,
                 TruncateRecords,
             ],
-            Pattern::FollowerLag => &[IsrShrinkLag, IsrExpand],
+            Pattern::FollowerLag => &[IsrShrinkLag, IsrExpand, LeaderElection],
             Pattern::IsolateLeader => &[LeaderElection, Fenced, TruncateEpoch, TruncateRecords],
             Pattern::PartialPartition => &[IsrShrinkLag, NotEnoughReplicas, Fenced, LeaderElection],
             Pattern::CrashAll => &[
@@ -126,28 +128,30 @@ impl Pattern {
     /// lags behind (the HW and ISR rules that decide whether an acknowledged record
     /// is on it) and a leader whose disk fails under load (the only pattern that
     /// makes appends fail) weigh most; a crash of every node (replicas that come
-    /// back behind, elected as the last of their ISR) next; a partial partition
-    /// then; a follower back behind as the leader dies (KIP-101) and a
-    /// lost page cache once; the plain kill, pause or controller fault, which
-    /// mostly freeze a replica rather than leave one serving or electable, half or
-    /// less; a lag alone a quarter.
+    /// back behind, elected as the last of their ISR) next; a partial partition, a
+    /// leader killed while the follower elected next lags on slow links, and a
+    /// follower catching up on a throttled link as the leader dies then; a follower
+    /// back behind as the leader dies (KIP-101) and a lost page cache once; the
+    /// plain pause or controller fault, which mostly freeze a replica rather than
+    /// leave one serving or electable, less.
     pub fn base_weight(self) -> f64 {
         match self {
             Pattern::IsolateLeader | Pattern::KillDuringPartition | Pattern::LeaderDisk => 3.0,
             Pattern::CrashAll => 2.0,
-            Pattern::PartialPartition => 1.5,
+            Pattern::PartialPartition | Pattern::LeaderKill | Pattern::FollowerLag => 1.5,
             Pattern::Kip101 | Pattern::LoseUnflushed => 1.0,
             Pattern::LeaderPause => 0.75,
-            Pattern::LeaderKill | Pattern::ControllerFailover => 0.5,
-            Pattern::FollowerLag => 0.25,
+            Pattern::ControllerFailover => 0.5,
         }
     }
 
     /// How often the pattern plays in each round of the package: the two that open
     /// the most windows twice, one variant after the other; every other pattern
-    /// that opens a window of its own once; the plain ones (a kill, a pause, a lag,
-    /// a controller fault), whose windows the others open too, not at all — one
-    /// of them joins each round, drawn by weight. `kip101` is one of them: a
+    /// that opens a window of its own once (`leader-kill` and `follower-lag` for
+    /// their first variants: a successor lagging at the failover, a follower
+    /// catching up as the leader dies); the plain ones (a pause, a controller
+    /// fault, KIP-101's restart), whose windows the others open too, not at all —
+    /// one of them joins each round, drawn by weight. `kip101` is one of them: a
     /// controller that takes a restarted broker out of every ISR (KIP-841) never
     /// elects the follower it brings back, and `crash-all` opens KIP-101's window
     /// where every ISR member restarts.
@@ -157,12 +161,10 @@ impl Pattern {
             Pattern::PartialPartition
             | Pattern::CrashAll
             | Pattern::LoseUnflushed
-            | Pattern::LeaderDisk => 1,
-            Pattern::LeaderKill
-            | Pattern::LeaderPause
-            | Pattern::Kip101
-            | Pattern::FollowerLag
-            | Pattern::ControllerFailover => 0,
+            | Pattern::LeaderDisk
+            | Pattern::LeaderKill
+            | Pattern::FollowerLag => 1,
+            Pattern::LeaderPause | Pattern::Kip101 | Pattern::ControllerFailover => 0,
         }
     }
 
@@ -209,10 +211,10 @@ impl Pattern {
         let apart = match self {
             // The follower cut off must reach the controller (else it expires and
             // leaves the ISR by the controller's hand), and so must the leader.
-            Pattern::PartialPartition | Pattern::KillDuringPartition => {
+            Pattern::PartialPartition | Pattern::KillDuringPartition | Pattern::FollowerLag => {
                 partition.leader != Some(c) && next != Some(c)
             }
-            Pattern::FollowerLag | Pattern::IsolateLeader => partition.leader != Some(c),
+            Pattern::IsolateLeader => partition.leader != Some(c),
             _ => true,
         };
         if apart { 1.0 } else { 0.1 }
@@ -270,9 +272,37 @@ impl Pattern {
         let mut roles = json!({"leader": leader, "followers": followers});
         let s = Script::default();
         let script = match self {
-            Pattern::LeaderKill => s
-                .then(zero, Action::Kill(node(leader)))
-                .then(hold(rng), Action::Restart(node(leader))),
+            Pattern::LeaderKill if turn % 2 == 0 => {
+                // The follower elected next on slow links, then the leader killed: the
+                // new leader lags the old one at the failover (its HW most), and its
+                // followers' fetches and its clients reach it late — the rules of a
+                // new leader's HW, reads and acks, before its followers have caught up.
+                roles["variant"] = json!("slow-successor");
+                roles["follower"] = json!(next);
+                let delay_ms = rng.random_range(100..=250);
+                let how = Degradation::Slow {
+                    delay_ms,
+                    jitter_ms: rng.random_range(0..=delay_ms / 4),
+                };
+                let slow = Action::Degrade {
+                    procs: vec![node(next)],
+                    how,
+                    seed: rng.random(),
+                };
+                let restore = slow.undo().expect("a degradation is undone");
+                s.then(zero, slow)
+                    .then(ms(rng.random_range(500..1500)), Action::Kill(node(leader)))
+                    .then(
+                        longer(rng, t.session) + takeover(node(leader)),
+                        Action::Restart(node(leader)),
+                    )
+                    .then(ms(rng.random_range(300..1000)), restore)
+            }
+            Pattern::LeaderKill => {
+                roles["variant"] = json!("plain");
+                s.then(zero, Action::Kill(node(leader)))
+                    .then(hold(rng), Action::Restart(node(leader)))
+            }
             Pattern::LeaderPause => s
                 .then(zero, Action::Pause(node(leader)))
                 .then(hold(rng), Action::Resume(node(leader))),
@@ -302,8 +332,38 @@ impl Pattern {
                 let down = longer(rng, t.session) + takeover(node(leader));
                 s.then(down, Action::Restart(node(leader)))
             }
+            Pattern::FollowerLag if turn % 2 == 0 => {
+                // Out of the ISR past the lag time, then back on a throttled link:
+                // it catches up slowly, and the leader dies meanwhile. Only the ISR
+                // the controller agreed to may elect: a follower must not rejoin it
+                // before it has everything the HW covers.
+                roles["variant"] = json!("catch-up-then-kill-leader");
+                roles["follower"] = json!(next);
+                // Cut well past the lag time: after the shrink, the leader commits
+                // and acknowledges for a second or more without it, which it must
+                // then fetch — a few KiB a second at most, for seconds.
+                let grudge = pair(leader, next);
+                let throttle = Action::Degrade {
+                    procs: vec![node(next)],
+                    how: Degradation::Throttle {
+                        bytes_per_s: rng.random_range(2..=6) * 1024,
+                    },
+                    seed: rng.random(),
+                };
+                let restore = throttle.undo().expect("a degradation is undone");
+                s.then(zero, cut("cut-follower", &grudge))
+                    .then(t.lag.mul_f64(rng.random_range(1.5..2.0)), throttle)
+                    .then(zero, heal("cut-follower", &grudge))
+                    .then(ms(rng.random_range(100..400)), Action::Kill(node(leader)))
+                    .then(
+                        just_past(rng, t.session) + takeover(node(leader)),
+                        Action::Restart(node(leader)),
+                    )
+                    .then(ms(rng.random_range(300..1000)), restore)
+            }
             Pattern::FollowerLag => {
-                roles["follower"] = json!(aimed);
+                roles["variant"] = json!("lag");
+                roles["follower"] = json!(next);
                 // Past the lag time, but not by much: the shrink comes once the
                 // lag time is over, and the rest of the hold only idles.
                 let held = if rng.random_bool(0.67) {
@@ -311,7 +371,7 @@ impl Pattern {
                 } else {
                     shorter(rng, t.lag)
                 };
-                let grudge = pair(leader, aimed);
+                let grudge = pair(leader, next);
                 s.then(zero, cut("cut-follower", &grudge))
                     .then(held, heal("cut-follower", &grudge))
             }
@@ -319,15 +379,18 @@ impl Pattern {
                 // Past a session timeout (and a controller takeover, when it is
                 // the controller), so another leader is elected while clients still
                 // reach this one: in turn just past it (the deposed leader rejoins
-                // while writes sent to it still wait for their acks) and well past
-                // it. (A leader stopped for less than that: `leader-pause`.)
+                // while writes sent to it still wait for their acks) and past the
+                // clients' request timeout too, so that the clients whose writes to
+                // it timed out have moved to the new leader and written there while
+                // others still read from, and write to, the deposed one. (A leader
+                // stopped for less than a session timeout: `leader-pause`.)
                 let elected = t.session + takeover(node(leader));
                 let held = if turn % 2 == 0 {
                     roles["variant"] = json!("just-past-session");
                     just_past(rng, elected)
                 } else {
-                    roles["variant"] = json!("well-past-session");
-                    longer(rng, elected)
+                    roles["variant"] = json!("past-client-timeout");
+                    elected.max(t.client) + t.client.mul_f64(rng.random_range(0.2..0.8))
                 };
                 let grudge = Grudge::isolate(node(leader), &settings.procs());
                 s.then(zero, cut("isolate-leader", &grudge))
@@ -456,16 +519,29 @@ impl Pattern {
                     DiskMode::Eio
                 };
                 roles["mode"] = json!(mode.as_str());
-                // First over before the storage failure timeout: the leader keeps
-                // leading and appends again on the disk that failed it. Three times
-                // in ten a second failure then lasts past the timeout: the leader
-                // leaves every ISR and its leadership moves.
+                // A disk that fails and recovers two or three times, each over before
+                // the storage failure timeout: the leader keeps leading and appends
+                // again on the disk that failed it. Each failure stalls the clients
+                // (a follower's failed fetches hold back the HW of every partition it
+                // follows), and each recovery lets them send again, some of it to this
+                // leader at the next failure. Three times in ten a last failure then
+                // lasts past the timeout: the leader leaves every ISR and its
+                // leadership moves.
                 let bound = |d: Duration| (d * 2).as_millis() as u64;
-                let within = t.storage.mul_f64(rng.random_range(0.25..0.75));
-                let (node, for_ms) = (leader, bound(within));
-                let mut s = s
-                    .then(zero, Action::Disk { node, mode, for_ms })
-                    .then(within, Action::DiskOk { node, mode, for_ms });
+                let node = leader;
+                let mut s = s;
+                for i in 0..rng.random_range(2..=3) {
+                    let within = t.storage.mul_f64(rng.random_range(0.2..0.5));
+                    let for_ms = bound(within);
+                    let gap = if i == 0 {
+                        zero
+                    } else {
+                        ms(rng.random_range(150..500))
+                    };
+                    s = s
+                        .then(gap, Action::Disk { node, mode, for_ms })
+                        .then(within, Action::DiskOk { node, mode, for_ms });
+                }
                 if rng.random_bool(0.3) {
                     roles["variant"] = json!("within-then-past-storage-timeout");
                     let past = just_past(rng, t.storage);

@@ -186,6 +186,8 @@ async fn act(
                     .await?
             }
             Action::DiskOk { node, .. } => cluster.disk_ok(*node).await?,
+            Action::Degrade { procs, how, seed } => cluster.degrade(procs, *seed, |c| how.apply(c)),
+            Action::Restore { procs, how, seed } => cluster.degrade(procs, *seed, |c| how.clear(c)),
         }
         on_event(action.event());
         Ok(())

@@ -15,7 +15,8 @@ use crate::proc::Proc;
 /// The timeouts of the cluster under test (docs/broker.md), which decide when a
 /// fault changes something: a broker silent for longer than `session` is dead to
 /// the controller; a follower behind for longer than `lag` leaves the ISR; an empty
-/// follower fetch waits up to `fetch_wait` at the leader.
+/// follower fetch waits up to `fetch_wait` at the leader; a client gives up on a
+/// request after `client`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
     pub session: Duration,
@@ -27,17 +28,25 @@ pub struct Timeouts {
     /// The longest a controller voter waits for a leader before it starts an
     /// election (the election timeout, up to 1.5×).
     pub election: Duration,
+    /// The workload's request timeout: a client waiting on a leader that cannot
+    /// answer gives up after this long and looks for the leader again.
+    pub client: Duration,
 }
 
 impl Timeouts {
-    /// The brokers' defaults, with `replica.lag.time.max.ms` as given (if it is).
-    pub fn of_cluster(replica_lag_time_max_ms: Option<u64>) -> Timeouts {
+    /// The brokers' defaults, with the session timeout and `replica.lag.time.max.ms`
+    /// as given (if they are).
+    pub fn of_cluster(
+        session_timeout_ms: Option<u64>,
+        replica_lag_time_max_ms: Option<u64>,
+    ) -> Timeouts {
         Timeouts {
-            session: Duration::from_millis(3000),
+            session: Duration::from_millis(session_timeout_ms.unwrap_or(3000)),
             lag: Duration::from_millis(replica_lag_time_max_ms.unwrap_or(10_000)),
             fetch_wait: Duration::from_millis(500),
             storage: Duration::from_millis(2000),
             election: Duration::from_millis(1500),
+            client: workloads::client::REQUEST_TIMEOUT,
         }
     }
 }
@@ -76,8 +85,7 @@ pub struct ClusterView {
     pub nodes: Vec<i32>,
     /// Nodes the controller counts alive.
     pub alive: Vec<i32>,
-    /// The workload's topics; patterns aim at the first one's partitions (the
-    /// queue's, whose final logs are checked), the others count in [`leads`](Self::leads).
+    /// The workload's topics, whose partitions patterns aim at.
     pub topics: Vec<String>,
     /// The partitions of the workload's topics, topic by topic (empty if the
     /// controller did not answer).
@@ -134,18 +142,9 @@ impl ClusterView {
         }
     }
 
-    /// Partitions of the first topic whose leader is alive and have a follower:
-    /// what a pattern aimed at a leader can hit.
+    /// Partitions of the workload's topics whose leader is alive and have a
+    /// follower: what a pattern aimed at a leader can hit.
     pub fn led(&self) -> Vec<&PartitionView> {
-        self.led_in_any_topic()
-            .into_iter()
-            .filter(|p| self.topics.first().is_none_or(|t| *t == p.topic))
-            .collect()
-    }
-
-    /// Partitions of any of the workload's topics whose leader is alive and have a
-    /// follower.
-    pub fn led_in_any_topic(&self) -> Vec<&PartitionView> {
         self.partitions
             .iter()
             .filter(|p| {
@@ -162,6 +161,19 @@ impl ClusterView {
             .iter()
             .filter(|p| p.leader == Some(node))
             .count()
+    }
+
+    /// How many of the workload's topics `node` leads a partition of: a fault on a
+    /// leader of every topic reaches every workload's checker.
+    pub fn topics_led(&self, node: i32) -> usize {
+        let mut topics: Vec<&str> = self
+            .partitions
+            .iter()
+            .filter(|p| p.leader == Some(node))
+            .map(|p| p.topic.as_str())
+            .collect();
+        topics.dedup();
+        topics.len()
     }
 
     /// Will the partition keep its leader, as far as the controller's preferred
@@ -253,9 +265,13 @@ mod tests {
             .map(|p| (p.topic.as_str(), p.partition))
             .collect();
         assert_eq!(names, vec![("queue", 0), ("queue", 1), ("register", 0)]);
-        // Led partitions of the first topic only: the others count in `leads`.
-        assert_eq!(v.led().len(), 2);
+        // Led partitions of every topic of the workload; `other` is none of them.
+        assert_eq!(v.led().len(), 3);
         assert_eq!((v.leads(1), v.leads(2), v.leads(3)), (1, 2, 0));
+        assert_eq!(
+            (v.topics_led(1), v.topics_led(2), v.topics_led(3)),
+            (1, 2, 0)
+        );
         assert_eq!(v.to_json()["partitions"][2]["topic"], "register");
     }
 }

@@ -65,12 +65,16 @@ pub struct ClientConfig {
     pub max_attempts: u32,
 }
 
+/// A client request's budget unless configured otherwise: past it the operation's
+/// outcome is unknown (`info`) and the client looks for the leader again.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+
 impl ClientConfig {
     pub fn new(nodes: BTreeMap<i32, SocketAddr>, controller: Option<SocketAddr>) -> Self {
         ClientConfig {
             nodes,
             controller,
-            request_timeout: Duration::from_secs(3),
+            request_timeout: REQUEST_TIMEOUT,
             max_attempts: 5,
         }
     }
