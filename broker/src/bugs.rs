@@ -11,6 +11,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::cli::Bug;
+
 /// `--bug abort`: the produce request at which the node aborts.
 pub const ABORT_AT_PRODUCE: u64 = 100;
 
@@ -53,9 +55,47 @@ pub struct Bugs {
     /// An append that fails on disk (ENOSPC, EIO) is not taken back: its frames stay
     /// queued and reach the file with the next append, at offsets it takes again.
     pub append_undo_lost: bool,
+    /// A follower settling its log with the leader (KIP-101) cuts one record past
+    /// the end the leader gave for its epoch: a diverged follower keeps the first
+    /// record of its unreplicated suffix.
+    pub truncate_past_epoch_end: bool,
+    /// The controller's clean election takes the first live replica, in the ISR or
+    /// not: a follower that lags out of the ISR may lead without what was committed.
+    pub elect_out_of_isr: bool,
+    /// The controller elects a dead leader's successor without bumping the leader
+    /// epoch: the deposed leader and the new one write in the same epoch, and no
+    /// fencing or epoch truncation tells their records apart.
+    pub no_epoch_bump: bool,
+    /// A follower rejoins the ISR as soon as it fetches in the leader's epoch, not
+    /// once it has caught up to the HW: an ISR member may lack committed records.
+    pub isr_expand_early: bool,
 }
 
 impl Bugs {
+    /// The rule flags for `--bug` (none for `hw-truncation`, which is a truncation mode).
+    pub fn planted(bug: Option<Bug>) -> Bugs {
+        let mut b = Bugs::default();
+        match bug {
+            None | Some(Bug::HwTruncation) => {}
+            Some(Bug::AckBeforeReplicate) => b.ack_before_replicate = true,
+            Some(Bug::IsrUnchecked) => b.isr_unchecked = true,
+            Some(Bug::StaleRead) => b.stale_read = true,
+            Some(Bug::NoEpochFence) => b.no_epoch_fence = true,
+            Some(Bug::HwAnyFollower) => b.hw_any_follower = true,
+            Some(Bug::ReadPastHw) => b.read_past_hw = true,
+            Some(Bug::AckOffByOne) => b.ack_off_by_one = true,
+            Some(Bug::AckIgnoresEpoch) => b.ack_ignores_epoch = true,
+            Some(Bug::EpochEndAtLeo) => b.epoch_end_at_leo = true,
+            Some(Bug::Abort) => b.abort = true,
+            Some(Bug::AppendUndoLost) => b.append_undo_lost = true,
+            Some(Bug::TruncatePastEpochEnd) => b.truncate_past_epoch_end = true,
+            Some(Bug::ElectOutOfIsr) => b.elect_out_of_isr = true,
+            Some(Bug::NoEpochBump) => b.no_epoch_bump = true,
+            Some(Bug::IsrExpandEarly) => b.isr_expand_early = true,
+        }
+        b
+    }
+
     /// Count a produce request. PLANTED BUG (abort): under `--bug abort` the
     /// [`ABORT_AT_PRODUCE`]-th one, counted from this process's start, says so on
     /// stderr and aborts the process — deterministic in the requests it receives.

@@ -66,6 +66,10 @@ pub struct ControllerArgs {
     /// A file holding the cluster's secret (else the BROKER_CLUSTER_SECRET variable).
     #[arg(long, value_name = "PATH")]
     pub secret_file: Option<PathBuf>,
+    /// Plant a known bug (see `watermark selftest`): only the controller's
+    /// (`elect-out-of-isr`, `no-epoch-bump`) change what a dedicated voter does.
+    #[arg(long, value_enum)]
+    pub bug: Option<Bug>,
 }
 
 /// How a follower that becomes follower, or restarts, decides where to truncate its log.
@@ -176,6 +180,14 @@ pub enum Bug {
     /// Keep a failed append's frames queued (ENOSPC, EIO): they reach the file with
     /// the next append, at offsets it takes again.
     AppendUndoLost,
+    /// Truncate a follower one record past the end its leader gave for the epoch.
+    TruncatePastEpochEnd,
+    /// Elect the first live replica, in the ISR or not (the controller's voters).
+    ElectOutOfIsr,
+    /// Elect a dead leader's successor in the same leader epoch (the controller's voters).
+    NoEpochBump,
+    /// Let a follower rejoin the ISR before it has caught up to the HW.
+    IsrExpandEarly,
 }
 
 /// Broker ids and their addresses, as given on the command line.

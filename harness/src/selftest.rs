@@ -148,6 +148,20 @@ pub fn profile(bug: Bug) -> &'static str {
         Bug::AppendUndoLost => {
             "--dedicated-controller --nemesis disk,kill --nemesis-interval 1 --time-limit 30"
         }
+        // A deposed (isolated) leader's unreplicated suffix: the follower it becomes
+        // keeps its first record, where the new leader wrote another.
+        Bug::TruncatePastEpochEnd => {
+            "--nemesis isolate-leader --nemesis-interval 5 --time-limit 15"
+        }
+        // A follower out of the ISR elected when the leader dies: the replication
+        // package's lagging followers (a cut past the lag time, then a kill) open it.
+        Bug::ElectOutOfIsr => "--nemesis replication --time-limit 30",
+        // An isolated leader replaced in its own epoch keeps writing records that
+        // pass for the new leader's: replicas diverge.
+        Bug::NoEpochBump => "--nemesis isolate-leader --nemesis-interval 5 --time-limit 15",
+        // A follower back in the ISR before it caught up, elected as the leader dies:
+        // the replication package's `follower-lag` times its kill to that moment.
+        Bug::IsrExpandEarly => "--nemesis replication --time-limit 30",
         // Test-only: a leader aborts at its 100th produce request, within seconds.
         Bug::Abort => "--time-limit 10",
     }

@@ -7,6 +7,7 @@
 //! live replica even outside the ISR: the partition becomes available again, at the
 //! price of losing whatever the ISR had committed beyond that replica's log.
 
+use crate::bugs::Bugs;
 use crate::protocol::BrokerId;
 
 /// The outcome of an election.
@@ -20,14 +21,18 @@ pub enum Election {
     Offline,
 }
 
-/// Elect a leader among `replicas` (in replica order).
+/// Elect a leader among `replicas` (in replica order). `bugs`: the controller's
+/// planted bugs — PLANTED BUG (elect-out-of-isr): the clean election's pick need
+/// not be in the ISR.
 pub fn elect(
     replicas: &[BrokerId],
     isr: &[BrokerId],
     alive: impl Fn(BrokerId) -> bool,
     unclean: bool,
+    bugs: Bugs,
 ) -> Election {
-    if let Some(&b) = replicas.iter().find(|&&b| isr.contains(&b) && alive(b)) {
+    let eligible = |b: BrokerId| bugs.elect_out_of_isr || isr.contains(&b);
+    if let Some(&b) = replicas.iter().find(|&&b| eligible(b) && alive(b)) {
         return Election::Clean(b);
     }
     match replicas.iter().find(|&&b| alive(b)) {
@@ -59,21 +64,48 @@ mod tests {
     fn clean_election_takes_first_live_isr_member_in_replica_order() {
         let alive = |b| b != 1;
         assert_eq!(
-            elect(&[1, 2, 3], &[3, 2, 1], alive, false),
+            elect(&[1, 2, 3], &[3, 2, 1], alive, false, Bugs::default()),
             Election::Clean(2)
         );
-        assert_eq!(elect(&[1, 2, 3], &[1, 3], alive, true), Election::Clean(3));
+        assert_eq!(
+            elect(&[1, 2, 3], &[1, 3], alive, true, Bugs::default()),
+            Election::Clean(3)
+        );
+    }
+
+    #[test]
+    fn elect_out_of_isr_takes_the_first_live_replica_in_or_out_of_the_isr() {
+        let alive = |b| b != 1;
+        let bug = Bugs {
+            elect_out_of_isr: true,
+            ..Bugs::default()
+        };
+        // 2 is alive but out of the ISR: the rule skips it, the planted bug does not.
+        assert_eq!(
+            elect(&[1, 2, 3], &[1, 3], alive, false, Bugs::default()),
+            Election::Clean(3)
+        );
+        assert_eq!(
+            elect(&[1, 2, 3], &[1, 3], alive, false, bug),
+            Election::Clean(2)
+        );
     }
 
     #[test]
     fn no_live_isr_member_is_offline_unless_unclean() {
         let alive = |b| b == 3;
-        assert_eq!(elect(&[1, 2, 3], &[1, 2], alive, false), Election::Offline);
         assert_eq!(
-            elect(&[1, 2, 3], &[1, 2], alive, true),
+            elect(&[1, 2, 3], &[1, 2], alive, false, Bugs::default()),
+            Election::Offline
+        );
+        assert_eq!(
+            elect(&[1, 2, 3], &[1, 2], alive, true, Bugs::default()),
             Election::Unclean(3)
         );
-        assert_eq!(elect(&[1, 2, 3], &[1], |_| false, true), Election::Offline);
+        assert_eq!(
+            elect(&[1, 2, 3], &[1], |_| false, true, Bugs::default()),
+            Election::Offline
+        );
     }
 
     #[test]

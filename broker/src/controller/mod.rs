@@ -27,6 +27,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use crate::auth::{self, ClusterAuth};
+use crate::bugs::Bugs;
 use crate::cli::{ControllerArgs, Voters};
 use crate::protocol::BrokerId;
 use raft::Identity;
@@ -55,6 +56,8 @@ pub struct Settings {
     /// The cluster's credentials: sent with every Raft RPC and LeaderAndIsr, and
     /// required of every `/internal/` request (None: not checked).
     pub auth: Option<ClusterAuth>,
+    /// Planted bugs (`--bug`): the election rules read theirs.
+    pub bugs: Bugs,
 }
 
 /// Open this broker's voter (its Raft log in `DATA_DIR/raft`) and start it; Err says
@@ -66,6 +69,7 @@ pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), Strin
         session_timeout_ms: s.session_timeout_ms,
         unclean_election: s.unclean_election,
         leader_imbalance_check_interval_ms: s.leader_imbalance_check_interval_ms,
+        bugs: s.bugs,
     };
     let state = Arc::new(Mutex::new(ControllerState::new(config, &ids)));
     let mut voters = s.voters.clone();
@@ -216,6 +220,7 @@ pub fn run(args: ControllerArgs) -> Result<(), Box<dyn Error>> {
                 election_timeout_ms: args.election_timeout_ms,
                 leader_imbalance_check_interval_ms: args.leader_imbalance_check_interval_ms,
                 auth,
+                bugs: Bugs::planted(args.bug),
             };
             let (_, routes) = start(settings).await?;
             axum::serve(listener, http::with_fallback(routes)).await?;

@@ -96,7 +96,7 @@ impl Context {
             (_, Some(Bug::HwTruncation)) | (cli::Truncation::Hw, _) => Truncation::Hw,
             (cli::Truncation::Epoch, _) => Truncation::Epoch,
         };
-        let bugs = planted_bugs(args.bug);
+        let bugs = Bugs::planted(args.bug);
         let config = Config {
             data_dir: args.data_dir.clone(),
             truncation,
@@ -323,26 +323,6 @@ fn broker_epoch(truncation: Truncation, data_dir: &std::path::Path) -> std::io::
     }
 }
 
-/// The rule flags for `--bug` (none for `hw-truncation`, which is a truncation mode).
-fn planted_bugs(bug: Option<Bug>) -> Bugs {
-    let mut b = Bugs::default();
-    match bug {
-        None | Some(Bug::HwTruncation) => {}
-        Some(Bug::AckBeforeReplicate) => b.ack_before_replicate = true,
-        Some(Bug::IsrUnchecked) => b.isr_unchecked = true,
-        Some(Bug::StaleRead) => b.stale_read = true,
-        Some(Bug::NoEpochFence) => b.no_epoch_fence = true,
-        Some(Bug::HwAnyFollower) => b.hw_any_follower = true,
-        Some(Bug::ReadPastHw) => b.read_past_hw = true,
-        Some(Bug::AckOffByOne) => b.ack_off_by_one = true,
-        Some(Bug::AckIgnoresEpoch) => b.ack_ignores_epoch = true,
-        Some(Bug::EpochEndAtLeo) => b.epoch_end_at_leo = true,
-        Some(Bug::Abort) => b.abort = true,
-        Some(Bug::AppendUndoLost) => b.append_undo_lost = true,
-    }
-    b
-}
-
 /// The voter after `id` in `voters` (the first if `id` is not one).
 fn next_in(voters: &[BrokerId], id: BrokerId) -> BrokerId {
     match voters.iter().position(|&v| v == id) {
@@ -357,14 +337,14 @@ mod tests {
 
     #[test]
     fn each_bug_sets_exactly_its_flag() {
-        assert_eq!(planted_bugs(None), Bugs::default());
-        assert_eq!(planted_bugs(Some(Bug::HwTruncation)), Bugs::default());
+        assert_eq!(Bugs::planted(None), Bugs::default());
+        assert_eq!(Bugs::planted(Some(Bug::HwTruncation)), Bugs::default());
         let mut seen = Vec::new();
         for &bug in <Bug as clap::ValueEnum>::value_variants() {
             if bug == Bug::HwTruncation {
                 continue;
             }
-            let b = planted_bugs(Some(bug));
+            let b = Bugs::planted(Some(bug));
             let set = [
                 b.ack_before_replicate,
                 b.isr_unchecked,
@@ -377,11 +357,15 @@ mod tests {
                 b.epoch_end_at_leo,
                 b.abort,
                 b.append_undo_lost,
+                b.truncate_past_epoch_end,
+                b.elect_out_of_isr,
+                b.no_epoch_bump,
+                b.isr_expand_early,
             ];
             assert_eq!(set.iter().filter(|x| **x).count(), 1, "{bug:?}: {b:?}");
             assert!(!seen.contains(&b), "{bug:?} sets another bug's flag");
             seen.push(b);
         }
-        assert_eq!(seen.len(), 11);
+        assert_eq!(seen.len(), 15);
     }
 }

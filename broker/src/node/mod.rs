@@ -109,6 +109,7 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
                     election_timeout_ms: args.election_timeout_ms,
                     leader_imbalance_check_interval_ms: args.leader_imbalance_check_interval_ms,
                     auth,
+                    bugs: ctx.config.bugs,
                 };
                 Some(controller::start(settings).await?)
             }

@@ -76,10 +76,12 @@ impl<L: ReplicaLog> Replica<L> {
                     .collect(),
             );
         }
+        // PLANTED BUG (isr-expand-early): any fetch in this epoch is enough.
+        let caught_up = |leo: u64| self.bugs.isr_expand_early || leo >= self.high_watermark;
         let joining = self.followers.iter().find(|(r, f)| {
             !isr.contains(r)
                 && f.log_end_offset
-                    .is_some_and(|leo| leo >= self.high_watermark && leo >= self.leader_epoch_start)
+                    .is_some_and(|leo| caught_up(leo) && leo >= self.leader_epoch_start)
         })?;
         let mut new_isr = isr.to_vec();
         new_isr.push(*joining.0);

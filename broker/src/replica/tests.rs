@@ -1368,6 +1368,76 @@ fn epoch_end_at_leo_lets_a_diverged_follower_keep_its_suffix() {
     }
 }
 
+#[test]
+fn truncate_past_epoch_end_keeps_the_first_record_of_a_diverged_suffix() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2],
+            Bugs {
+                truncate_past_epoch_end: bug,
+                ..Bugs::default()
+            },
+        );
+        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+        b.produce(1, 10, 0);
+        b.fetch(2, 1, 1);
+        b.fetch(2, 1, 2);
+        // Leader 1 appends two records no one else gets, then is deposed; the new
+        // leader writes its own.
+        b.produce(1, 11, 3);
+        b.produce(1, 12, 3);
+        b.tell(&[1, 2], state(2, 2, 2, &[1, 2], &[1, 2]), 4);
+        b.produce(2, 20, 5);
+        assert_eq!(
+            b.get(2).end_offset_for(1),
+            Some((1, 1)),
+            "epoch 1 ends at 1"
+        );
+        b.settle(1, 2);
+        if bug {
+            // PLANTED BUG (truncate-past-epoch-end): cut at 2, not 1.
+            assert_eq!(b.values(1), [(0, 1, 10), (1, 1, 11)], "one record kept");
+            // The deposed leader's record sits where the new leader's is: diverged.
+            b.fetch(1, 2, 6);
+            assert_eq!(b.values(1)[1], (1, 1, 11));
+            assert_eq!(b.values(2)[1], (1, 2, 20));
+        } else {
+            assert_eq!(b.values(1), [(0, 1, 10)], "cut at the end of epoch 1");
+        }
+    }
+}
+
+#[test]
+fn isr_expand_early_takes_back_a_follower_that_lacks_committed_records() {
+    for bug in [false, true] {
+        let mut b = planted(
+            &[1, 2, 3],
+            Bugs {
+                isr_expand_early: bug,
+                ..Bugs::default()
+            },
+        );
+        // Follower 3 is out of the ISR; 1 and 2 commit two records without it.
+        b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2], &[1, 2, 3]), 0);
+        b.produce(1, 10, 0);
+        b.produce(1, 11, 0);
+        b.fetch(2, 1, 1);
+        b.fetch(2, 1, 2);
+        assert_eq!(b.get(1).high_watermark(), 2);
+        // 3 fetches from offset 0: behind the HW.
+        let mut req = b.fetch_request(3);
+        req.fetch_offset = 0;
+        b.get(1).fetch_as_leader(&req, 3).0.unwrap();
+        let proposal = b.get(1).isr_proposal(4);
+        if bug {
+            // PLANTED BUG (isr-expand-early): back in the ISR with nothing.
+            assert_eq!(proposal, Some(vec![1, 2, 3]));
+        } else {
+            assert_eq!(proposal, None, "not until it has caught up to the HW");
+        }
+    }
+}
+
 /// A follower whose disk refuses the fetched records appends nothing: its LEO, HW
 /// and epoch cache stay as they were (no checkpoint of an epoch it holds no record
 /// of), so its next FETCH asks for the same records again.

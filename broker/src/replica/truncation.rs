@@ -136,7 +136,10 @@ impl<L: ReplicaLog> Replica<L> {
         };
         match self.epochs.end_offset_for(leader_epoch, leo) {
             Some((ours, our_end)) if ours == leader_epoch => {
-                self.truncate(our_end.min(leader_end).min(leo), true, fx)?;
+                let end = our_end.min(leader_end);
+                // PLANTED BUG (truncate-past-epoch-end): one record past the end.
+                let end = end + u64::from(self.bugs.truncate_past_epoch_end);
+                self.truncate(end.min(leo), true, fx)?;
                 self.truncating = None;
                 Ok(true)
             }

@@ -262,6 +262,14 @@ pub enum Bug {
     /// Leave a failed append (ENOSPC, EIO) queued: it reaches the disk with the next
     /// append at repeated offsets, and recovery keeps it over an acknowledged record.
     AppendUndoLost,
+    /// Truncate a follower one record past the end its leader gave for the epoch.
+    TruncatePastEpochEnd,
+    /// Let the controller's clean election pick a live replica outside the ISR.
+    ElectOutOfIsr,
+    /// Elect a dead leader's successor without bumping the leader epoch.
+    NoEpochBump,
+    /// Let a follower rejoin the ISR before it has caught up to the high watermark.
+    IsrExpandEarly,
     /// Test-only: each node aborts (SIGABRT) at its 100th produce request — a
     /// crashed broker, for the harness's crash detection.
     Abort,
@@ -787,7 +795,7 @@ mod tests {
             crate::names::list::<Bug>(),
             "hw-truncation, ack-before-replicate, isr-unchecked, stale-read, no-epoch-fence, \
              hw-any-follower, read-past-hw, ack-off-by-one, ack-ignores-epoch, epoch-end-at-leo, append-undo-lost, \
-             abort"
+             truncate-past-epoch-end, elect-out-of-isr, no-epoch-bump, isr-expand-early, abort"
         );
     }
 

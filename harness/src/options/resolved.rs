@@ -191,10 +191,14 @@ impl Resolved {
         Transition::reachable(hw, self.unclean_election)
     }
 
-    /// Extra arguments of a dedicated `broker controller`.
+    /// Extra arguments of a dedicated `broker controller` (a planted bug too: the
+    /// controller's own, `elect-out-of-isr` and `no-epoch-bump`, are its voters').
     pub fn controller_args(&self) -> Vec<String> {
         let mut args = self.rebalance_args();
         args.extend(self.session_args());
+        if let Some(bug) = self.bug {
+            args.extend(["--bug".to_string(), bug.to_string()]);
+        }
         if self.unclean_election {
             args.push("--unclean-election".to_string());
         }

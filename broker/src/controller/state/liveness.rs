@@ -219,10 +219,14 @@ impl ControllerState {
             let mut next = p.clone();
             let mut why = format!("broker {id} {why}");
             if p.leader == id {
-                next.leader_epoch += 1;
+                // PLANTED BUG (no-epoch-bump): the successor leads in the same epoch.
+                if !self.config.bugs.no_epoch_bump {
+                    next.leader_epoch += 1;
+                }
                 next.partition_epoch += 1;
                 let unclean = self.unclean_allowed(&isr);
-                match elect(&p.replicas, &isr, |b| self.is_alive(b), unclean) {
+                let bugs = self.config.bugs;
+                match elect(&p.replicas, &isr, |b| self.is_alive(b), unclean, bugs) {
                     Election::Clean(b) => {
                         next.leader = b;
                         next.isr = isr;
@@ -306,7 +310,8 @@ impl ControllerState {
             let mut next = p.clone();
             let mut why = why.to_string();
             let unclean = self.unclean_allowed(&p.isr);
-            let clean = match elect(&p.replicas, &p.isr, |b| self.is_alive(b), unclean) {
+            let bugs = self.config.bugs;
+            let clean = match elect(&p.replicas, &p.isr, |b| self.is_alive(b), unclean, bugs) {
                 Election::Clean(b) => {
                     // Drop members known dead (possible only for a partition created
                     // while all its replicas were down); the new leader stays.

@@ -61,6 +61,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bugs::Bugs;
 use crate::error::{ApiError, Code};
 use crate::events::{Event, IsrCause};
 use crate::protocol::{
@@ -80,6 +81,9 @@ pub struct Config {
     /// How often the active controller moves leaderships back to the preferred
     /// replicas (0: never).
     pub leader_imbalance_check_interval_ms: Millis,
+    /// Planted bugs (`--bug`): `elect_out_of_isr` and `no_epoch_bump` are the
+    /// controller's; the others are the nodes'.
+    pub bugs: Bugs,
 }
 
 /// What the controller knows about a broker's liveness (replicated).

@@ -53,6 +53,7 @@ mod tests {
             session_timeout_ms: 1000,
             unclean_election: false,
             leader_imbalance_check_interval_ms: 0,
+            bugs: crate::bugs::Bugs::default(),
         };
         ControllerState::new(config, &[1, 2, 3])
     }
@@ -70,6 +71,7 @@ mod tests {
             session_timeout_ms: 1000,
             unclean_election: false,
             leader_imbalance_check_interval_ms: 0,
+            bugs: crate::bugs::Bugs::default(),
         };
         let mut second = ControllerState::restore(config, &[1, 2, 3], first.durable()).unwrap();
         second.observe_epoch(1);

@@ -179,6 +179,7 @@ fn run(events: Vec<Event>, unclean: bool) -> Result<(), TestCaseError> {
         session_timeout_ms: TIMEOUT,
         unclean_election: unclean,
         leader_imbalance_check_interval_ms: 0,
+        bugs: crate::bugs::Bugs::default(),
     };
     let mut now: Millis = 0;
     let (mut s, _) = start(config, &BROKERS, Durable::default(), now).unwrap();

@@ -12,7 +12,22 @@ fn config(unclean: bool) -> Config {
         session_timeout_ms: TIMEOUT,
         unclean_election: unclean,
         leader_imbalance_check_interval_ms: 0,
+        bugs: crate::bugs::Bugs::default(),
     }
+}
+
+/// A fresh controller as [`cluster`] makes it, with `bugs` planted.
+fn planted_cluster(n: i32, bugs: crate::bugs::Bugs) -> ControllerState {
+    let ids: Vec<BrokerId> = (1..=n).collect();
+    let config = Config {
+        bugs,
+        ..config(false)
+    };
+    let (mut s, _) = start(config, &ids, Durable::default(), 0).expect("a fresh start");
+    for id in ids {
+        beat(&mut s, id, epoch_of(id), 0);
+    }
+    s
 }
 
 fn epoch_of(id: BrokerId) -> u64 {
@@ -845,4 +860,49 @@ fn each_topic_starts_its_round_robin_one_broker_further() {
     assert_eq!(part(&s, "register", 0).replicas, vec![2, 3, 1]);
     assert_eq!(part(&s, "register", 1).replicas, vec![3, 1, 2]);
     assert_eq!(part(&s, "register", 1).leader, 3);
+}
+
+#[test]
+fn elect_out_of_isr_lets_a_lagging_replica_lead() {
+    for bug in [false, true] {
+        let bugs = crate::bugs::Bugs {
+            elect_out_of_isr: bug,
+            ..crate::bugs::Bugs::default()
+        };
+        let mut s = planted_cluster(3, bugs);
+        create(&mut s, "q", 1, 3, 2);
+        // Broker 2 fell out of the ISR (it lags); the leader dies.
+        let p = part(&s, "q", 0);
+        alter(&mut s, 1, &p, &[1, 3]).unwrap();
+        kill(&mut s, 1, &[], 500);
+        let expected = if bug {
+            // PLANTED BUG (elect-out-of-isr): first live replica, 2, though it
+            // holds none of what the ISR committed since it left.
+            state(2, 1, 2, &[3])
+        } else {
+            state(3, 1, 2, &[3])
+        };
+        assert_eq!(view(&part(&s, "q", 0)), expected, "bug {bug}");
+    }
+}
+
+#[test]
+fn no_epoch_bump_elects_the_successor_in_the_dead_leaders_epoch() {
+    for bug in [false, true] {
+        let bugs = crate::bugs::Bugs {
+            no_epoch_bump: bug,
+            ..crate::bugs::Bugs::default()
+        };
+        let mut s = planted_cluster(3, bugs);
+        create(&mut s, "q", 1, 3, 2);
+        kill(&mut s, 1, &[], 500);
+        // PLANTED BUG (no-epoch-bump): leader 2 in epoch 0, the old leader's, so
+        // the old leader's requests and records pass for the new one's.
+        let epoch = if bug { 0 } else { 1 };
+        assert_eq!(
+            view(&part(&s, "q", 0)),
+            state(2, epoch, 1, &[2, 3]),
+            "bug {bug}"
+        );
+    }
 }

@@ -17,6 +17,7 @@ fn machine(dir: &Path) -> (StateMachine, UnboundedReceiver<(i32, Effects)>) {
         session_timeout_ms: 1000,
         unclean_election: false,
         leader_imbalance_check_interval_ms: 0,
+        bugs: crate::bugs::Bugs::default(),
     };
     let state = ControllerState::new(config, &[1, 2, 3]);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -236,6 +237,7 @@ fn a_corrupt_snapshot_refuses_to_start() {
         session_timeout_ms: 1000,
         unclean_election: false,
         leader_imbalance_check_interval_ms: 0,
+        bugs: crate::bugs::Bugs::default(),
     };
     let state = Arc::new(Mutex::new(ControllerState::new(config, &[1, 2, 3])));
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
