@@ -30,6 +30,23 @@ impl Cluster {
         }
     }
 
+    /// Change the conditions of the links between `procs` only (both ways), as
+    /// [`degrade`](Self::degrade) does: a slow path between two processes, while
+    /// their other links — to the controller, to clients — stay as they are.
+    pub fn degrade_between(&mut self, procs: &[Proc], seed: u64, change: impl Fn(&mut Conditions)) {
+        let between = self
+            .links
+            .iter()
+            .filter(|((from, to), _)| procs.contains(from) && procs.contains(to))
+            .map(|(_, link)| link);
+        for (i, link) in between.enumerate() {
+            let mut conditions = link.conditions();
+            change(&mut conditions);
+            let link_seed = seed ^ (i as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407);
+            link.condition(conditions, link_seed);
+        }
+    }
+
     /// Restore every link to full health (cut links stay cut: see `heal`).
     pub fn restore_links(&mut self) {
         for link in self.links.values().chain(self.client_links.values()) {

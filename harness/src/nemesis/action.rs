@@ -17,6 +17,16 @@ use crate::proc::Proc;
 pub enum Action {
     /// SIGKILL.
     Kill(Proc),
+    /// SIGKILL the leader `leader` as soon as the controller's metadata shows
+    /// `follower` in the ISR of `topic`-`partition`, or once `within` has passed:
+    /// a kill timed by the cluster's state (recorded as a `kill` when it happens).
+    KillOnceInIsr {
+        leader: i32,
+        follower: i32,
+        topic: String,
+        partition: u32,
+        within: Duration,
+    },
     /// SIGKILL a node run with `--simulate-page-cache`: its unflushed bytes are lost.
     LoseUnflushed(i32),
     /// SIGKILL every node at once.
@@ -47,19 +57,35 @@ pub enum Action {
         mode: DiskMode,
         for_ms: u64,
     },
-    /// Degrade every link to and from `procs` (clients' included), each link's
-    /// draws seeded from `seed`.
+    /// Degrade every link to and from `procs` (clients' included) — or, `between`,
+    /// only the links among them — each link's draws seeded from `seed`.
     Degrade {
         procs: Vec<Proc>,
+        between: bool,
         how: Degradation,
         seed: u64,
     },
     /// Take the degradation of a `Degrade` step (same fields) off those links.
     Restore {
         procs: Vec<Proc>,
+        between: bool,
         how: Degradation,
         seed: u64,
     },
+}
+
+/// A degradation's event, with the links it is on when only those `between` its
+/// processes are (`"links": [[from, to], …]`).
+fn degraded(mut e: NemesisEvent, procs: &[Proc], between: bool) -> NemesisEvent {
+    if between {
+        let links: Vec<Value> = procs
+            .iter()
+            .flat_map(|a| procs.iter().filter(move |b| *b != a).map(move |b| (a, b)))
+            .map(|(a, b)| json!([a.to_json(), b.to_json()]))
+            .collect();
+        e.value["links"] = Value::Array(links);
+    }
+    e
 }
 
 fn ids(procs: impl IntoIterator<Item = Proc>) -> Value {
@@ -71,6 +97,9 @@ impl Action {
     pub fn event(&self) -> NemesisEvent {
         match self {
             Action::Kill(p) => NemesisEvent::new("kill", ids([*p])),
+            Action::KillOnceInIsr { leader, .. } => {
+                NemesisEvent::new("kill", ids([Proc::Node(*leader)]))
+            }
             Action::LoseUnflushed(id) => NemesisEvent::new("lose-unflushed", json!([id])),
             Action::CrashAll(nodes) => {
                 let mut sorted = nodes.clone();
@@ -100,8 +129,18 @@ impl Action {
                 "disk-ok",
                 json!({"node": node, "mode": mode.as_str(), "for_ms": for_ms}),
             ),
-            Action::Degrade { procs, how, seed } => how.event(procs, *seed, false),
-            Action::Restore { procs, how, seed } => how.event(procs, *seed, true),
+            Action::Degrade {
+                procs,
+                between,
+                how,
+                seed,
+            } => degraded(how.event(procs, *seed, false), procs, *between),
+            Action::Restore {
+                procs,
+                between,
+                how,
+                seed,
+            } => degraded(how.event(procs, *seed, true), procs, *between),
         }
     }
 
@@ -109,6 +148,7 @@ impl Action {
     pub fn undo(&self) -> Option<Action> {
         match self {
             Action::Kill(p) => Some(Action::Restart(*p)),
+            Action::KillOnceInIsr { leader, .. } => Some(Action::Restart(Proc::Node(*leader))),
             Action::LoseUnflushed(id) => Some(Action::Restart(Proc::Node(*id))),
             Action::CrashAll(nodes) => Some(Action::RestartEach(
                 nodes.iter().map(|&id| (Duration::ZERO, id)).collect(),
@@ -123,8 +163,14 @@ impl Action {
                 mode: *mode,
                 for_ms: *for_ms,
             }),
-            Action::Degrade { procs, how, seed } => Some(Action::Restore {
+            Action::Degrade {
+                procs,
+                between,
+                how,
+                seed,
+            } => Some(Action::Restore {
                 procs: procs.clone(),
+                between: *between,
                 how: *how,
                 seed: *seed,
             }),
@@ -141,23 +187,45 @@ impl Action {
     pub fn undoes(&self, earlier: &Action) -> bool {
         match (self, earlier) {
             (Action::Restart(p), Action::Kill(q)) => p == q,
+            (Action::Restart(Proc::Node(id)), Action::KillOnceInIsr { leader, .. }) => id == leader,
             (Action::Restart(Proc::Node(id)), Action::LoseUnflushed(other)) => id == other,
             (Action::RestartEach(_), Action::CrashAll(_)) => true,
             (Action::Resume(p), Action::Pause(q)) => p == q,
             (Action::Heal { grudge, .. }, Action::Cut { grudge: cut, .. }) => grudge == cut,
             (Action::DiskOk { node, .. }, Action::Disk { node: failed, .. }) => node == failed,
             (
-                Action::Restore { procs, how, .. },
-                Action::Degrade {
-                    procs: p, how: h, ..
+                Action::Restore {
+                    procs,
+                    between,
+                    how,
+                    ..
                 },
-            ) => procs == p && how.kind() == h.kind(),
+                Action::Degrade {
+                    procs: p,
+                    between: b,
+                    how: h,
+                    ..
+                },
+            ) => procs == p && between == b && how.kind() == h.kind(),
             _ => false,
         }
     }
 
     /// For the decision's record: `kill 2`, `partition isolate-leader`, ….
     pub fn describe(&self) -> String {
+        if let Action::KillOnceInIsr {
+            leader,
+            follower,
+            topic,
+            partition,
+            within,
+        } = self
+        {
+            return format!(
+                "kill {leader} once {follower} is in the ISR of {topic}-{partition} (within {} ms)",
+                within.as_millis()
+            );
+        }
         let e = self.event();
         match &e.value {
             Value::Object(m) if m.contains_key("node") => {
@@ -198,12 +266,14 @@ impl Script {
         self
     }
 
-    /// How long the whole script takes (restart gaps included).
+    /// How long the whole script takes at most (restart gaps, and the longest a
+    /// kill timed by the cluster's state waits, included).
     pub fn length(&self) -> Duration {
         self.steps
             .iter()
             .map(|(after, a)| match a {
                 Action::RestartEach(order) => *after + order.iter().map(|(g, _)| *g).sum(),
+                Action::KillOnceInIsr { within, .. } => *after + *within,
                 _ => *after,
             })
             .sum()
@@ -278,5 +348,58 @@ mod tests {
         );
         let unhealed = Script::default().then(ms(0), cut);
         assert!(!unhealed.leaves_nothing());
+    }
+
+    #[test]
+    fn a_kill_timed_by_the_isr_is_a_kill_undone_by_a_restart() {
+        let kill = Action::KillOnceInIsr {
+            leader: 1,
+            follower: 2,
+            topic: "queue".into(),
+            partition: 0,
+            within: Duration::from_millis(900),
+        };
+        assert_eq!(kill.event(), Action::Kill(Proc::Node(1)).event());
+        assert_eq!(kill.undo(), Some(Action::Restart(Proc::Node(1))));
+        assert!(Action::Restart(Proc::Node(1)).undoes(&kill));
+        assert!(!Action::Restart(Proc::Node(2)).undoes(&kill));
+        assert_eq!(
+            kill.describe(),
+            "kill 1 once 2 is in the ISR of queue-0 (within 900 ms)"
+        );
+        let script = Script::default()
+            .then(Duration::from_millis(100), kill)
+            .then(Duration::from_millis(50), Action::Restart(Proc::Node(1)));
+        assert!(script.leaves_nothing());
+        // The longest it may wait counts in the script's length.
+        assert_eq!(script.length(), Duration::from_millis(1050));
+    }
+
+    #[test]
+    fn a_degradation_is_recorded_as_the_fault_lists_record_it_and_undone() {
+        let how = Degradation::Throttle { bytes_per_s: 4096 };
+        let slow = Action::Degrade {
+            procs: vec![Proc::Node(3)],
+            between: false,
+            how,
+            seed: 7,
+        };
+        assert_eq!(slow.event().f, "throttle");
+        assert_eq!(slow.describe(), "throttle 3");
+        assert!(slow.event().value.get("links").is_none());
+        let restore = slow.undo().expect("undone");
+        assert_eq!(restore.event().f, "stop-throttle");
+        assert!(restore.undoes(&slow));
+        // Only the links between two processes: both ways, named.
+        let path = Action::Degrade {
+            procs: vec![Proc::Node(2), Proc::Node(1)],
+            between: true,
+            how,
+            seed: 7,
+        };
+        assert_eq!(path.event().value["links"], json!([[2, 1], [1, 2]]));
+        assert_eq!(path.event().value["procs"], json!([2, 1]));
+        assert!(path.undo().unwrap().undoes(&path));
+        assert!(!restore.undoes(&path));
     }
 }

@@ -46,8 +46,10 @@ use super::view::{ClusterView, PartitionView};
 
 /// Looks in a row at a cluster still settling (no partition led, no controller),
 /// or with no partition that suits the pattern drawn, before a pattern is played
-/// all the same (each [`Decision::Wait`] of twice the fetch wait: 10 s).
-const MAX_STALLS: u32 = 10;
+/// all the same (each [`Decision::Wait`] of half the fetch wait: 5 s in all, the
+/// controller's leader imbalance check in a campaign). Short looks: a pattern
+/// starts as soon as the cluster is ready for it.
+const MAX_STALLS: u32 = 20;
 
 /// What the planner decided.
 #[derive(Debug, Clone, PartialEq)]
@@ -156,6 +158,11 @@ impl Aimed {
         round
     }
 
+    /// How long to wait before looking at a cluster that is not ready again.
+    fn look(&self) -> Duration {
+        self.settings.timeouts.fetch_wait / 2
+    }
+
     /// Before the first pattern: long enough for the clients to have written.
     pub fn first_gap(&mut self) -> Duration {
         Duration::from_millis(self.rng.random_range(1500..3000))
@@ -188,7 +195,7 @@ impl Aimed {
             })
             .collect();
         if fitting.is_empty() {
-            return Decision::Wait(self.settings.timeouts.fetch_wait * 2);
+            return Decision::Wait(self.look());
         }
         let unseen: BTreeSet<Transition> = self
             .reachable
@@ -196,7 +203,7 @@ impl Aimed {
             .copied()
             .collect();
         // While the cluster is still settling from the last pattern (no partition
-        // led, no controller answering), look again shortly, up to ten times: a
+        // led, no controller answering), look again shortly, up to 20 times: a
         // pattern drawn now would find no roles to aim at (a crash of every node
         // could not bring the old leader back last). Then the pattern is drawn
         // from what is left of the round; a new round starts when it is played,
@@ -204,7 +211,7 @@ impl Aimed {
         let settling = view.led().is_empty() || view.controller.is_none();
         if settling && self.stalls < MAX_STALLS {
             self.stalls += 1;
-            return Decision::Wait(self.settings.timeouts.fetch_wait * 2);
+            return Decision::Wait(self.look());
         }
         if self.round.is_empty() || !self.round.iter().any(|p| fitting.contains(p)) {
             self.round = self.next_round();
@@ -253,13 +260,13 @@ impl Aimed {
             .choose_weighted(&mut self.rng, weight)
             .expect("positive weights");
         // Drawn without a partition that suits it (the rest of the round drawn
-        // already): look again shortly, up to ten times, rather than play it where
+        // already): look again shortly, up to 20 times, rather than play it where
         // its window cannot open — the controller's next preferred leader check
         // spreads the leaderships within seconds.
         let suited = aim(&pattern) >= 1.0;
         if !suited && !move_leader && self.stalls < MAX_STALLS {
             self.stalls += 1;
-            return Decision::Wait(self.settings.timeouts.fetch_wait * 2);
+            return Decision::Wait(self.look());
         }
         self.stalls = 0;
         if let Some(i) = self.round.iter().position(|&p| p == pattern) {

@@ -128,9 +128,10 @@ impl Pattern {
     /// lags behind (the HW and ISR rules that decide whether an acknowledged record
     /// is on it) and a leader whose disk fails under load (the only pattern that
     /// makes appends fail) weigh most; a crash of every node (replicas that come
-    /// back behind, elected as the last of their ISR) next; a partial partition, a
-    /// leader killed while the follower elected next lags on slow links, and a
-    /// follower catching up on a throttled link as the leader dies then; a follower
+    /// back behind, elected as the last of their ISR) and a follower catching up on
+    /// a throttled link as the leader dies (the ISR's expansion rule) next; a
+    /// partial partition and a leader killed while the follower elected next lags on
+    /// slow links then; a follower
     /// back behind as the leader dies (KIP-101) and a lost page cache once; the
     /// plain pause or controller fault, which mostly freeze a replica rather than
     /// leave one serving or electable, less.
@@ -138,7 +139,8 @@ impl Pattern {
         match self {
             Pattern::IsolateLeader | Pattern::KillDuringPartition | Pattern::LeaderDisk => 3.0,
             Pattern::CrashAll => 2.0,
-            Pattern::PartialPartition | Pattern::LeaderKill | Pattern::FollowerLag => 1.5,
+            Pattern::FollowerLag => 2.0,
+            Pattern::PartialPartition | Pattern::LeaderKill => 1.5,
             Pattern::Kip101 | Pattern::LoseUnflushed => 1.0,
             Pattern::LeaderPause => 0.75,
             Pattern::ControllerFailover => 0.5,
@@ -286,6 +288,7 @@ impl Pattern {
                 };
                 let slow = Action::Degrade {
                     procs: vec![node(next)],
+                    between: false,
                     how,
                     seed: rng.random(),
                 };
@@ -341,10 +344,19 @@ impl Pattern {
                 roles["follower"] = json!(next);
                 // Cut well past the lag time: after the shrink, the leader commits
                 // and acknowledges for a second or more without it, which it must
-                // then fetch — a few KiB a second at most, for seconds.
+                // then fetch — a few KiB a second at most, for seconds, on the links
+                // between the two only (its heartbeats to the controller, and its
+                // fetches from other leaders, go at full speed). The leader
+                // dies as soon as the controller shows the follower back in the ISR
+                // (which it may be only once it has everything the HW covers), or
+                // after a second or so of catching up, whichever comes first — and
+                // the path between them goes down with it, so that what the leader
+                // had already sent is not delivered after its death: the follower
+                // holds what it had caught up when the controller elects.
                 let grudge = pair(leader, next);
                 let throttle = Action::Degrade {
-                    procs: vec![node(next)],
+                    procs: vec![node(next), node(leader)],
+                    between: true,
                     how: Degradation::Throttle {
                         bytes_per_s: rng.random_range(2..=6) * 1024,
                     },
@@ -354,11 +366,22 @@ impl Pattern {
                 s.then(zero, cut("cut-follower", &grudge))
                     .then(t.lag.mul_f64(rng.random_range(1.5..2.0)), throttle)
                     .then(zero, heal("cut-follower", &grudge))
-                    .then(ms(rng.random_range(100..400)), Action::Kill(node(leader)))
+                    .then(
+                        ms(rng.random_range(50..150)),
+                        Action::KillOnceInIsr {
+                            leader,
+                            follower: next,
+                            topic: partition.map_or_else(String::new, |p| p.topic.clone()),
+                            partition: partition.map_or(0, |p| p.partition),
+                            within: ms(rng.random_range(800..1500)),
+                        },
+                    )
+                    .then(zero, cut("cut-follower", &grudge))
                     .then(
                         just_past(rng, t.session) + takeover(node(leader)),
-                        Action::Restart(node(leader)),
+                        heal("cut-follower", &grudge),
                     )
+                    .then(zero, Action::Restart(node(leader)))
                     .then(ms(rng.random_range(300..1000)), restore)
             }
             Pattern::FollowerLag => {

@@ -164,6 +164,16 @@ async fn act(
     {
         match action {
             Action::Kill(p) => cluster.kill(*p).await?,
+            Action::KillOnceInIsr {
+                leader,
+                follower,
+                topic,
+                partition,
+                within,
+            } => {
+                once_in_isr(cluster, topic, *partition, *follower, *within).await;
+                cluster.kill(Proc::Node(*leader)).await?
+            }
             Action::LoseUnflushed(id) => cluster.kill(Proc::Node(*id)).await?,
             Action::CrashAll(ids) => {
                 let procs: Vec<Proc> = ids.iter().map(|&id| Proc::Node(id)).collect();
@@ -186,11 +196,69 @@ async fn act(
                     .await?
             }
             Action::DiskOk { node, .. } => cluster.disk_ok(*node).await?,
-            Action::Degrade { procs, how, seed } => cluster.degrade(procs, *seed, |c| how.apply(c)),
-            Action::Restore { procs, how, seed } => cluster.degrade(procs, *seed, |c| how.clear(c)),
+            Action::Degrade {
+                procs,
+                between,
+                how,
+                seed,
+            } => {
+                if *between {
+                    cluster.degrade_between(procs, *seed, |c| how.apply(c))
+                } else {
+                    cluster.degrade(procs, *seed, |c| how.apply(c))
+                }
+            }
+            Action::Restore {
+                procs,
+                between,
+                how,
+                seed,
+            } => {
+                if *between {
+                    cluster.degrade_between(procs, *seed, |c| how.clear(c))
+                } else {
+                    cluster.degrade(procs, *seed, |c| how.clear(c))
+                }
+            }
         }
         on_event(action.event());
         Ok(())
+    }
+}
+
+/// How often a kill timed by the cluster's state looks at the metadata.
+const ISR_LOOK_INTERVAL: Duration = Duration::from_millis(25);
+
+/// Wait until the controller's metadata shows `follower` in the ISR of
+/// `topic`-`partition`, or `within` has passed.
+async fn once_in_isr(
+    cluster: &Cluster,
+    topic: &str,
+    partition: u32,
+    follower: i32,
+    within: Duration,
+) {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        if let Ok(Ok(meta)) = tokio::time::timeout(left, cluster.metadata()).await {
+            let in_isr = meta
+                .topics
+                .iter()
+                .filter(|t| t.name == topic)
+                .flat_map(|t| &t.partitions)
+                .any(|p| p.partition == partition && p.isr.contains(&follower));
+            if in_isr {
+                return;
+            }
+        }
+        tokio::time::sleep(
+            ISR_LOOK_INTERVAL.min(deadline.saturating_duration_since(Instant::now())),
+        )
+        .await;
     }
 }
 

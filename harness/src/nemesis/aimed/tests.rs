@@ -167,10 +167,17 @@ fn patterns_aim_at_the_roles_the_metadata_names() {
                 // The slow-successor variant slows the follower elected next first.
                 if p.roles["variant"] == "slow-successor" {
                     assert_eq!(p.roles["follower"], next);
-                    let Action::Degrade { procs, how, .. } = steps[0] else {
+                    let Action::Degrade {
+                        procs,
+                        between,
+                        how,
+                        ..
+                    } = steps[0]
+                    else {
                         panic!("{steps:?}")
                     };
                     assert_eq!(procs, &[Proc::Node(next)]);
+                    assert!(!between, "every link of the successor");
                     assert!(matches!(how, crate::nemesis::Degradation::Slow { .. }));
                 } else {
                     assert_eq!(steps[0], &Action::Kill(Proc::Node(leader)));
@@ -186,15 +193,41 @@ fn patterns_aim_at_the_roles_the_metadata_names() {
                 assert!(!grudge.allows(Proc::Node(next), Proc::Node(leader)));
                 assert_eq!(grudge.cut.len(), 2);
                 if p.roles["variant"] == "catch-up-then-kill-leader" {
-                    assert!(matches!(
-                        steps[1],
-                        Action::Degrade {
-                            how: crate::nemesis::Degradation::Throttle { .. },
-                            ..
-                        }
-                    ));
+                    // Throttled between the follower and its leader only.
+                    let Action::Degrade {
+                        procs,
+                        between: true,
+                        how: crate::nemesis::Degradation::Throttle { .. },
+                        ..
+                    } = steps[1]
+                    else {
+                        panic!("{steps:?}")
+                    };
+                    assert_eq!(procs, &[Proc::Node(next), Proc::Node(leader)]);
                     assert!(matches!(steps[2], Action::Heal { .. }));
-                    assert_eq!(steps[3], &Action::Kill(Proc::Node(leader)));
+                    // The leader dies once the follower is back in the ISR of the
+                    // partition aimed at, or after a bound.
+                    let Action::KillOnceInIsr {
+                        leader: killed,
+                        follower,
+                        topic,
+                        partition: aimed,
+                        within,
+                    } = steps[3]
+                    else {
+                        panic!("{steps:?}")
+                    };
+                    assert_eq!((*killed, *follower), (leader, next));
+                    assert_eq!((topic.as_str(), *aimed), (part.topic.as_str(), partition));
+                    assert!(
+                        *within >= Duration::from_millis(800)
+                            && *within < Duration::from_millis(1500)
+                    );
+                    // The path between them is cut as the leader dies, until it
+                    // is restarted.
+                    assert!(matches!(steps[4], Action::Cut { .. }));
+                    assert!(matches!(steps[5], Action::Heal { .. }));
+                    assert_eq!(steps[6], &Action::Restart(Proc::Node(leader)));
                 }
             }
             Pattern::IsolateLeader => {
@@ -389,7 +422,7 @@ fn a_cluster_without_a_live_leader_gets_only_role_free_patterns_or_a_wait() {
         }
     }
     // The planner mostly waits for the cluster to settle, and draws a pattern
-    // only after ten looks.
+    // only after 20 looks.
     assert!((1..10).contains(&played), "{played}");
 }
 
@@ -622,7 +655,7 @@ fn every_round_plays_each_window_opening_pattern() {
 /// With every partition led by the controller, the patterns that need the leader
 /// and the controller apart wait: the others of the round go first, then the
 /// planner looks again (the controller's rebalance spreads the leaderships), and
-/// plays them where they are only after ten looks.
+/// plays them where they are only after 20 looks.
 #[test]
 fn patterns_that_need_roles_apart_wait_for_a_partition_that_suits_them() {
     let combined = Settings {
@@ -649,7 +682,7 @@ fn patterns_that_need_roles_apart_wait_for_a_partition_that_suits_them() {
                 Decision::Wait(_) => waits_in_a_row += 1,
                 Decision::Run(p) => {
                     if needs_apart.contains(&p.pattern) {
-                        assert_eq!(waits_in_a_row, 10, "seed {seed}: {:?}", p.pattern);
+                        assert_eq!(waits_in_a_row, 20, "seed {seed}: {:?}", p.pattern);
                     }
                     waits_in_a_row = 0;
                 }
