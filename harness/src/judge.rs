@@ -259,18 +259,8 @@ mod tests {
     }
 
     fn replica(node: &str, topic: &str, values: &[i64]) -> ReplicaLog {
-        ReplicaLog {
-            node: node.into(),
-            topic: topic.into(),
-            partition: 0,
-            log_end_offset: values.len() as i64,
-            high_watermark: values.len() as i64,
-            records: values
-                .iter()
-                .enumerate()
-                .map(|(o, v)| (o as i64, json!(v)))
-                .collect(),
-        }
+        let hw = values.len() as i64;
+        ReplicaLog::from_values(node, topic, 0, hw, values.iter().map(|v| json!(v)))
     }
 
     #[test]

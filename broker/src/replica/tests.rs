@@ -802,24 +802,33 @@ fn isr_unchecked_lets_the_leader_shrink_its_isr_alone() {
     }
 }
 
+/// Leader 1 of epoch 1 commits record 10 with follower 2, then appends `suffix`
+/// that no one else gets and is deposed: 2 leads epoch 2 and writes `new`. The
+/// deposed leader has not settled its log with the new leader yet.
+fn deposed_leader_with_suffix(bugs: Bugs, suffix: &[i64], new: &[i64]) -> Brokers {
+    let mut b = planted(&[1, 2], bugs);
+    b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
+    b.produce(1, 10, 0);
+    b.fetch(2, 1, 1);
+    b.fetch(2, 1, 2);
+    for &v in suffix {
+        b.produce(1, v, 3);
+    }
+    b.tell(&[1, 2], state(2, 2, 2, &[1, 2], &[1, 2]), 4);
+    for &v in new {
+        b.produce(2, v, 5);
+    }
+    b
+}
+
 #[test]
 fn no_epoch_fence_keeps_a_deposed_leaders_records() {
     for bug in [false, true] {
-        let mut b = planted(
-            &[1, 2],
-            Bugs {
-                no_epoch_fence: bug,
-                ..Bugs::default()
-            },
-        );
-        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
-        b.produce(1, 10, 0);
-        b.fetch(2, 1, 1);
-        b.fetch(2, 1, 2);
-        // Leader 1 appends a record no one else gets, then is deposed.
-        b.produce(1, 11, 3);
-        b.tell(&[1, 2], state(2, 2, 2, &[1, 2], &[1, 2]), 4);
-        b.produce(2, 20, 5);
+        let bugs = Bugs {
+            no_epoch_fence: bug,
+            ..Bugs::default()
+        };
+        let mut b = deposed_leader_with_suffix(bugs, &[11], &[20]);
         b.settle(1, 2);
         let kept = b.values(1);
         if bug {
@@ -1331,23 +1340,13 @@ fn ack_ignores_epoch_acks_a_write_a_deposed_leader_truncated() {
 #[test]
 fn epoch_end_at_leo_lets_a_diverged_follower_keep_its_suffix() {
     for bug in [false, true] {
-        let mut b = planted(
-            &[1, 2],
-            Bugs {
-                epoch_end_at_leo: bug,
-                ..Bugs::default()
-            },
-        );
-        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
-        b.produce(1, 10, 0);
-        b.fetch(2, 1, 1);
-        b.fetch(2, 1, 2);
-        // Leader 1 appends a record no one else gets, then is deposed; the new leader
-        // writes two records of epoch 2, so its log is longer than the old leader's.
-        b.produce(1, 11, 3);
-        b.tell(&[1, 2], state(2, 2, 2, &[1, 2], &[1, 2]), 4);
-        b.produce(2, 20, 5);
-        b.produce(2, 21, 5);
+        let bugs = Bugs {
+            epoch_end_at_leo: bug,
+            ..Bugs::default()
+        };
+        // The new leader writes two records of epoch 2, so its log is longer than
+        // the old leader's.
+        let mut b = deposed_leader_with_suffix(bugs, &[11], &[20, 21]);
         let leader_answer = b.get(2).end_offset_for(1);
         b.settle(1, 2);
         if bug {
@@ -1371,23 +1370,12 @@ fn epoch_end_at_leo_lets_a_diverged_follower_keep_its_suffix() {
 #[test]
 fn truncate_past_epoch_end_keeps_the_first_record_of_a_diverged_suffix() {
     for bug in [false, true] {
-        let mut b = planted(
-            &[1, 2],
-            Bugs {
-                truncate_past_epoch_end: bug,
-                ..Bugs::default()
-            },
-        );
-        b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
-        b.produce(1, 10, 0);
-        b.fetch(2, 1, 1);
-        b.fetch(2, 1, 2);
-        // Leader 1 appends two records no one else gets, then is deposed; the new
-        // leader writes its own.
-        b.produce(1, 11, 3);
-        b.produce(1, 12, 3);
-        b.tell(&[1, 2], state(2, 2, 2, &[1, 2], &[1, 2]), 4);
-        b.produce(2, 20, 5);
+        let bugs = Bugs {
+            truncate_past_epoch_end: bug,
+            ..Bugs::default()
+        };
+        // Two records no one else gets; the new leader writes its own.
+        let mut b = deposed_leader_with_suffix(bugs, &[11, 12], &[20]);
         assert_eq!(
             b.get(2).end_offset_for(1),
             Some((1, 1)),

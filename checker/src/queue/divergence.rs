@@ -110,18 +110,7 @@ mod tests {
     use serde_json::json;
 
     fn log(node: &str, topic: &str, hw: i64, values: &[i64]) -> ReplicaLog {
-        ReplicaLog {
-            node: node.into(),
-            topic: topic.into(),
-            partition: 0,
-            log_end_offset: values.len() as i64,
-            high_watermark: hw,
-            records: values
-                .iter()
-                .enumerate()
-                .map(|(o, v)| (o as i64, json!(v)))
-                .collect(),
-        }
+        ReplicaLog::from_values(node, topic, 0, hw, values.iter().map(|v| json!(v)))
     }
 
     #[test]

@@ -20,6 +20,32 @@ pub struct ReplicaLog {
     pub records: Vec<(i64, Value)>,
 }
 
+impl ReplicaLog {
+    /// `node`'s replica of `topic`-`partition` holding `values` from offset 0, its
+    /// high watermark `high_watermark` (its log end: one past the last record).
+    pub fn from_values(
+        node: &str,
+        topic: &str,
+        partition: i64,
+        high_watermark: i64,
+        values: impl IntoIterator<Item = Value>,
+    ) -> ReplicaLog {
+        let records: Vec<(i64, Value)> = values
+            .into_iter()
+            .enumerate()
+            .map(|(o, v)| (o as i64, v))
+            .collect();
+        ReplicaLog {
+            node: node.to_string(),
+            topic: topic.to_string(),
+            partition,
+            log_end_offset: records.len() as i64,
+            high_watermark,
+            records,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct LogLine {
     topic: String,

@@ -2,6 +2,7 @@
 //! to and from chosen processes slowed, made flaky or throttled, short of a cut.
 
 use crate::net::Conditions;
+use crate::net::proxy::Link;
 use crate::proc::Proc;
 
 use super::Cluster;
@@ -22,12 +23,7 @@ impl Cluster {
             .iter()
             .filter(|(to, _)| procs.contains(to))
             .map(|(_, link)| link);
-        for (i, link) in between.chain(clients).enumerate() {
-            let mut conditions = link.conditions();
-            change(&mut conditions);
-            let link_seed = seed ^ (i as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407);
-            link.condition(conditions, link_seed);
-        }
+        condition(between.chain(clients), seed, change);
     }
 
     /// Change the conditions of the links between `procs` only (both ways), as
@@ -39,12 +35,7 @@ impl Cluster {
             .iter()
             .filter(|((from, to), _)| procs.contains(from) && procs.contains(to))
             .map(|(_, link)| link);
-        for (i, link) in between.enumerate() {
-            let mut conditions = link.conditions();
-            change(&mut conditions);
-            let link_seed = seed ^ (i as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407);
-            link.condition(conditions, link_seed);
-        }
+        condition(between, seed, change);
     }
 
     /// Restore every link to full health (cut links stay cut: see `heal`).
@@ -61,5 +52,20 @@ impl Cluster {
             .chain(self.client_links.values())
             .filter(|link| link.conditions() != Conditions::default())
             .count()
+    }
+}
+
+/// Change each of `links`' conditions, the `i`-th link's draws seeded from `seed`
+/// and its place.
+fn condition<'a>(
+    links: impl Iterator<Item = &'a Link>,
+    seed: u64,
+    change: impl Fn(&mut Conditions),
+) {
+    for (i, link) in links.enumerate() {
+        let mut conditions = link.conditions();
+        change(&mut conditions);
+        let link_seed = seed ^ (i as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407);
+        link.condition(conditions, link_seed);
     }
 }

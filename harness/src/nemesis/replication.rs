@@ -201,28 +201,32 @@ async fn act(
                 between,
                 how,
                 seed,
-            } => {
-                if *between {
-                    cluster.degrade_between(procs, *seed, |c| how.apply(c))
-                } else {
-                    cluster.degrade(procs, *seed, |c| how.apply(c))
-                }
-            }
+            } => degrade(cluster, procs, *between, *seed, |c| how.apply(c)),
             Action::Restore {
                 procs,
                 between,
                 how,
                 seed,
-            } => {
-                if *between {
-                    cluster.degrade_between(procs, *seed, |c| how.clear(c))
-                } else {
-                    cluster.degrade(procs, *seed, |c| how.clear(c))
-                }
-            }
+            } => degrade(cluster, procs, *between, *seed, |c| how.clear(c)),
         }
         on_event(action.event());
         Ok(())
+    }
+}
+
+/// Change the links of `procs` (every one to and from them, or only those
+/// `between` them).
+fn degrade(
+    cluster: &mut Cluster,
+    procs: &[Proc],
+    between: bool,
+    seed: u64,
+    change: impl Fn(&mut crate::net::Conditions),
+) {
+    if between {
+        cluster.degrade_between(procs, seed, change)
+    } else {
+        cluster.degrade(procs, seed, change)
     }
 }
 
