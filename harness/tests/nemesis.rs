@@ -360,6 +360,7 @@ async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes
     );
     assert!(nemesis.in_force().is_empty(), "{:?}", nemesis.in_force());
     assert!(cluster.cut_links().is_empty());
+    assert_eq!(cluster.degraded_links(), 0);
     for p in cluster.procs() {
         assert!(cluster.is_running(p) && !cluster.is_paused(p), "{p}");
     }
@@ -388,6 +389,101 @@ async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes
         nemesis.coverage()
     );
     cluster.heal_all().await.unwrap();
+    cluster
+        .wait_converged(Duration::from_secs(120))
+        .await
+        .unwrap();
+    cluster.shutdown().await.unwrap();
+    assert_nothing_left(dir.path());
+}
+
+/// The package's steps that degrade links and time a kill by the cluster's state,
+/// played on a real cluster: a leader killed while its successor is slowed, and a
+/// follower cut past the lag time, throttled back in on the links to its leader
+/// only, the leader killed once the controller shows it in the ISR (or after the
+/// bound). Each is recorded as the fault lists record it, and undone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn degraded_links_and_a_kill_timed_by_the_isr_are_played_and_undone() {
+    use rand::SeedableRng;
+    use watermark::nemesis::{
+        Aimed, Coverage, Pattern, ReplicationNemesis, Settings, Timeouts, Transition, view_of,
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = ClusterConfig {
+        broker_bin: broker_bin(),
+        nodes: 3,
+        root: dir.path().to_path_buf(),
+        node_args: vec!["--replica-lag-time-max-ms".into(), "1000".into()],
+        dedicated_controller: false,
+        controller_args: vec![],
+        start_timeout: Duration::from_secs(60),
+    };
+    let mut cluster = Cluster::start(config).await.unwrap();
+    cluster.create_topic("queue", 1, 3, 2).await.unwrap();
+    let settings = Settings {
+        timeouts: Timeouts::of_cluster(None, Some(1000)),
+        nodes: cluster.node_ids(),
+        page_cache: false,
+        crash_all_safe: true,
+        dedicated_controller: false,
+    };
+    let root = dir.path().to_path_buf();
+    let planner = Aimed::new(3, settings.clone(), Transition::reachable(false, false));
+    let mut nemesis = ReplicationNemesis::new(planner, &["queue"], &root, Coverage::new(0));
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let mut events: Vec<NemesisEvent> = Vec::new();
+    for pattern in [Pattern::LeaderKill, Pattern::FollowerLag] {
+        cluster
+            .wait_converged(Duration::from_secs(60))
+            .await
+            .unwrap();
+        let view = view_of(&cluster, &["queue"]).await;
+        let partition = view
+            .led()
+            .first()
+            .copied()
+            .cloned()
+            .expect("a led partition");
+        let (roles, script) = pattern.script(
+            &settings,
+            Some(&partition),
+            view.controller,
+            false,
+            0,
+            &mut rng,
+        );
+        println!("{pattern:?}: {roles} {}", script.to_json());
+        let end = tokio::time::Instant::now() + Duration::from_secs(60);
+        let done = nemesis
+            .play(script, &mut cluster, end, &mut |e| events.push(e))
+            .await
+            .unwrap();
+        assert!(done, "{pattern:?} played to its end");
+        assert!(nemesis.in_force().is_empty(), "{:?}", nemesis.in_force());
+        assert_eq!(cluster.degraded_links(), 0, "{pattern:?}");
+        assert!(cluster.cut_links().is_empty(), "{pattern:?}");
+        for p in cluster.procs() {
+            assert!(cluster.is_running(p) && !cluster.is_paused(p), "{p}");
+        }
+    }
+    println!("events: {}", serde_json::to_string(&events).unwrap());
+    let names: Vec<&str> = events.iter().map(|e| e.f.as_str()).collect();
+    for f in [
+        "slow",
+        "stop-slow",
+        "throttle",
+        "stop-throttle",
+        "kill",
+        "restart",
+    ] {
+        assert!(names.contains(&f), "{f} in {names:?}");
+    }
+    // The throttle is on the links between the follower and its leader only.
+    let throttle = events.iter().find(|e| e.f == "throttle").unwrap();
+    assert_eq!(throttle.value["links"].as_array().unwrap().len(), 2);
+    assert_eq!(names.iter().filter(|f| **f == "kill").count(), 2);
+    assert_eq!(names.iter().filter(|f| **f == "restart").count(), 2);
     cluster
         .wait_converged(Duration::from_secs(120))
         .await

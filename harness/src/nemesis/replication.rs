@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::action::Action;
+use super::action::{Action, Script};
 use super::aimed::{Aimed, Decision};
 use super::coverage::Coverage;
 use super::fault::NemesisEvent;
@@ -100,18 +100,34 @@ impl ReplicationNemesis {
                 .patterns
                 .entry(plan.pattern.to_string())
                 .or_default() += 1;
-            for (after, action) in plan.script.steps {
-                if !sleep_within(after, end).await {
-                    break 'campaign;
-                }
-                self.apply(action, cluster, on_event).await?;
+            if !self.play(plan.script, cluster, end, on_event).await? {
+                break 'campaign;
             }
-            self.undo_all(cluster, on_event).await?;
             wait = self.planner.gap();
         }
         self.undo_all(cluster, on_event).await?;
         self.observe(cluster).await;
         Ok(())
+    }
+
+    /// Play one pattern's script, each step recorded as it is applied, then undo
+    /// whatever it left in force. Stops at `end` (and says so: false), leaving
+    /// what is in force for [`undo_all`](Self::undo_all).
+    pub async fn play(
+        &mut self,
+        script: Script,
+        cluster: &mut Cluster,
+        end: Instant,
+        on_event: &mut (dyn FnMut(NemesisEvent) + Send),
+    ) -> Result<bool> {
+        for (after, action) in script.steps {
+            if !sleep_within(after, end).await {
+                return Ok(false);
+            }
+            self.apply(action, cluster, on_event).await?;
+        }
+        self.undo_all(cluster, on_event).await?;
+        Ok(true)
     }
 
     /// Undo every step in force, newest first, recording each undo.
