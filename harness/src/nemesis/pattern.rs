@@ -198,13 +198,15 @@ impl Pattern {
     }
 
     /// How much this pattern prefers `partition`, given the active controller: a
-    /// pattern that cuts the leader off, or lags the follower the controller would
-    /// elect next, opens its window only when the controller is apart from them —
-    /// a leader that is the controller too decides its own ISR (and drops the
-    /// follower it cannot hear from), and a controller cut from the leader expires
-    /// it within a session timeout. With every broker a
-    /// voter such partitions are common; others are preferred ten to one (and
-    /// looked for in the workload's other topics when the first has none).
+    /// pattern that cuts the leader from a follower, or lags the follower the
+    /// controller would elect next, opens its window only when the controller is
+    /// apart from them — a leader that is the controller too decides its own ISR
+    /// (and drops the follower it cannot hear from), and a controller cut from the
+    /// leader expires it within a session timeout. With every broker a voter such
+    /// partitions are common; others are preferred ten to one. A leader isolated
+    /// from everyone is deposed whether or not it was the controller (the others
+    /// elect a new one first, which the hold allows for), so `isolate-leader` takes
+    /// any leader.
     pub fn aim_weight(self, partition: &PartitionView, controller: Option<Proc>) -> f64 {
         let Some(Proc::Node(c)) = controller else {
             return 1.0;
@@ -216,7 +218,6 @@ impl Pattern {
             Pattern::PartialPartition | Pattern::KillDuringPartition | Pattern::FollowerLag => {
                 partition.leader != Some(c) && next != Some(c)
             }
-            Pattern::IsolateLeader => partition.leader != Some(c),
             _ => true,
         };
         if apart { 1.0 } else { 0.1 }
@@ -413,7 +414,7 @@ impl Pattern {
                     just_past(rng, elected)
                 } else {
                     roles["variant"] = json!("past-client-timeout");
-                    elected.max(t.client) + t.client.mul_f64(rng.random_range(0.2..0.8))
+                    elected.max(t.client) + t.client.mul_f64(rng.random_range(0.4..1.0))
                 };
                 let grudge = Grudge::isolate(node(leader), &settings.procs());
                 s.then(zero, cut("isolate-leader", &grudge))

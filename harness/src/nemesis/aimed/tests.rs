@@ -559,9 +559,10 @@ fn patterns_that_cut_the_leader_off_prefer_a_leader_that_is_not_the_controller()
     ] {
         assert_eq!((w(p, 2), w(p, 3), w(p, 1)), (0.1, 0.1, 1.0), "{p:?}");
     }
+    // A leader isolated from everyone is deposed, controller or not.
     assert_eq!(
         (w(Pattern::IsolateLeader, 2), w(Pattern::IsolateLeader, 3)),
-        (0.1, 1.0)
+        (1.0, 1.0)
     );
     assert_eq!(w(Pattern::LeaderKill, 2), 1.0);
     // A dedicated controller is apart from every replica.
@@ -669,7 +670,6 @@ fn patterns_that_need_roles_apart_wait_for_a_partition_that_suits_them() {
         p.replicas = vec![1, 2, 3];
     }
     let needs_apart = [
-        Pattern::IsolateLeader,
         Pattern::KillDuringPartition,
         Pattern::PartialPartition,
         Pattern::FollowerLag,
