@@ -229,7 +229,7 @@ impl ControllerState {
                 match elect(&p.replicas, &isr, |b| self.is_alive(b), unclean, bugs) {
                     Election::Clean(b) => {
                         next.leader = b;
-                        next.isr = isr;
+                        next.isr = isr_led_by(isr, b);
                         effects.transitions.push(self.elected(&next, true, id));
                     }
                     Election::Unclean(b) => {
@@ -318,6 +318,7 @@ impl ControllerState {
                     next.leader = b;
                     next.isr
                         .retain(|&r| self.brokers[&r].liveness != Liveness::Dead);
+                    next.isr = isr_led_by(std::mem::take(&mut next.isr), b);
                     true
                 }
                 Election::Unclean(b) => {
@@ -334,6 +335,17 @@ impl ControllerState {
             effects.transitions.push(event);
             self.update(tp, next, &why, ChangedBy::Controller, effects);
         }
+    }
+}
+
+/// The ISR a newly elected `leader` leads: `isr` when it is a member, else just the
+/// leader, as Kafka's controller has it (an unclean leader's ISR is itself). A clean
+/// election's leader is always a member, but for the planted bug elect-out-of-isr.
+fn isr_led_by(isr: Vec<BrokerId>, leader: BrokerId) -> Vec<BrokerId> {
+    if isr.contains(&leader) {
+        isr
+    } else {
+        vec![leader]
     }
 }
 
