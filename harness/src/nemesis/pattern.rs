@@ -126,20 +126,22 @@ impl Pattern {
     /// reach it (reads and acks from a deposed leader, its unreplicated suffix, its
     /// truncation when it rejoins), a leader killed while the follower elected next
     /// lags behind (the HW and ISR rules that decide whether an acknowledged record
-    /// is on it) and a leader whose disk fails under load (the only pattern that
-    /// makes appends fail) weigh most; a crash of every node (replicas that come
-    /// back behind, elected as the last of their ISR) and a follower catching up on
-    /// a throttled link as the leader dies (the ISR's expansion rule) next; a
-    /// partial partition and a leader killed while the follower elected next lags on
-    /// slow links then; a follower
+    /// is on it), a leader whose disk fails under load (the only pattern that makes
+    /// appends fail) and a follower catching up on a throttled link as the leader
+    /// dies (the ISR's expansion rule, which no other pattern reaches) weigh most; a
+    /// crash of every node (replicas that come back behind, elected as the last of
+    /// their ISR) next; a partial partition and a leader killed while the follower
+    /// elected next lags on slow links then; a follower
     /// back behind as the leader dies (KIP-101) and a lost page cache once; the
     /// plain pause or controller fault, which mostly freeze a replica rather than
     /// leave one serving or electable, less.
     pub fn base_weight(self) -> f64 {
         match self {
-            Pattern::IsolateLeader | Pattern::KillDuringPartition | Pattern::LeaderDisk => 3.0,
+            Pattern::IsolateLeader
+            | Pattern::KillDuringPartition
+            | Pattern::LeaderDisk
+            | Pattern::FollowerLag => 3.0,
             Pattern::CrashAll => 2.0,
-            Pattern::FollowerLag => 2.0,
             Pattern::PartialPartition | Pattern::LeaderKill => 1.5,
             Pattern::Kip101 | Pattern::LoseUnflushed => 1.0,
             Pattern::LeaderPause => 0.75,
