@@ -97,7 +97,7 @@ pub fn profile(bug: Bug) -> &'static str {
             "--dedicated-controller --nemesis kill,crash-all,isolate-leader --nemesis-interval 2 --time-limit 15"
         }
         // The leader acknowledges records no follower has; isolate it past the
-        // session timeout (3 s) and another replica is elected without them.
+        // session timeout (a campaign's 2 s) and another replica is elected without them.
         Bug::AckBeforeReplicate => "--nemesis isolate-leader --nemesis-interval 5 --time-limit 15",
         // An isolated leader shrinks its ISR to itself once the replica lag time is
         // over (1 s here, before clients move to the new leader); with min.insync 1 it

@@ -197,8 +197,10 @@ fn verdicts(campaigns: &[Campaign]) -> String {
 /// The table: per row, caught / runs, the rate, the median time to detection, how
 /// the campaigns ended, the anomaly kinds found, and whether the row passed.
 pub fn table(rows: &[Row], min_rate: f64) -> String {
+    // The bug column fits the longest name (22 at least, as the others are fixed).
+    let w = rows.iter().map(|r| r.bug.len()).max().unwrap_or(0).max(22);
     let mut out = format!(
-        "\n{:<22} {:<7} {:<5} {:<17} {:<27} {:<6} {}\n",
+        "\n{:<w$} {:<7} {:<5} {:<17} {:<27} {:<6} {}\n",
         "bug", "caught", "rate", "median detection", "verdicts", "pass", "anomalies"
     );
     for r in rows {
@@ -228,7 +230,7 @@ pub fn table(rows: &[Row], min_rate: f64) -> String {
             kinds.join(", ")
         };
         out.push_str(&format!(
-            "{:<22} {:<7} {:<5} {:<17} {:<27} {:<6} {}\n",
+            "{:<w$} {:<7} {:<5} {:<17} {:<27} {:<6} {}\n",
             r.bug,
             caught,
             rate,

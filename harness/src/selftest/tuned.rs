@@ -242,8 +242,11 @@ fn anomaly_kinds(folder: &Path) -> Vec<String> {
 
 /// The verdict table.
 pub fn table(rows: &[Row]) -> String {
-    let mut out = String::from(
-        "\nbug                   caught?  seed        detection  campaigns  anomalies\n",
+    // The bug column fits the longest name (21 at least, as the others are fixed).
+    let w = rows.iter().map(|r| r.bug.len()).max().unwrap_or(0).max(21);
+    let mut out = format!(
+        "\n{:<w$} {:<8} {:<11} {:<10} {:<10} {}\n",
+        "bug", "caught?", "seed", "detection", "campaigns", "anomalies"
     );
     for r in rows {
         let found = r.detected.map(|i| &r.campaigns[i]);
@@ -276,7 +279,7 @@ pub fn table(rows: &[Row]) -> String {
             }
         };
         out.push_str(&format!(
-            "{:<21} {:<8} {:<11} {:<10} {:<10} {}\n",
+            "{:<w$} {:<8} {:<11} {:<10} {:<10} {}\n",
             r.bug,
             caught,
             seed,
