@@ -318,28 +318,11 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes_everything() {
-    use watermark::nemesis::{Aimed, Coverage, ReplicationNemesis, Settings, Timeouts, Transition};
+    use watermark::nemesis::{Aimed, Coverage, ReplicationNemesis, Transition};
 
     let dir = tempfile::tempdir().unwrap();
-    let config = ClusterConfig {
-        broker_bin: broker_bin(),
-        nodes: 3,
-        root: dir.path().to_path_buf(),
-        // A short lag time keeps the lag patterns short in a short test.
-        node_args: vec!["--replica-lag-time-max-ms".into(), "2000".into()],
-        dedicated_controller: false,
-        controller_args: vec![],
-        start_timeout: Duration::from_secs(60),
-    };
-    let mut cluster = Cluster::start(config).await.unwrap();
-    cluster.create_topic("queue", 2, 3, 2).await.unwrap();
-    let settings = Settings {
-        timeouts: Timeouts::of_cluster(None, Some(2000)),
-        nodes: cluster.node_ids(),
-        page_cache: false,
-        crash_all_safe: true,
-        dedicated_controller: false,
-    };
+    // A short lag time keeps the lag patterns short in a short test.
+    let (mut cluster, settings) = package_cluster(dir.path(), 2000, 2).await;
     let planner = Aimed::new(11, settings, Transition::reachable(false, false));
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -405,29 +388,10 @@ async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn degraded_links_and_a_kill_timed_by_the_isr_are_played_and_undone() {
     use rand::SeedableRng;
-    use watermark::nemesis::{
-        Aimed, Coverage, Pattern, ReplicationNemesis, Settings, Timeouts, Transition, view_of,
-    };
+    use watermark::nemesis::{Aimed, Coverage, Pattern, ReplicationNemesis, Transition, view_of};
 
     let dir = tempfile::tempdir().unwrap();
-    let config = ClusterConfig {
-        broker_bin: broker_bin(),
-        nodes: 3,
-        root: dir.path().to_path_buf(),
-        node_args: vec!["--replica-lag-time-max-ms".into(), "1000".into()],
-        dedicated_controller: false,
-        controller_args: vec![],
-        start_timeout: Duration::from_secs(60),
-    };
-    let mut cluster = Cluster::start(config).await.unwrap();
-    cluster.create_topic("queue", 1, 3, 2).await.unwrap();
-    let settings = Settings {
-        timeouts: Timeouts::of_cluster(None, Some(1000)),
-        nodes: cluster.node_ids(),
-        page_cache: false,
-        crash_all_safe: true,
-        dedicated_controller: false,
-    };
+    let (mut cluster, settings) = package_cluster(dir.path(), 1000, 1).await;
     let root = dir.path().to_path_buf();
     let planner = Aimed::new(3, settings.clone(), Transition::reachable(false, false));
     let mut nemesis = ReplicationNemesis::new(planner, &["queue"], &root, Coverage::new(0));
@@ -490,4 +454,36 @@ async fn degraded_links_and_a_kill_timed_by_the_isr_are_played_and_undone() {
         .unwrap();
     cluster.shutdown().await.unwrap();
     assert_nothing_left(dir.path());
+}
+
+/// Three brokers electing their controller, a `queue` topic of `partitions`
+/// partitions replicated 3 ways, `replica.lag.time.max.ms` `lag_ms`, and the
+/// replication package's settings for them.
+async fn package_cluster(
+    root: &std::path::Path,
+    lag_ms: u64,
+    partitions: u32,
+) -> (Cluster, watermark::nemesis::Settings) {
+    let config = ClusterConfig {
+        broker_bin: broker_bin(),
+        nodes: 3,
+        root: root.to_path_buf(),
+        node_args: vec!["--replica-lag-time-max-ms".into(), lag_ms.to_string()],
+        dedicated_controller: false,
+        controller_args: vec![],
+        start_timeout: Duration::from_secs(60),
+    };
+    let cluster = Cluster::start(config).await.unwrap();
+    cluster
+        .create_topic("queue", partitions, 3, 2)
+        .await
+        .unwrap();
+    let settings = watermark::nemesis::Settings {
+        timeouts: watermark::nemesis::Timeouts::of_cluster(None, Some(lag_ms)),
+        nodes: cluster.node_ids(),
+        page_cache: false,
+        crash_all_safe: true,
+        dedicated_controller: false,
+    };
+    (cluster, settings)
 }
