@@ -435,11 +435,32 @@ mod real {
             .unwrap()
     }
 
-    /// Send values to a partition's leader through the client proxies (acks=all).
+    /// Send values to a partition's leader through the client proxies (acks=all),
+    /// one at a time, as an idempotent producer of its own: a send retried after an
+    /// answer that never came (a timeout while the cluster recovers) is not appended
+    /// twice.
     pub async fn produce(cluster: &Cluster, topic: &str, partition: u32, values: &[i64]) {
         let http = client(Duration::from_secs(10));
         let deadline = Instant::now() + Duration::from_secs(60);
-        for &v in values {
+        let producer = loop {
+            assert!(Instant::now() < deadline, "no producer id");
+            let mut got = None;
+            for addr in cluster.client_addrs().values() {
+                let url = format!("http://{addr}/v1/producers");
+                if let Ok(r) = http.post(url).send().await
+                    && r.status().is_success()
+                    && let Ok(body) = r.json::<Value>().await
+                {
+                    got = Some(body);
+                    break;
+                }
+            }
+            match got {
+                Some(body) => break body,
+                None => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        };
+        for (sequence, &v) in values.iter().enumerate() {
             loop {
                 assert!(Instant::now() < deadline, "could not produce {v}");
                 let Ok(Some(leader)) = cluster.leader_of(topic, partition).await else {
@@ -450,11 +471,15 @@ mod real {
                 let url = format!(
                     "http://{addr}/v1/topics/{topic}/partitions/{partition}/records?acks=all"
                 );
-                let resp = http
-                    .post(url)
-                    .json(&json!({"records": [{"value": v}]}))
-                    .send()
-                    .await;
+                let body = json!({
+                    "records": [{"value": v}],
+                    "producer": {
+                        "id": producer["producer_id"],
+                        "epoch": producer["producer_epoch"],
+                        "sequence": sequence,
+                    },
+                });
+                let resp = http.post(url).json(&body).send().await;
                 if resp.is_ok_and(|r| r.status().is_success()) {
                     break;
                 }
