@@ -289,6 +289,15 @@ impl CheckerResult {
         }
     }
 
+    /// Add anomalies another judgement found (the replicas' final logs beside a
+    /// history's operations): any makes the verdict invalid.
+    pub fn add_anomalies(&mut self, found: Vec<Anomaly>) {
+        if !found.is_empty() {
+            self.valid = Validity::Invalid;
+        }
+        self.anomalies.extend(found);
+    }
+
     /// Anomaly counts by kind.
     pub fn counts(&self) -> BTreeMap<AnomalyKind, usize> {
         let mut m = BTreeMap::new();

@@ -22,7 +22,7 @@ use checker::format::Format;
 use checker::history::{Event, Process};
 use checker::linear::Options;
 use checker::queue::ReplicaLog;
-use checker::verdict::{Results, Validity};
+use checker::verdict::Results;
 
 use crate::options::WorkloadKind;
 
@@ -85,39 +85,19 @@ pub fn judge_as(
     replicas: &[ReplicaLog],
     options: &Options,
 ) -> Result<Results, CheckError> {
-    let part = if model == Model::Queue {
-        WorkloadKind::Queue
+    // The view's operations, and the final logs of its topic.
+    let (part, topic) = if model == Model::Queue {
+        (WorkloadKind::Queue, workloads::queue::TOPIC)
     } else {
-        WorkloadKind::Register
+        (WorkloadKind::Register, workloads::register::TOPIC)
     };
     let events = view(kind, part, events);
-    let of_topic = |topic: &str| -> Vec<ReplicaLog> {
-        replicas
-            .iter()
-            .filter(|r| r.topic == topic)
-            .cloned()
-            .collect()
-    };
-    if model == Model::Queue {
-        return checker::check::check(
-            format,
-            &events,
-            model,
-            &of_topic(workloads::queue::TOPIC),
-            options,
-        );
-    }
-    let results = checker::check::check(format, &events, model, &[], options)?;
-    let diverged = checker::queue::replica_divergence(&of_topic(workloads::register::TOPIC));
-    if diverged.is_empty() {
-        return Ok(results);
-    }
-    let mut checkers = results.checkers;
-    for c in checkers.values_mut() {
-        c.anomalies.extend(diverged.iter().cloned());
-        c.valid = Validity::Invalid;
-    }
-    Ok(Results::new(checkers))
+    let replicas: Vec<ReplicaLog> = replicas
+        .iter()
+        .filter(|r| r.topic == topic)
+        .cloned()
+        .collect();
+    checker::check::check(format, &events, model, &replicas, options)
 }
 
 /// The events of `part` in the history of a run of `kind`: all of them if the run

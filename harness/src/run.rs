@@ -528,7 +528,7 @@ fn judge(
             }
         };
     if workload.judges_final_logs() && !(complete && logs_ok) {
-        // The final logs are the queue's.
+        // Only the queue's verdict needs a complete end (its lost writes).
         if let Some(r) = results.checkers.get_mut(workloads::queue::CHECKER) {
             r.notes.push(
                 "the end of the run was incomplete (see the run's notes): the verdict is on what the run recorded"

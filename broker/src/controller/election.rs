@@ -41,6 +41,17 @@ pub fn elect(
     }
 }
 
+/// The ISR a newly elected `leader` leads: `isr` when it is a member, else just the
+/// leader, as Kafka's controller has it (an unclean leader's ISR is itself). A clean
+/// election's leader is always a member, but for the planted bug elect-out-of-isr.
+pub fn isr_led_by(isr: Vec<BrokerId>, leader: BrokerId) -> Vec<BrokerId> {
+    if isr.contains(&leader) {
+        isr
+    } else {
+        vec![leader]
+    }
+}
+
 /// Round-robin replica assignment (Kafka's, with the topic's start given instead of
 /// drawn): partition `p` takes `replication_factor` brokers starting at index `p`
 /// (the topic's start plus its partition number) of the sorted broker ids, so the
@@ -89,6 +100,12 @@ mod tests {
             elect(&[1, 2, 3], &[1, 3], alive, false, bug),
             Election::Clean(2)
         );
+    }
+
+    #[test]
+    fn a_leader_outside_the_isr_leads_an_isr_of_itself() {
+        assert_eq!(isr_led_by(vec![1, 3], 3), vec![1, 3]);
+        assert_eq!(isr_led_by(vec![1, 3], 2), vec![2]);
     }
 
     #[test]

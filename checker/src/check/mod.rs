@@ -133,7 +133,8 @@ impl std::fmt::Display for CheckError {
 impl std::error::Error for CheckError {}
 
 /// Check a history: the queue analysis for queues (with the replicas' final logs,
-/// if any), linearizability for the other models. Jepsen log histories read a
+/// if any), linearizability for the other models, beside the divergence of the
+/// replicas' final logs, if any (a property of the logs alone). Jepsen log histories read a
 /// failed cas as an observation, as Porcupine does; Jepsen EDN histories read a
 /// nil read as matching any value, as Knossos does. Invocations that never
 /// completed are indeterminate, like `info` (docs/history.md): they are counted
@@ -172,7 +173,7 @@ pub fn check(
             nil_read_unknown: format == Format::Edn,
             ..options.clone()
         };
-        let r = linear::check(events, kind, &options).map_err(|e| CheckError {
+        let mut r = linear::check(events, kind, &options).map_err(|e| CheckError {
             line: None,
             index: match &e {
                 linear::LinError::Pair(p) => events.get(p.position).map(|e| e.index),
@@ -181,6 +182,7 @@ pub fn check(
             },
             message: e.to_string(),
         })?;
+        r.add_anomalies(queue::replica_divergence(replicas));
         checkers.insert("linearizable".to_string(), r);
     }
     Ok(noted(checkers, open_invocations(events)))
@@ -223,4 +225,37 @@ fn open_invocations(events: &[Event]) -> usize {
         }
     }
     open.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::{AnomalyKind, Validity};
+    use serde_json::json;
+
+    #[test]
+    fn the_final_logs_given_are_judged_for_divergence_under_a_linearizable_model() {
+        let log = |node: &str, values: [i64; 2]| {
+            ReplicaLog::from_values(node, "register", 0, 2, values.map(|v| json!(v)))
+        };
+        let check = |replicas: &[ReplicaLog]| {
+            check(
+                Format::Jsonl,
+                &[],
+                Model::CasRegister,
+                replicas,
+                &Options::default(),
+            )
+            .unwrap()
+            .checkers["linearizable"]
+                .clone()
+        };
+        assert_eq!(
+            check(&[log("1", [5, 6]), log("2", [5, 6])]).valid,
+            Validity::Valid
+        );
+        let r = check(&[log("1", [5, 6]), log("2", [5, 7])]);
+        assert_eq!(r.valid, Validity::Invalid);
+        assert_eq!(r.anomalies[0].kind, AnomalyKind::ReplicaDivergence);
+    }
 }

@@ -520,6 +520,35 @@ impl Cluster {
             .filter(|&l| l >= 0))
     }
 
+    /// Wait until the controller's ISR of a partition passes `test`, looking every
+    /// `every`, for at most `within` (each look bounded by what is left of it): true
+    /// if it did.
+    pub async fn wait_isr(
+        &self,
+        topic: &str,
+        partition: u32,
+        within: Duration,
+        every: Duration,
+        test: impl Fn(&[i32]) -> bool,
+    ) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            if let Ok(Ok(meta)) = tokio::time::timeout(left, self.metadata()).await
+                && meta
+                    .partition(topic, partition)
+                    .is_some_and(|p| test(&p.isr))
+            {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            tokio::time::sleep(every.min(left)).await;
+        }
+    }
+
     /// Create a topic through the controller, then wait (bounded by the start timeout)
     /// until every partition has a leader and a full ISR on every replica.
     pub async fn create_topic(

@@ -187,7 +187,10 @@ async fn act(
                 partition,
                 within,
             } => {
-                once_in_isr(cluster, topic, *partition, *follower, *within).await;
+                let joined = |isr: &[i32]| isr.contains(follower);
+                cluster
+                    .wait_isr(topic, *partition, *within, ISR_LOOK_INTERVAL, joined)
+                    .await;
                 cluster.kill(Proc::Node(*leader)).await?
             }
             Action::LoseUnflushed(id) => cluster.kill(Proc::Node(*id)).await?,
@@ -248,39 +251,6 @@ fn degrade(
 
 /// How often a kill timed by the cluster's state looks at the metadata.
 const ISR_LOOK_INTERVAL: Duration = Duration::from_millis(25);
-
-/// Wait until the controller's metadata shows `follower` in the ISR of
-/// `topic`-`partition`, or `within` has passed.
-async fn once_in_isr(
-    cluster: &Cluster,
-    topic: &str,
-    partition: u32,
-    follower: i32,
-    within: Duration,
-) {
-    let deadline = Instant::now() + within;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return;
-        }
-        if let Ok(Ok(meta)) = tokio::time::timeout(left, cluster.metadata()).await {
-            let in_isr = meta
-                .topics
-                .iter()
-                .filter(|t| t.name == topic)
-                .flat_map(|t| &t.partitions)
-                .any(|p| p.partition == partition && p.isr.contains(&follower));
-            if in_isr {
-                return;
-            }
-        }
-        tokio::time::sleep(
-            ISR_LOOK_INTERVAL.min(deadline.saturating_duration_since(Instant::now())),
-        )
-        .await;
-    }
-}
 
 /// The cluster as the controller's metadata shows it now, for `topics` (no
 /// partitions if the controller does not answer).

@@ -472,17 +472,10 @@ impl Script<'_> {
 
     /// Wait (bounded) until the controller's ISR of partition 0 no longer holds `id`.
     async fn wait_isr_without(&self, id: i32) {
-        let deadline = Instant::now() + FAILOVER;
-        while Instant::now() < deadline {
-            if let Ok(meta) = self.cluster.metadata().await
-                && meta
-                    .partition(self.topic, 0)
-                    .is_some_and(|p| !p.isr.contains(&id))
-            {
-                return;
-            }
-            tokio::time::sleep(POLL).await;
-        }
+        let left = |isr: &[i32]| !isr.contains(&id);
+        self.cluster
+            .wait_isr(self.topic, 0, FAILOVER, POLL, left)
+            .await;
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::command::{Command, Expiry};
 use super::{ChangedBy, ControllerState, Effects, Liveness, Millis};
-use crate::controller::election::{Election, elect};
+use crate::controller::election::{Election, elect, isr_led_by};
 use crate::error::ApiError;
 use crate::events::Event;
 use crate::protocol::{
@@ -335,17 +335,6 @@ impl ControllerState {
             effects.transitions.push(event);
             self.update(tp, next, &why, ChangedBy::Controller, effects);
         }
-    }
-}
-
-/// The ISR a newly elected `leader` leads: `isr` when it is a member, else just the
-/// leader, as Kafka's controller has it (an unclean leader's ISR is itself). A clean
-/// election's leader is always a member, but for the planted bug elect-out-of-isr.
-fn isr_led_by(isr: Vec<BrokerId>, leader: BrokerId) -> Vec<BrokerId> {
-    if isr.contains(&leader) {
-        isr
-    } else {
-        vec![leader]
     }
 }
 
