@@ -372,12 +372,7 @@ async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes
         nemesis.coverage()
     );
     cluster.heal_all().await.unwrap();
-    cluster
-        .wait_converged(Duration::from_secs(120))
-        .await
-        .unwrap();
-    cluster.shutdown().await.unwrap();
-    assert_nothing_left(dir.path());
+    converge_and_shut_down(cluster, dir.path()).await;
 }
 
 /// The package's steps that degrade links and time a kill by the cluster's state,
@@ -448,12 +443,7 @@ async fn degraded_links_and_a_kill_timed_by_the_isr_are_played_and_undone() {
     assert_eq!(throttle.value["links"].as_array().unwrap().len(), 2);
     assert_eq!(names.iter().filter(|f| **f == "kill").count(), 2);
     assert_eq!(names.iter().filter(|f| **f == "restart").count(), 2);
-    cluster
-        .wait_converged(Duration::from_secs(120))
-        .await
-        .unwrap();
-    cluster.shutdown().await.unwrap();
-    assert_nothing_left(dir.path());
+    converge_and_shut_down(cluster, dir.path()).await;
 }
 
 /// Three brokers electing their controller, a `queue` topic of `partitions`
@@ -486,4 +476,15 @@ async fn package_cluster(
         dedicated_controller: false,
     };
     (cluster, settings)
+}
+
+/// The cluster converges once the faults are undone, then shuts down, leaving no
+/// process behind.
+async fn converge_and_shut_down(cluster: Cluster, dir: &std::path::Path) {
+    cluster
+        .wait_converged(Duration::from_secs(120))
+        .await
+        .unwrap();
+    cluster.shutdown().await.unwrap();
+    assert_nothing_left(dir);
 }
