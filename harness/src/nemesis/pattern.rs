@@ -408,7 +408,9 @@ impl Pattern {
                 // while writes sent to it still wait for their acks) and past the
                 // clients' request timeout too, so that the clients whose writes to
                 // it timed out have moved to the new leader and written there while
-                // others still read from, and write to, the deposed one. (A leader
+                // others still read from, and write to, the deposed one — by one to
+                // two more request timeouts, as a write that reached it late (a
+                // client still finding leaders, say) times out late too. (A leader
                 // stopped for less than a session timeout: `leader-pause`.)
                 let elected = t.session + takeover(node(leader));
                 let held = if turn % 2 == 0 {
@@ -416,7 +418,7 @@ impl Pattern {
                     just_past(rng, elected)
                 } else {
                     roles["variant"] = json!("past-client-timeout");
-                    elected.max(t.client) + t.client.mul_f64(rng.random_range(0.4..1.0))
+                    elected.max(t.client) + t.client.mul_f64(rng.random_range(1.0..2.0))
                 };
                 let grudge = Grudge::isolate(node(leader), &settings.procs());
                 s.then(zero, cut("isolate-leader", &grudge))
