@@ -9,12 +9,13 @@
 //!   campaign, a couple of seconds in, moves one.
 //! - Patterns play in rounds ([`Pattern::per_round`]): every pattern that opens a
 //!   window of its own once or twice, and one plain pattern, so that every
-//!   campaign opens every window, whatever its seed. Within a round, greybox: a
-//!   pattern's weight ([`Pattern::base_weight`], which orders the round) grows with
-//!   the transitions it aims at that the campaign has not reached yet — each the
-//!   less, the more patterns already tried to reach it — and drops to a tenth
-//!   while no partition is led the way it needs; a pattern with variants plays
-//!   them in turn.
+//!   campaign opens every window, whatever its seed. The pattern that leads a
+//!   round ([`Pattern::leads_round`]) plays as soon as a partition suits it; the
+//!   others are drawn greybox: a pattern's weight ([`Pattern::base_weight`],
+//!   which orders the round) grows with the transitions it aims at that the
+//!   campaign has not reached yet — each the less, the more patterns already
+//!   tried to reach it — and drops to a tenth while no partition is led the way
+//!   it needs; a pattern with variants plays them in turn.
 //! - A pattern aims at a partition of any of the workload's topics (each one's
 //!   final logs are checked for divergence), a leader of more partitions, and of
 //!   more of the topics, more often — a fault on it moves all of them, and in the
@@ -256,9 +257,16 @@ impl Aimed {
         } else {
             &in_round
         };
-        let pattern = *from
-            .choose_weighted(&mut self.rng, weight)
-            .expect("positive weights");
+        let lead = from
+            .iter()
+            .copied()
+            .find(|p| p.leads_round() && aim(p) >= 1.0);
+        let pattern = match lead {
+            Some(p) => p,
+            None => *from
+                .choose_weighted(&mut self.rng, weight)
+                .expect("positive weights"),
+        };
         // Drawn without a partition that suits it (the rest of the round drawn
         // already): look again shortly, up to 20 times, rather than play it where
         // its window cannot open — the controller's next preferred leader check
@@ -282,6 +290,8 @@ impl Aimed {
             "first fault: every campaign moves a leader early".to_string()
         } else if move_leader {
             "leadership has not moved yet: a fault that moves it".to_string()
+        } else if lead.is_some() {
+            "first in every round: the window only it opens".to_string()
         } else if !aims.is_empty() {
             format!("unseen: {}", aims.join(", "))
         } else {
@@ -299,7 +309,8 @@ impl Aimed {
         }
         // A busier leader's partition more often: a fault on a node leading
         // several partitions moves them all, and one leading partitions of every
-        // topic reaches every checker.
+        // topic reaches every checker; and a topic whose checker sees what the
+        // pattern breaks best ([`Pattern::topic_weight`]).
         let busy = |q: &PartitionView| {
             q.leader
                 .map_or(1, |l| view.leads(l).max(1) * view.topics_led(l).max(1)) as f64
@@ -307,7 +318,9 @@ impl Aimed {
         let target = match pattern {
             Pattern::ControllerFailover => None,
             _ => aimable
-                .choose_weighted(&mut self.rng, |q| busy(q) * suits(&pattern, q))
+                .choose_weighted(&mut self.rng, |q| {
+                    busy(q) * suits(&pattern, q) * pattern.topic_weight(&q.topic)
+                })
                 .ok()
                 .copied(),
         };

@@ -122,13 +122,15 @@ impl Pattern {
 
     /// The pattern's weight before the coverage's, which orders a round (the
     /// patterns that open the most windows come first, so that a short campaign
-    /// has them) and draws its plain pattern: a leader isolated while clients still
+    /// has them) and draws its plain pattern: a follower catching up on a throttled
+    /// link as the leader dies (the ISR's expansion rule, which no other pattern
+    /// reaches, and the election's, whose next in line is then out of the ISR)
+    /// weighs most, so that it comes early; a leader isolated while clients still
     /// reach it (reads and acks from a deposed leader, its unreplicated suffix, its
     /// truncation when it rejoins), a leader killed while the follower elected next
     /// lags behind (the HW and ISR rules that decide whether an acknowledged record
-    /// is on it), a leader whose disk fails under load (the only pattern that makes
-    /// appends fail) and a follower catching up on a throttled link as the leader
-    /// dies (the ISR's expansion rule, which no other pattern reaches) weigh most; a
+    /// is on it) and a leader whose disk fails under load (the only pattern that
+    /// makes appends fail) next to it; a
     /// crash of every node (replicas that come back behind, elected as the last of
     /// their ISR) next; a partial partition and a leader killed while the follower
     /// elected next lags on slow links then; a follower
@@ -137,10 +139,8 @@ impl Pattern {
     /// leave one serving or electable, less.
     pub fn base_weight(self) -> f64 {
         match self {
-            Pattern::IsolateLeader
-            | Pattern::KillDuringPartition
-            | Pattern::LeaderDisk
-            | Pattern::FollowerLag => 3.0,
+            Pattern::FollowerLag => 4.0,
+            Pattern::IsolateLeader | Pattern::KillDuringPartition | Pattern::LeaderDisk => 3.0,
             Pattern::CrashAll => 2.0,
             Pattern::PartialPartition | Pattern::LeaderKill => 1.5,
             Pattern::Kip101 | Pattern::LoseUnflushed => 1.0,
@@ -170,6 +170,16 @@ impl Pattern {
             | Pattern::FollowerLag => 1,
             Pattern::LeaderPause | Pattern::Kip101 | Pattern::ControllerFailover => 0,
         }
+    }
+
+    /// The pattern that leads each round, played as soon as a partition suits it
+    /// (after the campaign's first fault has moved a leader): `follower-lag`,
+    /// whose catch-up-then-kill opens the one window no other pattern opens (a
+    /// follower back in the ISR, or next in line outside it, without what the
+    /// leader acknowledged), so that no seed leaves it to the end of a round a
+    /// minute does not finish.
+    pub fn leads_round(self) -> bool {
+        self == Pattern::FollowerLag
     }
 
     /// Patterns that move a partition's leadership when held past a session timeout:
@@ -223,6 +233,19 @@ impl Pattern {
             _ => true,
         };
         if apart { 1.0 } else { 0.1 }
+    }
+
+    /// How much this pattern prefers a partition of `topic`: a follower that
+    /// rejoined the ISR, or was elected, without records the leader acknowledged
+    /// loses them, which the queue's checker finds whatever comes after (every
+    /// acknowledged send must be polled) while a register hides a lost write
+    /// overwritten before anyone read it — so `follower-lag` aims at the queue's
+    /// partitions three to one.
+    pub fn topic_weight(self, topic: &str) -> f64 {
+        match self {
+            Pattern::FollowerLag if topic == workloads::queue::TOPIC => 3.0,
+            _ => 1.0,
+        }
     }
 
     /// The pattern's roles and script on `partition` (None for the role-free
@@ -345,9 +368,11 @@ impl Pattern {
                 // before it has everything the HW covers.
                 roles["variant"] = json!("catch-up-then-kill-leader");
                 roles["follower"] = json!(next);
-                // Cut well past the lag time: after the shrink, the leader commits
-                // and acknowledges for a second or more without it, which it must
-                // then fetch — a few KiB a second at most, for seconds, on the links
+                // Cut well past the lag time and the clients' request timeout (the
+                // writes sent as the cut began wait for it until the shrink, and
+                // time out): after the shrink, the leader commits and acknowledges
+                // for seconds without it, which it must then fetch — a KiB or two a
+                // second, so hundreds of records take seconds, on the links
                 // between the two only (its heartbeats to the controller, and its
                 // fetches from other leaders, go at full speed). The leader
                 // dies as soon as the controller shows the follower back in the ISR
@@ -361,13 +386,16 @@ impl Pattern {
                     procs: vec![node(next), node(leader)],
                     between: true,
                     how: Degradation::Throttle {
-                        bytes_per_s: rng.random_range(2..=6) * 1024,
+                        bytes_per_s: rng.random_range(2..=8) * 256,
                     },
                     seed: rng.random(),
                 };
                 let restore = throttle.undo().expect("a degradation is undone");
                 s.then(zero, cut("cut-follower", &grudge))
-                    .then(t.lag.mul_f64(rng.random_range(1.5..2.0)), throttle)
+                    .then(
+                        t.lag.max(t.client) + t.client.mul_f64(rng.random_range(1.0..1.7)),
+                        throttle,
+                    )
                     .then(zero, heal("cut-follower", &grudge))
                     .then(
                         ms(rng.random_range(50..150)),
