@@ -388,6 +388,7 @@ mod real {
     use watermark::cluster::{Cluster, ClusterConfig};
     use watermark::net::Grudge;
     use watermark::proc::Proc;
+    use workloads::client::{Acks, Client, ClientConfig, Outcome, ProducerStamp};
 
     /// The broker binary beside this test binary, built (once per test binary) so the
     /// tests never run a stale broker.
@@ -436,51 +437,32 @@ mod real {
     }
 
     /// Send values to a partition's leader through the client proxies (acks=all),
-    /// one at a time, as an idempotent producer of its own: a send retried after an
-    /// answer that never came (a timeout while the cluster recovers) is not appended
-    /// twice.
+    /// one at a time, as an idempotent producer of its own (the workload's client):
+    /// a send retried after an answer that never came (a timeout while the cluster
+    /// recovers) is not appended twice.
     pub async fn produce(cluster: &Cluster, topic: &str, partition: u32, values: &[i64]) {
-        let http = client(Duration::from_secs(10));
+        let config = ClientConfig::new(cluster.client_addrs(), cluster.controller_addr());
+        let mut client = Client::new(config, 1).unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
-        let producer = loop {
-            assert!(Instant::now() < deadline, "no producer id");
-            let mut got = None;
-            for addr in cluster.client_addrs().values() {
-                let url = format!("http://{addr}/v1/producers");
-                if let Ok(r) = http.post(url).send().await
-                    && r.status().is_success()
-                    && let Ok(body) = r.json::<Value>().await
-                {
-                    got = Some(body);
-                    break;
-                }
+        let (id, epoch) = loop {
+            match client.init_producer_id().await {
+                Ok(producer) => break producer,
+                Err(e) => assert!(Instant::now() < deadline, "no producer id: {e}"),
             }
-            match got {
-                Some(body) => break body,
-                None => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         };
-        for (sequence, &v) in values.iter().enumerate() {
+        for (sequence, &v) in (0..).zip(values) {
+            let stamp = ProducerStamp {
+                id,
+                epoch,
+                sequence,
+            };
             loop {
                 assert!(Instant::now() < deadline, "could not produce {v}");
-                let Ok(Some(leader)) = cluster.leader_of(topic, partition).await else {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                };
-                let addr = cluster.client_addrs()[&leader];
-                let url = format!(
-                    "http://{addr}/v1/topics/{topic}/partitions/{partition}/records?acks=all"
-                );
-                let body = json!({
-                    "records": [{"value": v}],
-                    "producer": {
-                        "id": producer["producer_id"],
-                        "epoch": producer["producer_epoch"],
-                        "sequence": sequence,
-                    },
-                });
-                let resp = http.post(url).json(&body).send().await;
-                if resp.is_ok_and(|r| r.status().is_success()) {
+                let sent = client
+                    .produce_as(topic, partition, json!(v), Acks::All, Some(stamp))
+                    .await;
+                if matches!(sent, Outcome::Ok(_)) {
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;

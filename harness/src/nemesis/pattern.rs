@@ -130,13 +130,14 @@ impl Pattern {
     /// truncation when it rejoins), a leader killed while the follower elected next
     /// lags behind (the HW and ISR rules that decide whether an acknowledged record
     /// is on it) and a leader whose disk fails under load (the only pattern that
-    /// makes appends fail) next to it; a
-    /// crash of every node (replicas that come back behind, elected as the last of
-    /// their ISR) next; a partial partition and a leader killed while the follower
-    /// elected next lags on slow links then; a follower
-    /// back behind as the leader dies (KIP-101) and a lost page cache once; the
-    /// plain pause or controller fault, which mostly freeze a replica rather than
-    /// leave one serving or electable, less.
+    /// makes appends fail) next to it; a crash of every node (replicas that come
+    /// back behind, elected as the last of their ISR) next; a partial partition and
+    /// a leader killed while the follower elected next lags on slow links then; a
+    /// follower back behind as the leader dies (KIP-101) and a lost page cache
+    /// once; the plain pause or controller fault, which mostly freeze a replica
+    /// rather than leave one serving or electable, less. (`follower-lag` also
+    /// leads each round, [`Pattern::leads_round`]: its weight counts while no
+    /// partition suits it.)
     pub fn base_weight(self) -> f64 {
         match self {
             Pattern::FollowerLag => 4.0,
