@@ -6,7 +6,7 @@
 //! (shared words, and the event lines' shape), `value` (record values kept exactly);
 //! `disk` (the storage fault switch); `fsutil` (durable file replacement); `log`
 //! (storage); `replica` (the replication rules, pure) and `kv` (the register view
-//! over a log); `rpc`, `server`, `http_errors` (HTTP plumbing); `cli` (the command
+//! over a log); `rpc`, `server`, `http_errors`, `json_body` (HTTP plumbing); `cli` (the command
 //! line), `auth` (the cluster's credentials); then the two roles, `controller` and
 //! `node`.
 //!
@@ -22,6 +22,7 @@ mod error;
 mod events;
 mod fsutil;
 mod http_errors;
+mod json_body;
 mod kv;
 pub mod log;
 pub mod node;

@@ -124,11 +124,6 @@ impl Event {
         // Serialising plain data with string keys cannot fail.
         serde_json::to_string(self).expect("an event always serialises")
     }
-
-    /// Parse one line of `history.jsonl`.
-    pub fn from_json_line(line: &str) -> Result<Event, String> {
-        crate::format::jsonl::event(line)
-    }
 }
 
 /// How an operation ended.
@@ -381,46 +376,6 @@ mod tests {
             value,
             error: None,
         }
-    }
-
-    #[test]
-    fn event_round_trips_as_one_line() {
-        let mut e = ev(
-            12,
-            Process::Client(3),
-            EventType::Invoke,
-            "send",
-            json!({"partition": 0, "value": 7}),
-        );
-        let line = e.to_json_line();
-        assert_eq!(
-            line,
-            r#"{"index":12,"time":120,"process":3,"type":"invoke","f":"send","value":{"partition":0,"value":7}}"#
-        );
-        assert_eq!(Event::from_json_line(&line).unwrap(), e);
-        e.process = Process::Nemesis;
-        e.kind = EventType::Info;
-        e.error = Some("timeout".into());
-        let line = e.to_json_line();
-        assert!(line.contains(r#""process":"nemesis""#) && line.contains(r#""error":"timeout""#));
-        assert_eq!(Event::from_json_line(&line).unwrap(), e);
-    }
-
-    #[test]
-    fn unknown_fields_are_ignored_and_bad_lines_say_what_was_expected() {
-        let e = Event::from_json_line(
-            r#"{"index":1,"time":2,"process":0,"type":"ok","f":"read","value":null,"node":"n1"}"#,
-        )
-        .unwrap();
-        assert_eq!(e.kind, EventType::Ok);
-        let err =
-            Event::from_json_line(r#"{"index":1,"time":2,"process":"x","type":"ok","f":"read"}"#)
-                .unwrap_err();
-        assert!(err.contains("nemesis"), "{err}");
-        let err =
-            Event::from_json_line(r#"{"index":1,"time":2,"process":1,"type":"done","f":"r"}"#)
-                .unwrap_err();
-        assert!(err.contains("done"), "{err}");
     }
 
     #[test]

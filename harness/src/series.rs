@@ -290,7 +290,7 @@ fn operations(dir: &Path) -> BTreeMap<String, u64> {
         return counts;
     };
     for line in text.lines() {
-        let Ok(e) = checker::history::Event::from_json_line(line) else {
+        let Ok(e) = checker::format::event_line(line) else {
             continue;
         };
         if e.process != checker::history::Process::Nemesis

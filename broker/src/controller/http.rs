@@ -10,24 +10,20 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::de::DeserializeOwned;
 
 use super::service::Controller;
 use super::state::{Applied, Command};
-use crate::error::{ApiError, Code};
+use crate::error::ApiError;
+use crate::json_body::{JsonBody, MAX_BODY};
 use crate::protocol::{
     AlterPartition, ConfirmLeadership, CreateTopic, Heartbeat, HeartbeatResponse, Metadata,
     PartitionState,
 };
-
-/// Largest request body accepted.
-pub const MAX_BODY: usize = 1 << 20;
 
 /// The controller's routes, sharing one controller (no fallback: merged into the
 /// node's router).
@@ -112,29 +108,4 @@ async fn confirm_leadership(
     JsonBody(req): JsonBody<ConfirmLeadership>,
 ) -> Result<Json<PartitionState>, ApiError> {
     c.confirm_leadership(&req).await.map(Json)
-}
-
-/// A JSON request body whose every failure is a JSON [`ApiError`]: too large → 413
-/// `PAYLOAD_TOO_LARGE`, anything unreadable → 400 `INVALID_REQUEST` saying where.
-/// Unlike axum's `Json` it does not insist on a `Content-Type` header.
-pub struct JsonBody<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
-            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    Code::PayloadTooLarge,
-                    format!("the request body is larger than {MAX_BODY} bytes"),
-                )
-            } else {
-                ApiError::invalid(format!("cannot read the request body: {}", e.body_text()))
-            }
-        })?;
-        serde_json::from_slice(&bytes)
-            .map(JsonBody)
-            .map_err(|e| ApiError::invalid(format!("bad request body: {e}")))
-    }
 }

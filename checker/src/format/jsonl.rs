@@ -136,3 +136,50 @@ pub(crate) fn head(line: &str) -> Result<Head<'_>, String> {
 pub(crate) fn event(line: &str) -> Result<Event, String> {
     head(line)?.into_event()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::event_line;
+    use crate::history::{Event, EventType, Process};
+    use serde_json::json;
+
+    #[test]
+    fn event_round_trips_as_one_line() {
+        let mut e = Event {
+            index: 12,
+            time: 120,
+            process: Process::Client(3),
+            kind: EventType::Invoke,
+            f: "send".into(),
+            value: json!({"partition": 0, "value": 7}),
+            error: None,
+        };
+        let line = e.to_json_line();
+        assert_eq!(
+            line,
+            r#"{"index":12,"time":120,"process":3,"type":"invoke","f":"send","value":{"partition":0,"value":7}}"#
+        );
+        assert_eq!(event_line(&line).unwrap(), e);
+        e.process = Process::Nemesis;
+        e.kind = EventType::Info;
+        e.error = Some("timeout".into());
+        let line = e.to_json_line();
+        assert!(line.contains(r#""process":"nemesis""#) && line.contains(r#""error":"timeout""#));
+        assert_eq!(event_line(&line).unwrap(), e);
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_and_bad_lines_say_what_was_expected() {
+        let e = event_line(
+            r#"{"index":1,"time":2,"process":0,"type":"ok","f":"read","value":null,"node":"n1"}"#,
+        )
+        .unwrap();
+        assert_eq!(e.kind, EventType::Ok);
+        let err =
+            event_line(r#"{"index":1,"time":2,"process":"x","type":"ok","f":"read"}"#).unwrap_err();
+        assert!(err.contains("nemesis"), "{err}");
+        let err =
+            event_line(r#"{"index":1,"time":2,"process":1,"type":"done","f":"r"}"#).unwrap_err();
+        assert!(err.contains("done"), "{err}");
+    }
+}

@@ -120,6 +120,12 @@ fn is_jepsen_log_line(line: &str) -> bool {
     })
 }
 
+/// Parse one line of `history.jsonl` (docs/history.md) into an event; unknown fields
+/// are ignored, and a bad line says what was expected.
+pub fn event_line(line: &str) -> Result<Event, String> {
+    jsonl::event(line)
+}
+
 /// Tell the format from the content: Jepsen log lines anywhere in the first
 /// lines; a JSON object first (`{"`) for history.jsonl; an EDN form first — a map
 /// (`{:`), a vector or list of operations (`[`, `(`), a tagged record or a

@@ -1,6 +1,8 @@
 //! Real time as the search walks it: doubly linked lists over index arrays, from
 //! which linearized operations are lifted and restored in O(1).
 //!
+//! - [`LinOp`]: an operation with its place in real time, what both lists are
+//!   built from.
 //! - [`Timeline`]: the call and return entries of the *determinate* operations
 //!   (those with a return the search must reach), in real-time order. The calls
 //!   before the first return are the operations that may take effect next.
@@ -10,7 +12,16 @@
 //!   previous identical one, so that identical operations are taken in
 //!   invocation order only (they are interchangeable).
 
-use super::search::LinOp;
+/// An operation for the search: its model operation and its place in real time.
+#[derive(Debug, Clone)]
+pub struct LinOp<O> {
+    pub op: O,
+    /// Position of the invocation in the history's event order.
+    pub invoke: usize,
+    /// Position of the completion; `None` if it may take effect any time after its
+    /// invocation (info, or never completed).
+    pub complete: Option<usize>,
+}
 
 pub(super) const NIL: u32 = u32::MAX;
 pub(super) const HEAD: u32 = 0;

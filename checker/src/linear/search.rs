@@ -33,21 +33,11 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
+pub use super::entries::LinOp;
 use super::entries::{HEAD, NIL, Pending, Timeline};
 use super::fx::{Fx, FxMap, mix};
 use super::memo::Memo;
 use super::model::Model;
-
-/// An operation for the search: its model operation and its place in real time.
-#[derive(Debug, Clone)]
-pub struct LinOp<O> {
-    pub op: O,
-    /// Position of the invocation in the history's event order.
-    pub invoke: usize,
-    /// Position of the completion; `None` if it may take effect any time after its
-    /// invocation (info, or never completed).
-    pub complete: Option<usize>,
-}
 
 /// Limits shared by every search of one check: a deadline and a cap on memo
 /// bytes across all threads. Past either, searches stop with [`Outcome::GaveUp`].

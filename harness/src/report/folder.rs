@@ -181,7 +181,7 @@ fn parse_history(
         if line.trim().is_empty() {
             continue;
         }
-        match Event::from_json_line(line) {
+        match checker::format::event_line(line) {
             Ok(e) => events.push(e),
             Err(_) if torn_tail && i + 1 == count => warnings.push(format!(
                 "{}:{}: incomplete last line ignored (the writer stopped mid-line)",

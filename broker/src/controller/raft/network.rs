@@ -36,8 +36,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::{Raft, TypeConfig};
-use crate::controller::http::JsonBody;
 use crate::error::ApiError;
+use crate::json_body::JsonBody;
 use crate::protocol::BrokerId;
 
 type Id = u64;
