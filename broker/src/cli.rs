@@ -1,9 +1,12 @@
 //! The broker's command line (docs/api.md, "Command line"). Only clap's types live
-//! here; the node and its controller convert them into their own at their edge.
+//! here — the cluster's wiring (ids, addresses, data dir, credentials) and the
+//! settings `broker-config` declares, which the harness shares; the node and its
+//! controller convert them into their own at their edge.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use broker_config::{Bug, ControllerSettings, Settings};
 use clap::{Parser, Subcommand};
 
 /// A Kafka-style replicated log (ISR, high watermark, leader epochs) whose brokers
@@ -45,21 +48,9 @@ pub struct ControllerArgs {
     /// brokers by id (e.g. `4` or `4,5=127.0.0.1:9005,6=127.0.0.1:9006`).
     #[arg(long, value_parser = parse_voters)]
     pub controller_voters: Voters,
-    /// A broker silent for longer than this is dead.
-    #[arg(long, default_value_t = 3000)]
-    pub session_timeout_ms: u64,
-    /// Every this many ms, the active controller moves each partition's leadership
-    /// back to its preferred replica (the first) if that one is alive and in the
-    /// ISR (Kafka's auto leader rebalance); 0 turns it off.
-    #[arg(long, default_value_t = 300_000, value_name = "MS")]
-    pub leader_imbalance_check_interval_ms: u64,
-    /// Allow electing a replica outside the ISR when no ISR member is alive (may lose
-    /// data); every process must be given the same.
-    #[arg(long)]
-    pub unclean_election: bool,
-    /// A voter that hears no leader for this long (up to 1.5×) starts an election.
-    #[arg(long, default_value_t = 1000)]
-    pub election_timeout_ms: u64,
+    /// The controller's settings (the same on every voter).
+    #[command(flatten)]
+    pub settings: ControllerSettings,
     /// The cluster's id; with a secret, internal requests must carry both.
     #[arg(long, value_name = "ID")]
     pub cluster_id: Option<String>,
@@ -68,17 +59,8 @@ pub struct ControllerArgs {
     pub secret_file: Option<PathBuf>,
     /// Plant a known bug (see `watermark selftest`): only the controller's
     /// (`elect-out-of-isr`, `no-epoch-bump`) change what a dedicated voter does.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, value_name = "NAME")]
     pub bug: Option<Bug>,
-}
-
-/// How a follower that becomes follower, or restarts, decides where to truncate its log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Truncation {
-    /// KIP-101 with the KIP-279 fix: ask the leader for the end offset of the largest epoch ≤ ours.
-    Epoch,
-    /// Pre-0.11 Kafka: truncate to the local high watermark (loses data, diverges logs).
-    Hw,
 }
 
 /// `broker node`.
@@ -100,94 +82,15 @@ pub struct NodeArgs {
     /// dedicated controllers (`broker controller`) as `ID=ADDR`.
     #[arg(long, value_parser = parse_voters)]
     pub controller_voters: Option<Voters>,
-    /// The controller declares a broker silent for longer than this dead.
-    #[arg(long, default_value_t = 3000)]
-    pub session_timeout_ms: u64,
-    /// A controller voter: every this many ms, while active, move each partition's
-    /// leadership back to its preferred replica (the first) if that one is alive
-    /// and in the ISR (Kafka's auto leader rebalance); 0 turns it off.
-    #[arg(long, default_value_t = 300_000, value_name = "MS")]
-    pub leader_imbalance_check_interval_ms: u64,
-    /// Allow electing a replica outside the ISR when no ISR member is alive (may lose
-    /// data); every broker must be given the same.
-    #[arg(long)]
-    pub unclean_election: bool,
-    /// A controller voter that hears no leader for this long (up to 1.5×) starts an
-    /// election.
-    #[arg(long, default_value_t = 1000)]
-    pub election_timeout_ms: u64,
-    /// How a follower settles its log with a new leader, or after a restart.
-    #[arg(long, value_enum, default_value_t = Truncation::Epoch)]
-    pub truncation: Truncation,
-    /// fsync the log after this many messages (default: never, like Kafka).
-    #[arg(long)]
-    pub flush_messages: Option<u64>,
-    /// fsync the log at least this often, in milliseconds (default: never).
-    #[arg(long)]
-    pub flush_ms: Option<u64>,
-    /// Keep unflushed bytes in process memory, so SIGKILL loses them like a power cut.
-    #[arg(long)]
-    pub simulate_page_cache: bool,
-    /// A follower behind the leader for longer than this leaves the ISR.
-    #[arg(long, default_value_t = 10000)]
-    pub replica_lag_time_max_ms: u64,
-    /// How long an empty follower fetch waits in purgatory for data.
-    #[arg(long, default_value_t = 500)]
-    pub replica_fetch_wait_max_ms: u64,
-    /// A partition whose storage keeps failing (ENOSPC, EIO) this long makes the node
-    /// leave every ISR, as a broker whose log dir went offline.
-    #[arg(long, default_value_t = 2000)]
-    pub storage_failure_timeout_ms: u64,
-    /// Plant a known bug (see `watermark selftest`).
-    #[arg(long, value_enum)]
-    pub bug: Option<Bug>,
+    /// The settings the harness varies (declared in `broker-config`).
+    #[command(flatten)]
+    pub settings: Settings,
     /// The cluster's id; with a secret, internal requests must carry both.
     #[arg(long, value_name = "ID")]
     pub cluster_id: Option<String>,
     /// A file holding the cluster's secret (else the BROKER_CLUSTER_SECRET variable).
     #[arg(long, value_name = "PATH")]
     pub secret_file: Option<PathBuf>,
-}
-
-/// The known bugs `--bug` can plant, so the harness can show it catches them
-/// (docs/selftest.md; the flags are `crate::bugs::Bugs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Bug {
-    /// Truncate to the local high watermark, as `--truncation hw`.
-    HwTruncation,
-    /// Answer acks=all right after the leader's append.
-    AckBeforeReplicate,
-    /// Shrink the ISR without asking the controller.
-    IsrUnchecked,
-    /// Serve reads without the leadership check.
-    StaleRead,
-    /// Accept a deposed leader's records: a new follower keeps its log past the new
-    /// leader's epoch instead of truncating.
-    NoEpochFence,
-    /// Advance the HW once any one ISR follower has a record, not all of them.
-    HwAnyFollower,
-    /// Serve consumers and register reads up to the log end, past the HW.
-    ReadPastHw,
-    /// Answer acks=all once the HW reaches the record's offset, one record early.
-    AckOffByOne,
-    /// Judge acks=all by the HW alone, even after losing the leadership it was written in.
-    AckIgnoresEpoch,
-    /// Answer OffsetsForLeaderEpoch with the leader's LEO, not the asked epoch's end.
-    EpochEndAtLeo,
-    /// Test-only: abort the process (SIGABRT) at its 100th produce request, so the
-    /// harness's crash detection can be seen at work.
-    Abort,
-    /// Keep a failed append's frames queued (ENOSPC, EIO): they reach the file with
-    /// the next append, at offsets it takes again.
-    AppendUndoLost,
-    /// Truncate a follower one record past the end its leader gave for the epoch.
-    TruncatePastEpochEnd,
-    /// Elect the first live replica, in the ISR or not (the controller's voters).
-    ElectOutOfIsr,
-    /// Elect a dead leader's successor in the same leader epoch (the controller's voters).
-    NoEpochBump,
-    /// Let a follower rejoin the ISR before it has caught up to the HW.
-    IsrExpandEarly,
 }
 
 /// Broker ids and their addresses, as given on the command line.

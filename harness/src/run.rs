@@ -39,8 +39,8 @@ use crate::nemesis::{
     Aimed, Coverage, Nemesis, NemesisEvent, Planner, ReplicationNemesis, view_of,
 };
 use crate::options::{ResolveError, Resolved, RunArgs};
-use crate::progress::{self, Progress, Tally};
-use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord};
+use crate::progress::{self, Progress};
+use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord, Tally};
 use crate::{errln, outln};
 
 /// How long the cluster may take to start and elect leaders.
@@ -250,9 +250,8 @@ async fn campaign_inner(
         broker_bin: args.broker_bin.clone(),
         nodes: args.nodes,
         root: folder.nodes(),
-        node_args: args.node_args(),
+        settings: args.broker.clone(),
         dedicated_controller: args.dedicated_controller,
-        controller_args: args.controller_args(),
         start_timeout: START_TIMEOUT,
     })
     .await

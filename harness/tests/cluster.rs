@@ -384,6 +384,7 @@ mod real {
     use std::sync::OnceLock;
     use std::time::{Duration, Instant};
 
+    use broker_config::Settings;
     use serde_json::{Value, json};
     use watermark::cluster::{Cluster, ClusterConfig};
     use watermark::net::Grudge;
@@ -416,9 +417,8 @@ mod real {
             broker_bin: broker_bin(),
             nodes,
             root: root.to_path_buf(),
-            node_args: vec![],
+            settings: Settings::default(),
             dedicated_controller: false,
-            controller_args: vec![],
             start_timeout: Duration::from_secs(60),
         }
     }
@@ -712,14 +712,15 @@ mod real {
     async fn a_node_that_cannot_start_fails_the_cluster_with_its_log_and_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let mut config = config(dir.path(), 3);
-        config.node_args = vec!["--no-such-option".into()];
+        // Below the heartbeat interval: every broker refuses it at start.
+        config.settings.controller.session_timeout_ms = Some(100);
         let err = Cluster::start(config).await.err().unwrap().to_string();
         assert!(
             err.contains("node 1") && err.contains("exited before"),
             "{err}"
         );
         assert!(
-            err.contains("--no-such-option"),
+            err.contains("session-timeout-ms"),
             "the log's tail says why: {err}"
         );
         assert_nothing_left(dir.path());

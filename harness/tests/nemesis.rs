@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 
+use broker_config::Settings;
 use watermark::cluster::{Cluster, ClusterConfig};
-use watermark::nemesis::{FaultKind, Nemesis, NemesisEvent, Planner, node_args};
+use watermark::nemesis::{FaultKind, Nemesis, NemesisEvent, Planner, needs_page_cache};
 
 /// The broker binary beside this test binary, built first so it is never stale.
 fn broker_bin() -> PathBuf {
@@ -50,9 +51,8 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
         broker_bin: broker_bin(),
         nodes: 3,
         root: dir.path().to_path_buf(),
-        node_args: node_args(kinds),
+        settings: page_cache(needs_page_cache(kinds, None)),
         dedicated_controller: false,
-        controller_args: vec![],
         start_timeout: Duration::from_secs(60),
     };
     let mut cluster = Cluster::start(config).await.unwrap();
@@ -147,9 +147,8 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
         broker_bin: broker_bin(),
         nodes: 3,
         root: dir.path().to_path_buf(),
-        node_args: node_args(&[FaultKind::LoseUnflushed]),
+        settings: page_cache(true),
         dedicated_controller: false,
-        controller_args: vec![],
         start_timeout: Duration::from_secs(60),
     };
     let mut cluster = Cluster::start(config).await.unwrap();
@@ -453,14 +452,15 @@ async fn package_cluster(
     root: &std::path::Path,
     lag_ms: u64,
     partitions: u32,
-) -> (Cluster, watermark::nemesis::Settings) {
+) -> (Cluster, watermark::nemesis::PackageSettings) {
+    let mut settings = Settings::default();
+    settings.replica.replica_lag_time_max_ms = Some(lag_ms);
     let config = ClusterConfig {
         broker_bin: broker_bin(),
         nodes: 3,
         root: root.to_path_buf(),
-        node_args: vec!["--replica-lag-time-max-ms".into(), lag_ms.to_string()],
+        settings: settings.clone(),
         dedicated_controller: false,
-        controller_args: vec![],
         start_timeout: Duration::from_secs(60),
     };
     let cluster = Cluster::start(config).await.unwrap();
@@ -468,8 +468,8 @@ async fn package_cluster(
         .create_topic("queue", partitions, 3, 2)
         .await
         .unwrap();
-    let settings = watermark::nemesis::Settings {
-        timeouts: watermark::nemesis::Timeouts::of_cluster(None, Some(lag_ms)),
+    let settings = watermark::nemesis::PackageSettings {
+        timeouts: watermark::nemesis::Timeouts::of_cluster(&settings),
         nodes: cluster.node_ids(),
         page_cache: false,
         crash_all_safe: true,
@@ -487,4 +487,11 @@ async fn converge_and_shut_down(cluster: Cluster, dir: &std::path::Path) {
         .unwrap();
     cluster.shutdown().await.unwrap();
     assert_nothing_left(dir);
+}
+
+/// Brokers' settings with the page cache simulated, or not.
+fn page_cache(simulated: bool) -> Settings {
+    let mut s = Settings::default();
+    s.replica.simulate_page_cache = simulated;
+    s
 }

@@ -7,6 +7,7 @@
 //! live replica even outside the ISR: the partition becomes available again, at the
 //! price of losing whatever the ISR had committed beyond that replica's log.
 
+use crate::bugs::Bug;
 use crate::bugs::Bugs;
 use crate::protocol::BrokerId;
 
@@ -31,7 +32,7 @@ pub fn elect(
     unclean: bool,
     bugs: Bugs,
 ) -> Election {
-    let eligible = |b: BrokerId| bugs.elect_out_of_isr || isr.contains(&b);
+    let eligible = |b: BrokerId| bugs.has(Bug::ElectOutOfIsr) || isr.contains(&b);
     if let Some(&b) = replicas.iter().find(|&&b| eligible(b) && alive(b)) {
         return Election::Clean(b);
     }
@@ -87,10 +88,7 @@ mod tests {
     #[test]
     fn elect_out_of_isr_takes_the_first_live_replica_in_or_out_of_the_isr() {
         let alive = |b| b != 1;
-        let bug = Bugs {
-            elect_out_of_isr: true,
-            ..Bugs::default()
-        };
+        let bug = Bugs::planted(Some(Bug::ElectOutOfIsr));
         // 2 is alive but out of the ISR: the rule skips it, the planted bug does not.
         assert_eq!(
             elect(&[1, 2, 3], &[1, 3], alive, false, Bugs::default()),

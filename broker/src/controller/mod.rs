@@ -28,6 +28,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::auth::{self, ClusterAuth};
 use crate::bugs::Bugs;
+use broker_config::ControllerSettings;
+
 use crate::cli::{ControllerArgs, Voters};
 use crate::protocol::BrokerId;
 use raft::Identity;
@@ -48,11 +50,9 @@ pub struct Settings {
     /// How to reach every other voter.
     pub voter_addrs: BTreeMap<BrokerId, String>,
     pub data_dir: PathBuf,
-    pub session_timeout_ms: u64,
-    pub unclean_election: bool,
-    pub election_timeout_ms: u64,
-    /// Preferred-replica elections this often (0: never).
-    pub leader_imbalance_check_interval_ms: u64,
+    /// The voters' settings (session and election timeouts, the leader rebalance,
+    /// unclean election).
+    pub config: ControllerSettings,
     /// The cluster's credentials: sent with every Raft RPC and LeaderAndIsr, and
     /// required of every `/internal/` request (None: not checked).
     pub auth: Option<ClusterAuth>,
@@ -65,10 +65,17 @@ pub struct Settings {
 /// controller and its routes (the controller calls and `/internal/raft/`).
 pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), String> {
     let ids: Vec<BrokerId> = s.brokers.keys().copied().collect();
+    let millis = |d: std::time::Duration| d.as_millis() as u64;
+    let session_timeout_ms = millis(s.config.session_timeout());
+    let election_timeout_ms = millis(s.config.election_timeout());
+    let unclean_election = s.config.unclean_election;
     let config = Config {
-        session_timeout_ms: s.session_timeout_ms,
-        unclean_election: s.unclean_election,
-        leader_imbalance_check_interval_ms: s.leader_imbalance_check_interval_ms,
+        session_timeout_ms,
+        unclean_election,
+        leader_imbalance_check_interval_ms: s
+            .config
+            .leader_imbalance_check_interval()
+            .map_or(0, millis),
         bugs: s.bugs,
     };
     let state = Arc::new(Mutex::new(ControllerState::new(config, &ids)));
@@ -79,7 +86,7 @@ pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), Strin
         quorum: Quorum {
             voters,
             brokers: ids,
-            unclean_election: s.unclean_election,
+            unclean_election,
         },
         established: AtomicBool::new(false),
     });
@@ -94,7 +101,7 @@ pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), Strin
         identity.clone(),
         state.clone(),
         peers,
-        s.election_timeout_ms,
+        election_timeout_ms,
         announcer,
         s.auth.as_ref(),
     )
@@ -102,7 +109,7 @@ pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), Strin
     let all: Vec<(BrokerId, String)> = s.brokers.into_iter().collect();
     let pusher =
         push::Pusher::new(&all, s.auth.as_ref()).map_err(|e| format!("HTTP client: {e}"))?;
-    let lease = raft::lease(s.election_timeout_ms);
+    let lease = raft::lease(election_timeout_ms);
     let controller = Arc::new(Controller::new(
         identity.clone(),
         raft.clone(),
@@ -190,9 +197,6 @@ pub fn run(args: ControllerArgs) -> Result<(), Box<dyn Error>> {
         )
         .into());
     }
-    if args.session_timeout_ms == 0 || args.election_timeout_ms == 0 {
-        return Err("--session-timeout-ms and --election-timeout-ms must be positive".into());
-    }
     let auth = ClusterAuth::from_args(args.cluster_id.as_deref(), args.secret_file.as_deref())?;
     if auth.is_none() {
         eprintln!(
@@ -215,10 +219,7 @@ pub fn run(args: ControllerArgs) -> Result<(), Box<dyn Error>> {
                 voters,
                 voter_addrs,
                 data_dir: args.data_dir.clone(),
-                session_timeout_ms: args.session_timeout_ms,
-                unclean_election: args.unclean_election,
-                election_timeout_ms: args.election_timeout_ms,
-                leader_imbalance_check_interval_ms: args.leader_imbalance_check_interval_ms,
+                config: args.settings.clone(),
                 auth,
                 bugs: Bugs::planted(args.bug),
             };

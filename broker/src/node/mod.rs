@@ -43,9 +43,6 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
     if args.peers.0.iter().any(|(id, _)| *id == args.id) {
         return Err(format!("--peers must not list this broker's own id {}", args.id).into());
     }
-    if args.session_timeout_ms == 0 || args.election_timeout_ms == 0 {
-        return Err("--session-timeout-ms and --election-timeout-ms must be positive".into());
-    }
     let auth = ClusterAuth::from_args(args.cluster_id.as_deref(), args.secret_file.as_deref())?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -92,7 +89,7 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
             ctx.broker_epoch(),
             ctx.config.truncation
         );
-        if let Some(bug) = args.bug {
+        if let Some(bug) = args.settings.bug {
             eprintln!("node {}: PLANTED BUG {bug:?} (--bug)", ctx.id);
         }
         let controller = match voters.contains(&args.id) {
@@ -104,10 +101,7 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
                     voters: voters.clone(),
                     voter_addrs,
                     data_dir: args.data_dir.clone(),
-                    session_timeout_ms: args.session_timeout_ms,
-                    unclean_election: args.unclean_election,
-                    election_timeout_ms: args.election_timeout_ms,
-                    leader_imbalance_check_interval_ms: args.leader_imbalance_check_interval_ms,
+                    config: args.settings.controller.clone(),
                     auth,
                     bugs: ctx.config.bugs,
                 };

@@ -2,6 +2,7 @@
 //! `truncation` rules settle) and applying the leader's FETCH answers.
 
 use super::{Effects, Replica, ReplicaError, ReplicaLog, Role, Truncation};
+use crate::bugs::Bug;
 use crate::log::ProducerStamp;
 use crate::protocol::FetchResponse;
 
@@ -11,7 +12,7 @@ impl<L: ReplicaLog> Replica<L> {
     pub(super) fn become_follower(&mut self, truncation: Truncation, fx: &mut Effects) {
         self.role = Role::Follower;
         self.rule = truncation;
-        if self.bugs.no_epoch_fence {
+        if self.bugs.has(Bug::NoEpochFence) {
             // PLANTED BUG (no-epoch-fence): keep every record of the epochs before the
             // new leader's, as if they were the new leader's own.
             self.truncating = None;

@@ -4,6 +4,7 @@
 //! (KIP-497/KIP-841's maximal ISR).
 
 use super::{Effects, Replica, ReplicaLog, Role};
+use crate::bugs::Bug;
 use crate::protocol::{BrokerId, LeaderEpoch, PartitionEpoch};
 
 /// An ISR change this leader sent to the controller (AlterPartition) and has no
@@ -77,7 +78,7 @@ impl<L: ReplicaLog> Replica<L> {
             );
         }
         // PLANTED BUG (isr-expand-early): any fetch in this epoch is enough.
-        let caught_up = |leo: u64| self.bugs.isr_expand_early || leo >= self.high_watermark;
+        let caught_up = |leo: u64| self.bugs.has(Bug::IsrExpandEarly) || leo >= self.high_watermark;
         let joining = self.followers.iter().find(|(r, f)| {
             !isr.contains(r)
                 && f.log_end_offset
@@ -95,7 +96,7 @@ impl<L: ReplicaLog> Replica<L> {
         let Some(new_isr) = self.isr_proposal(now_ms) else {
             return (None, Effects::default());
         };
-        if self.bugs.isr_unchecked && new_isr.len() < self.isr().len() {
+        if self.bugs.has(Bug::IsrUnchecked) && new_isr.len() < self.isr().len() {
             let from = self.isr().to_vec();
             let (shrunk, fx) = self.shrink_isr_unchecked(&new_isr, now_ms);
             let change = shrunk.then_some(IsrChange::ShrunkUnchecked { from, to: new_isr });
@@ -124,7 +125,7 @@ impl<L: ReplicaLog> Replica<L> {
         now_ms: u64,
     ) -> (bool, Effects) {
         let mut fx = Effects::default();
-        if self.role != Role::Leader || !self.bugs.isr_unchecked {
+        if self.role != Role::Leader || !self.bugs.has(Bug::IsrUnchecked) {
             return (false, fx);
         }
         let Some(state) = self.state.as_mut() else {

@@ -2,6 +2,7 @@
 //! leader learns from it about each follower), the high-watermark rule and the
 //! `acks=all` completion rule, and OffsetsForLeaderEpoch answers.
 
+use crate::bugs::Bug;
 use crate::value::RecordValue;
 
 use super::producers::SequenceCheck;
@@ -143,7 +144,7 @@ impl<L: ReplicaLog> Replica<L> {
             })
             .map(|(_, f)| f.log_end_offset)
             .collect();
-        let hw = if self.bugs.hw_any_follower && !counted.is_empty() {
+        let hw = if self.bugs.has(Bug::HwAnyFollower) && !counted.is_empty() {
             // PLANTED BUG (hw-any-follower): the most advanced follower decides, as if
             // one copy besides the leader's were enough.
             match counted.iter().flatten().max() {
@@ -164,7 +165,7 @@ impl<L: ReplicaLog> Replica<L> {
     /// How far clients may read (consume, the register view): up to the HW, never
     /// records the ISR may not all have.
     pub fn read_limit(&self) -> u64 {
-        if self.bugs.read_past_hw {
+        if self.bugs.has(Bug::ReadPastHw) {
             // PLANTED BUG (read-past-hw): the whole log is served, committed or not.
             return self.log.log_end_offset();
         }
@@ -308,15 +309,15 @@ impl<L: ReplicaLog> Replica<L> {
         // PLANTED BUG (ack-ignores-epoch): without this check a deposed leader judges
         // its pending writes by the HW of the log it now follows.
         let still_leads = self.role == Role::Leader && state.leader_epoch == epoch;
-        if !still_leads && !self.bugs.ack_ignores_epoch {
+        if !still_leads && !self.bugs.has(Bug::AckIgnoresEpoch) {
             return AckStatus::LeadershipLost;
         }
-        if self.bugs.ack_before_replicate {
+        if self.bugs.has(Bug::AckBeforeReplicate) {
             // PLANTED BUG (ack-before-replicate): the leader's own append is enough.
             return AckStatus::Committed;
         }
         // The HW must pass the write's last record: reach `end_offset`, one past it.
-        let needed = if self.bugs.ack_off_by_one {
+        let needed = if self.bugs.has(Bug::AckOffByOne) {
             // PLANTED BUG (ack-off-by-one): HW at the last record's offset is taken
             // as covering it.
             end_offset.saturating_sub(1)
@@ -418,7 +419,7 @@ impl<L: ReplicaLog> Replica<L> {
     pub fn end_offset_for(&self, epoch: LeaderEpoch) -> Option<(LeaderEpoch, u64)> {
         let leo = self.log.log_end_offset();
         let answer = self.epochs.end_offset_for(epoch, leo);
-        if self.bugs.epoch_end_at_leo {
+        if self.bugs.has(Bug::EpochEndAtLeo) {
             // PLANTED BUG (epoch-end-at-leo): the epoch is right, its end is our LEO,
             // so a follower keeps whatever it wrote past the epoch's real end.
             return answer.map(|(e, _)| (e, leo));

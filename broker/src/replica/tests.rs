@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::mem::MemLog;
 use super::*;
+use crate::bugs::Bug;
 use crate::protocol::FetchResponse;
 use crate::value::rv;
 
@@ -742,10 +743,7 @@ fn ack_before_replicate_acks_what_only_the_leader_has() {
     for bug in [false, true] {
         let mut b = planted(
             &[1, 2],
-            Bugs {
-                ack_before_replicate: bug,
-                ..Bugs::default()
-            },
+            Bugs::planted(bug.then_some(Bug::AckBeforeReplicate)),
         );
         b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
         let a = b.produce(1, 5, 1);
@@ -769,13 +767,7 @@ fn ack_before_replicate_acks_what_only_the_leader_has() {
 #[test]
 fn isr_unchecked_lets_the_leader_shrink_its_isr_alone() {
     for bug in [false, true] {
-        let mut b = planted(
-            &[1, 2, 3],
-            Bugs {
-                isr_unchecked: bug,
-                ..Bugs::default()
-            },
-        );
+        let mut b = planted(&[1, 2, 3], Bugs::planted(bug.then_some(Bug::IsrUnchecked)));
         b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2, 3], &[1, 2, 3]), 0);
         let a = b.produce(1, 7, 10);
         // Both followers stop fetching (the leader is cut off); past the lag time the
@@ -824,10 +816,7 @@ fn deposed_leader_with_suffix(bugs: Bugs, suffix: &[i64], new: &[i64]) -> Broker
 #[test]
 fn no_epoch_fence_keeps_a_deposed_leaders_records() {
     for bug in [false, true] {
-        let bugs = Bugs {
-            no_epoch_fence: bug,
-            ..Bugs::default()
-        };
+        let bugs = Bugs::planted(bug.then_some(Bug::NoEpochFence));
         let mut b = deposed_leader_with_suffix(bugs, &[11], &[20]);
         b.settle(1, 2);
         let kept = b.values(1);
@@ -1118,13 +1107,7 @@ fn propose_isr_makes_the_proposal_pending_with_the_members_broker_epochs() {
 
 #[test]
 fn propose_isr_with_isr_unchecked_shrinks_on_the_spot() {
-    let mut b = planted(
-        &[1, 2],
-        Bugs {
-            isr_unchecked: true,
-            ..Bugs::default()
-        },
-    );
+    let mut b = planted(&[1, 2], Bugs::planted(Some(Bug::IsrUnchecked)));
     b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
     let (change, fx) = b.get(1).propose_isr(LAG + 1);
     assert_eq!(
@@ -1207,13 +1190,7 @@ fn every_cut_of_a_followers_log_is_told_with_its_rule_and_record_count() {
 #[test]
 fn hw_any_follower_commits_what_one_follower_of_two_has() {
     for bug in [false, true] {
-        let mut b = planted(
-            &[1, 2, 3],
-            Bugs {
-                hw_any_follower: bug,
-                ..Bugs::default()
-            },
-        );
+        let mut b = planted(&[1, 2, 3], Bugs::planted(bug.then_some(Bug::HwAnyFollower)));
         b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2, 3], &[1, 2, 3]), 0);
         // Both followers have fetched once (LEO 0); then only follower 2 keeps up.
         b.fetch(3, 1, 1);
@@ -1238,13 +1215,7 @@ fn hw_any_follower_commits_what_one_follower_of_two_has() {
 #[test]
 fn read_past_hw_serves_records_no_follower_has() {
     for bug in [false, true] {
-        let mut b = planted(
-            &[1, 2],
-            Bugs {
-                read_past_hw: bug,
-                ..Bugs::default()
-            },
-        );
+        let mut b = planted(&[1, 2], Bugs::planted(bug.then_some(Bug::ReadPastHw)));
         b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
         b.produce(1, 1, 1);
         b.fetch(2, 1, 2);
@@ -1260,13 +1231,7 @@ fn read_past_hw_serves_records_no_follower_has() {
 #[test]
 fn ack_off_by_one_acks_a_record_the_hw_does_not_cover() {
     for bug in [false, true] {
-        let mut b = planted(
-            &[1, 2],
-            Bugs {
-                ack_off_by_one: bug,
-                ..Bugs::default()
-            },
-        );
+        let mut b = planted(&[1, 2], Bugs::planted(bug.then_some(Bug::AckOffByOne)));
         b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
         b.fetch(2, 1, 1);
         // The first record (offset 0) is in the leader's log only: HW 0.
@@ -1303,13 +1268,7 @@ fn ack_off_by_one_acks_a_record_the_hw_does_not_cover() {
 #[test]
 fn ack_ignores_epoch_acks_a_write_a_deposed_leader_truncated() {
     for bug in [false, true] {
-        let mut b = planted(
-            &[1, 2],
-            Bugs {
-                ack_ignores_epoch: bug,
-                ..Bugs::default()
-            },
-        );
+        let mut b = planted(&[1, 2], Bugs::planted(bug.then_some(Bug::AckIgnoresEpoch)));
         b.tell(&[1, 2], state(1, 1, 1, &[1, 2], &[1, 2]), 0);
         b.produce(1, 10, 1);
         b.fetch(2, 1, 2);
@@ -1340,10 +1299,7 @@ fn ack_ignores_epoch_acks_a_write_a_deposed_leader_truncated() {
 #[test]
 fn epoch_end_at_leo_lets_a_diverged_follower_keep_its_suffix() {
     for bug in [false, true] {
-        let bugs = Bugs {
-            epoch_end_at_leo: bug,
-            ..Bugs::default()
-        };
+        let bugs = Bugs::planted(bug.then_some(Bug::EpochEndAtLeo));
         // The new leader writes two records of epoch 2, so its log is longer than
         // the old leader's.
         let mut b = deposed_leader_with_suffix(bugs, &[11], &[20, 21]);
@@ -1370,10 +1326,7 @@ fn epoch_end_at_leo_lets_a_diverged_follower_keep_its_suffix() {
 #[test]
 fn truncate_past_epoch_end_keeps_the_first_record_of_a_diverged_suffix() {
     for bug in [false, true] {
-        let bugs = Bugs {
-            truncate_past_epoch_end: bug,
-            ..Bugs::default()
-        };
+        let bugs = Bugs::planted(bug.then_some(Bug::TruncatePastEpochEnd));
         // Two records no one else gets; the new leader writes its own.
         let mut b = deposed_leader_with_suffix(bugs, &[11, 12], &[20]);
         assert_eq!(
@@ -1400,10 +1353,7 @@ fn isr_expand_early_takes_back_a_follower_that_lacks_committed_records() {
     for bug in [false, true] {
         let mut b = planted(
             &[1, 2, 3],
-            Bugs {
-                isr_expand_early: bug,
-                ..Bugs::default()
-            },
+            Bugs::planted(bug.then_some(Bug::IsrExpandEarly)),
         );
         // Follower 3 is out of the ISR; 1 and 2 commit two records without it.
         b.tell(&[1, 2, 3], state(1, 1, 1, &[1, 2], &[1, 2, 3]), 0);

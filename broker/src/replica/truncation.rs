@@ -11,6 +11,7 @@
 use std::io;
 
 use super::{Effects, Replica, ReplicaLog, Truncated};
+use crate::bugs::Bug;
 use crate::protocol::LeaderEpoch;
 
 /// How a follower decides where to truncate its log.
@@ -138,7 +139,7 @@ impl<L: ReplicaLog> Replica<L> {
             Some((ours, our_end)) if ours == leader_epoch => {
                 let end = our_end.min(leader_end);
                 // PLANTED BUG (truncate-past-epoch-end): one record past the end.
-                let end = end + u64::from(self.bugs.truncate_past_epoch_end);
+                let end = end + u64::from(self.bugs.has(Bug::TruncatePastEpochEnd));
                 self.truncate(end.min(leo), true, fx)?;
                 self.truncating = None;
                 Ok(true)

@@ -52,6 +52,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use api::{Admin, CreateTopic, Metadata};
+use broker_config::Settings;
 pub use credentials::Credentials;
 use supervisor::{ProcessSpec, Supervised};
 
@@ -70,13 +71,12 @@ pub struct ClusterConfig {
     /// Where each process gets `<id>/` (data dir + broker.log); a dedicated
     /// controller gets `controller/`.
     pub root: PathBuf,
-    /// Extra arguments for every `broker node` (e.g. `--truncation hw`, `--flush-messages 1`).
-    pub node_args: Vec<String>,
+    /// What every broker is given (`--truncation hw`, `--flush-messages 1`, …; a
+    /// dedicated controller takes the controller's settings and the bug).
+    pub settings: Settings,
     /// Run the controller quorum as one dedicated process (`broker controller`)
     /// rather than on every broker.
     pub dedicated_controller: bool,
-    /// Extra arguments for a dedicated `broker controller` (e.g. `--unclean-election`).
-    pub controller_args: Vec<String>,
     /// How long to wait for the cluster to come up.
     pub start_timeout: Duration,
 }
@@ -195,8 +195,8 @@ impl Cluster {
         args.extend(["--listen".into(), "127.0.0.1:0".into()]);
         args.extend(["--cluster-id".into(), self.credentials.cluster_id.clone()]);
         args.extend(match p {
-            Proc::Controller => self.config.controller_args.iter().cloned(),
-            Proc::Node(_) => self.config.node_args.iter().cloned(),
+            Proc::Controller => self.config.settings.controller_args(),
+            Proc::Node(_) => self.config.settings.to_args(),
         });
         let mut args: Vec<OsString> = args.into_iter().map(OsString::from).collect();
         args.extend(["--data-dir".into(), dir.join("data").into_os_string()]);

@@ -56,23 +56,14 @@ impl FaultKind {
     }
 }
 
-/// Extra `broker node` arguments the faults need: `lose-unflushed` needs every node
-/// run with `--simulate-page-cache` (the replication package asks for it itself when
-/// the brokers flush on a policy: see [`page_cache_for`]).
-pub fn node_args(kinds: &[FaultKind]) -> Vec<String> {
-    if kinds.contains(&FaultKind::LoseUnflushed) {
-        vec!["--simulate-page-cache".into()]
-    } else {
-        Vec::new()
-    }
-}
-
-/// Whether the replication package runs the nodes with `--simulate-page-cache`
-/// (and so plays `lose-unflushed`): only when they flush on a policy
-/// (`--flush-messages`). Without one nothing is ever flushed, and a node losing its
-/// unflushed bytes would lose its whole log.
-pub fn page_cache_for(kinds: &[FaultKind], flush_messages: Option<u64>) -> bool {
-    kinds.contains(&FaultKind::Replication) && flush_messages.is_some()
+/// Do the faults need the brokers run with `--simulate-page-cache`? `lose-unflushed`
+/// does; so does the replication package when the brokers flush on a policy
+/// (`--flush-messages`: it then plays `lose-unflushed` too). Without a flush policy
+/// nothing is ever flushed, and a node losing its unflushed bytes would lose its
+/// whole log.
+pub fn needs_page_cache(kinds: &[FaultKind], flush_messages: Option<u64>) -> bool {
+    kinds.contains(&FaultKind::LoseUnflushed)
+        || (kinds.contains(&FaultKind::Replication) && flush_messages.is_some())
 }
 
 /// How a `disk` fault makes a node's storage fail (`POST /debug/disk`'s `mode`).
@@ -303,14 +294,11 @@ mod tests {
     #[test]
     fn lose_unflushed_needs_the_page_cache_simulation() {
         use FaultKind::*;
-        assert_eq!(
-            node_args(&[Kill, LoseUnflushed]),
-            vec!["--simulate-page-cache"]
-        );
-        assert!(node_args(&[Kill]).is_empty());
-        assert!(!page_cache_for(&[Replication], None));
-        assert!(!page_cache_for(&[Kill], Some(1)));
-        assert!(page_cache_for(&[Replication], Some(100)));
+        assert!(needs_page_cache(&[Kill, LoseUnflushed], None));
+        assert!(!needs_page_cache(&[Kill], None));
+        assert!(!needs_page_cache(&[Replication], None));
+        assert!(!needs_page_cache(&[Kill], Some(1)));
+        assert!(needs_page_cache(&[Replication], Some(100)));
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod retry;
 
 use std::time::Duration;
 
+use broker_config::ReplicaSettings;
 use clap::ValueEnum;
 use serde_json::json;
 use tokio::time::Instant;
@@ -121,18 +122,13 @@ impl Scenario {
         )
     }
 
-    /// Extra arguments of every `broker node` the script needs.
-    pub fn node_args(self) -> Vec<String> {
-        match self {
-            Scenario::Kip101DataLoss
-            | Scenario::Kip279Divergence
-            | Scenario::DuplicateOnRetry
-            | Scenario::ControllerFailover => Vec::new(),
+    /// What the script needs of every broker's replicas.
+    pub fn settings(self, replica: &mut ReplicaSettings) {
+        if self == Scenario::Kip101Divergence {
             // The followers must lose their unflushed bytes when killed: the last
             // second's, so the new leader soon writes past the old leader's end.
-            Scenario::Kip101Divergence => ["--simulate-page-cache", "--flush-ms", "1000"]
-                .map(String::from)
-                .to_vec(),
+            replica.simulate_page_cache = true;
+            replica.flush_ms = Some(1000);
         }
     }
 
@@ -485,12 +481,13 @@ mod tests {
 
     #[test]
     fn only_the_divergence_script_needs_the_page_cache_simulation() {
-        assert!(Scenario::Kip101DataLoss.node_args().is_empty());
-        assert!(Scenario::Kip279Divergence.node_args().is_empty());
-        assert!(
-            Scenario::Kip101Divergence
-                .node_args()
-                .contains(&"--simulate-page-cache".to_string())
-        );
+        let needs = |s: Scenario| {
+            let mut r = ReplicaSettings::default();
+            s.settings(&mut r);
+            r.simulate_page_cache
+        };
+        assert!(!needs(Scenario::Kip101DataLoss));
+        assert!(!needs(Scenario::Kip279Divergence));
+        assert!(needs(Scenario::Kip101Divergence));
     }
 }

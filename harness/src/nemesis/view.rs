@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use broker_config::Settings;
+
 use crate::cluster::api::Metadata;
 use crate::proc::Proc;
 
@@ -34,18 +36,15 @@ pub struct Timeouts {
 }
 
 impl Timeouts {
-    /// The brokers' defaults, with the session timeout and `replica.lag.time.max.ms`
-    /// as given (if they are).
-    pub fn of_cluster(
-        session_timeout_ms: Option<u64>,
-        replica_lag_time_max_ms: Option<u64>,
-    ) -> Timeouts {
+    /// The timeouts of brokers so set (the brokers' own defaults where not given).
+    pub fn of_cluster(settings: &Settings) -> Timeouts {
+        let (r, c) = (&settings.replica, &settings.controller);
         Timeouts {
-            session: Duration::from_millis(session_timeout_ms.unwrap_or(3000)),
-            lag: Duration::from_millis(replica_lag_time_max_ms.unwrap_or(10_000)),
-            fetch_wait: Duration::from_millis(500),
-            storage: Duration::from_millis(2000),
-            election: Duration::from_millis(1500),
+            session: c.session_timeout(),
+            lag: r.replica_lag_time_max(),
+            fetch_wait: r.replica_fetch_wait_max(),
+            storage: r.storage_failure_timeout(),
+            election: c.election_timeout().mul_f64(1.5),
             client: workloads::client::REQUEST_TIMEOUT,
         }
     }

@@ -17,11 +17,19 @@ pub use resolved::Resolved;
 
 use crate::error::HarnessError;
 use crate::names::{Names, by_name};
+pub use broker_config::{Bug, Settings, Truncation};
+
 use crate::nemesis::{FaultKind, Scenario};
 
 /// Options of `watermark run`, as typed. [`RunArgs::resolve`] checks them and fills
-/// in every default.
+/// in every default. The brokers' settings are the broker's own options
+/// ([`Settings`]); where a campaign's default differs from the broker's, its help says so.
 #[derive(Debug, Clone, clap::Args, PartialEq)]
+#[command(
+    mut_arg("session_timeout_ms", |a| a.help(SESSION_TIMEOUT_HELP)),
+    mut_arg("replica_lag_time_max_ms", |a| a.help(REPLICA_LAG_HELP)),
+    mut_arg("leader_imbalance_check_interval_ms", |a| a.help(REBALANCE_HELP)),
+)]
 pub struct RunArgs {
     /// Number of broker nodes (ids 1..=N), each its own OS process.
     #[arg(allow_negative_numbers = true, short = 'n', long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
@@ -59,15 +67,6 @@ pub struct RunArgs {
     /// --acks all.
     #[arg(long)]
     pub idempotent: bool,
-
-    /// How a follower truncates its log on becoming follower or restarting: `epoch`
-    /// (KIP-101 with the KIP-279 fix) or `hw` (pre-0.11 Kafka: loses data, diverges logs).
-    #[arg(long, value_enum, default_value_t = Truncation::Epoch)]
-    pub truncation: Truncation,
-
-    /// Let the controller elect a replica outside the ISR when no ISR member is alive.
-    #[arg(long)]
-    pub unclean_election: bool,
 
     /// Run the controller quorum as one dedicated process (`broker controller`, a
     /// quorum of one) beside the brokers, instead of on every broker (the default:
@@ -133,36 +132,6 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub broker_bin: Option<PathBuf>,
 
-    /// Plant a known bug in every broker.
-    #[arg(long, value_name = "NAME", value_parser = Names::<Bug>::new("bug"))]
-    pub bug: Option<Bug>,
-
-    /// Brokers fsync their log after this many messages (default: never, like Kafka).
-    #[arg(allow_negative_numbers = true, long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub flush_messages: Option<u64>,
-
-    /// The controller declares a broker silent for longer than this dead (the brokers'
-    /// session timeout; a new controller's grace period too) [default: 2000 in a
-    /// campaign, two thirds of the broker's own default, so that a minute holds more
-    /// of the faults timed by it; with --scenario, the broker's own (3000): a
-    /// scenario's script is timed by it]
-    #[arg(allow_negative_numbers = true, long, value_name = "MS", value_parser = clap::value_parser!(u64).range(200..))]
-    pub session_timeout_ms: Option<u64>,
-
-    /// A follower behind the leader for longer than this leaves the ISR (the brokers'
-    /// replica.lag.time.max.ms) [default: 3000, under a third of the broker's own
-    /// default, so a campaign's faults outlast it and the ISR moves within a minute]
-    #[arg(allow_negative_numbers = true, long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
-    pub replica_lag_time_max_ms: Option<u64>,
-
-    /// Every this many ms the active controller hands each partition back to its
-    /// preferred replica when that one is alive and in the ISR (Kafka's auto leader
-    /// rebalance, leader.imbalance.check.interval) [default: 5000, so that within a
-    /// minute the leaderships a fault moved spread over the brokers again; with
-    /// --scenario, the broker's own (300000): a scenario moves leaders itself]; 0 turns it off
-    #[arg(allow_negative_numbers = true, long, value_name = "MS", value_parser = clap::value_parser!(u64))]
-    pub leader_imbalance_check_interval_ms: Option<u64>,
-
     /// Register workload: read with `?linearizable=true` (the leader confirms it
     /// still leads before answering). The mixed workload always does.
     #[arg(long)]
@@ -180,6 +149,11 @@ pub struct RunArgs {
     /// not a `crash` anomaly: the run is judged on its history alone.
     #[arg(long)]
     pub allow_crashes: bool,
+
+    /// What every broker is given (declared once, in `broker-config`: the broker's
+    /// own command line takes the same options).
+    #[command(flatten)]
+    pub broker: Settings,
 }
 
 /// `--acks`.
@@ -201,13 +175,6 @@ impl AcksArg {
             AcksArg::All => workloads::client::Acks::All,
         }
     }
-}
-
-/// `--truncation`: the brokers' rule for truncating a follower's log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Truncation {
-    Epoch,
-    Hw,
 }
 
 /// `--workload`: what the clients do.
@@ -235,52 +202,29 @@ impl WorkloadKind {
 /// existed).
 pub const DEFAULT_CHECKER_TIME_LIMIT: f64 = 120.0;
 
-/// A bug the brokers can plant (`broker node --bug NAME`), so the harness can be
-/// seen to catch it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Bug {
-    /// Truncate a follower to its high watermark, as `--truncation hw` does.
-    HwTruncation,
-    /// Answer acks=all once the leader appended, before the ISR has the record.
-    AckBeforeReplicate,
-    /// Let the leader shrink its ISR on its own, without the controller.
-    IsrUnchecked,
-    /// Answer linearizable reads without the leadership check.
-    StaleRead,
-    /// Keep the records of epochs the new leader never wrote (no epoch fencing).
-    NoEpochFence,
-    /// Advance the high watermark once any one ISR follower has a record, not all.
-    HwAnyFollower,
-    /// Serve consumers and register reads past the high watermark.
-    ReadPastHw,
-    /// Answer acks=all once the high watermark reaches the record's offset (one early).
-    AckOffByOne,
-    /// Judge acks=all by the high watermark alone, even after losing leadership.
-    AckIgnoresEpoch,
-    /// Answer OffsetsForLeaderEpoch with the leader's LEO, not the epoch's end.
-    EpochEndAtLeo,
-    /// Leave a failed append (ENOSPC, EIO) queued: it reaches the disk with the next
-    /// append at repeated offsets, and recovery keeps it over an acknowledged record.
-    AppendUndoLost,
-    /// Truncate a follower one record past the end its leader gave for the epoch.
-    TruncatePastEpochEnd,
-    /// Let the controller's clean election pick a live replica outside the ISR.
-    ElectOutOfIsr,
-    /// Elect a dead leader's successor without bumping the leader epoch.
-    NoEpochBump,
-    /// Let a follower rejoin the ISR before it has caught up to the high watermark.
-    IsrExpandEarly,
-    /// Test-only: each node aborts (SIGABRT) at its 100th produce request — a
-    /// crashed broker, for the harness's crash detection.
-    Abort,
-}
-
 by_name!(
     AcksArg => "acks",
-    Truncation => "truncation",
     WorkloadKind => "workload",
-    Bug => "bug",
 );
+
+/// `--session-timeout-ms` in `watermark run --help`.
+const SESSION_TIMEOUT_HELP: &str = "The controller declares a broker silent for longer than \
+    this dead (the brokers' session timeout; a new controller's grace period too) [default: 2000 \
+    in a campaign, two thirds of the broker's own default, so that a minute holds more of the \
+    faults timed by it; with --scenario, the broker's own (3000): a scenario's script is timed \
+    by it]";
+
+/// `--replica-lag-time-max-ms` in `watermark run --help`.
+const REPLICA_LAG_HELP: &str = "A follower behind the leader for longer than this leaves the \
+    ISR (the brokers' replica.lag.time.max.ms) [default: 3000, under a third of the broker's own \
+    default, so a campaign's faults outlast it and the ISR moves within a minute]";
+
+/// `--leader-imbalance-check-interval-ms` in `watermark run --help`.
+const REBALANCE_HELP: &str = "Every this many ms the active controller hands each partition \
+    back to its preferred replica when that one is alive and in the ISR (Kafka's auto leader \
+    rebalance, leader.imbalance.check.interval) [default: 5000, so that within a minute the \
+    leaderships a fault moved spread over the brokers again; with --scenario, the broker's own \
+    (300000): a scenario moves leaders itself]; 0 turns it off";
 
 /// `--concurrency`: clients in all, or per node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -381,73 +325,21 @@ impl RunArgs {
         self,
         locate: impl FnOnce(Option<&std::path::Path>) -> crate::error::Result<PathBuf>,
     ) -> Result<Resolved, ResolveError> {
-        let usage = ResolveError::Usage;
-        if let Some(scenario) = self.scenario
-            && (self.nodes < 3 || self.replication_factor.is_some_and(|rf| rf < 3))
-        {
-            return Err(usage(format!(
-                "--scenario {scenario} needs three replicas: --nodes 3 or more and \
-                 --replication-factor 3 or more"
-            )));
-        }
-        if self.workload == WorkloadKind::Register && self.acks != AcksArg::All {
-            return Err(usage(
-                "--workload register writes with acks=all (a register's writes must be \
-                 committed to be judged); leave out --acks"
-                    .to_string(),
-            ));
-        }
-        if self.idempotent && self.acks != AcksArg::All {
-            return Err(usage(
-                "--idempotent needs --acks all (as Kafka's enable.idempotence does)".to_string(),
-            ));
-        }
-        if self.linearizable_reads && self.workload == WorkloadKind::Queue {
-            return Err(usage(
-                "--linearizable-reads applies to the register's reads: --workload register \
-                 or mixed (which always reads linearizably)"
-                    .to_string(),
-            ));
-        }
-        let rf = self.replication_factor.unwrap_or(self.nodes);
-        if rf > self.nodes {
-            return Err(usage(format!(
-                "--replication-factor {rf} is more than --nodes {}; each replica needs its own node",
-                self.nodes
-            )));
-        }
-        let min_insync = self.min_insync.unwrap_or(rf.min(2));
-        if min_insync > rf {
-            return Err(usage(format!(
-                "--min-insync {min_insync} is more than the replication factor {rf}; no acks=all write could ever succeed"
-            )));
-        }
+        self.refuse_bad_combinations()
+            .map_err(ResolveError::Usage)?;
+        let (replication_factor, min_insync) = self.replication().map_err(ResolveError::Usage)?;
         let nemesis = match self.scenario {
             // The script replaces the random schedule.
             Some(_) => Vec::new(),
-            None => fault_list::resolve(&self.nemesis).map_err(usage)?,
+            None => fault_list::resolve(&self.nemesis).map_err(ResolveError::Usage)?,
         };
-        let concurrency = self
-            .concurrency
-            .unwrap_or(Concurrency::PerNode(2))
-            .clients(self.nodes);
-        if concurrency > MAX_CONCURRENCY {
-            return Err(usage(format!(
-                "--concurrency {concurrency} clients ({} nodes) is more than {MAX_CONCURRENCY}",
-                self.nodes
-            )));
-        }
-        if self.workload == WorkloadKind::Mixed && concurrency < 2 {
-            return Err(usage(format!(
-                "--workload mixed splits the clients between the queue and the register: \
-                 it needs --concurrency 2 or more, not {concurrency} (or name one workload)"
-            )));
-        }
+        let concurrency = self.clients().map_err(ResolveError::Usage)?;
         let broker_bin = locate(self.broker_bin.as_deref()).map_err(ResolveError::Harness)?;
+        let broker = self.campaign_settings(&nemesis);
         Ok(Resolved {
             nodes: self.nodes,
             partitions: self.partitions,
-            replication_factor: rf,
+            replication_factor,
             min_insync,
             acks: self.acks,
             retries: self.retries.unwrap_or(match self.scenario {
@@ -455,8 +347,6 @@ impl RunArgs {
                 _ => 0,
             }),
             idempotent: self.idempotent,
-            truncation: self.truncation,
-            unclean_election: self.unclean_election,
             dedicated_controller: self.dedicated_controller
                 || self
                     .scenario
@@ -473,26 +363,114 @@ impl RunArgs {
                 .unwrap_or_else(|| u64::from(rand::random::<u32>())),
             results: self.results,
             broker_bin,
-            bug: self.bug,
-            flush_messages: self.flush_messages,
-            session_timeout_ms: self.session_timeout_ms.or(self
-                .scenario
-                .is_none()
-                .then_some(DEFAULT_SESSION_TIMEOUT_MS)),
-            replica_lag_time_max_ms: Some(
-                self.replica_lag_time_max_ms
-                    .unwrap_or(DEFAULT_REPLICA_LAG_TIME_MAX_MS),
-            ),
-            leader_imbalance_check_interval_ms: self.leader_imbalance_check_interval_ms.or(self
-                .scenario
-                .is_none()
-                .then_some(DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS)),
             // The mixed workload's register reads linearizably: its checker would
             // otherwise judge the stale reads plain reads are allowed.
             linearizable_reads: self.linearizable_reads || self.workload == WorkloadKind::Mixed,
             scenario: self.scenario,
             allow_crashes: self.allow_crashes,
+            broker,
         })
+    }
+
+    /// Options that cannot go together.
+    fn refuse_bad_combinations(&self) -> Result<(), String> {
+        if let Some(scenario) = self.scenario
+            && (self.nodes < 3 || self.replication_factor.is_some_and(|rf| rf < 3))
+        {
+            return Err(format!(
+                "--scenario {scenario} needs three replicas: --nodes 3 or more and \
+                 --replication-factor 3 or more"
+            ));
+        }
+        if self.workload == WorkloadKind::Register && self.acks != AcksArg::All {
+            return Err(
+                "--workload register writes with acks=all (a register's writes must be \
+                 committed to be judged); leave out --acks"
+                    .to_string(),
+            );
+        }
+        if self.idempotent && self.acks != AcksArg::All {
+            return Err(
+                "--idempotent needs --acks all (as Kafka's enable.idempotence does)".to_string(),
+            );
+        }
+        if self.linearizable_reads && self.workload == WorkloadKind::Queue {
+            return Err(
+                "--linearizable-reads applies to the register's reads: --workload register \
+                 or mixed (which always reads linearizably)"
+                    .to_string(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The replication factor and min.insync.replicas, defaults applied.
+    fn replication(&self) -> Result<(u32, u32), String> {
+        let rf = self.replication_factor.unwrap_or(self.nodes);
+        if rf > self.nodes {
+            return Err(format!(
+                "--replication-factor {rf} is more than --nodes {}; each replica needs its own node",
+                self.nodes
+            ));
+        }
+        let min_insync = self.min_insync.unwrap_or(rf.min(2));
+        if min_insync > rf {
+            return Err(format!(
+                "--min-insync {min_insync} is more than the replication factor {rf}; no acks=all write could ever succeed"
+            ));
+        }
+        Ok((rf, min_insync))
+    }
+
+    /// How many clients, in all.
+    fn clients(&self) -> Result<u32, String> {
+        let concurrency = self
+            .concurrency
+            .unwrap_or(Concurrency::PerNode(2))
+            .clients(self.nodes);
+        if concurrency > MAX_CONCURRENCY {
+            return Err(format!(
+                "--concurrency {concurrency} clients ({} nodes) is more than {MAX_CONCURRENCY}",
+                self.nodes
+            ));
+        }
+        if self.workload == WorkloadKind::Mixed && concurrency < 2 {
+            return Err(format!(
+                "--workload mixed splits the clients between the queue and the register: \
+                 it needs --concurrency 2 or more, not {concurrency} (or name one workload)"
+            ));
+        }
+        Ok(concurrency)
+    }
+
+    /// The brokers' settings as given, with a campaign's defaults where they differ
+    /// from the broker's own (shorter timeouts, so that a minute holds more faults;
+    /// the broker's own under a scenario, whose scripts are timed by them) and what
+    /// the faults need: the page cache simulated for `lose-unflushed` (and for the
+    /// replication package's, with a flush policy), a scenario's own.
+    fn campaign_settings(&self, nemesis: &[FaultKind]) -> Settings {
+        let mut s = self.broker.clone();
+        let campaign = self.scenario.is_none();
+        s.replica.truncation = Some(s.replica.truncation());
+        s.replica.replica_lag_time_max_ms = Some(
+            s.replica
+                .replica_lag_time_max_ms
+                .unwrap_or(DEFAULT_REPLICA_LAG_TIME_MAX_MS),
+        );
+        let c = &mut s.controller;
+        if campaign {
+            c.session_timeout_ms = c.session_timeout_ms.or(Some(DEFAULT_SESSION_TIMEOUT_MS));
+            c.leader_imbalance_check_interval_ms = c
+                .leader_imbalance_check_interval_ms
+                .or(Some(DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS));
+        }
+        if crate::nemesis::needs_page_cache(nemesis, s.replica.flush_messages) {
+            s.replica.simulate_page_cache = true;
+        }
+        if let Some(scenario) = self.scenario {
+            scenario.settings(&mut s.replica);
+        }
+        s
     }
 }
 
@@ -507,8 +485,6 @@ impl From<Resolved> for RunArgs {
             acks: r.acks,
             retries: Some(r.retries),
             idempotent: r.idempotent,
-            truncation: r.truncation,
-            unclean_election: r.unclean_election,
             dedicated_controller: r.dedicated_controller,
             workload: r.workload,
             nemesis: fault_list::entries(&r.nemesis),
@@ -520,14 +496,10 @@ impl From<Resolved> for RunArgs {
             seed: Some(r.seed),
             results: r.results,
             broker_bin: Some(r.broker_bin),
-            bug: r.bug,
-            flush_messages: r.flush_messages,
-            session_timeout_ms: r.session_timeout_ms,
-            replica_lag_time_max_ms: r.replica_lag_time_max_ms,
-            leader_imbalance_check_interval_ms: r.leader_imbalance_check_interval_ms,
             linearizable_reads: r.linearizable_reads,
             scenario: r.scenario,
             allow_crashes: r.allow_crashes,
+            broker: r.broker,
         }
     }
 }
@@ -560,7 +532,7 @@ mod tests {
             (3, 2, 3, 2)
         );
         assert_eq!(
-            (a.acks, a.truncation, a.workload),
+            (a.acks, a.broker.truncation(), a.workload),
             (AcksArg::All, Truncation::Epoch, WorkloadKind::Mixed)
         );
         assert!(
@@ -576,18 +548,19 @@ mod tests {
         assert_eq!((a.concurrency, a.seed), (6, 5));
         assert_eq!(a.results, PathBuf::from("results"));
         assert_eq!(a.broker_bin, PathBuf::from("/bin/broker"));
-        assert_eq!(a.session_timeout_ms, Some(2000));
-        assert_eq!(a.replica_lag_time_max_ms, Some(3000));
-        assert_eq!(a.leader_imbalance_check_interval_ms, Some(5_000));
+        let c = &a.broker.controller;
+        assert_eq!(c.session_timeout_ms, Some(2000));
+        assert_eq!(a.broker.replica.replica_lag_time_max_ms, Some(3000));
+        assert_eq!(c.leader_imbalance_check_interval_ms, Some(5_000));
         assert_eq!(
-            a.node_args(),
+            a.broker.to_args(),
             [
                 "--truncation",
                 "epoch",
-                "--session-timeout-ms",
-                "2000",
                 "--replica-lag-time-max-ms",
                 "3000",
+                "--session-timeout-ms",
+                "2000",
                 "--leader-imbalance-check-interval-ms",
                 "5000"
             ]
@@ -604,20 +577,27 @@ mod tests {
     #[test]
     fn the_session_timeout_is_the_brokers_own_under_a_scenario_and_in_older_run_json() {
         let a = parse(&["--session-timeout-ms", "2500", "--seed", "1"]).unwrap();
-        assert_eq!(a.session_timeout_ms, Some(2500));
+        assert_eq!(a.broker.controller.session_timeout_ms, Some(2500));
         assert!(
-            a.node_args()
+            a.broker
+                .to_args()
                 .windows(2)
                 .any(|w| w == ["--session-timeout-ms", "2500"])
         );
         assert!(
-            a.controller_args()
+            a.broker
+                .controller_args()
                 .windows(2)
                 .any(|w| w == ["--session-timeout-ms", "2500"])
         );
         let s = parse(&["--scenario", "kip101-data-loss", "--seed", "1"]).unwrap();
-        assert_eq!(s.session_timeout_ms, None);
-        assert!(!s.node_args().iter().any(|a| a == "--session-timeout-ms"));
+        assert_eq!(s.broker.controller.session_timeout_ms, None);
+        assert!(
+            !s.broker
+                .to_args()
+                .iter()
+                .any(|a| a == "--session-timeout-ms")
+        );
         assert_eq!(
             s.package_settings(&[1]).timeouts.session,
             Duration::from_secs(3)
@@ -625,7 +605,7 @@ mod tests {
         let mut json = serde_json::to_value(&a).unwrap();
         json.as_object_mut().unwrap().remove("session_timeout_ms");
         let older = serde_json::from_value::<Resolved>(json).unwrap();
-        assert_eq!(older.session_timeout_ms, None);
+        assert_eq!(older.broker.controller.session_timeout_ms, None);
         for bad in ["0", "199", "-5", "abc"] {
             let e = parse(&[&format!("--session-timeout-ms={bad}")]).unwrap_err();
             assert!(e.contains("session-timeout-ms"), "{e}");
@@ -716,7 +696,11 @@ mod tests {
             (&"1".into(), &"stale-read".into())
         );
         assert_eq!(serde_json::from_value::<Resolved>(json).unwrap(), a);
-        assert!(a.node_args().contains(&"--simulate-page-cache".to_string()));
+        assert!(
+            a.broker
+                .to_args()
+                .contains(&"--simulate-page-cache".to_string())
+        );
         let again = RunArgs::from(a.clone())
             .resolve_with(|bin| Ok(bin.unwrap().to_path_buf()))
             .unwrap();
@@ -736,7 +720,7 @@ mod tests {
             serde_json::to_value(&s).unwrap()["scenario"],
             "kip101-divergence"
         );
-        assert!(s.node_args().contains(&"--flush-ms".to_string()));
+        assert!(s.broker.to_args().contains(&"--flush-ms".to_string()));
     }
 
     #[test]
@@ -763,11 +747,12 @@ mod tests {
         let plain = parse(&["--seed", "1"]).unwrap();
         assert!(
             !plain
-                .node_args()
+                .broker
+                .to_args()
                 .contains(&"--simulate-page-cache".to_string())
         );
         let flushing = parse(&["--seed", "1", "--flush-messages", "10"]).unwrap();
-        let args = flushing.node_args();
+        let args = flushing.broker.to_args();
         assert_eq!(
             args.iter()
                 .filter(|a| *a == "--simulate-page-cache")

@@ -13,8 +13,8 @@ use workloads::mixed::{Mixed, split_workers};
 use workloads::queue::QueueConfig;
 use workloads::register::RegisterConfig;
 
-use super::{AcksArg, Bug, Truncation, WorkloadKind, fault_list};
-use crate::nemesis::{FaultKind, Scenario, Settings, Timeouts, Transition};
+use super::{AcksArg, Settings, Truncation, WorkloadKind, fault_list};
+use crate::nemesis::{FaultKind, PackageSettings, Scenario, Timeouts, Transition};
 
 /// The options of a run with every default resolved: what the campaign runs with,
 /// and what run.json stores under `options` (in the shape `RunArgs` reads back for
@@ -34,8 +34,6 @@ pub struct Resolved {
     /// Queue producers are idempotent (absent from older run.json files: no).
     #[serde(default)]
     pub idempotent: bool,
-    pub truncation: Truncation,
-    pub unclean_election: bool,
     /// The controller quorum is one dedicated process, not every broker (absent
     /// from older run.json files: no).
     #[serde(default)]
@@ -54,24 +52,16 @@ pub struct Resolved {
     pub seed: u64,
     pub results: PathBuf,
     pub broker_bin: PathBuf,
-    pub bug: Option<Bug>,
-    pub flush_messages: Option<u64>,
-    /// The brokers' session timeout (absent from older run.json files, and under a
-    /// scenario: the broker's own).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_timeout_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replica_lag_time_max_ms: Option<u64>,
-    /// The brokers' leader imbalance check interval (absent from older run.json
-    /// files, and under a scenario: the broker's own).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub leader_imbalance_check_interval_ms: Option<u64>,
     pub linearizable_reads: bool,
     pub scenario: Option<Scenario>,
     /// Crashes of broker processes are noted, not anomalies (false in older run.json
     /// files).
     #[serde(default)]
     pub allow_crashes: bool,
+    /// What every broker is given: a setting left out is the broker's own default
+    /// (a session timeout absent from an older run.json, or under a scenario, too).
+    #[serde(flatten)]
+    pub broker: Settings,
 }
 
 fn default_checker_time_limit() -> f64 {
@@ -138,35 +128,6 @@ impl Resolved {
         }
     }
 
-    /// Extra arguments of every `broker node`.
-    pub fn node_args(&self) -> Vec<String> {
-        let mut args = vec!["--truncation".to_string(), self.truncation.to_string()];
-        if let Some(n) = self.flush_messages {
-            args.extend(["--flush-messages".to_string(), n.to_string()]);
-        }
-        args.extend(self.session_args());
-        if let Some(ms) = self.replica_lag_time_max_ms {
-            args.extend(["--replica-lag-time-max-ms".to_string(), ms.to_string()]);
-        }
-        if let Some(bug) = self.bug {
-            args.extend(["--bug".to_string(), bug.to_string()]);
-        }
-        args.extend(self.rebalance_args());
-        // Every voter must be given the same (the brokers are the voters, unless
-        // the controller is dedicated).
-        if self.unclean_election {
-            args.push("--unclean-election".to_string());
-        }
-        args.extend(crate::nemesis::node_args(&self.nemesis));
-        if crate::nemesis::page_cache_for(&self.nemesis, self.flush_messages) {
-            args.push("--simulate-page-cache".to_string());
-        }
-        if let Some(scenario) = self.scenario {
-            args.extend(scenario.node_args());
-        }
-        args
-    }
-
     /// Does the campaign play the replication package (rather than a fault list or
     /// a scenario)?
     pub fn replication_package(&self) -> bool {
@@ -174,53 +135,20 @@ impl Resolved {
     }
 
     /// What the replication package may do to a cluster of `nodes` so configured.
-    pub fn package_settings(&self, nodes: &[i32]) -> Settings {
-        let page_cache = crate::nemesis::page_cache_for(&self.nemesis, self.flush_messages);
-        Settings {
-            timeouts: Timeouts::of_cluster(self.session_timeout_ms, self.replica_lag_time_max_ms),
+    pub fn package_settings(&self, nodes: &[i32]) -> PackageSettings {
+        let page_cache = self.broker.replica.simulate_page_cache;
+        PackageSettings {
+            timeouts: Timeouts::of_cluster(&self.broker),
             nodes: nodes.to_vec(),
             page_cache,
-            crash_all_safe: !page_cache || self.flush_messages == Some(1),
+            crash_all_safe: !page_cache || self.broker.replica.flush_messages == Some(1),
             dedicated_controller: self.dedicated_controller,
         }
     }
 
     /// The replication transitions brokers so configured can go through.
     pub fn reachable_transitions(&self) -> std::collections::BTreeSet<Transition> {
-        let hw = self.truncation == Truncation::Hw || self.bug == Some(Bug::HwTruncation);
-        Transition::reachable(hw, self.unclean_election)
-    }
-
-    /// Extra arguments of a dedicated `broker controller` (a planted bug too: the
-    /// controller's own, `elect-out-of-isr` and `no-epoch-bump`, are its voters').
-    pub fn controller_args(&self) -> Vec<String> {
-        let mut args = self.rebalance_args();
-        args.extend(self.session_args());
-        if let Some(bug) = self.bug {
-            args.extend(["--bug".to_string(), bug.to_string()]);
-        }
-        if self.unclean_election {
-            args.push("--unclean-election".to_string());
-        }
-        args
-    }
-
-    /// Every controller voter's session timeout, if given.
-    fn session_args(&self) -> Vec<String> {
-        match self.session_timeout_ms {
-            Some(ms) => vec!["--session-timeout-ms".to_string(), ms.to_string()],
-            None => Vec::new(),
-        }
-    }
-
-    /// Every controller voter's leader imbalance check interval, if given.
-    fn rebalance_args(&self) -> Vec<String> {
-        match self.leader_imbalance_check_interval_ms {
-            Some(ms) => vec![
-                "--leader-imbalance-check-interval-ms".to_string(),
-                ms.to_string(),
-            ],
-            None => Vec::new(),
-        }
+        let hw = self.broker.truncation() == Truncation::Hw;
+        Transition::reachable(hw, self.broker.controller.unclean_election)
     }
 }

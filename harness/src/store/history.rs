@@ -12,8 +12,8 @@ use checker::history::{Event, EventType, Process};
 use serde_json::Value;
 use workloads::recorder::Recorder;
 
+use super::Tally;
 use crate::error::{HarnessError, Result};
-use crate::progress::Tally;
 
 /// Appends events to `history.jsonl` as they happen, one JSON object per line,
 /// each line handed to the kernel in one write: whatever the harness managed to

@@ -7,7 +7,7 @@
 //!
 //! - [`folder`] — the folder, `current` and `latest`, and where each file goes;
 //! - [`record`] — `run.json`;
-//! - [`history`] — `history.jsonl`, streamed;
+//! - [`history`] — `history.jsonl`, streamed, and the [`Tally`] it keeps ([`tally`]);
 //! - [`final_logs`] — the replicas' logs at the end of the run, and their one reader;
 //! - [`atomic`] — how every whole file is written (temp file, fsync, rename, fsync dir).
 
@@ -16,6 +16,7 @@ mod final_logs;
 mod folder;
 mod history;
 mod record;
+mod tally;
 mod timestamp;
 
 pub use atomic::{write_atomic, write_json};
@@ -23,4 +24,5 @@ pub use final_logs::FinalLogs;
 pub use folder::RunFolder;
 pub use history::{History, HistoryFile};
 pub use record::RunRecord;
+pub use tally::Tally;
 pub use timestamp::{compact_timestamp, rfc3339_millis};

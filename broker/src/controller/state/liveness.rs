@@ -4,6 +4,7 @@
 
 use super::command::{Command, Expiry};
 use super::{ChangedBy, ControllerState, Effects, Liveness, Millis};
+use crate::bugs::Bug;
 use crate::controller::election::{Election, elect, isr_led_by};
 use crate::error::ApiError;
 use crate::events::Event;
@@ -220,7 +221,7 @@ impl ControllerState {
             let mut why = format!("broker {id} {why}");
             if p.leader == id {
                 // PLANTED BUG (no-epoch-bump): the successor leads in the same epoch.
-                if !self.config.bugs.no_epoch_bump {
+                if !self.config.bugs.has(Bug::NoEpochBump) {
                     next.leader_epoch += 1;
                 }
                 next.partition_epoch += 1;

@@ -2,6 +2,7 @@
 
 use super::preferred::PreferredElection;
 use super::*;
+use crate::bugs::Bug;
 use crate::events::{Api, FenceReason};
 use crate::protocol::{AlterPartition, ConfirmLeadership, CreateTopic, Heartbeat, IsrMemberEpoch};
 
@@ -865,10 +866,7 @@ fn each_topic_starts_its_round_robin_one_broker_further() {
 #[test]
 fn elect_out_of_isr_lets_a_lagging_replica_lead() {
     for bug in [false, true] {
-        let bugs = crate::bugs::Bugs {
-            elect_out_of_isr: bug,
-            ..crate::bugs::Bugs::default()
-        };
+        let bugs = Bugs::planted(bug.then_some(Bug::ElectOutOfIsr));
         let mut s = planted_cluster(3, bugs);
         create(&mut s, "q", 1, 3, 2);
         // Broker 2 fell out of the ISR (it lags); the leader dies.
@@ -890,10 +888,7 @@ fn elect_out_of_isr_lets_a_lagging_replica_lead() {
 #[test]
 fn no_epoch_bump_elects_the_successor_in_the_dead_leaders_epoch() {
     for bug in [false, true] {
-        let bugs = crate::bugs::Bugs {
-            no_epoch_bump: bug,
-            ..crate::bugs::Bugs::default()
-        };
+        let bugs = Bugs::planted(bug.then_some(Bug::NoEpochBump));
         let mut s = planted_cluster(3, bugs);
         create(&mut s, "q", 1, 3, 2);
         kill(&mut s, 1, &[], 500);

@@ -15,6 +15,7 @@ use super::{
     ACK_TIMEOUT, ApiResult, MAX_RECORDS, Shared, parse_bool, parse_partition, parse_u64, path,
     query, refused, replica_error,
 };
+use crate::bugs::Bug;
 use crate::error::{ApiError, Code};
 use crate::events::{Api, Event, FenceReason};
 use crate::kv::partition_for_key;
@@ -124,7 +125,7 @@ pub(super) async fn read_key(
         }
     };
     // PLANTED BUG (stale-read): with `--bug stale-read` the leadership check is skipped.
-    if linearizable && !node.ctx().config.bugs.stale_read {
+    if linearizable && !node.ctx().config.bugs.has(Bug::StaleRead) {
         match node
             .ctx()
             .confirm_leadership(&topic, partition, epoch)

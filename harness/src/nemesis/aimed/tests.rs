@@ -5,7 +5,7 @@ use crate::proc::Proc;
 
 fn settings() -> Settings {
     Settings {
-        timeouts: Timeouts::of_cluster(None, None),
+        timeouts: Timeouts::of_cluster(&broker_config::Settings::default()),
         nodes: vec![1, 2, 3],
         page_cache: false,
         crash_all_safe: true,
