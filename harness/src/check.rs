@@ -36,35 +36,12 @@ pub enum FormatArg {
     PorcupineKv,
 }
 
-/// The model to check against: Knossos's models as Knossos names them, the kv
-/// store of Porcupine's logs, and the Kafka queue analysis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ModelArg {
-    Register,
-    CasRegister,
-    Mutex,
-    MultiRegister,
-    Set,
-    FifoQueue,
-    UnorderedQueue,
-    Kv,
-    Queue,
-}
-
-impl ModelArg {
-    fn model(self) -> Model {
-        match self {
-            ModelArg::Register => Model::Register,
-            ModelArg::CasRegister => Model::CasRegister,
-            ModelArg::Mutex => Model::Mutex,
-            ModelArg::MultiRegister => Model::MultiRegister,
-            ModelArg::Set => Model::Set,
-            ModelArg::FifoQueue => Model::FifoQueue,
-            ModelArg::UnorderedQueue => Model::UnorderedQueue,
-            ModelArg::Kv => Model::Kv,
-            ModelArg::Queue => Model::Queue,
-        }
-    }
+/// `--model`: one of the checker's models, by the name it gives each
+/// ([`Model::name`]), listed with `--help` from [`Model::ALL`].
+fn model_parser() -> impl clap::builder::TypedValueParser<Value = Model> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Model::ALL.map(Model::name))
+        .try_map(|name| name.parse::<Model>())
 }
 
 /// Options of `watermark check`.
@@ -90,8 +67,8 @@ pub struct Judging {
     pub format: FormatArg,
     /// The model [default: the run folder's workload from run.json, else what the
     /// format and the operations imply].
-    #[arg(long, value_enum)]
-    pub model: Option<ModelArg>,
+    #[arg(long, value_name = "MODEL", value_parser = model_parser())]
+    pub model: Option<Model>,
     /// The model's initial state, as JSON or EDN: a register's value (`0`), a
     /// multi-register's map (`{:x 0 :y 0}`), a set's or a queue's elements
     /// (`[1 2]`), a mutex held (`true`) [default: the model's own: nil, empty,
@@ -258,7 +235,7 @@ pub(crate) fn judge(
     // operations are named in a quick first pass, so that it is read only for
     // the model it is checked against.
     let known = match (judging.model, workload) {
-        (Some(m), _) => Some(m.model()),
+        (Some(m), _) => Some(m),
         (None, Some(w)) => w.model(),
         (None, None) if fmt == Format::Jsonl => {
             let names = checker::check::operation_names(open()?).map_err(|e| at(&shown, &e))?;
@@ -320,9 +297,7 @@ pub(crate) fn judge(
     let mut results = match (mixed, history.parsed()) {
         (Some(w), Some(parsed)) => {
             let judged = match judging.model {
-                Some(m) => {
-                    crate::judge::judge_as(w, m.model(), fmt, &parsed.events, &replicas, &options)
-                }
+                Some(m) => crate::judge::judge_as(w, m, fmt, &parsed.events, &replicas, &options),
                 None => crate::judge::judge(w, fmt, &parsed.events, &replicas, &options),
             };
             judged.map_err(|e| failed(e.message, e.index.and_then(|i| parsed.line_of_index(i))))?

@@ -43,6 +43,21 @@ impl Model {
         Model::Queue,
     ];
 
+    /// The linearizability model it is (None: the queue analysis).
+    pub fn linear(self) -> Option<ModelKind> {
+        Some(match self {
+            Model::Register => ModelKind::Register,
+            Model::CasRegister => ModelKind::CasRegister,
+            Model::Mutex => ModelKind::Mutex,
+            Model::MultiRegister => ModelKind::MultiRegister,
+            Model::Set => ModelKind::Set,
+            Model::FifoQueue => ModelKind::FifoQueue,
+            Model::UnorderedQueue => ModelKind::UnorderedQueue,
+            Model::Kv => ModelKind::Kv,
+            Model::Queue => return None,
+        })
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Model::Register => "register",
@@ -158,16 +173,7 @@ pub fn check(
         })?;
         checkers.insert("queue".to_string(), r);
     } else {
-        let kind = match model {
-            Model::Register => ModelKind::Register,
-            Model::CasRegister => ModelKind::CasRegister,
-            Model::Mutex => ModelKind::Mutex,
-            Model::MultiRegister => ModelKind::MultiRegister,
-            Model::Set => ModelKind::Set,
-            Model::FifoQueue => ModelKind::FifoQueue,
-            Model::UnorderedQueue => ModelKind::UnorderedQueue,
-            Model::Kv | Model::Queue => ModelKind::Kv,
-        };
+        let kind = model.linear().unwrap_or(ModelKind::Kv);
         let options = Options {
             failed_cas_observes: format == Format::JepsenLog,
             nil_read_unknown: format == Format::Edn,
