@@ -25,13 +25,13 @@ impl Cli {
     /// Do what the command line asks; the exit code says how it went.
     pub fn execute(self) -> Exit {
         match self.command {
-            Command::Run(command) => crate::series::run(*command),
-            Command::Check(args) => crate::check::run(args),
-            Command::Replay(args) => crate::replay::run(args),
+            Command::Run(command) => crate::commands::series::run(*command),
+            Command::Check(args) => crate::commands::check::run(args),
+            Command::Replay(args) => crate::commands::replay::run(args),
             Command::Report(args) => crate::report::run(args),
-            Command::Export(args) => crate::export::run(args),
-            Command::Serve(args) => crate::serve::run(args),
-            Command::Selftest(args) => crate::selftest::run(args),
+            Command::Export(args) => crate::commands::export::run(args),
+            Command::Serve(args) => crate::commands::serve::run(args),
+            Command::Selftest(args) => crate::commands::selftest::run(args),
         }
     }
 }
@@ -55,11 +55,11 @@ enum Command {
 Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3 harness failure, 64 bad usage,
 130 interrupted (Ctrl-C; every broker process is killed, the history stays readable).
 With --test-count: the worst outcome of the campaigns, in the order 130, 3, 1, 2, 0.")]
-    Run(Box<crate::series::RunCommand>),
+    Run(Box<crate::commands::series::RunCommand>),
     /// Check a history file offline (ours, Jepsen EDN, Porcupine logs).
-    Check(crate::check::CheckArgs),
+    Check(crate::commands::check::CheckArgs),
     /// Run again with the configuration and seed stored in a run folder's run.json.
-    Replay(crate::replay::ReplayArgs),
+    Replay(crate::commands::replay::ReplayArgs),
     /// (Re)render report.html and junit.xml from a run folder, or render them for any
     /// history `check` reads (Jepsen EDN, Porcupine logs), judged as `check` judges it.
     Report(crate::report::ReportArgs),
@@ -73,9 +73,9 @@ With --test-count: the worst outcome of the campaigns, in the order 130, 3, 1, 2
   watermark export results/latest --format edn -o -      to stdout
 
 Exit codes: 0 written, 3 the file cannot be written, 64 not a run folder or a malformed history.")]
-    Export(crate::export::ExportArgs),
+    Export(crate::commands::export::ExportArgs),
     /// Browse the results directory in a web browser.
-    Serve(crate::serve::ServeArgs),
+    Serve(crate::commands::serve::ServeArgs),
     /// Prove the harness finds planted broker bugs, and raises no false alarm.
     ///
     /// For each bug (`broker node --bug NAME`), --seeds default campaigns (a plain
@@ -95,7 +95,7 @@ Exit codes: 0 written, 3 the file cannot be written, 64 not a run folder or a ma
 Exit codes: 0 every bug caught in at least --min-rate of its seeds (--tuned: caught) and the
 clean broker valid in every campaign, 1 otherwise, 3 harness failure, 64 bad usage,
 130 interrupted.")]
-    Selftest(crate::selftest::SelftestArgs),
+    Selftest(crate::commands::selftest::SelftestArgs),
 }
 
 #[cfg(test)]

@@ -1,31 +1,29 @@
 //! watermark: the harness. A thin binary (`main.rs`) over these modules; the public
-//! ones are what the binary, the integration tests and the benchmarks use.
+//! ones are what the binary, the integration tests and the benchmarks use. The map
+//! of the whole — crates, modules, the flow of one campaign — is
+//! docs/architecture.md.
 //!
-//! Imports go one way: `proc` and `net` (plain data, the proxies) at the bottom, then
-//! `cluster` (processes and links), `nemesis` (faults on a cluster), `options`, the
-//! run folder (`store`, with `console`: the run's watermark.log), how a history is
-//! judged (`judge`) and `report`, and the commands (`run` and its `series` and
-//! `crashes`, `replay`, `check`, `export`, `selftest`, `serve`) on top, under `cli`.
+//! Imports go one way, in three layers:
+//! - the engine: `proc` and `net` (plain data, the proxies) at the bottom, `system`
+//!   (the seam to the system under test, and our broker cluster behind it),
+//!   `nemesis` (schedules of faults, played through the seam), `store` (the run
+//!   folder) and `console` (what the harness says, and the run's watermark.log);
+//! - judging and reporting: `judge` (each workload's checker, the crashes) and
+//!   `report`;
+//! - the `commands` (run, series, replay, check, export, selftest, serve), with
+//!   `options` (watermark run's), under `cli`.
 
-mod check;
 pub mod cli;
-pub mod cluster;
+mod commands;
 pub mod console;
-mod crashes;
 pub mod error;
 pub mod exit;
-mod export;
 mod judge;
 mod names;
 pub mod nemesis;
 pub mod net;
 mod options;
 pub mod proc;
-mod progress;
-mod replay;
 pub mod report;
-mod run;
-mod selftest;
-mod series;
-mod serve;
 mod store;
+pub mod system;

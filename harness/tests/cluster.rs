@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use std::os::unix::process::ExitStatusExt;
 
-use watermark::cluster::supervisor::{Death, DeathSink, ProcessSpec, Supervised};
+use watermark::system::process::supervisor::{Death, DeathSink, ProcessSpec, Supervised};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -292,7 +292,7 @@ async fn child_harness_helper() {
     let pids: Vec<String> = procs.iter().map(|p| p.pid().unwrap().to_string()).collect();
     println!("PIDS {}", pids.join(" "));
     if std::env::var(CHILD_MODE_ENV).as_deref() == Ok("panic-hook") {
-        watermark::cluster::supervisor::install_panic_hook();
+        watermark::system::process::supervisor::install_panic_hook();
         std::mem::forget(procs); // no Drop may clean up: only the hook
         let _ = std::thread::spawn(|| panic!("a harness thread panics")).join();
         println!("PANICKED");
@@ -386,9 +386,9 @@ mod real {
 
     use broker_config::Settings;
     use serde_json::{Value, json};
-    use watermark::cluster::{Cluster, ClusterConfig};
     use watermark::net::Grudge;
     use watermark::proc::Proc;
+    use watermark::system::broker::{Cluster, ClusterConfig};
     use workloads::client::{Acks, Client, ClientConfig, Outcome, ProducerStamp};
 
     /// The broker binary beside this test binary, built (once per test binary) so the
@@ -636,8 +636,8 @@ mod real {
 
     #[tokio::test]
     async fn the_controller_answers_the_harness_calls() {
-        use watermark::cluster::api::{Admin, CreateTopic};
-        use watermark::cluster::supervisor::{ProcessSpec, Supervised};
+        use watermark::system::broker::api::{Admin, CreateTopic};
+        use watermark::system::process::supervisor::{ProcessSpec, Supervised};
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
         let spec = ProcessSpec {

@@ -9,8 +9,8 @@ use std::time::Duration;
 use clap::ValueEnum;
 
 use broker_config::Settings;
-use watermark::cluster::{Cluster, ClusterConfig};
 use watermark::nemesis::{FaultKind, Nemesis, NemesisEvent, Planner, needs_page_cache};
+use watermark::system::broker::{Cluster, ClusterConfig};
 
 /// The broker binary beside this test binary, built first so it is never stale.
 fn broker_bin() -> PathBuf {

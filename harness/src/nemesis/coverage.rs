@@ -4,7 +4,7 @@
 //! epoch or by HW, and whether they removed records), fenced requests,
 //! `NOT_ENOUGH_REPLICAS`, a new controller epoch.
 //!
-//! Counted from the brokers' `EVENT` lines ([`crate::cluster::events`]) and from the
+//! Counted from the brokers' `EVENT` lines ([`crate::system::broker::events`]) and from the
 //! leader epochs the nemesis saw in the controller's metadata. The nemesis reads it
 //! while the campaign runs to favour faults that reach transitions not yet seen
 //! (greybox feedback); the run prints it, and stores it in results.json under
@@ -18,8 +18,8 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use super::view::ClusterView;
-use crate::cluster::events::{self, BrokerEvent};
 use crate::names::by_name;
+use crate::system::broker::events::{self, BrokerEvent};
 
 /// A replication transition the campaign may or may not have exercised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum)]

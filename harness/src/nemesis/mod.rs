@@ -2,7 +2,7 @@
 //!
 //! Two ways to schedule faults, each as a pure planner (no I/O: decisions from the
 //! seed and what it is shown) and a runner that applies them to a
-//! [`Cluster`](crate::cluster::Cluster) and reports each step as a [`NemesisEvent`]
+//! [`Cluster`](crate::system::broker::Cluster) and reports each step as a [`NemesisEvent`]
 //! (the run writes them into history.jsonl as `"process":"nemesis"` events):
 //!
 //! - the replication package (`--nemesis replication`, the default): [`Aimed`]

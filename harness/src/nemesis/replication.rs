@@ -17,10 +17,10 @@ use super::aimed::{Aimed, Decision};
 use super::coverage::Coverage;
 use super::fault::NemesisEvent;
 use super::view::ClusterView;
-use crate::cluster::Cluster;
-use crate::cluster::events::EventTail;
 use crate::error::Result;
 use crate::proc::Proc;
+use crate::system::broker::Cluster;
+use crate::system::broker::events::EventTail;
 
 /// No pattern starts closer than this to the time limit: it would be cut short
 /// before anything it aims at could happen.

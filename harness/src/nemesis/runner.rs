@@ -7,10 +7,10 @@ use serde_json::json;
 
 use super::fault::{Fault, NemesisEvent};
 use super::planner::{Planner, Step};
-use crate::cluster::Cluster;
 use crate::error::Result;
 use crate::net::{Grudge, Topology};
 use crate::proc::Proc;
+use crate::system::broker::Cluster;
 
 /// The time between two restarts at the end of a crash-all, with a dedicated
 /// controller (which stays up). Spread over more than the controller's session

@@ -25,11 +25,11 @@ use tokio::time::Instant;
 
 use super::fault::NemesisEvent;
 use super::runner::controller_event;
-use crate::cluster::Cluster;
 use crate::error::{HarnessError, Result};
 use crate::names::by_name;
 use crate::net::Grudge;
 use crate::proc::Proc;
+use crate::system::broker::Cluster;
 
 /// How often a script looks at the cluster while it waits.
 const POLL: Duration = Duration::from_millis(100);

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use broker_config::Settings;
 
-use crate::cluster::api::Metadata;
 use crate::proc::Proc;
+use crate::system::broker::api::Metadata;
 
 /// The timeouts of the cluster under test (docs/broker.md), which decide when a
 /// fault changes something: a broker silent for longer than `session` is dead to

@@ -317,7 +317,7 @@ impl RunArgs {
     /// Check what clap cannot check alone and fill in every default; the broker
     /// executable is found (or built) by `cluster::broker_bin::locate`.
     pub fn resolve(self) -> Result<Resolved, ResolveError> {
-        self.resolve_with(crate::cluster::broker_bin::locate)
+        self.resolve_with(crate::system::broker::broker_bin::locate)
     }
 
     /// [`RunArgs::resolve`], finding the broker executable with `locate`.

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::folder::RunData;
 use super::{ReportError, Written, junit, page, write_atomically};
-use crate::check::{Judging, judge};
+use crate::commands::check::{Judging, judge};
 
 /// Judge the history at `history` and write report.html and junit.xml into `out`.
 pub fn write(history: &Path, judging: &Judging, out: &Path) -> Result<Written, ReportError> {

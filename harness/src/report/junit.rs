@@ -34,7 +34,7 @@ fn kinds_of(name: &str, c: &CheckerResult) -> Vec<AnomalyKind> {
         QUEUE_KINDS.to_vec()
     } else if name.contains("linear") || name.contains("register") {
         vec![AnomalyKind::Nonlinearizable]
-    } else if name == crate::crashes::CHECKER {
+    } else if name == crate::judge::crashes::CHECKER {
         vec![AnomalyKind::Crash]
     } else {
         Vec::new()

@@ -135,7 +135,7 @@ pub struct ReportArgs {
     /// For a history outside a run folder: how it is read and judged, as by
     /// `watermark check`.
     #[command(flatten)]
-    pub judging: crate::check::Judging,
+    pub judging: crate::commands::check::Judging,
 }
 
 /// Run `watermark report`.

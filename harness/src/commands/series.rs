@@ -43,11 +43,11 @@ pub struct RunCommand {
 /// Run `watermark run`, one campaign or a series.
 pub fn run(command: RunCommand) -> Exit {
     let Some(count) = command.test_count else {
-        return crate::run::run(command.args);
+        return crate::commands::run::run(command.args);
     };
     let args = match command.args.resolve() {
         Ok(a) => a,
-        Err(e) => return crate::run::refused("watermark run", e),
+        Err(e) => return crate::commands::run::refused("watermark run", e),
     };
     let series = Series {
         count,
@@ -129,7 +129,7 @@ impl Series {
             );
             let t = Instant::now();
             let seed = campaign.seed;
-            let exit = crate::run::execute_linked(
+            let exit = crate::commands::run::execute_linked(
                 campaign,
                 self.command_line.clone(),
                 None,

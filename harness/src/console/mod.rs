@@ -8,6 +8,8 @@
 //! for the length of a run. With no log open they only print. A log that cannot be
 //! written is said once and dropped: the console output is never lost for it.
 
+pub(crate) mod progress;
+
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;

@@ -97,7 +97,7 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::api::ReplicaState;
+    use crate::system::broker::api::ReplicaState;
     use workloads::api::{BrokerInfo, PartitionMetadata, TopicMetadata};
 
     fn meta(leader: i32, isr: Vec<i32>) -> Metadata {

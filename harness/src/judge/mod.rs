@@ -14,6 +14,8 @@
 //! that kept a deposed leader's record, or a record its failed append left, holds
 //! a write no read may ever see — the register's reads go to the leader alone).
 
+pub(crate) mod crashes;
+
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 

@@ -38,12 +38,10 @@
 pub mod api;
 pub(crate) mod broker_bin;
 mod convergence;
-pub mod crash;
 mod credentials;
 mod degrade;
 mod disk;
 pub mod events;
-pub mod supervisor;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -51,10 +49,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::system::process::crash;
+use crate::system::process::supervisor::{ProcessSpec, Supervised};
 use api::{Admin, CreateTopic, Metadata};
 use broker_config::Settings;
 pub use credentials::Credentials;
-use supervisor::{ProcessSpec, Supervised};
 
 use crate::error::{HarnessError, Result};
 use crate::net::Grudge;

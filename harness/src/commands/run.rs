@@ -2,7 +2,7 @@
 //!
 //! make the run folder (`results/current` points at it) → run.json → start the
 //! cluster (from here on, a broker that dies on its own is a `crash` event:
-//! `crate::crashes`) → create the workload's topics → clients and nemesis until the time
+//! `crate::judge::crashes`) → create the workload's topics → clients and nemesis until the time
 //! limit → end every fault → heal, resume and restart everything → wait (bounded)
 //! until the cluster converged → the workload's final step (the queue's drain; a
 //! register needs none) → dump every replica's log → the checkers and
@@ -29,18 +29,18 @@ use tokio::sync::watch;
 use workloads::Workload;
 use workloads::client::ClientConfig;
 
-use crate::check::checker_options;
-use crate::cluster::{Cluster, ClusterConfig};
+use crate::commands::check::checker_options;
 use crate::console::ConsoleLog;
-use crate::crashes;
+use crate::console::progress::{self, Progress};
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
+use crate::judge::crashes;
 use crate::nemesis::{
     Aimed, Coverage, Nemesis, NemesisEvent, Planner, ReplicationNemesis, view_of,
 };
 use crate::options::{ResolveError, Resolved, RunArgs};
-use crate::progress::{self, Progress};
 use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord, Tally};
+use crate::system::broker::{Cluster, ClusterConfig};
 use crate::{errln, outln};
 
 /// How long the cluster may take to start and elect leaders.
@@ -89,7 +89,7 @@ pub fn execute_linked(
     replay_of: Option<PathBuf>,
     link_from: Option<&Path>,
 ) -> Exit {
-    crate::cluster::supervisor::install_panic_hook();
+    crate::system::process::supervisor::install_panic_hook();
     let seed = args.seed;
     let started = SystemTime::now();
     let created = RunFolder::create(&args.results, &args.workload.to_string(), seed, started)
@@ -153,7 +153,7 @@ pub fn execute_linked(
     // Dropping the runtime drops every task, and with them the cluster, which kills
     // its processes.
     runtime.shutdown_timeout(Duration::from_secs(10));
-    crate::cluster::supervisor::kill_all();
+    crate::system::process::supervisor::kill_all();
     end(&folder, &mut record, exit, failure)
 }
 

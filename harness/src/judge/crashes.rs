@@ -17,8 +17,8 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
-use crate::cluster::crash::Crash;
 use crate::store::History;
+use crate::system::process::crash::Crash;
 
 /// The name of the verdict in results.json, beside the workload's checkers.
 pub const CHECKER: &str = "crashes";

@@ -8,7 +8,7 @@
 //! model (a run folder is judged as `watermark run` judged it: [`crate::judge`]),
 //! gives the checker its budgets (the time limit, and a memory budget that follows
 //! the machine), runs it — and, for our history, judges its `crash` events as the
-//! run does (`crate::crashes`) — and prints the verdict. Unreadable or malformed
+//! run does (`crate::judge::crashes`) — and prints the verdict. Unreadable or malformed
 //! input is bad usage (exit 64) with the file, the line and what was expected.
 
 use std::io::Read as _;
@@ -318,7 +318,7 @@ pub(crate) fn judge(
             Some(crashes) => crashes,
             None => crash_events(open()?, &shown)?,
         };
-        crate::crashes::add_verdict(
+        crate::judge::crashes::add_verdict(
             &mut results,
             &crashes,
             judging.allow_crashes || allowed_by_run,
@@ -352,7 +352,7 @@ fn crash_events(
     let mut crashes = Vec::new();
     for line in input.lines() {
         let line = line.map_err(|e| format!("cannot read {shown}: {e}"))?;
-        if !line.contains(crate::crashes::EVENT) {
+        if !line.contains(crate::judge::crashes::EVENT) {
             continue;
         }
         // A torn or malformed line was already reported by the reading above.
@@ -364,7 +364,7 @@ fn crash_events(
 }
 
 fn is_crash(e: &checker::history::Event) -> bool {
-    e.process == checker::history::Process::Nemesis && e.f == crate::crashes::EVENT
+    e.process == checker::history::Process::Nemesis && e.f == crate::judge::crashes::EVENT
 }
 
 /// The beginning of a history file (its first MiB, whole lines where it can), to

@@ -196,7 +196,7 @@ fn campaigns(
         let t = Instant::now();
         let mut command_line = vec!["watermark".to_string(), "run".to_string()];
         command_line.extend(argv.iter().cloned());
-        let exit = crate::run::execute(args, command_line, None);
+        let exit = crate::commands::run::execute(args, command_line, None);
         let folder = std::fs::canonicalize(results.join("latest")).ok();
         let anomalies = folder.as_deref().map(anomaly_kinds).unwrap_or_default();
         row.campaigns.push(Campaign {

@@ -70,12 +70,12 @@ pub fn run(args: ReplayArgs) -> Exit {
             );
             return Exit::Usage;
         }
-        Err(e) => return crate::run::refused("watermark replay", e),
+        Err(e) => return crate::commands::run::refused("watermark replay", e),
     };
     eprintln!(
         "watermark replay: repeating {} (seed {})",
         dir.display(),
         record.seed
     );
-    crate::run::execute(options, std::env::args().collect(), Some(dir))
+    crate::commands::run::execute(options, std::env::args().collect(), Some(dir))
 }

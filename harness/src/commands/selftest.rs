@@ -208,7 +208,7 @@ impl Setup {
         let seed = args
             .seed
             .unwrap_or_else(|| u64::from(rand::random::<u32>()));
-        let broker_bin = crate::cluster::broker_bin::locate(args.broker_bin.as_deref())
+        let broker_bin = crate::system::broker::broker_bin::locate(args.broker_bin.as_deref())
             .map_err(|e| e.to_string())?;
         let stamp = crate::store::compact_timestamp(SystemTime::now());
         let root = args.results.join(format!("selftest-{stamp}-s{seed}"));
