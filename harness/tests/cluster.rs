@@ -522,7 +522,7 @@ mod real {
             .unwrap();
 
         cluster
-            .dump_logs(|id, text| {
+            .dump_logs(&mut |id, text| {
                 let path = dir.path().join(id.to_string()).join("final-log.jsonl");
                 Ok(std::fs::write(path, text)?)
             })

@@ -9,7 +9,10 @@ use std::time::Duration;
 use clap::ValueEnum;
 
 use broker_config::Settings;
-use watermark::nemesis::{FaultKind, Nemesis, NemesisEvent, Planner, needs_page_cache};
+use watermark::nemesis::{
+    Coverage, FaultKind, FaultList, Interpreter, NemesisEvent, Planner, Source, needs_page_cache,
+};
+use watermark::system::System;
 use watermark::system::broker::{Cluster, ClusterConfig};
 
 /// The broker binary beside this test binary, built first so it is never stale.
@@ -59,12 +62,11 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
     cluster.create_topic("queue", 2, 3, 2).await.unwrap();
 
     let planner = Planner::new(7, kinds, &cluster.node_ids(), 2, Duration::from_millis(700));
-    let mut nemesis = Nemesis::new(planner, "queue");
+    let mut list = FaultList::new(planner, "queue");
     let mut events: Vec<NemesisEvent> = Vec::new();
-    nemesis
-        .run(&mut cluster, Duration::from_secs(15), &mut |e| {
-            events.push(e)
-        })
+    let mut record = |e| events.push(e);
+    Interpreter::new(&mut cluster, &["queue"], Coverage::new(0), &mut record)
+        .play(&mut list, Duration::from_secs(15))
         .await
         .unwrap();
     // Shown when the test fails (or with --nocapture).
@@ -73,8 +75,8 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
         serde_json::to_string(&events).unwrap()
     );
     assert!(
-        nemesis.planner().active().is_empty(),
-        "run ends every fault it started"
+        list.planner().active().is_empty(),
+        "play ends every fault it started"
     );
 
     let (starts, ends) = (STARTS, ENDS);
@@ -107,7 +109,7 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
         .await
         .unwrap();
     cluster
-        .dump_logs(|id, text| {
+        .final_logs(&mut |id, text| {
             let path = dir.path().join(id.to_string()).join("final-log.jsonl");
             Ok(std::fs::write(path, text)?)
         })
@@ -137,10 +139,11 @@ async fn disk_mode(cluster: &Cluster, id: i32) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
     use rand::SeedableRng;
-    use watermark::nemesis::{Degradation, DiskMode, Fault, Step};
+    use watermark::nemesis::{Degradation, Fault, Step, Taken};
     use watermark::net::Grudge;
     use watermark::net::Topology;
     use watermark::proc::Proc;
+    use watermark::system::DiskMode;
 
     let dir = tempfile::tempdir().unwrap();
     let config = ClusterConfig {
@@ -204,16 +207,14 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
             seed: 3,
         },
     ];
-    let planner = Planner::new(1, &[], &cluster.node_ids(), 2, Duration::from_secs(1));
-    let mut nemesis = Nemesis::new(planner, "queue");
     for mut fault in faults {
         let mut events = Vec::new();
-        nemesis
-            .apply(Step::Start(fault.clone()), &mut cluster, &mut |e| {
-                events.push(e)
-            })
-            .await
-            .unwrap();
+        let mut record = |e| events.push(e);
+        let mut nemesis = Interpreter::new(&mut cluster, &["queue"], Coverage::new(0), &mut record);
+        let Taken::Applied(started) = nemesis.apply(fault.start("queue")).await.unwrap() else {
+            panic!("{fault:?} was not applied")
+        };
+        drop(nemesis);
         // A fault aimed at the controller hits the broker it runs in, named by a
         // mark before the fault's own event.
         let aimed_at_controller = matches!(
@@ -284,10 +285,10 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
             }
             other => other,
         };
-        nemesis
-            .apply(Step::End(end.clone()), &mut cluster, &mut |e| {
-                events.push(e)
-            })
+        let ended = end.end(Duration::from_millis(100));
+        let mut record = |e| events.push(e);
+        Interpreter::new(&mut cluster, &["queue"], Coverage::new(0), &mut record)
+            .apply(Step::Act(ended.clone()))
             .await
             .unwrap();
         assert!(cluster.cut_links().is_empty());
@@ -305,7 +306,7 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
                 "{p} after {end:?}"
             );
         }
-        assert_eq!(events, vec![end.start_event(), end.end_event()]);
+        assert_eq!(events, vec![started.event(), ended.event()]);
         cluster
             .wait_converged(Duration::from_secs(120))
             .await
@@ -317,7 +318,7 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes_everything() {
-    use watermark::nemesis::{Aimed, Coverage, ReplicationNemesis, Transition};
+    use watermark::nemesis::{Aimed, Package, Transition};
 
     let dir = tempfile::tempdir().unwrap();
     // A short lag time keeps the lag patterns short in a short test.
@@ -327,20 +328,21 @@ async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64;
-    let root = dir.path().to_path_buf();
-    let mut nemesis = ReplicationNemesis::new(planner, &["queue"], &root, Coverage::new(since));
+    let mut package = Package::new(planner);
     let mut events: Vec<NemesisEvent> = Vec::new();
+    let mut record = |e| events.push(e);
+    let mut nemesis = Interpreter::new(&mut cluster, &["queue"], Coverage::new(since), &mut record);
     nemesis
-        .run(&mut cluster, Duration::from_secs(15), &mut |e| {
-            events.push(e)
-        })
+        .play(&mut package, Duration::from_secs(15))
         .await
         .unwrap();
+    let coverage = nemesis.into_coverage();
     println!(
         "nemesis events: {}",
         serde_json::to_string(&events).unwrap()
     );
-    assert!(nemesis.in_force().is_empty(), "{:?}", nemesis.in_force());
+    assert!(package.in_force().is_empty(), "{:?}", package.in_force());
+    assert!(package.wind_down().is_empty());
     assert!(cluster.cut_links().is_empty());
     assert_eq!(cluster.degraded_links(), 0);
     for p in cluster.procs() {
@@ -365,11 +367,7 @@ async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes
         "{events:?}"
     );
     // The first pattern moved a leader: the controller's leader epochs went up.
-    assert!(
-        nemesis.coverage().leader_changed(),
-        "{:?}",
-        nemesis.coverage()
-    );
+    assert!(coverage.leader_changed(), "{coverage:?}");
     cluster.heal_all().await.unwrap();
     converge_and_shut_down(cluster, dir.path()).await;
 }
@@ -382,28 +380,32 @@ async fn the_replication_package_moves_a_leader_records_its_decisions_and_undoes
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn degraded_links_and_a_kill_timed_by_the_isr_are_played_and_undone() {
     use rand::SeedableRng;
-    use watermark::nemesis::{Aimed, Coverage, Pattern, ReplicationNemesis, Transition, view_of};
+    use watermark::nemesis::patterns::{self, Aim};
+    use watermark::nemesis::{Aimed, Package, Transition};
 
     let dir = tempfile::tempdir().unwrap();
     let (mut cluster, settings) = package_cluster(dir.path(), 1000, 1).await;
-    let root = dir.path().to_path_buf();
-    let planner = Aimed::new(3, settings.clone(), Transition::reachable(false, false));
-    let mut nemesis = ReplicationNemesis::new(planner, &["queue"], &root, Coverage::new(0));
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
     let mut events: Vec<NemesisEvent> = Vec::new();
-    for pattern in [Pattern::LeaderKill, Pattern::FollowerLag] {
+    for pattern in [
+        &patterns::LeaderKill as &dyn patterns::Pattern,
+        &patterns::FollowerLag,
+    ] {
         cluster
             .wait_converged(Duration::from_secs(60))
             .await
             .unwrap();
-        let view = view_of(&cluster, &["queue"]).await;
+        let view = cluster
+            .roles(&["queue"])
+            .await
+            .expect("a broker shows its roles");
         let partition = view
             .led()
             .first()
             .copied()
             .cloned()
             .expect("a led partition");
-        let (roles, script) = pattern.script(
+        let aim = Aim::new(
             &settings,
             Some(&partition),
             view.controller,
@@ -411,14 +413,16 @@ async fn degraded_links_and_a_kill_timed_by_the_isr_are_played_and_undone() {
             0,
             &mut rng,
         );
-        println!("{pattern:?}: {roles} {}", script.to_json());
-        let end = tokio::time::Instant::now() + Duration::from_secs(60);
-        let done = nemesis
-            .play(script, &mut cluster, end, &mut |e| events.push(e))
+        let (roles, script) = pattern.script(&aim, &mut rng);
+        println!("{pattern:?}: {} {}", roles.to_json(), script.to_json());
+        let planner = Aimed::new(3, settings.clone(), Transition::reachable(false, false));
+        let mut once = Package::once(planner, script.steps);
+        let mut record = |e| events.push(e);
+        Interpreter::new(&mut cluster, &["queue"], Coverage::new(0), &mut record)
+            .play(&mut once, Duration::from_secs(60))
             .await
             .unwrap();
-        assert!(done, "{pattern:?} played to its end");
-        assert!(nemesis.in_force().is_empty(), "{:?}", nemesis.in_force());
+        assert!(once.in_force().is_empty(), "{:?}", once.in_force());
         assert_eq!(cluster.degraded_links(), 0, "{pattern:?}");
         assert!(cluster.cut_links().is_empty(), "{pattern:?}");
         for p in cluster.procs() {
@@ -474,6 +478,7 @@ async fn package_cluster(
         page_cache: false,
         crash_all_safe: true,
         dedicated_controller: false,
+        lossless_topics: vec!["queue".into()],
     };
     (cluster, settings)
 }

@@ -47,6 +47,10 @@ impl Workload for Mixed {
         &TOPICS
     }
 
+    fn lossless_topics(&self) -> &'static [&'static str] {
+        self.queue.lossless_topics()
+    }
+
     fn run(
         &self,
         recorder: Arc<dyn Recorder>,

@@ -69,6 +69,10 @@ impl Workload for QueueConfig {
         &[TOPIC]
     }
 
+    fn lossless_topics(&self) -> &'static [&'static str] {
+        &[TOPIC]
+    }
+
     fn run(
         &self,
         recorder: std::sync::Arc<dyn Recorder>,

@@ -22,6 +22,14 @@ pub trait Workload: Send + Sync {
     /// start. The first is the one faults aimed at a partition's leader read.
     fn topics(&self) -> &'static [&'static str];
 
+    /// The topics whose checker sees every acknowledged record that is lost,
+    /// whatever comes after it (the queue's: every acknowledged send must be read),
+    /// unlike a register's, where a lost write overwritten before anyone read it
+    /// goes unseen. Faults that lose records aim at these more.
+    fn lossless_topics(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Run the clients, recording every operation, until `stop` turns true; the
     /// operations in flight then complete (bounded by the client's request timeout),
     /// so no invocation is left open.

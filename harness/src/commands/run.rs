@@ -36,10 +36,11 @@ use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
 use crate::judge::crashes;
 use crate::nemesis::{
-    Aimed, Coverage, Nemesis, NemesisEvent, Planner, ReplicationNemesis, view_of,
+    Aimed, Coverage, FaultList, Interpreter, NemesisEvent, Package, Planner, Source,
 };
 use crate::options::{ResolveError, Resolved, RunArgs};
 use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord, Tally};
+use crate::system::System;
 use crate::system::broker::{Cluster, ClusterConfig};
 use crate::{errln, outln};
 
@@ -336,10 +337,10 @@ async fn campaign_inner(
     })
 }
 
-/// The campaign proper: the clients and the faults (the replication package, a
-/// fault list's random schedule, or a scenario's script) until the time limit. The
-/// nemesis ends its faults at the limit; the clients stop then too, letting
-/// operations in flight complete. A nemesis that failed is noted; clients that do
+/// The campaign proper: the clients and the faults (the schedule of
+/// [`schedule`]) until the time limit. The nemesis ends its faults at the limit; the
+/// clients stop then too, letting operations in flight complete (a scenario's
+/// script runs to its end instead). A nemesis that failed is noted; clients that do
 /// not stop are a harness failure. Returns the coverage the nemesis observed.
 async fn clients_and_faults(
     args: &Resolved,
@@ -354,32 +355,12 @@ async fn clients_and_faults(
     let since_ms = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
-    let mut package = args.replication_package().then(|| {
-        let settings = args.package_settings(&cluster.node_ids());
-        let planner = Aimed::new(args.seed, settings, args.reachable_transitions());
-        ReplicationNemesis::new(
-            planner,
-            workload.topics(),
-            cluster.root(),
-            Coverage::new(since_ms),
-        )
-    });
-    // Without the package, the coverage looks at the leader epochs before and after.
-    let mut coverage = Coverage::new(since_ms);
-    coverage.observe(&view_of(cluster, workload.topics()).await);
+    let mut source = schedule(args, cluster, workload);
+    let runs_to_end = source.to_the_end();
     progress.begin_running();
     let (stop_tx, stop_rx) = watch::channel(false);
     let clients = tokio::spawn(workload.run(history.clone(), stop_rx));
-    let planner = Planner::new(
-        args.seed,
-        &args.nemesis,
-        &cluster.node_ids(),
-        args.partitions,
-        args.nemesis_interval(),
-    )
-    .with_dedicated_controller(args.dedicated_controller);
-    let mut nemesis = Nemesis::new(planner, workload.topics()[0]);
-    {
+    let coverage = {
         let (history, fault_tally) = (history.clone(), tally.clone());
         let mut on_event = move |e: NemesisEvent| {
             if !e.is_decision() {
@@ -387,26 +368,26 @@ async fn clients_and_faults(
             }
             history.nemesis(EventType::Info, &e.f, e.value);
         };
+        let mut nemesis = Interpreter::new(
+            cluster,
+            workload.topics(),
+            Coverage::new(since_ms),
+            &mut on_event,
+        );
         let started = Instant::now();
-        // A scenario's script runs to its end instead of the time limit.
-        let scenario = args.scenario;
-        let run = async {
-            match (scenario, package.as_mut()) {
-                (Some(s), _) => s.run(cluster, workload.topics()[0], &mut on_event).await,
-                (None, Some(p)) => p.run(cluster, limit, &mut on_event).await,
-                (None, None) => nemesis.run(cluster, limit, &mut on_event).await,
-            }
-        };
-        tokio::pin!(run);
-        let mut ticker = tokio::time::interval(Duration::from_millis(250));
-        let result = loop {
-            tokio::select! {
-                r = &mut run => break r,
-                _ = ticker.tick() => {
-                    progress.tick(&tally);
-                    if scenario.is_none() && started.elapsed() >= limit && !*stop_tx.borrow() {
-                        let _ = stop_tx.send(true);
-                        progress.phase("ending faults");
+        let result = {
+            let run = nemesis.play(&mut *source, limit);
+            tokio::pin!(run);
+            let mut ticker = tokio::time::interval(Duration::from_millis(250));
+            loop {
+                tokio::select! {
+                    r = &mut run => break r,
+                    _ = ticker.tick() => {
+                        progress.tick(&tally);
+                        if !runs_to_end && started.elapsed() >= limit && !*stop_tx.borrow() {
+                            let _ = stop_tx.send(true);
+                            progress.phase("ending faults");
+                        }
                     }
                 }
             }
@@ -414,11 +395,8 @@ async fn clients_and_faults(
         if let Err(e) = result {
             notes.push(format!("the nemesis failed: {e}"));
         }
-    }
-    match package {
-        Some(p) => coverage = p.into_coverage(),
-        None => coverage.observe(&view_of(cluster, workload.topics()).await),
-    }
+        nemesis.into_coverage()
+    };
     let _ = stop_tx.send(true);
     progress.phase("waiting for operations in flight");
     match tokio::time::timeout(WORKLOAD_STOP_TIMEOUT, clients).await {
@@ -431,12 +409,41 @@ async fn clients_and_faults(
     }
 }
 
+/// The campaign's schedule of faults: a scenario's script, the replication
+/// package, or a fault list's random schedule.
+fn schedule(args: &Resolved, cluster: &Cluster, workload: &dyn Workload) -> Box<dyn Source> {
+    let topic = workload.topics()[0];
+    let nodes = cluster.node_ids();
+    if let Some(scenario) = args.scenario {
+        return Box::new(scenario.script(topic, &nodes, args.dedicated_controller));
+    }
+    if args.replication_package() {
+        let mut settings = args.package_settings(&nodes);
+        settings.lossless_topics = workload
+            .lossless_topics()
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
+        let planner = Aimed::new(args.seed, settings, args.reachable_transitions());
+        return Box::new(Package::new(planner));
+    }
+    let planner = Planner::new(
+        args.seed,
+        &args.nemesis,
+        &nodes,
+        args.partitions,
+        args.nemesis_interval(),
+    )
+    .with_dedicated_controller(args.dedicated_controller);
+    Box::new(FaultList::new(planner, topic))
+}
+
 /// The end of the run: heal everything, wait for the cluster to converge, the
 /// workload's final step, dump every replica's log into the run folder, stop the
 /// cluster. Whether it all went through is returned (see `RunRecord::complete`);
 /// what did not is noted.
-async fn end_of_run(
-    mut cluster: Cluster,
+async fn end_of_run<S: System>(
+    mut system: S,
     workload: &dyn Workload,
     history: &History,
     folder: &RunFolder,
@@ -444,10 +451,10 @@ async fn end_of_run(
     notes: &mut Vec<String>,
 ) -> Result<bool> {
     progress.phase("healing the cluster");
-    cluster.heal_all().await?;
+    system.heal_all().await?;
     progress.phase("waiting for the cluster to converge");
     let mut complete = true;
-    if let Err(e) = cluster.wait_converged(CONVERGE_TIMEOUT).await {
+    if let Err(e) = system.wait_converged(CONVERGE_TIMEOUT).await {
         complete = false;
         notes.push(format!(
             "the healed cluster did not converge within {}s: {e}",
@@ -466,8 +473,8 @@ async fn end_of_run(
         }
     }
     progress.phase("dumping every replica's log");
-    if let Err(e) = cluster
-        .dump_logs(|id, text| folder.write_final_log(id, text))
+    if let Err(e) = system
+        .final_logs(&mut |id, text| folder.write_final_log(id, text))
         .await
     {
         complete = false;
@@ -475,7 +482,7 @@ async fn end_of_run(
             "the replicas' final logs could not all be dumped: {e}"
         ));
     }
-    if let Err(e) = cluster.shutdown().await {
+    if let Err(e) = system.shutdown().await {
         notes.push(format!("stopping the cluster: {e}"));
     }
     if let Some(e) = history.write_failure() {

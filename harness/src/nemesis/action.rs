@@ -1,16 +1,20 @@
-//! The steps of the replication nemesis's scripts: one signal to one process, or
-//! one set of links cut or restored, each recorded in the history under the same
-//! names the fault lists use (`kill`/`restart`, `pause`/`resume`, `partition`/`heal`,
-//! `lose-unflushed`, `crash-all`, `slow`/`stop-slow`, `throttle`/`stop-throttle`), so
-//! the report and the progress line read them alike. A [`Script`] is a list of steps, each after a delay from the previous.
+//! The fault operations every schedule is made of: one signal to one process, one
+//! set of links cut, degraded or restored, a node's storage failed or working again —
+//! each with the one history event it is recorded as (`kill`/`restart`,
+//! `pause`/`resume`, `partition`/`heal`, `lose-unflushed`, `crash-all`,
+//! `slow`/`stop-slow`, `throttle`/`stop-throttle`, `disk`/`disk-ok`), whichever
+//! source scheduled it, so the report and the progress line read them alike; and
+//! the operation that undoes each. A [`Script`] is a pattern's list of them, each
+//! after a delay from the previous.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::fault::{Degradation, DiskMode, NemesisEvent};
+use super::fault::{Degradation, NemesisEvent};
 use crate::net::Grudge;
 use crate::proc::Proc;
+use crate::system::DiskMode;
 
 /// One step of a script.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,9 +45,15 @@ pub enum Action {
     /// SIGCONT.
     Resume(Proc),
     /// Cut the links of a grudge; `shape` names it in the history.
-    Cut { shape: &'static str, grudge: Grudge },
+    Cut { shape: String, grudge: Grudge },
     /// Restore the links a `Cut` of the same shape cut.
-    Heal { shape: &'static str, grudge: Grudge },
+    Heal { shape: String, grudge: Grudge },
+    /// Hold every answer a process sends to the clients (a one-way cut of it →
+    /// clients, recorded as the partition `leader-answers-to-clients`): their
+    /// requests still reach it and take effect.
+    HoldAnswers(Proc),
+    /// Let its answers through again.
+    ReleaseAnswers(Proc),
     /// Make a node's disk fail in `mode` (the broker ends it by itself after
     /// `for_ms`, should the `DiskOk` not come).
     Disk {
@@ -88,6 +98,11 @@ fn degraded(mut e: NemesisEvent, procs: &[Proc], between: bool) -> NemesisEvent 
     e
 }
 
+/// The value of a hold of `p`'s answers to the clients, and of its end.
+fn held_answers(p: Proc) -> Value {
+    json!({"topology": "leader-answers-to-clients", "cut": [[p.to_json(), "clients"]]})
+}
+
 fn ids(procs: impl IntoIterator<Item = Proc>) -> Value {
     Value::Array(procs.into_iter().map(Proc::to_json).collect())
 }
@@ -125,6 +140,8 @@ impl Action {
                 "disk",
                 json!({"node": node, "mode": mode.as_str(), "for_ms": for_ms}),
             ),
+            Action::HoldAnswers(p) => NemesisEvent::new("partition", held_answers(*p)),
+            Action::ReleaseAnswers(p) => NemesisEvent::new("heal", held_answers(*p)),
             Action::DiskOk { node, mode, for_ms } => NemesisEvent::new(
                 "disk-ok",
                 json!({"node": node, "mode": mode.as_str(), "for_ms": for_ms}),
@@ -155,9 +172,10 @@ impl Action {
             )),
             Action::Pause(p) => Some(Action::Resume(*p)),
             Action::Cut { shape, grudge } => Some(Action::Heal {
-                shape,
+                shape: shape.clone(),
                 grudge: grudge.clone(),
             }),
+            Action::HoldAnswers(p) => Some(Action::ReleaseAnswers(*p)),
             Action::Disk { node, mode, for_ms } => Some(Action::DiskOk {
                 node: *node,
                 mode: *mode,
@@ -179,6 +197,7 @@ impl Action {
             | Action::Restore { .. }
             | Action::RestartEach(_)
             | Action::Resume(_)
+            | Action::ReleaseAnswers(_)
             | Action::Heal { .. } => None,
         }
     }
@@ -192,6 +211,7 @@ impl Action {
             (Action::RestartEach(_), Action::CrashAll(_)) => true,
             (Action::Resume(p), Action::Pause(q)) => p == q,
             (Action::Heal { grudge, .. }, Action::Cut { grudge: cut, .. }) => grudge == cut,
+            (Action::ReleaseAnswers(p), Action::HoldAnswers(q)) => p == q,
             (Action::DiskOk { node, .. }, Action::Disk { node: failed, .. }) => node == failed,
             (
                 Action::Restore {
@@ -315,7 +335,7 @@ mod tests {
     fn steps_are_recorded_under_the_fault_lists_names() {
         let ms = Duration::from_millis;
         let cut = Action::Cut {
-            shape: "isolate-leader",
+            shape: "isolate-leader".into(),
             grudge: Grudge::isolate(
                 Proc::Node(1),
                 &[Proc::Controller, Proc::Node(1), Proc::Node(2)],

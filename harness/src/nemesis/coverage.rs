@@ -17,9 +17,10 @@ use std::path::Path;
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
-use super::view::ClusterView;
+use super::fault::NemesisEvent;
 use crate::names::by_name;
 use crate::system::broker::events::{self, BrokerEvent};
+use crate::system::view::ClusterView;
 
 /// A replication transition the campaign may or may not have exercised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum)]
@@ -188,6 +189,15 @@ impl Coverage {
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// Take in a decision the history records: a `plan` counts its pattern.
+    pub fn note(&mut self, decision: &NemesisEvent) {
+        if decision.f == "plan"
+            && let Some(p) = decision.value["pattern"].as_str()
+        {
+            *self.patterns.entry(p.to_string()).or_default() += 1;
         }
     }
 
@@ -392,9 +402,10 @@ EVENT {"ts_ms":1013,"node":3,"kind":"storage_failure","topic":"queue","partition
 
     #[test]
     fn leader_epochs_going_up_in_the_metadata_count_as_leader_changes() {
-        use crate::nemesis::view::PartitionView;
+        use crate::system::view::PartitionView;
         let view = |epochs: &[i64]| ClusterView {
             controller: None,
+            controller_epoch: 0,
             nodes: vec![1, 2, 3],
             alive: vec![1, 2, 3],
             topics: vec!["queue".into(), "register".into()],

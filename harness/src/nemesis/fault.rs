@@ -1,12 +1,12 @@
-//! The faults of docs/faults.md: the kinds a user asks for with `--nemesis`, a fault
-//! with its targets drawn, and the history events of its start and end.
+//! The faults of docs/faults.md: the kinds a user asks for with `--nemesis`, how a
+//! degraded link is degraded, and the shape of every nemesis event in the history.
 
 use clap::ValueEnum;
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::names::by_name;
-use crate::net::{Conditions, Flaky, Grudge, Slow, Topology};
+use crate::net::{Conditions, Flaky, Slow, Topology};
 use crate::proc::Proc;
 
 /// A fault the user can ask for with `--nemesis`.
@@ -64,55 +64,6 @@ impl FaultKind {
 pub fn needs_page_cache(kinds: &[FaultKind], flush_messages: Option<u64>) -> bool {
     kinds.contains(&FaultKind::LoseUnflushed)
         || (kinds.contains(&FaultKind::Replication) && flush_messages.is_some())
-}
-
-/// How a `disk` fault makes a node's storage fail (`POST /debug/disk`'s `mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DiskMode {
-    /// A full disk: writes stop short, fsyncs and file creations fail.
-    Enospc,
-    /// A failing disk: every change fails.
-    Eio,
-}
-
-impl DiskMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DiskMode::Enospc => "enospc",
-            DiskMode::Eio => "eio",
-        }
-    }
-}
-
-/// A fault with its targets drawn.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fault {
-    Kill(Proc),
-    Pause(Proc),
-    LoseUnflushed(i32),
-    /// Every node, and the order they are restarted in.
-    CrashAll(Vec<i32>),
-    /// A partition; for isolate-leader the grudge is empty until the leader of
-    /// `partition` is read from the controller.
-    Partition {
-        topology: Topology,
-        grudge: Grudge,
-        partition: u32,
-    },
-    /// Degraded links (docs/faults.md#degraded-links): every link to or from `procs`,
-    /// clients' included; `seed` seeds the links' draws.
-    Degrade {
-        procs: Vec<Proc>,
-        how: Degradation,
-        seed: u64,
-    },
-    /// A node's disk fails in `mode` for `for_ms` milliseconds at most (the broker
-    /// ends it by itself then, should the end step not come).
-    Disk {
-        node: i32,
-        mode: DiskMode,
-        for_ms: u64,
-    },
 }
 
 /// How a `slow`, `flaky` or `throttle` fault degrades its links, as drawn.
@@ -205,69 +156,6 @@ impl Degradation {
     }
 }
 
-impl Fault {
-    /// Processes this fault takes down (killed or paused).
-    pub(super) fn down(&self) -> Vec<Proc> {
-        match self {
-            Fault::Kill(p) | Fault::Pause(p) => vec![*p],
-            // Not down, but out of the ISRs while its disk fails: it counts against the
-            // minority budget, and no other fault hits it meanwhile.
-            Fault::LoseUnflushed(id) | Fault::Disk { node: id, .. } => vec![Proc::Node(*id)],
-            Fault::CrashAll(ids) => ids.iter().map(|&id| Proc::Node(id)).collect(),
-            Fault::Partition { .. } | Fault::Degrade { .. } => Vec::new(),
-        }
-    }
-
-    /// Faults that must be alone.
-    pub(super) fn exclusive(&self) -> bool {
-        matches!(self, Fault::CrashAll(_) | Fault::Partition { .. })
-    }
-
-    /// The history event of its start.
-    pub fn start_event(&self) -> NemesisEvent {
-        match self {
-            Fault::Kill(p) => NemesisEvent::new("kill", json!([p.to_json()])),
-            Fault::Pause(p) => NemesisEvent::new("pause", json!([p.to_json()])),
-            Fault::LoseUnflushed(id) => NemesisEvent::new("lose-unflushed", json!([id])),
-            Fault::CrashAll(ids) => {
-                let mut sorted = ids.clone();
-                sorted.sort();
-                NemesisEvent::new("crash-all", json!(sorted))
-            }
-            Fault::Partition {
-                topology, grudge, ..
-            } => NemesisEvent::new(
-                "partition",
-                json!({"topology": topology.to_string(), "grudge": grudge.to_json()}),
-            ),
-            Fault::Degrade { procs, how, seed } => how.event(procs, *seed, false),
-            Fault::Disk { node, mode, for_ms } => NemesisEvent::new(
-                "disk",
-                json!({"node": node, "mode": mode.as_str(), "for_ms": for_ms}),
-            ),
-        }
-    }
-
-    /// The history event of its end.
-    pub fn end_event(&self) -> NemesisEvent {
-        match self {
-            Fault::Kill(p) => NemesisEvent::new("restart", json!([p.to_json()])),
-            Fault::Pause(p) => NemesisEvent::new("resume", json!([p.to_json()])),
-            Fault::LoseUnflushed(id) => NemesisEvent::new("restart", json!([id])),
-            Fault::CrashAll(order) => NemesisEvent::new("restart", json!(order)),
-            Fault::Partition {
-                topology, grudge, ..
-            } => NemesisEvent::new(
-                "heal",
-                json!({"topology": topology.to_string(), "grudge": grudge.to_json()}),
-            ),
-            Fault::Degrade { procs, how, seed } => how.event(procs, *seed, true),
-            // The value of the fault it ends, as `heal` carries its partition's.
-            Fault::Disk { .. } => NemesisEvent::new("disk-ok", self.start_event().value),
-        }
-    }
-}
-
 /// A fault's start or end, for history.jsonl: `f` names it, `value` its targets.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NemesisEvent {
@@ -302,62 +190,19 @@ mod tests {
     }
 
     #[test]
-    fn events_name_the_fault_and_its_targets() {
-        let e = Fault::Kill(Proc::Node(2)).start_event();
-        assert_eq!((e.f.as_str(), e.value), ("kill", json!([2])));
-        let e = Fault::Pause(Proc::Controller).end_event();
-        assert_eq!((e.f.as_str(), e.value), ("resume", json!(["controller"])));
-        let e = Fault::CrashAll(vec![3, 1, 2]).end_event();
-        assert_eq!((e.f.as_str(), e.value), ("restart", json!([3, 1, 2])));
-        let grudge = Grudge::isolate(
-            Proc::Node(1),
-            &[Proc::Controller, Proc::Node(1), Proc::Node(2)],
-        );
-        let fault = Fault::Partition {
-            topology: Topology::IsolateOne,
-            grudge,
-            partition: 0,
-        };
-        let e = fault.start_event();
-        assert_eq!(e.f, "partition");
-        assert_eq!(e.value["topology"], "isolate-one");
-        assert_eq!(e.value["grudge"]["1"], json!(["controller", 2]));
-        assert_eq!(fault.end_event().f, "heal");
-        let fault = Fault::Disk {
-            node: 2,
-            mode: DiskMode::Eio,
-            for_ms: 4000,
-        };
-        let e = fault.start_event();
-        assert_eq!(
-            (e.f.as_str(), e.value),
-            ("disk", json!({"node": 2, "mode": "eio", "for_ms": 4000}))
-        );
-        let e = fault.end_event();
-        assert_eq!(
-            (e.f.as_str(), e.value),
-            ("disk-ok", json!({"node": 2, "mode": "eio", "for_ms": 4000}))
-        );
-        assert_eq!(fault.down(), vec![Proc::Node(2)]);
-    }
-
-    #[test]
     fn degraded_links_record_their_targets_and_parameters() {
-        let fault = Fault::Degrade {
-            procs: vec![Proc::Controller, Proc::Node(2)],
-            how: Degradation::Flaky {
-                reset_pct: 2,
-                loss_pct: 10,
-            },
-            seed: 9,
+        let how = Degradation::Flaky {
+            reset_pct: 2,
+            loss_pct: 10,
         };
-        let e = fault.start_event();
+        let procs = [Proc::Controller, Proc::Node(2)];
+        let e = how.event(&procs, 9, false);
         assert_eq!(e.f, "flaky");
         assert_eq!(
             e.value,
             json!({"procs": ["controller", 2], "reset": 0.02, "loss": 0.1, "seed": 9})
         );
-        let end = fault.end_event();
+        let end = how.event(&procs, 9, true);
         assert_eq!((end.f.as_str(), end.value), ("stop-flaky", e.value));
         let mut c = Conditions::default();
         Degradation::Slow {

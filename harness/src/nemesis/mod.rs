@@ -1,50 +1,44 @@
-//! The nemesis: the faults of docs/faults.md on a schedule drawn from the run's seed.
+//! The nemesis: the faults of docs/faults.md, on schedules drawn from the run's seed.
 //!
-//! Two ways to schedule faults, each as a pure planner (no I/O: decisions from the
-//! seed and what it is shown) and a runner that applies them to a
-//! [`Cluster`](crate::system::broker::Cluster) and reports each step as a [`NemesisEvent`]
-//! (the run writes them into history.jsonl as `"process":"nemesis"` events):
+//! One abstraction serves every schedule ([`schedule`]): a [`Source`] answers, each
+//! time it is asked, the next typed step — a fault operation ([`Action`], `action`)
+//! on processes or links, or one aimed at a role the system names when it is
+//! applied — after a delay, given what the campaign sees; the [`Interpreter`]
+//! (`interpreter`) is the one place that applies steps through the seam to the
+//! system and records each in the history (`"process":"nemesis"` events). Sources
+//! compose ([`compose`]: mix, sequence, stagger). Three sources:
 //!
-//! - the replication package (`--nemesis replication`, the default): [`Aimed`]
-//!   (`aimed`) draws fault [`Pattern`]s (`pattern`) aimed at the roles the
-//!   cluster's metadata names at that moment ([`ClusterView`], `view`), with
-//!   durations around the cluster's own timeouts, favouring patterns that reach
-//!   replication transitions the campaign has not exercised yet ([`Coverage`],
-//!   `coverage`, from the brokers' `EVENT` lines); [`ReplicationNemesis`]
-//!   (`replication`) observes, asks, records the decision and plays the pattern's
-//!   [`Script`] of [`Action`]s (`action`).
-//! - fault lists (`--nemesis kill,pause,…`): [`Planner`] (`planner`) draws when the
-//!   next step comes (every `interval` ± 25 %), whether it starts a fault or ends
-//!   the oldest active one, which fault and which targets (a kill or pause hits a
-//!   process drawn uniformly among those up, the controller included). It keeps to
-//!   what the cluster can survive: at most a minority of nodes killed or paused at
-//!   once (plus perhaps the controller), and a partition or a crash-all only alone;
-//!   degraded links (`slow`, `flaky`, `throttle`) overlap the others, one of each
-//!   kind at a time.
-//!   [`Nemesis`] (`runner`) applies its steps. Only `isolate-leader` depends on the
-//!   cluster's state; every random draw is made whatever that state is, so a seed
-//!   gives the same schedule on every run.
+//! - the replication package (`--nemesis replication`, the default; `package`):
+//!   fault [`patterns`] — one file each — aimed at the roles the cluster shows at
+//!   that moment, with durations around the cluster's own timeouts, favouring
+//!   patterns that reach replication transitions the campaign has not exercised yet
+//!   ([`Coverage`], `coverage`, from the brokers' `EVENT` lines);
+//! - a fault list (`--nemesis kill,pause,…`; `fault_list`): faults drawn uniformly
+//!   on a seeded schedule, within what the cluster can survive;
+//! - a scenario's script (`--scenario NAME`; `scenario`): fixed steps as data, with
+//!   bounded waits on what the system shows.
 //!
-//! A `scenario` replaces either with a fixed script.
+//! `fault`: the fault kinds a user names, degraded links, the history's events.
 
 mod action;
-mod aimed;
+pub mod compose;
 pub mod coverage;
 mod fault;
-mod pattern;
-mod planner;
-mod replication;
-mod runner;
+mod fault_list;
+mod interpreter;
+mod package;
+pub mod patterns;
 mod scenario;
-mod view;
+pub mod schedule;
 
 pub use action::{Action, Script};
-pub use aimed::{Aimed, Decision, Plan};
 pub use coverage::{Coverage, Transition};
-pub use fault::{Degradation, DiskMode, Fault, FaultKind, NemesisEvent, needs_page_cache};
-pub use pattern::{Pattern, Settings as PackageSettings};
-pub use planner::{Planner, Step};
-pub use replication::{ReplicationNemesis, view_of};
-pub use runner::Nemesis;
+pub use fault::{Degradation, FaultKind, NemesisEvent, needs_page_cache};
+pub use fault_list::{
+    CRASH_ALL_RESTART_GAP, CRASH_ALL_RESTART_GAP_COMBINED, Change, Fault, FaultList, Planner,
+};
+pub use interpreter::{Interpreter, controller_mark};
+pub use package::{Aimed, Decision, Package, Plan};
+pub use patterns::{PackageSettings, Pattern, Roles, Timeouts};
 pub use scenario::Scenario;
-pub use view::{ClusterView, PartitionView, Timeouts};
+pub use schedule::{Next, Now, Source, Step, Taken};

@@ -143,6 +143,7 @@ impl Resolved {
             page_cache,
             crash_all_safe: !page_cache || self.broker.replica.flush_messages == Some(1),
             dedicated_controller: self.dedicated_controller,
+            lossless_topics: Vec::new(),
         }
     }
 

@@ -1,9 +1,198 @@
-//! The system under test, as a campaign drives it.
+//! The seam between a campaign and the system under test: what the nemesis and the
+//! end of a run need of a system ([`System`]) — its processes (kill, pause,
+//! restart), the links between them (cut, heal, degrade), and what can be observed
+//! of it — and nothing of how it works inside. Our broker's cluster is its first
+//! implementation ([`broker::Cluster`]).
+//!
+//! What only some systems can provide is optional, each a method that answers
+//! "none" by default: the roles of its processes ([`System::roles`]: who leads, the
+//! active controller — what the replication package and the role-aimed faults aim
+//! at), the state of one replica ([`System::replica`]: what a scenario's script
+//! waits on), the transitions it reports ([`System::transitions`]: our brokers'
+//! `EVENT` lines, the fault coverage), storage faults, a converged state to wait
+//! for, and its final logs (replica divergence). A black-box system implements the
+//! processes and the links and gets every fault that needs nothing more.
 //!
 //! - [`process`]: processes under the harness's control (process groups, kill on
 //!   drop, `PR_SET_PDEATHSIG`) and the crashes of those that die on their own;
+//! - [`view`]: the roles a system shows at one moment;
 //! - [`broker`]: our broker's cluster: its processes behind a proxy on every link,
 //!   its API, its event lines.
 
 pub mod broker;
 pub mod process;
+pub mod view;
+
+use std::time::Duration;
+
+use crate::error::{HarnessError, Result};
+use crate::net::{Conditions, Grudge};
+use crate::proc::Proc;
+use broker::events::BrokerEvent;
+use view::ClusterView;
+
+/// How a storage fault makes a node's storage fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskMode {
+    /// A full disk: writes stop short, fsyncs and file creations fail.
+    Enospc,
+    /// A failing disk: every change fails.
+    Eio,
+}
+
+impl DiskMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiskMode::Enospc => "enospc",
+            DiskMode::Eio => "eio",
+        }
+    }
+}
+
+/// A replica as its node reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicaSeen {
+    pub leo: u64,
+    pub hw: u64,
+    /// The leader it follows (itself when it leads; -1: none).
+    pub leader: i32,
+}
+
+/// The error of an optional capability a system does not have.
+pub fn unsupported(what: &str) -> HarnessError {
+    HarnessError::new(format!("this system under test offers no {what}"))
+}
+
+/// A system under test as a campaign drives it: see the module doc.
+#[allow(async_fn_in_trait)]
+pub trait System {
+    /// Every process faults may hit.
+    fn procs(&self) -> Vec<Proc>;
+
+    /// The ids of its nodes, ascending.
+    fn nodes(&self) -> Vec<i32>;
+
+    fn is_running(&self, p: Proc) -> bool;
+
+    /// SIGKILL these processes at the same instant (no-op for those not running).
+    async fn kill(&mut self, procs: &[Proc]) -> Result<()>;
+
+    /// Start a killed process again, on what it kept (no-op if it runs).
+    async fn restart(&mut self, p: Proc) -> Result<()>;
+
+    /// SIGSTOP.
+    async fn pause(&mut self, p: Proc) -> Result<()>;
+
+    /// SIGCONT.
+    async fn resume(&mut self, p: Proc) -> Result<()>;
+
+    /// Cut the directed links a grudge names (besides those already cut).
+    fn cut(&mut self, grudge: &Grudge);
+
+    /// Restore the links a grudge names, leaving other cut links cut.
+    fn heal(&mut self, grudge: &Grudge);
+
+    /// Change the conditions of every link to or from `procs` (clients' included) —
+    /// or, `between`, only of the links among them — each link's draws seeded from
+    /// `seed` and its place.
+    fn degrade(
+        &mut self,
+        procs: &[Proc],
+        between: bool,
+        seed: u64,
+        change: &dyn Fn(&mut Conditions),
+    );
+
+    /// Hold every answer `p` sends to the clients (their requests still reach it
+    /// and take effect), or let them through again.
+    fn hold_answers(&mut self, p: Proc, held: bool);
+
+    /// Make node `node`'s storage fail in `mode` for `for_ms` at most.
+    async fn fail_storage(&mut self, node: i32, mode: DiskMode, for_ms: u64) -> Result<()> {
+        let _ = (node, mode, for_ms);
+        Err(unsupported("storage faults"))
+    }
+
+    /// Make node `node`'s storage work again.
+    async fn storage_ok(&mut self, node: i32) -> Result<()> {
+        let _ = node;
+        Ok(())
+    }
+
+    /// The roles of the partitions of `topics` as the system shows them now (None:
+    /// it shows none, or does not answer now).
+    async fn roles(&self, topics: &[&str]) -> Option<ClusterView> {
+        let _ = topics;
+        None
+    }
+
+    /// The active controller and its controller epoch.
+    async fn active_controller(&self) -> Result<(Proc, i64)> {
+        Err(unsupported("controller"))
+    }
+
+    /// Node `node`'s replica of a partition, as the node reports it.
+    async fn replica(&self, node: i32, topic: &str, partition: u32) -> Option<ReplicaSeen> {
+        let _ = (node, topic, partition);
+        None
+    }
+
+    /// The transitions the system reported since the last call (none by default).
+    fn transitions(&mut self) -> Vec<BrokerEvent> {
+        Vec::new()
+    }
+
+    /// Heal every link, restore the degraded ones, resume and restart every process,
+    /// make every storage work.
+    async fn heal_all(&mut self) -> Result<()>;
+
+    /// Wait, at most `timeout`, until the healed system has converged (for our
+    /// broker: every partition led, its ISR full, HW = LEO everywhere).
+    async fn wait_converged(&self, timeout: Duration) -> Result<()> {
+        let _ = timeout;
+        Ok(())
+    }
+
+    /// Hand every node's final log to `save`, node by node (false: the system keeps
+    /// none to judge).
+    async fn final_logs(&self, save: &mut dyn FnMut(i32, &str) -> Result<()>) -> Result<bool> {
+        let _ = save;
+        Ok(false)
+    }
+
+    /// Stop every process.
+    async fn shutdown(self) -> Result<()>
+    where
+        Self: Sized;
+}
+
+/// Wait, at most `within`, until the partition's ISR as the system's roles show it
+/// passes `test`, looking every `every` (each look bounded by what is left): true if
+/// it did.
+pub async fn wait_isr<S: System>(
+    system: &S,
+    topic: &str,
+    partition: u32,
+    within: Duration,
+    every: Duration,
+    test: impl Fn(&[i32]) -> bool,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        if let Ok(Some(view)) = tokio::time::timeout(left, system.roles(&[topic])).await
+            && view
+                .partitions
+                .iter()
+                .find(|p| p.topic == topic && p.partition == partition)
+                .is_some_and(|p| test(&p.isr))
+        {
+            return true;
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        tokio::time::sleep(every.min(left)).await;
+    }
+}

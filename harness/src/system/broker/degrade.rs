@@ -12,7 +12,7 @@ impl Cluster {
     /// processes and from clients — with `change`, leaving the rest of each link's
     /// conditions as they are. Each link's connections draw from its own seed, derived
     /// from `seed` and the link's place in the cluster.
-    pub fn degrade(&mut self, procs: &[Proc], seed: u64, change: impl Fn(&mut Conditions)) {
+    pub fn degrade_around(&mut self, procs: &[Proc], seed: u64, change: impl Fn(&mut Conditions)) {
         let between = self
             .links
             .iter()

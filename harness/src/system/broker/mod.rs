@@ -42,6 +42,7 @@ mod credentials;
 mod degrade;
 mod disk;
 pub mod events;
+mod seam;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -91,6 +92,8 @@ pub struct Cluster {
     client_links: BTreeMap<Proc, Link>,
     admin: Admin,
     crashes: crash::CrashReports,
+    /// The brokers' `EVENT` lines read so far.
+    events: events::EventTail,
 }
 
 /// The harness's own HTTP calls: short, so a paused process cannot stall it.
@@ -129,6 +132,7 @@ impl Cluster {
         let mut cluster = Cluster {
             admin: Admin::new(ADMIN_TIMEOUT)?,
             credentials: Credentials::generate(&config.root)?,
+            events: events::EventTail::new(&config.root),
             config,
             members: BTreeMap::new(),
             links,
@@ -612,7 +616,7 @@ impl Cluster {
 
     /// Read every node's log (GET /debug/log for each partition it holds, one line per
     /// partition) and hand it to `save`, node by node, in node order.
-    pub async fn dump_logs(&self, mut save: impl FnMut(i32, &str) -> Result<()>) -> Result<()> {
+    pub async fn dump_logs(&self, save: &mut dyn FnMut(i32, &str) -> Result<()>) -> Result<()> {
         for id in self.node_ids() {
             let addr = self.real_addr(Proc::Node(id)).ok_or_else(|| {
                 HarnessError::new(format!("cannot dump node {id}'s log: it is not running"))

@@ -1,6 +1,11 @@
-//! The nemesis's schedule without I/O: from the seed, when the next step comes, whether
-//! it starts a fault or ends the oldest active one, which fault and which targets (see
-//! [`super`] for the rules it keeps). A seed gives the same schedule on every run.
+//! The fault list's schedule without I/O: from the seed, when the next change comes,
+//! whether it starts a fault or ends the oldest active one, which fault and which
+//! targets. A kill or pause hits a process drawn uniformly among those up, the
+//! controller included. It keeps to what the cluster can survive: at most a minority
+//! of nodes killed or paused at once (plus perhaps the controller), and a partition
+//! or a crash-all only alone; degraded links (`slow`, `flaky`, `throttle`) overlap
+//! the others, one of each kind at a time. A seed gives the same schedule on every
+//! run.
 
 use std::time::Duration;
 
@@ -9,8 +14,10 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::fault::{Degradation, DiskMode, Fault, FaultKind};
+use super::Fault;
+use crate::nemesis::fault::{Degradation, FaultKind};
 use crate::proc::Proc;
+use crate::system::DiskMode;
 
 /// `slow`: the latency drawn, in ms (its jitter up to half as much again).
 const SLOW_DELAY_MS: std::ops::RangeInclusive<u64> = 20..=250;
@@ -21,9 +28,9 @@ const FLAKY_LOSS_PCT: std::ops::RangeInclusive<u32> = 5..=25;
 /// `throttle`: the bandwidth of each direction of each connection, in KiB/s.
 const THROTTLE_KIB_PER_S: std::ops::RangeInclusive<u64> = 8..=128;
 
-/// What the nemesis does at a step.
+/// What the fault list does at its next change.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+pub enum Change {
     Start(Fault),
     End(Fault),
     /// Nothing to start or end (no faults asked for).
@@ -146,7 +153,7 @@ impl Planner {
     }
 
     /// The delay before the next step, and the step.
-    pub fn next_step(&mut self) -> (Duration, Step) {
+    pub fn next_step(&mut self) -> (Duration, Change) {
         let delay = self.interval.mul_f64(self.rng.random_range(0.75..1.25));
         let startable: Vec<FaultKind> = self
             .kinds
@@ -164,11 +171,11 @@ impl Planner {
         };
         let step = if let Some(fault) = drawn {
             self.active.push(fault.clone());
-            Step::Start(fault)
+            Change::Start(fault)
         } else if !self.active.is_empty() {
-            Step::End(self.active.remove(0))
+            Change::End(self.active.remove(0))
         } else {
-            Step::Idle
+            Change::Idle
         };
         (delay, step)
     }
@@ -266,20 +273,20 @@ impl Planner {
     }
 
     /// The last started fault, resolved at run time (isolate-leader's grudge).
-    pub(super) fn resolve_last(&mut self, fault: Fault) {
+    pub(crate) fn resolve_last(&mut self, fault: Fault) {
         if let Some(last) = self.active.last_mut() {
             *last = fault;
         }
     }
 
     /// The last started fault could not be applied (e.g. the partition had no leader).
-    pub(super) fn abandon_last(&mut self) {
+    pub(crate) fn abandon_last(&mut self) {
         self.active.pop();
     }
 
     /// A step handed out but not taken: `fault`, which it would have ended, is active
     /// again, as the oldest.
-    pub(super) fn put_back(&mut self, fault: Fault) {
+    pub(crate) fn put_back(&mut self, fault: Fault) {
         self.active.insert(0, fault);
     }
 
@@ -295,7 +302,7 @@ mod tests {
     use crate::net::Topology;
     use clap::ValueEnum;
 
-    fn steps(seed: u64, kinds: &[FaultKind], nodes: i32, n: usize) -> Vec<(Duration, Step)> {
+    fn steps(seed: u64, kinds: &[FaultKind], nodes: i32, n: usize) -> Vec<(Duration, Change)> {
         let ids: Vec<i32> = (1..=nodes).collect();
         let mut p = Planner::new(seed, kinds, &ids, 2, Duration::from_secs(5));
         (0..n).map(|_| p.next_step()).collect()
@@ -345,7 +352,7 @@ mod tests {
                             "one process, one fault: {active:?}"
                         );
                     }
-                    if let Step::Start(Fault::CrashAll(order)) = step {
+                    if let Change::Start(Fault::CrashAll(order)) = step {
                         let mut sorted = order.clone();
                         sorted.sort();
                         assert_eq!(sorted, ids);
@@ -366,11 +373,11 @@ mod tests {
         );
         let starts = all
             .iter()
-            .filter(|(_, s)| matches!(s, Step::Start(_)))
+            .filter(|(_, s)| matches!(s, Change::Start(_)))
             .count();
         let ends = all
             .iter()
-            .filter(|(_, s)| matches!(s, Step::End(_)))
+            .filter(|(_, s)| matches!(s, Change::End(_)))
             .count();
         assert!(
             starts >= 100 && starts.abs_diff(ends) <= 2,
@@ -379,13 +386,10 @@ mod tests {
         let kinds: std::collections::BTreeSet<&str> = all
             .iter()
             .filter_map(|(_, s)| match s {
-                Step::Start(f) => Some(f.start_event().f),
+                Change::Start(Fault::Kill(_)) => Some("kill"),
+                Change::Start(Fault::Pause(_)) => Some("pause"),
+                Change::Start(_) => Some("partition"),
                 _ => None,
-            })
-            .map(|f| match f.as_str() {
-                "kill" => "kill",
-                "pause" => "pause",
-                _ => "partition",
             })
             .collect();
         assert_eq!(kinds.len(), 3, "every asked-for kind shows up: {kinds:?}");
@@ -394,7 +398,7 @@ mod tests {
     #[test]
     fn isolate_kinds_draw_only_their_topology() {
         for (_, step) in steps(5, &[FaultKind::IsolateController], 3, 50) {
-            if let Step::Start(Fault::Partition {
+            if let Change::Start(Fault::Partition {
                 topology, grudge, ..
             }) = step
             {
@@ -403,7 +407,7 @@ mod tests {
             }
         }
         for (_, step) in steps(5, &[FaultKind::IsolateLeader], 3, 50) {
-            if let Step::Start(fault) = step {
+            if let Change::Start(fault) = step {
                 assert!(matches!(
                     fault,
                     Fault::Partition {
@@ -446,7 +450,7 @@ mod tests {
                 assert!(!p.active().iter().any(Fault::exclusive), "{:?}", p.active());
                 together += usize::from(p.active().len() > 1);
             }
-            let Step::Start(Fault::Degrade { procs, how, seed }) = step else {
+            let Change::Start(Fault::Degrade { procs, how, seed }) = step else {
                 continue;
             };
             assert!(!procs.is_empty() && procs.len() <= 4, "{procs:?}");
@@ -484,7 +488,7 @@ mod tests {
         let mut modes = std::collections::BTreeSet::new();
         let mut nodes = std::collections::BTreeSet::new();
         for (_, step) in &all {
-            if let Step::Start(Fault::Disk { node, mode, for_ms }) = step {
+            if let Change::Start(Fault::Disk { node, mode, for_ms }) = step {
                 modes.insert(mode.as_str());
                 nodes.insert(*node);
                 // Two to three intervals of 5 s.
@@ -516,7 +520,7 @@ mod tests {
             let mut p = Planner::new(3, &kinds, &ids, 2, Duration::from_secs(1));
             let mut hits: std::collections::BTreeMap<Proc, usize> = Default::default();
             for _ in 0..20_000 {
-                if let (_, Step::Start(Fault::Kill(t) | Fault::Pause(t))) = p.next_step() {
+                if let (_, Change::Start(Fault::Kill(t) | Fault::Pause(t))) = p.next_step() {
                     *hits.entry(t).or_default() += 1;
                 }
             }

@@ -1,54 +1,13 @@
-//! What the replication nemesis knows of the cluster when it decides: the roles of
+//! The roles a system shows at one moment, as the seam hands them to the nemesis:
 //! each partition of the workload's topics (who leads, in which order the controller
-//! would elect the others, the ISR) read from the controller's metadata at that
-//! moment, and the cluster's own timeouts that its fault durations are drawn
-//! around. Plain data, so the planner stays pure: the same view, coverage and seed
-//! give the same decision.
-
-use std::time::Duration;
+//! would elect the others, the ISR), the live nodes, the active controller — for our
+//! broker, read from the controller's metadata. Plain data, so the planners stay
+//! pure: the same view, coverage and seed give the same decision.
 
 use serde_json::{Value, json};
 
-use broker_config::Settings;
-
 use crate::proc::Proc;
-use crate::system::broker::api::Metadata;
-
-/// The timeouts of the cluster under test (docs/broker.md), which decide when a
-/// fault changes something: a broker silent for longer than `session` is dead to
-/// the controller; a follower behind for longer than `lag` leaves the ISR; an empty
-/// follower fetch waits up to `fetch_wait` at the leader; a client gives up on a
-/// request after `client`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
-    pub session: Duration,
-    pub lag: Duration,
-    pub fetch_wait: Duration,
-    /// A node whose storage keeps failing this long leaves every ISR
-    /// (`--storage-failure-timeout-ms`).
-    pub storage: Duration,
-    /// The longest a controller voter waits for a leader before it starts an
-    /// election (the election timeout, up to 1.5×).
-    pub election: Duration,
-    /// The workload's request timeout: a client waiting on a leader that cannot
-    /// answer gives up after this long and looks for the leader again.
-    pub client: Duration,
-}
-
-impl Timeouts {
-    /// The timeouts of brokers so set (the brokers' own defaults where not given).
-    pub fn of_cluster(settings: &Settings) -> Timeouts {
-        let (r, c) = (&settings.replica, &settings.controller);
-        Timeouts {
-            session: c.session_timeout(),
-            lag: r.replica_lag_time_max(),
-            fetch_wait: r.replica_fetch_wait_max(),
-            storage: r.storage_failure_timeout(),
-            election: c.election_timeout().mul_f64(1.5),
-            client: workloads::client::REQUEST_TIMEOUT,
-        }
-    }
-}
+use workloads::api::Metadata;
 
 /// One partition as the controller describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +51,8 @@ pub struct ClusterView {
     /// The active controller: the broker it runs in, or the dedicated controller
     /// (None: no controller answered).
     pub controller: Option<Proc>,
+    /// The active controller's controller epoch (0: none answered).
+    pub controller_epoch: i64,
 }
 
 impl ClusterView {
@@ -104,6 +65,7 @@ impl ClusterView {
                 topics: topics.iter().map(|t| t.to_string()).collect(),
                 partitions: Vec::new(),
                 controller: None,
+                controller_epoch: 0,
             };
         };
         let partitions = topics
@@ -130,6 +92,7 @@ impl ClusterView {
         ClusterView {
             nodes: nodes.to_vec(),
             controller,
+            controller_epoch: meta.controller_epoch,
             topics: topics.iter().map(|t| t.to_string()).collect(),
             alive: meta
                 .brokers

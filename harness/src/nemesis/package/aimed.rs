@@ -33,17 +33,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use clap::ValueEnum;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
-use super::action::Script;
-use super::coverage::{Coverage, Transition};
-use super::fault::NemesisEvent;
-use super::pattern::{Pattern, Settings};
-use super::view::{ClusterView, PartitionView};
+use crate::nemesis::action::Script;
+use crate::nemesis::coverage::{Coverage, Transition};
+use crate::nemesis::fault::NemesisEvent;
+use crate::nemesis::patterns::{self, Aim, PackageSettings, Pattern, Roles, aim_weight};
+use crate::system::view::{ClusterView, PartitionView};
 
 /// Looks in a row at a cluster still settling (no partition led, no controller),
 /// or with no partition that suits the pattern drawn, before a pattern is played
@@ -57,7 +56,7 @@ const MAX_STALLS: u32 = 20;
 pub enum Decision {
     /// Nothing fits the cluster now (no partition has a live leader): look again later.
     Wait(Duration),
-    Run(Plan),
+    Run(Box<Plan>),
 }
 
 /// A pattern resolved against the cluster: the roles it hits and its script.
@@ -65,14 +64,14 @@ pub enum Decision {
 pub struct Plan {
     /// Counts from 1 within a campaign.
     pub number: u32,
-    pub pattern: Pattern,
+    pub pattern: &'static dyn Pattern,
     /// Why this pattern: `leadership has not moved yet`, `unseen: isr-shrink-lag`, ….
     pub why: String,
     /// The topic and partition aimed at (None for the role-free patterns).
     pub topic: Option<String>,
     pub partition: Option<u32>,
     /// The processes in each role, and the pattern's variant.
-    pub roles: Value,
+    pub roles: Roles,
     pub script: Script,
     /// What the cluster looked like when the decision was made.
     pub observed: Value,
@@ -85,11 +84,11 @@ impl Plan {
             "plan",
             json!({
                 "number": self.number,
-                "pattern": self.pattern.to_string(),
+                "pattern": self.pattern.name(),
                 "why": self.why,
                 "topic": self.topic,
                 "partition": self.partition,
-                "roles": self.roles,
+                "roles": self.roles.to_json(),
                 "steps": self.script.to_json(),
                 "observed": self.observed,
             }),
@@ -101,12 +100,12 @@ impl Plan {
 #[derive(Debug, Clone)]
 pub struct Aimed {
     rng: ChaCha8Rng,
-    settings: Settings,
+    settings: PackageSettings,
     reachable: BTreeSet<Transition>,
-    /// How often each pattern played so far: its variants play in turn.
-    chosen: BTreeMap<Pattern, u32>,
+    /// How often each pattern played so far, by name: its variants play in turn.
+    chosen: BTreeMap<&'static str, u32>,
     /// What is left of the current round ([`Pattern::per_round`]).
-    round: Vec<Pattern>,
+    round: Vec<&'static dyn Pattern>,
     /// Decisions in a row that found nothing left in the round fitting the cluster.
     stalls: u32,
     /// Patterns chosen while aiming at each transition still unseen: a transition
@@ -117,7 +116,7 @@ pub struct Aimed {
 
 impl Aimed {
     /// A planner for a cluster of `settings`, favouring the `reachable` transitions.
-    pub fn new(seed: u64, settings: Settings, reachable: BTreeSet<Transition>) -> Aimed {
+    pub fn new(seed: u64, settings: PackageSettings, reachable: BTreeSet<Transition>) -> Aimed {
         Aimed {
             // Its own stream: the fault lists' planner draws from the plain seed.
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7321),
@@ -131,24 +130,20 @@ impl Aimed {
         }
     }
 
-    pub fn settings(&self) -> &Settings {
+    pub fn settings(&self) -> &PackageSettings {
         &self.settings
     }
 
     /// A new round: every pattern that can run in this cluster as many times as
     /// [`Pattern::per_round`] says, and one of the plain ones, drawn by weight.
-    fn next_round(&mut self) -> Vec<Pattern> {
-        let can_run = |p: &Pattern| match p {
-            Pattern::CrashAll => self.settings.crash_all_safe,
-            Pattern::LoseUnflushed => self.settings.page_cache,
-            _ => true,
-        };
-        let mut round: Vec<Pattern> = Pattern::value_variants()
+    fn next_round(&mut self) -> Vec<&'static dyn Pattern> {
+        let mut round: Vec<&'static dyn Pattern> = patterns::ALL
             .iter()
-            .filter(|p| can_run(p))
-            .flat_map(|&p| std::iter::repeat_n(p, p.per_round() as usize))
+            .copied()
+            .filter(|p| p.can_run(&self.settings))
+            .flat_map(|p| std::iter::repeat_n(p, p.per_round() as usize))
             .collect();
-        let plain: Vec<Pattern> = Pattern::value_variants()
+        let plain: Vec<&'static dyn Pattern> = patterns::ALL
             .iter()
             .copied()
             .filter(|p| p.per_round() == 0)
@@ -180,21 +175,12 @@ impl Aimed {
             .mul_f64(self.rng.random_range(0.1..0.5))
     }
 
-    /// The next pattern for the cluster as `view` shows it, given `coverage`.
+    /// The next pattern for the cluster as `view` shows it, given `coverage`: which
+    /// patterns fit ([`Aimed::fitting`]), which one is drawn ([`Aimed::draw`]), on
+    /// which partition and with which script ([`Aimed::aim`]).
     pub fn decide(&mut self, view: &ClusterView, coverage: &Coverage) -> Decision {
-        let led = view.led();
         let move_leader = !coverage.leader_changed();
-        let fitting: Vec<Pattern> = Pattern::value_variants()
-            .iter()
-            .copied()
-            .filter(|p| !move_leader || p.moves_leader())
-            .filter(|p| {
-                p.fits(&self.settings, None, view.controller)
-                    || led
-                        .iter()
-                        .any(|q| p.fits(&self.settings, Some(q), view.controller))
-            })
-            .collect();
+        let fitting = self.fitting(view, move_leader);
         if fitting.is_empty() {
             return Decision::Wait(self.look());
         }
@@ -217,61 +203,12 @@ impl Aimed {
         if self.round.is_empty() || !self.round.iter().any(|p| fitting.contains(p)) {
             self.round = self.next_round();
         }
-        // How well a partition suits a pattern: a partition that needs roles apart
-        // (the leader, or the follower it lags, not the controller) and is not so
-        // led, or whose leadership the controller is about to hand back to its
-        // preferred replica, weighs a tenth.
-        let suits = |p: &Pattern, q: &PartitionView| {
-            let settled = if view.settled(q) { 1.0 } else { 0.1 };
-            p.aim_weight(q, view.controller) * settled
-        };
-        // A pattern that finds no partition that suits it now weighs a tenth: the
-        // round's other patterns go first, and by its turn the preferred leaders
-        // are back and the leaderships spread.
-        let aim = |p: &Pattern| {
-            if *p == Pattern::ControllerFailover {
-                return 1.0;
-            }
-            view.led()
-                .iter()
-                .filter(|q| p.fits(&self.settings, Some(q), view.controller))
-                .map(|q| suits(p, q))
-                .fold(0.1, f64::max)
-        };
-        let weight = |p: &Pattern| {
-            let fresh: f64 = p
-                .targets()
-                .iter()
-                .filter(|t| unseen.contains(t))
-                .map(|t| 1.0 / (1.0 + f64::from(self.tries.get(t).copied().unwrap_or(0))).powi(2))
-                .sum();
-            p.base_weight() * (1.0 + 3.0 * fresh) * aim(p)
-        };
-        let in_round: Vec<Pattern> = fitting
-            .iter()
-            .copied()
-            .filter(|p| self.round.contains(p))
-            .collect();
-        let from = if in_round.is_empty() {
-            &fitting
-        } else {
-            &in_round
-        };
-        let lead = from
-            .iter()
-            .copied()
-            .find(|p| p.leads_round() && aim(p) >= 1.0);
-        let pattern = match lead {
-            Some(p) => p,
-            None => *from
-                .choose_weighted(&mut self.rng, weight)
-                .expect("positive weights"),
-        };
+        let (pattern, led_round) = self.draw(view, &fitting, &unseen);
         // Drawn without a partition that suits it (the rest of the round drawn
         // already): look again shortly, up to 20 times, rather than play it where
         // its window cannot open — the controller's next preferred leader check
         // spreads the leaderships within seconds.
-        let suited = aim(&pattern) >= 1.0;
+        let suited = self.aim_at(pattern, view) >= 1.0;
         if !suited && !move_leader && self.stalls < MAX_STALLS {
             self.stalls += 1;
             return Decision::Wait(self.look());
@@ -280,64 +217,186 @@ impl Aimed {
         if let Some(i) = self.round.iter().position(|&p| p == pattern) {
             self.round.remove(i);
         }
+        let why = self.why(pattern, &unseen, move_leader, led_round);
+        Decision::Run(Box::new(self.aim(pattern, view, move_leader, why, &unseen)))
+    }
+
+    /// The patterns that can run now: every one that fits a partition led as it is
+    /// (or needs none); while leadership has not moved yet, only those that move it.
+    fn fitting(&self, view: &ClusterView, move_leader: bool) -> Vec<&'static dyn Pattern> {
+        let led = view.led();
+        patterns::ALL
+            .iter()
+            .copied()
+            .filter(|p| !move_leader || p.moves_leader())
+            .filter(|p| {
+                p.fits(&self.settings, None, view.controller)
+                    || led
+                        .iter()
+                        .any(|q| p.fits(&self.settings, Some(q), view.controller))
+            })
+            .collect()
+    }
+
+    /// How well a partition suits a pattern: a partition that needs roles apart
+    /// (the leader, or the follower it lags, not the controller) and is not so
+    /// led, or whose leadership the controller is about to hand back to its
+    /// preferred replica, weighs a tenth.
+    fn suits(&self, p: &dyn Pattern, q: &PartitionView, view: &ClusterView) -> f64 {
+        let settled = if view.settled(q) { 1.0 } else { 0.1 };
+        aim_weight(p, q, view.controller) * settled
+    }
+
+    /// How well the cluster suits a pattern now: its best partition's
+    /// [`suits`](Self::suits), or a tenth when none suits it (the round's other
+    /// patterns go first, and by its turn the preferred leaders are back and the
+    /// leaderships spread).
+    fn aim_at(&self, p: &dyn Pattern, view: &ClusterView) -> f64 {
+        if p.role_free() {
+            return 1.0;
+        }
+        view.led()
+            .iter()
+            .filter(|q| p.fits(&self.settings, Some(q), view.controller))
+            .map(|q| self.suits(p, q, view))
+            .fold(0.1, f64::max)
+    }
+
+    /// The pattern to play: the one that leads the round when a partition suits it,
+    /// else one of the round's (or any fitting one) drawn greybox — each weighs its
+    /// base weight, grown by the transitions it aims at that the campaign has not
+    /// reached yet (each the less, the more patterns already tried to reach it), times
+    /// how well the cluster suits it. Also says whether it led the round.
+    fn draw(
+        &mut self,
+        view: &ClusterView,
+        fitting: &[&'static dyn Pattern],
+        unseen: &BTreeSet<Transition>,
+    ) -> (&'static dyn Pattern, bool) {
+        let in_round: Vec<&'static dyn Pattern> = fitting
+            .iter()
+            .copied()
+            .filter(|p| self.round.contains(p))
+            .collect();
+        let from = if in_round.is_empty() {
+            fitting
+        } else {
+            &in_round
+        };
+        if let Some(p) = from
+            .iter()
+            .copied()
+            .find(|p| p.leads_round() && self.aim_at(*p, view) >= 1.0)
+        {
+            return (p, true);
+        }
+        let weight = |p: &&'static dyn Pattern| {
+            let fresh: f64 = p
+                .targets()
+                .iter()
+                .filter(|t| unseen.contains(t))
+                .map(|t| 1.0 / (1.0 + f64::from(self.tries.get(t).copied().unwrap_or(0))).powi(2))
+                .sum();
+            p.base_weight() * (1.0 + 3.0 * fresh) * self.aim_at(*p, view)
+        };
+        let weights: Vec<f64> = from.iter().map(weight).collect();
+        let drawn = *from
+            .iter()
+            .zip(&weights)
+            .collect::<Vec<_>>()
+            .choose_weighted(&mut self.rng, |(_, w)| **w)
+            .expect("positive weights")
+            .0;
+        (drawn, false)
+    }
+
+    /// Why `pattern` was chosen, for its record.
+    fn why(
+        &self,
+        pattern: &dyn Pattern,
+        unseen: &BTreeSet<Transition>,
+        move_leader: bool,
+        led_round: bool,
+    ) -> String {
         let aims: Vec<String> = pattern
             .targets()
             .iter()
             .filter(|t| unseen.contains(t))
             .map(|t| t.to_string())
             .collect();
-        let why = if move_leader && self.decisions == 0 {
+        if move_leader && self.decisions == 0 {
             "first fault: every campaign moves a leader early".to_string()
         } else if move_leader {
             "leadership has not moved yet: a fault that moves it".to_string()
-        } else if lead.is_some() {
+        } else if led_round {
             "first in every round: the window only it opens".to_string()
         } else if !aims.is_empty() {
             format!("unseen: {}", aims.join(", "))
         } else {
             "every transition it aims at was seen: next in the round".to_string()
-        };
-        let mut aimable: Vec<_> = led
-            .iter()
-            .copied()
+        }
+    }
+
+    /// The plan of `pattern`: on a partition of the workload's topics that suits it
+    /// (roles apart, not about to move), if any does — a busier leader's more often:
+    /// a fault on a node leading several partitions moves them all, and one leading
+    /// partitions of every topic reaches every checker — and on a topic whose checker
+    /// sees what the pattern breaks best ([`Pattern::topic_weight`]).
+    fn aim(
+        &mut self,
+        pattern: &'static dyn Pattern,
+        view: &ClusterView,
+        move_leader: bool,
+        why: String,
+        unseen: &BTreeSet<Transition>,
+    ) -> Plan {
+        let mut aimable: Vec<&PartitionView> = view
+            .led()
+            .into_iter()
             .filter(|q| pattern.fits(&self.settings, Some(q), view.controller))
             .collect();
-        // The partitions that suit the pattern (roles apart, not about to move),
-        // if any do.
-        if aimable.iter().any(|q| suits(&pattern, q) >= 1.0) {
-            aimable.retain(|q| suits(&pattern, q) >= 1.0);
+        if aimable.iter().any(|q| self.suits(pattern, q, view) >= 1.0) {
+            aimable.retain(|q| self.suits(pattern, q, view) >= 1.0);
         }
-        // A busier leader's partition more often: a fault on a node leading
-        // several partitions moves them all, and one leading partitions of every
-        // topic reaches every checker; and a topic whose checker sees what the
-        // pattern breaks best ([`Pattern::topic_weight`]).
         let busy = |q: &PartitionView| {
             q.leader
                 .map_or(1, |l| view.leads(l).max(1) * view.topics_led(l).max(1)) as f64
         };
-        let target = match pattern {
-            Pattern::ControllerFailover => None,
-            _ => aimable
-                .choose_weighted(&mut self.rng, |q| {
-                    busy(q) * suits(&pattern, q) * pattern.topic_weight(&q.topic)
+        let target = if pattern.role_free() {
+            None
+        } else {
+            let weights: Vec<f64> = aimable
+                .iter()
+                .map(|q| {
+                    busy(q)
+                        * self.suits(pattern, q, view)
+                        * pattern.topic_weight(&q.topic, &self.settings)
                 })
+                .collect();
+            aimable
+                .iter()
+                .zip(&weights)
+                .collect::<Vec<_>>()
+                .choose_weighted(&mut self.rng, |(_, w)| **w)
                 .ok()
-                .copied(),
+                .map(|(q, _)| **q)
         };
-        let (roles, script) = pattern.script(
+        let turn = self.chosen.get(pattern.name()).copied().unwrap_or(0);
+        let aim = Aim::new(
             &self.settings,
             target,
             view.controller,
             move_leader,
-            self.chosen.get(&pattern).copied().unwrap_or(0),
+            turn,
             &mut self.rng,
         );
+        let (roles, script) = pattern.script(&aim, &mut self.rng);
         self.decisions += 1;
-        *self.chosen.entry(pattern).or_default() += 1;
+        *self.chosen.entry(pattern.name()).or_default() += 1;
         for t in pattern.targets().iter().filter(|t| unseen.contains(t)) {
             *self.tries.entry(*t).or_default() += 1;
         }
-        Decision::Run(Plan {
+        Plan {
             number: self.decisions,
             pattern,
             why,
@@ -346,7 +405,7 @@ impl Aimed {
             roles,
             script,
             observed: view.to_json(),
-        })
+        }
     }
 }
 

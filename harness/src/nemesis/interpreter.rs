@@ -1,0 +1,365 @@
+//! The one place where schedules meet the system: [`Interpreter::play`] asks a
+//! [`Source`] for steps, sleeps their delays, applies each through the seam
+//! ([`System`]), records each in the history as one [`NemesisEvent`] (with, for a
+//! fault aimed at the active controller, the `active-controller` mark before it),
+//! and tells the source how it went. At the time limit — or when a script is done —
+//! it takes the steps that end whatever the source left in force.
+//!
+//! When the source wants a look, it first reads what the system reported since the
+//! last look (its transitions) and its roles, into the campaign's [`Coverage`].
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::action::Action;
+use super::coverage::Coverage;
+use super::fault::NemesisEvent;
+use super::schedule::{
+    Aimed, AimedFault, Condition, Found, Next, Now, ReplicaTest, Role, Source, Step, Taken,
+};
+use crate::error::{HarnessError, Result};
+use crate::net::Grudge;
+use crate::proc::Proc;
+use crate::system::view::ClusterView;
+use crate::system::{self, System};
+
+/// How often a kill timed by the cluster's state looks at the metadata.
+const ISR_LOOK_INTERVAL: Duration = Duration::from_millis(25);
+/// How often a wait looks at the system.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Plays schedules against one system, recording every step.
+pub struct Interpreter<'a, S: System> {
+    system: &'a mut S,
+    /// The workload's topics, whose roles are observed.
+    topics: Vec<&'static str>,
+    coverage: Coverage,
+    on_event: &'a mut (dyn FnMut(NemesisEvent) + Send),
+}
+
+impl<'a, S: System> Interpreter<'a, S> {
+    pub fn new(
+        system: &'a mut S,
+        topics: &[&'static str],
+        coverage: Coverage,
+        on_event: &'a mut (dyn FnMut(NemesisEvent) + Send),
+    ) -> Interpreter<'a, S> {
+        Interpreter {
+            system,
+            topics: topics.to_vec(),
+            coverage,
+            on_event,
+        }
+    }
+
+    /// What the campaign exercised, as observed.
+    pub fn into_coverage(self) -> Coverage {
+        self.coverage
+    }
+
+    /// Play `source` until it is done or `limit` has passed (a source that runs to
+    /// its end ignores the limit), then end whatever it left in force. A limited
+    /// schedule that is done early still lasts until the limit. A step that fails to
+    /// apply ends the schedule with its error, its faults left for `heal_all`.
+    pub async fn play(&mut self, source: &mut dyn Source, limit: Duration) -> Result<()> {
+        let start = Instant::now();
+        let end = (!source.to_the_end()).then_some(start + limit);
+        self.look().await;
+        loop {
+            let view = if source.wants_look() {
+                self.look().await
+            } else {
+                None
+            };
+            let now = Now {
+                elapsed: start.elapsed(),
+                left: end.map(|e| e.saturating_duration_since(Instant::now())),
+                view: view.as_ref(),
+                coverage: &self.coverage,
+            };
+            match source.next(&now) {
+                Next::Done => break,
+                Next::Fail(why) => return Err(HarnessError::new(why)),
+                Next::Wait(d) => {
+                    if !sleep_within(d, end).await {
+                        break;
+                    }
+                }
+                Next::Now(step) => {
+                    let taken = self.take(step).await?;
+                    source.taken(taken);
+                }
+                Next::After(d, step) => {
+                    if !sleep_within(d, end).await {
+                        source.taken(Taken::TooLate);
+                        break;
+                    }
+                    let taken = self.take(step).await?;
+                    source.taken(taken);
+                }
+            }
+        }
+        if let Some(end) = end {
+            tokio::time::sleep_until(end).await;
+        }
+        for step in source.wind_down() {
+            self.take(step).await?;
+        }
+        self.look().await;
+        Ok(())
+    }
+
+    /// The system's transitions since the last look, and its roles now.
+    async fn look(&mut self) -> Option<ClusterView> {
+        let events = self.system.transitions();
+        self.coverage.add_all(&events);
+        let view = self.system.roles(&self.topics).await;
+        if let Some(v) = &view {
+            self.coverage.observe(v);
+        }
+        view
+    }
+
+    /// Take one step now, as a schedule would: applied, recorded.
+    pub async fn apply(&mut self, step: Step) -> Result<Taken> {
+        self.take(step).await
+    }
+
+    /// Take one step.
+    async fn take(&mut self, step: Step) -> Result<Taken> {
+        Ok(match step {
+            Step::Act(action) => {
+                self.act(&action).await?;
+                Taken::Applied(action)
+            }
+            Step::Aim(aimed) => match self.resolve(&aimed).await {
+                Some(action) => {
+                    self.act(&action).await?;
+                    Taken::Applied(action)
+                }
+                None => Taken::Unresolved,
+            },
+            Step::Note(event) => {
+                self.coverage.note(&event);
+                (self.on_event)(event);
+                Taken::Noted
+            }
+            Step::Await { until, within } => Taken::Found(self.wait_for(&until, within).await),
+        })
+    }
+
+    /// The action an aimed fault is on the process its role names now (None: it
+    /// names none), with the `active-controller` mark recorded for the controller.
+    async fn resolve(&mut self, aimed: &Aimed) -> Option<Action> {
+        let target = match &aimed.role {
+            Role::ActiveController => {
+                let (p, epoch) = self.system.active_controller().await.ok()?;
+                let action = fault_on(&aimed.fault, p, &self.system.procs());
+                (self.on_event)(controller_mark(p, epoch, &action.event().f));
+                return Some(action);
+            }
+            Role::LeaderOf { topic, partition } => {
+                let view = self.system.roles(&[topic.as_str()]).await?;
+                let p = view
+                    .partitions
+                    .iter()
+                    .find(|q| q.topic == *topic && q.partition == *partition)?;
+                Proc::Node(p.leader?)
+            }
+        };
+        Some(fault_on(&aimed.fault, target, &self.system.procs()))
+    }
+
+    /// Apply one action to the system and record it.
+    async fn act(&mut self, action: &Action) -> Result<()> {
+        let s = &mut *self.system;
+        match action {
+            Action::Kill(p) => s.kill(&[*p]).await?,
+            Action::KillOnceInIsr {
+                leader,
+                follower,
+                topic,
+                partition,
+                within,
+            } => {
+                let joined = |isr: &[i32]| isr.contains(follower);
+                system::wait_isr(&*s, topic, *partition, *within, ISR_LOOK_INTERVAL, joined).await;
+                s.kill(&[Proc::Node(*leader)]).await?
+            }
+            Action::LoseUnflushed(id) => s.kill(&[Proc::Node(*id)]).await?,
+            Action::CrashAll(ids) => {
+                let procs: Vec<Proc> = ids.iter().map(|&id| Proc::Node(id)).collect();
+                s.kill(&procs).await?
+            }
+            Action::Restart(p) => s.restart(*p).await?,
+            Action::RestartEach(order) => {
+                for (gap, id) in order {
+                    tokio::time::sleep(*gap).await;
+                    s.restart(Proc::Node(*id)).await?;
+                }
+            }
+            Action::Pause(p) => s.pause(*p).await?,
+            Action::Resume(p) => s.resume(*p).await?,
+            Action::Cut { grudge, .. } => s.cut(grudge),
+            Action::Heal { grudge, .. } => s.heal(grudge),
+            Action::HoldAnswers(p) => s.hold_answers(*p, true),
+            Action::ReleaseAnswers(p) => s.hold_answers(*p, false),
+            Action::Disk { node, mode, for_ms } => s.fail_storage(*node, *mode, *for_ms).await?,
+            Action::DiskOk { node, .. } => s.storage_ok(*node).await?,
+            Action::Degrade {
+                procs,
+                between,
+                how,
+                seed,
+            } => s.degrade(procs, *between, *seed, &|c| how.apply(c)),
+            Action::Restore {
+                procs,
+                between,
+                how,
+                seed,
+            } => s.degrade(procs, *between, *seed, &|c| how.clear(c)),
+        }
+        (self.on_event)(action.event());
+        Ok(())
+    }
+
+    /// Wait, at most `within`, until the system shows `until` (zero: look once).
+    async fn wait_for(&mut self, until: &Condition, within: Duration) -> Option<Found> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(found) = self.holds(until).await {
+                return Some(found);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(POLL.min(deadline - Instant::now())).await;
+        }
+    }
+
+    /// Does the system show `cond` now? What it found if so.
+    async fn holds(&mut self, cond: &Condition) -> Option<Found> {
+        let s = &*self.system;
+        match cond {
+            Condition::Committed {
+                topic,
+                partition,
+                records,
+            } => {
+                let view = s.roles(&[topic.as_str()]).await?;
+                let p = view
+                    .partitions
+                    .iter()
+                    .find(|q| q.topic == *topic && q.partition == *partition)?;
+                let leader = p.leader?;
+                let seen = s.replica(leader, topic, *partition).await?;
+                (seen.hw >= *records).then(|| Found::Leader {
+                    leader,
+                    seen,
+                    replicas: p.replicas.clone(),
+                })
+            }
+            Condition::LeaderMoved {
+                topic,
+                partition,
+                from,
+                running,
+                above_epoch,
+            } => {
+                let view = s.roles(&[topic.as_str()]).await?;
+                if let Some(e) = above_epoch
+                    && view.controller_epoch <= *e
+                {
+                    return None;
+                }
+                let l = view
+                    .partitions
+                    .iter()
+                    .find(|q| q.topic == *topic && q.partition == *partition)?
+                    .leader?;
+                (l != *from && (!running || s.is_running(Proc::Node(l))))
+                    .then_some(Found::NewLeader(l))
+            }
+            Condition::Replica {
+                node,
+                topic,
+                partition,
+                test,
+            } => {
+                let r = s.replica(*node, topic, *partition).await?;
+                let holds = match *test {
+                    ReplicaTest::Any => true,
+                    ReplicaTest::LeoAtLeast(n) => r.leo >= n,
+                    ReplicaTest::HwAtLeast(n) => r.hw >= n,
+                    ReplicaTest::PendingAtLeast(n) => r.leo >= r.hw + n,
+                    ReplicaTest::LeaderIs(l) => r.leader == l,
+                };
+                holds.then_some(Found::Replica(r))
+            }
+            Condition::IsrWithout {
+                topic,
+                partition,
+                node,
+            } => {
+                let view = s.roles(&[topic.as_str()]).await?;
+                let p = view
+                    .partitions
+                    .iter()
+                    .find(|q| q.topic == *topic && q.partition == *partition)?;
+                (!p.isr.contains(node)).then_some(Found::Holds)
+            }
+            Condition::ActiveController { fault } => {
+                let (process, epoch) = s.active_controller().await.ok()?;
+                (self.on_event)(controller_mark(process, epoch, fault));
+                Some(Found::Controller { process, epoch })
+            }
+            Condition::Down(p) => (!s.is_running(*p)).then_some(Found::Holds),
+            Condition::RunningAtMost(n) => {
+                let running = s
+                    .nodes()
+                    .into_iter()
+                    .filter(|&id| s.is_running(Proc::Node(id)))
+                    .count();
+                (running <= *n).then_some(Found::Holds)
+            }
+        }
+    }
+}
+
+/// An aimed fault on `p`, whose isolation cuts it from every one of `procs`.
+fn fault_on(fault: &AimedFault, p: Proc, procs: &[Proc]) -> Action {
+    match fault {
+        AimedFault::Kill => Action::Kill(p),
+        AimedFault::Pause => Action::Pause(p),
+        AimedFault::Isolate { shape } => Action::Cut {
+            shape: shape.clone(),
+            grudge: Grudge::isolate(p, procs),
+        },
+    }
+}
+
+/// The history mark naming the process a fault aimed at the active controller hits:
+/// `{"f": "active-controller", "value": {"process": 2, "controller_epoch": 5,
+/// "fault": "kill"}}`, just before that fault's own event.
+pub fn controller_mark(controller: Proc, epoch: i64, fault: &str) -> NemesisEvent {
+    NemesisEvent::new(
+        "active-controller",
+        serde_json::json!({"process": controller.to_json(), "controller_epoch": epoch, "fault": fault}),
+    )
+}
+
+/// Sleep `d` unless that passes `end`; then sleep until `end` and say so (false).
+async fn sleep_within(d: Duration, end: Option<Instant>) -> bool {
+    let wake = Instant::now() + d;
+    match end {
+        Some(end) if wake >= end => {
+            tokio::time::sleep_until(end).await;
+            false
+        }
+        _ => {
+            tokio::time::sleep_until(wake).await;
+            true
+        }
+    }
+}
