@@ -388,6 +388,7 @@ mod real {
     use serde_json::{Value, json};
     use watermark::net::Grudge;
     use watermark::proc::Proc;
+    use watermark::system::System;
     use watermark::system::broker::{Cluster, ClusterConfig};
     use workloads::client::{Acks, Client, ClientConfig, Outcome, ProducerStamp};
 
@@ -496,7 +497,7 @@ mod real {
         produce(&cluster, "queue", 0, &[1, 2, 3]).await;
         produce(&cluster, "queue", 1, &[4, 5]).await;
 
-        cluster.kill(Proc::Node(2)).await.unwrap();
+        cluster.kill(&[Proc::Node(2)]).await.unwrap();
         assert!(!cluster.is_running(Proc::Node(2)));
         wait_alive(&cluster, 2, false).await;
         cluster.restart(Proc::Node(2)).await.unwrap();
@@ -510,8 +511,7 @@ mod real {
         // majority of voters is left) stops elections until heal_all.
         let (controller, _) = cluster.active_controller().await.unwrap();
         assert!(matches!(controller, Proc::Node(1 | 2)), "{controller}");
-        assert_eq!(cluster.resolve(Proc::Controller).await.unwrap(), controller);
-        cluster.kill(controller).await.unwrap();
+        cluster.kill(&[controller]).await.unwrap();
         assert!(cluster.active_controller().await.is_err());
         cluster.heal_all().await.unwrap(); // resumes node 3, restarts the controller's broker
         assert!(!cluster.is_paused(Proc::Node(3)) && cluster.is_running(controller));
@@ -522,7 +522,7 @@ mod real {
             .unwrap();
 
         cluster
-            .dump_logs(&mut |id, text| {
+            .final_logs(&mut |id, text| {
                 let path = dir.path().join(id.to_string()).join("final-log.jsonl");
                 Ok(std::fs::write(path, text)?)
             })
@@ -589,7 +589,7 @@ mod real {
         assert!(pooled.get(&url).send().await.unwrap().status().is_success());
 
         let all = cluster.procs();
-        cluster.partition(&Grudge::isolate(Proc::Node(2), &all));
+        cluster.cut(&Grudge::isolate(Proc::Node(2), &all));
         // Both ways between node 2 and each of the two other brokers.
         assert_eq!(cluster.cut_links().len(), 4);
         let err = pooled.get(&url).send().await.unwrap_err();
@@ -617,7 +617,7 @@ mod real {
         );
         wait_alive(&cluster, 2, false).await;
 
-        cluster.heal();
+        cluster.heal_all().await.unwrap();
         assert!(cluster.cut_links().is_empty());
         let ok = client(Duration::from_secs(10))
             .get(&url)

@@ -248,7 +248,8 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
                 topology: Topology::IsolateLeader,
                 ..
             } => {
-                let leader = cluster.leader_of("queue", 0).await.unwrap().unwrap();
+                let view = cluster.roles(&["queue"]).await.unwrap();
+                let leader = view.partitions[0].leader.unwrap();
                 let cut = cluster.cut_links();
                 assert_eq!(cut.len(), 4, "{cut:?}");
                 assert!(

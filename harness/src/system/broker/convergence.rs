@@ -6,7 +6,12 @@
 
 use std::collections::BTreeMap;
 
+use std::time::Duration;
+
 use super::api::{DebugPartitions, Metadata};
+use super::{Cluster, POLL};
+use crate::error::HarnessError;
+use crate::proc::Proc;
 
 /// Ok if converged; else every reason it is not, e.g.
 /// `queue-0: replica 2 has HW 40 < LEO 45`.
@@ -91,6 +96,44 @@ pub fn check(
         Ok(())
     } else {
         Err(problems.join("; "))
+    }
+}
+
+impl Cluster {
+    /// Wait until every partition has a full ISR, a leader, and HW = LEO on every
+    /// replica (read from the nodes' /debug/partitions); Err says what did not converge.
+    pub(super) async fn await_convergence(&self, timeout: Duration) -> crate::error::Result<()> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let why = match self.convergence().await {
+                Ok(()) => return Ok(()),
+                Err(why) => why,
+            };
+            if tokio::time::Instant::now() >= deadline {
+                return Err(HarnessError::new(format!(
+                    "the cluster did not converge within {timeout:?}: {why}"
+                )));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// One look at the cluster: Ok if converged, else what is not.
+    async fn convergence(&self) -> std::result::Result<(), String> {
+        let meta = self.metadata().await.map_err(|e| e.to_string())?;
+        let mut replicas = BTreeMap::new();
+        for id in self.node_ids() {
+            let state = match self.real_addr(Proc::Node(id)) {
+                None => Err(format!("node {id} is not running")),
+                Some(addr) => self
+                    .admin
+                    .debug_partitions(addr)
+                    .await
+                    .map_err(|e| format!("node {id}: {e}")),
+            };
+            replicas.insert(id, state);
+        }
+        check(&self.node_ids(), &meta, &replicas)
     }
 }
 

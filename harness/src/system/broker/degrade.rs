@@ -12,7 +12,12 @@ impl Cluster {
     /// processes and from clients — with `change`, leaving the rest of each link's
     /// conditions as they are. Each link's connections draw from its own seed, derived
     /// from `seed` and the link's place in the cluster.
-    pub fn degrade_around(&mut self, procs: &[Proc], seed: u64, change: impl Fn(&mut Conditions)) {
+    pub(super) fn degrade_around(
+        &mut self,
+        procs: &[Proc],
+        seed: u64,
+        change: impl Fn(&mut Conditions),
+    ) {
         let between = self
             .links
             .iter()
@@ -29,7 +34,12 @@ impl Cluster {
     /// Change the conditions of the links between `procs` only (both ways), as
     /// [`degrade`](Self::degrade) does: a slow path between two processes, while
     /// their other links — to the controller, to clients — stay as they are.
-    pub fn degrade_between(&mut self, procs: &[Proc], seed: u64, change: impl Fn(&mut Conditions)) {
+    pub(super) fn degrade_between(
+        &mut self,
+        procs: &[Proc],
+        seed: u64,
+        change: impl Fn(&mut Conditions),
+    ) {
         let between = self
             .links
             .iter()
@@ -39,7 +49,7 @@ impl Cluster {
     }
 
     /// Restore every link to full health (cut links stay cut: see `heal`).
-    pub fn restore_links(&mut self) {
+    pub(super) fn restore_links(&mut self) {
         for link in self.links.values().chain(self.client_links.values()) {
             link.condition(Conditions::default(), 0);
         }

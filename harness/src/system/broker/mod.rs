@@ -41,6 +41,7 @@ mod convergence;
 mod credentials;
 mod degrade;
 mod disk;
+mod dump;
 pub mod events;
 mod seam;
 
@@ -57,7 +58,6 @@ use broker_config::Settings;
 pub use credentials::Credentials;
 
 use crate::error::{HarnessError, Result};
-use crate::net::Grudge;
 use crate::net::proxy::Link;
 use crate::proc::Proc;
 
@@ -98,9 +98,7 @@ pub struct Cluster {
 
 /// The harness's own HTTP calls: short, so a paused process cannot stall it.
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(3);
-/// Reading a whole replica log may take longer.
-const DUMP_TIMEOUT: Duration = Duration::from_secs(60);
-const POLL: Duration = Duration::from_millis(200);
+pub(super) const POLL: Duration = Duration::from_millis(200);
 
 impl Cluster {
     /// Start every broker (and a dedicated controller) behind proxies; wait until
@@ -222,7 +220,7 @@ impl Cluster {
     }
 
     /// Point every proxy leading to `p` at its current address (None while it is down).
-    fn point_links_at(&self, p: Proc, addr: Option<SocketAddr>) {
+    pub(super) fn point_links_at(&self, p: Proc, addr: Option<SocketAddr>) {
         for ((_, to), link) in &self.links {
             if *to == p {
                 link.set_target(addr);
@@ -323,86 +321,10 @@ impl Cluster {
         self.members.get(&p).is_some_and(Supervised::is_paused)
     }
 
-    fn member(&mut self, p: Proc) -> Result<&mut Supervised> {
+    pub(super) fn member(&mut self, p: Proc) -> Result<&mut Supervised> {
         self.members
             .get_mut(&p)
             .ok_or_else(|| HarnessError::new(format!("the cluster has no {p}")))
-    }
-
-    /// SIGKILL a process (no-op if it is not running).
-    pub async fn kill(&mut self, p: Proc) -> Result<()> {
-        self.member(p)?.kill().await?;
-        self.point_links_at(p, None);
-        Ok(())
-    }
-
-    /// SIGKILL several processes at the same instant, then reap them.
-    pub async fn kill_at_once(&mut self, procs: &[Proc]) -> Result<()> {
-        for &p in procs {
-            self.member(p)?.signal_kill();
-        }
-        for &p in procs {
-            self.kill(p).await?;
-        }
-        Ok(())
-    }
-
-    /// Start a killed process again on the same data dir (no-op if it runs).
-    pub async fn restart(&mut self, p: Proc) -> Result<()> {
-        let member = self.member(p)?;
-        // It may have died on its own (a crash, reported as it is reaped): reap it,
-        // then start it like a killed one.
-        member.exited()?;
-        if member.is_running() {
-            return Ok(());
-        }
-        let addr = member.restart().await?;
-        self.point_links_at(p, Some(addr));
-        Ok(())
-    }
-
-    /// SIGSTOP a process.
-    pub async fn pause(&mut self, p: Proc) -> Result<()> {
-        self.member(p)?.pause()
-    }
-
-    /// SIGCONT a paused process.
-    pub async fn resume(&mut self, p: Proc) -> Result<()> {
-        self.member(p)?.resume()
-    }
-
-    /// Cut the links a grudge names (in addition to those already cut). Pairs that
-    /// name no link of this cluster are ignored.
-    pub fn partition(&mut self, grudge: &Grudge) {
-        for pair in &grudge.cut {
-            if let Some(link) = self.links.get(pair) {
-                link.cut();
-            }
-        }
-    }
-
-    /// Hold every answer `p` sends to the clients (a one-way cut of `p` → clients):
-    /// their requests still reach it and take effect.
-    pub fn cut_client_answers(&mut self, p: Proc) {
-        if let Some(link) = self.client_links.get(&p) {
-            link.cut_answers();
-        }
-    }
-
-    /// Let `p`'s answers reach the clients again.
-    pub fn heal_client_answers(&mut self, p: Proc) {
-        if let Some(link) = self.client_links.get(&p) {
-            link.heal_answers();
-        }
-    }
-
-    /// Restore the links a grudge names, leaving other cut links cut.
-    pub fn heal_links(&mut self, grudge: &Grudge) {
-        for pair in &grudge.cut {
-            if let Some(link) = self.links.get(pair) {
-                link.heal();
-            }
-        }
     }
 
     /// The directed links currently cut.
@@ -412,27 +334,6 @@ impl Cluster {
             .filter(|(_, link)| link.is_cut())
             .map(|(pair, _)| *pair)
             .collect()
-    }
-
-    /// Restore every link (client links included).
-    pub fn heal(&mut self) {
-        for link in self.links.values().chain(self.client_links.values()) {
-            link.heal();
-        }
-    }
-
-    /// Heal every link (degraded ones restored too), resume every paused process and
-    /// restart every killed one (a dedicated controller first).
-    pub async fn heal_all(&mut self) -> Result<()> {
-        self.heal();
-        self.restore_links();
-        for p in self.procs() {
-            self.resume(p).await?;
-        }
-        for p in self.procs() {
-            self.restart(p).await?;
-        }
-        self.disks_ok().await
     }
 
     /// The active controller's metadata.
@@ -495,63 +396,6 @@ impl Cluster {
         }
     }
 
-    /// The process a fault aimed at `p` hits now: the active controller's for
-    /// [`Proc::Controller`] (the broker it runs in, unless it is dedicated), `p`
-    /// itself otherwise.
-    pub async fn resolve(&self, p: Proc) -> Result<Proc> {
-        match p {
-            Proc::Controller => Ok(self.active_controller().await?.0),
-            node => Ok(node),
-        }
-    }
-
-    /// A node's own view of the replicas it hosts (`GET /debug/partitions`).
-    pub async fn debug_partitions(&self, id: i32) -> Result<api::DebugPartitions> {
-        let addr = self
-            .real_addr(Proc::Node(id))
-            .ok_or_else(|| HarnessError::new(format!("node {id} is not running")))?;
-        self.admin.debug_partitions(addr).await
-    }
-
-    /// The current leader of a partition by the controller's metadata (None: no leader
-    /// or no such partition).
-    pub async fn leader_of(&self, topic: &str, partition: u32) -> Result<Option<i32>> {
-        let meta = self.metadata().await?;
-        Ok(meta
-            .partition(topic, partition)
-            .map(|p| p.leader)
-            .filter(|&l| l >= 0))
-    }
-
-    /// Wait until the controller's ISR of a partition passes `test`, looking every
-    /// `every`, for at most `within` (each look bounded by what is left of it): true
-    /// if it did.
-    pub async fn wait_isr(
-        &self,
-        topic: &str,
-        partition: u32,
-        within: Duration,
-        every: Duration,
-        test: impl Fn(&[i32]) -> bool,
-    ) -> bool {
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            if let Ok(Ok(meta)) = tokio::time::timeout(left, self.metadata()).await
-                && meta
-                    .partition(topic, partition)
-                    .is_some_and(|p| test(&p.isr))
-            {
-                return true;
-            }
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            tokio::time::sleep(every.min(left)).await;
-        }
-    }
-
     /// Create a topic through the controller, then wait (bounded by the start timeout)
     /// until every partition has a leader and a full ISR on every replica.
     pub async fn create_topic(
@@ -575,92 +419,6 @@ impl Cluster {
             .create_topic(addr, &topic)
             .await
             .map_err(|e| HarnessError::new(format!("cannot create topic `{name}`: {e}")))?;
-        self.wait_converged(self.config.start_timeout).await
-    }
-
-    /// Wait until every partition has a full ISR, a leader, and HW = LEO on every
-    /// replica (read from the nodes' /debug/partitions); Err says what did not converge.
-    pub async fn wait_converged(&self, timeout: Duration) -> Result<()> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let why = match self.convergence().await {
-                Ok(()) => return Ok(()),
-                Err(why) => why,
-            };
-            if tokio::time::Instant::now() >= deadline {
-                return Err(HarnessError::new(format!(
-                    "the cluster did not converge within {timeout:?}: {why}"
-                )));
-            }
-            tokio::time::sleep(POLL).await;
-        }
-    }
-
-    /// One look at the cluster: Ok if converged, else what is not.
-    async fn convergence(&self) -> std::result::Result<(), String> {
-        let meta = self.metadata().await.map_err(|e| e.to_string())?;
-        let mut replicas = BTreeMap::new();
-        for id in self.node_ids() {
-            let state = match self.real_addr(Proc::Node(id)) {
-                None => Err(format!("node {id} is not running")),
-                Some(addr) => self
-                    .admin
-                    .debug_partitions(addr)
-                    .await
-                    .map_err(|e| format!("node {id}: {e}")),
-            };
-            replicas.insert(id, state);
-        }
-        convergence::check(&self.node_ids(), &meta, &replicas)
-    }
-
-    /// Read every node's log (GET /debug/log for each partition it holds, one line per
-    /// partition) and hand it to `save`, node by node, in node order.
-    pub async fn dump_logs(&self, save: &mut dyn FnMut(i32, &str) -> Result<()>) -> Result<()> {
-        for id in self.node_ids() {
-            let addr = self.real_addr(Proc::Node(id)).ok_or_else(|| {
-                HarnessError::new(format!("cannot dump node {id}'s log: it is not running"))
-            })?;
-            let mut held: Vec<(String, u32)> = self
-                .admin
-                .debug_partitions(addr)
-                .await?
-                .partitions
-                .into_iter()
-                .map(|r| (r.topic, r.partition))
-                .collect();
-            held.sort();
-            let mut out = String::new();
-            for (topic, partition) in held {
-                let body = self
-                    .admin
-                    .debug_log(addr, &topic, partition, DUMP_TIMEOUT)
-                    .await?;
-                // One line per partition, whatever the broker's formatting.
-                let line = if body.contains('\n') {
-                    let value: serde_json::Value = serde_json::from_str(&body).map_err(|e| {
-                        HarnessError::new(format!("node {id}'s log of {topic}-{partition}: {e}"))
-                    })?;
-                    value.to_string()
-                } else {
-                    body.trim().to_string()
-                };
-                out.push_str(&line);
-                out.push('\n');
-            }
-            save(id, &out)?;
-        }
-        Ok(())
-    }
-
-    /// Stop every process (continue paused ones first) and every proxy.
-    pub async fn shutdown(mut self) -> Result<()> {
-        for p in self.procs() {
-            // `kill` continues a paused process before the SIGKILL.
-            self.member(p)?.kill().await?;
-        }
-        self.links.clear();
-        self.client_links.clear();
-        Ok(())
+        self.await_convergence(self.config.start_timeout).await
     }
 }

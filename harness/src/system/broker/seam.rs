@@ -24,12 +24,31 @@ impl System for Cluster {
         Cluster::is_running(self, p)
     }
 
+    /// Every one signalled first, then each reaped; their links lead nowhere until
+    /// they are back.
     async fn kill(&mut self, procs: &[Proc]) -> Result<()> {
-        self.kill_at_once(procs).await
+        for &p in procs {
+            self.member(p)?.signal_kill();
+        }
+        for &p in procs {
+            self.member(p)?.kill().await?;
+            self.point_links_at(p, None);
+        }
+        Ok(())
     }
 
+    /// On the same data dir, listening on a fresh port the proxies are pointed at.
     async fn restart(&mut self, p: Proc) -> Result<()> {
-        Cluster::restart(self, p).await
+        let member = self.member(p)?;
+        // It may have died on its own (a crash, reported as it is reaped): reap it,
+        // then start it like a killed one.
+        member.exited()?;
+        if member.is_running() {
+            return Ok(());
+        }
+        let addr = member.restart().await?;
+        self.point_links_at(p, Some(addr));
+        Ok(())
     }
 
     async fn pause(&mut self, p: Proc) -> Result<()> {
@@ -40,12 +59,21 @@ impl System for Cluster {
         self.member(p)?.resume()
     }
 
+    /// Pairs that name no link of this cluster are ignored.
     fn cut(&mut self, grudge: &Grudge) {
-        self.partition(grudge)
+        for pair in &grudge.cut {
+            if let Some(link) = self.links.get(pair) {
+                link.cut();
+            }
+        }
     }
 
     fn heal(&mut self, grudge: &Grudge) {
-        self.heal_links(grudge)
+        for pair in &grudge.cut {
+            if let Some(link) = self.links.get(pair) {
+                link.heal();
+            }
+        }
     }
 
     fn degrade(
@@ -91,7 +119,8 @@ impl System for Cluster {
     }
 
     async fn replica(&self, node: i32, topic: &str, partition: u32) -> Option<ReplicaSeen> {
-        let d = self.debug_partitions(node).await.ok()?;
+        let addr = self.real_addr(Proc::Node(node))?;
+        let d = self.admin.debug_partitions(addr).await.ok()?;
         d.partitions
             .iter()
             .find(|r| r.topic == topic && r.partition == partition)
@@ -106,19 +135,39 @@ impl System for Cluster {
         self.events.poll()
     }
 
+    /// Every link healed (client links too) and restored, every paused process
+    /// resumed, then every killed one restarted (a dedicated controller first), and
+    /// every node's storage working.
     async fn heal_all(&mut self) -> Result<()> {
-        Cluster::heal_all(self).await
+        for link in self.links.values().chain(self.client_links.values()) {
+            link.heal();
+        }
+        self.restore_links();
+        for p in self.procs() {
+            self.resume(p).await?;
+        }
+        for p in self.procs() {
+            self.restart(p).await?;
+        }
+        self.disks_ok().await
     }
 
     async fn wait_converged(&self, timeout: Duration) -> Result<()> {
-        Cluster::wait_converged(self, timeout).await
+        self.await_convergence(timeout).await
     }
 
     async fn final_logs(&self, save: &mut dyn FnMut(i32, &str) -> Result<()>) -> Result<bool> {
         self.dump_logs(save).await.map(|()| true)
     }
 
-    async fn shutdown(self) -> Result<()> {
-        Cluster::shutdown(self).await
+    /// Every process stopped (a paused one continued before its SIGKILL), every
+    /// proxy closed.
+    async fn shutdown(mut self) -> Result<()> {
+        for p in System::procs(&self) {
+            self.member(p)?.kill().await?;
+        }
+        self.links.clear();
+        self.client_links.clear();
+        Ok(())
     }
 }
