@@ -292,7 +292,7 @@ async fn child_harness_helper() {
     let pids: Vec<String> = procs.iter().map(|p| p.pid().unwrap().to_string()).collect();
     println!("PIDS {}", pids.join(" "));
     if std::env::var(CHILD_MODE_ENV).as_deref() == Ok("panic-hook") {
-        watermark::system::process::supervisor::install_panic_hook();
+        watermark::system::process::install_panic_hook();
         std::mem::forget(procs); // no Drop may clean up: only the hook
         let _ = std::thread::spawn(|| panic!("a harness thread panics")).join();
         println!("PANICKED");

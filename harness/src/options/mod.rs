@@ -9,10 +9,14 @@
 use std::path::PathBuf;
 
 mod fault_list;
+mod parse;
 mod resolved;
 
 use clap::ValueEnum;
 
+pub use parse::Concurrency;
+pub(crate) use parse::parse_positive_secs;
+use parse::{MAX_CONCURRENCY, parse_concurrency, parse_positive};
 pub use resolved::Resolved;
 
 use crate::error::HarnessError;
@@ -226,15 +230,6 @@ const REBALANCE_HELP: &str = "Every this many ms the active controller hands eac
     leaderships a fault moved spread over the brokers again; with --scenario, the broker's own \
     (300000): a scenario moves leaders itself]; 0 turns it off";
 
-/// `--concurrency`: clients in all, or per node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Concurrency {
-    Total(u32),
-    PerNode(u32),
-}
-
-/// Most concurrent clients a run takes.
-const MAX_CONCURRENCY: u32 = 1000;
 /// The brokers' `replica.lag.time.max.ms` in a campaign when not given: shorter
 /// than the broker's own default (10 s), so that in a 60 s campaign the faults that
 /// lag a follower past it (and the ISR changes they cause) fit several times over.
@@ -256,53 +251,6 @@ pub const DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS: u64 = 5_000;
 /// `--retries` under `--scenario duplicate-on-retry` when not given: enough for a
 /// send whose answer was lost to be retried once the answers flow again.
 const DUPLICATE_ON_RETRY_RETRIES: u32 = 5;
-
-impl Concurrency {
-    /// The number of clients with `nodes` nodes.
-    fn clients(self, nodes: u32) -> u32 {
-        match self {
-            Concurrency::Total(n) => n,
-            Concurrency::PerNode(k) => k.saturating_mul(nodes),
-        }
-    }
-}
-
-/// `N` (1 to 1000) or `Kn` (K clients per node).
-fn parse_concurrency(s: &str) -> Result<Concurrency, String> {
-    let (digits, per_node) = match s.strip_suffix('n') {
-        Some(k) => (k, true),
-        None => (s, false),
-    };
-    let bad = || {
-        format!(
-            "`{s}` is neither a number of clients (1 to {MAX_CONCURRENCY}) nor `Kn`, K clients per node (e.g. 2n)"
-        )
-    };
-    let n: u32 = digits.parse().map_err(|_| bad())?;
-    if n == 0 || n > MAX_CONCURRENCY {
-        return Err(bad());
-    }
-    Ok(if per_node {
-        Concurrency::PerNode(n)
-    } else {
-        Concurrency::Total(n)
-    })
-}
-
-fn parse_positive(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("`{s}` is not a positive number")),
-    }
-}
-
-/// Seconds in (0, 86400].
-pub(crate) fn parse_positive_secs(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
-        _ => Err(format!("`{s}` is not a number of seconds in (0, 86400]")),
-    }
-}
 
 /// Why options cannot be resolved.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,4 +3,7 @@
 //! ([`crash`]).
 
 pub mod crash;
+mod groups;
 pub mod supervisor;
+
+pub use groups::{install_panic_hook, kill_all, live_groups};

@@ -10,7 +10,7 @@
 //!   process (a tokio blocking-pool thread would retire after 10 s idle and take its
 //!   children with it);
 //! - a process-wide registry of live child groups lets a Ctrl-C / SIGTERM handler or a
-//!   panic hook kill them all ([`kill_all`], [`install_panic_hook`]), and
+//!   panic hook kill them all (`super::groups`: [`kill_all`], [`install_panic_hook`]), and
 //!   [`Supervised`] kills its process on drop.
 //!
 //! A paused (SIGSTOPped) process is always continued before it is killed for good, so
@@ -29,7 +29,6 @@
 //! start's child is reaped once, under a lock, and signalled only while not yet
 //! reaped, so a signal never reaches a recycled pid.
 
-use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -37,13 +36,14 @@ use std::net::SocketAddr;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, mpsc};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::sync::oneshot;
 
+use super::groups::{signal_group, spawn, unregister};
 use crate::error::{HarnessError, Result};
 
 /// What to run, and how to run it again after a kill.
@@ -482,86 +482,6 @@ pub fn log_tail(path: &Path, n: usize) -> String {
         }
         Err(e) => format!("(cannot read it: {e})"),
     }
-}
-
-fn signal_group(pid: i32, signal: Signal) {
-    // ESRCH (already gone) is fine: the point is that it is gone.
-    let _ = killpg(Pid::from_raw(pid), signal);
-}
-
-// ---- the registry and the spawner thread ----
-
-static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
-
-fn unregister(pid: i32) {
-    LIVE.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
-}
-
-/// Process group ids of every child started and not yet killed or reaped.
-pub fn live_groups() -> Vec<i32> {
-    let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    live.iter().copied().collect()
-}
-
-/// Continue and SIGKILL every child group started by this process. Safe to call from
-/// a panic hook or a signal handler task; does not reap (the process is about to exit).
-pub fn kill_all() {
-    for pid in live_groups() {
-        signal_group(pid, Signal::SIGCONT);
-        signal_group(pid, Signal::SIGKILL);
-    }
-}
-
-/// Chain a panic hook that kills every child group after the default report: a panic
-/// anywhere in the harness (even in a task that owns no [`Supervised`]) stops the brokers.
-pub fn install_panic_hook() {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        previous(info);
-        kill_all();
-    }));
-}
-
-struct SpawnRequest {
-    cmd: Command,
-    reply: oneshot::Sender<std::io::Result<Child>>,
-}
-
-/// Fork on the one long-lived spawner thread (see the module doc) and register the
-/// child's group before anyone can miss it.
-async fn spawn(cmd: Command) -> std::io::Result<Child> {
-    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
-    let sender = SPAWNER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<SpawnRequest>();
-        std::thread::Builder::new()
-            .name("watermark-spawner".into())
-            .spawn(move || {
-                for mut req in rx {
-                    let result = req.cmd.spawn();
-                    if let Ok(child) = &result {
-                        LIVE.lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .insert(child.id() as i32);
-                    }
-                    if let Err(Ok(mut child)) = req.reply.send(result) {
-                        // The caller went away (cancelled): do not leak the child.
-                        signal_group(child.id() as i32, Signal::SIGKILL);
-                        unregister(child.id() as i32);
-                        let _ = child.wait();
-                    }
-                }
-            })
-            .expect("spawn the process spawner thread");
-        Mutex::new(tx)
-    });
-    let (tx, rx) = oneshot::channel();
-    sender
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .send(SpawnRequest { cmd, reply: tx })
-        .map_err(|_| std::io::Error::other("the process spawner thread is gone"))?;
-    rx.await
-        .map_err(|_| std::io::Error::other("the process spawner thread is gone"))?
 }
 
 #[cfg(test)]

@@ -1,24 +1,8 @@
-//! `watermark run`: one campaign from start to verdict.
-//!
-//! make the run folder (`results/current` points at it) → run.json → start the
-//! cluster (from here on, a broker that dies on its own is a `crash` event:
-//! `crate::judge::crashes`) → create the workload's topics → clients and nemesis until the time
-//! limit → end every fault → heal, resume and restart everything → wait (bounded)
-//! until the cluster converged → the workload's final step (the queue's drain; a
-//! register needs none) → dump every replica's log → the checkers and
-//! the crashes, as `watermark
-//! check` judges the run folder → results.json → summary → report.html and
-//! junit.xml → `results/latest` moved to it → exit code. A run that ends without
-//! a verdict (the harness failed, or Ctrl-C) still writes run.json's outcome and a
-//! junit.xml whose errored test case says why. The workload is a value
-//! ([`Workload`]): nothing here depends on which, but for the checkers its kind
-//! names ([`judge`](crate::judge)).
-//!
-//! Whatever happens, no broker process outlives the campaign: the cluster kills its
-//! processes when dropped, and Ctrl-C / SIGTERM stop the campaign, kill every child
-//! and exit 130, leaving the history streamed so far readable by `watermark check`.
+//! One campaign, phase by phase: start the cluster and create the workload's topics,
+//! run the clients and the schedule of faults until the time limit, end every fault
+//! and heal, wait for the cluster to converge, the workload's final step, dump every
+//! replica's log, judge — each phase a function, in the order it runs.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -26,11 +10,11 @@ use checker::format::Format;
 use checker::history::EventType;
 use checker::verdict::{CheckerResult, Results, Validity};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use workloads::Workload;
 use workloads::client::ClientConfig;
 
 use crate::commands::check::checker_options;
-use crate::console::ConsoleLog;
 use crate::console::progress::{self, Progress};
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
@@ -38,11 +22,11 @@ use crate::judge::crashes;
 use crate::nemesis::{
     Aimed, Coverage, FaultList, Interpreter, NemesisEvent, Package, Planner, Source,
 };
-use crate::options::{ResolveError, Resolved, RunArgs};
+use crate::options::Resolved;
+use crate::outln;
 use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord, Tally};
 use crate::system::System;
 use crate::system::broker::{Cluster, ClusterConfig};
-use crate::{errln, outln};
 
 /// How long the cluster may take to start and elect leaders.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -53,189 +37,10 @@ const FINAL_STEP_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long in-flight operations may take to finish after the time limit.
 const WORKLOAD_STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Run `watermark run` from the command line.
-pub fn run(args: RunArgs) -> Exit {
-    match args.resolve() {
-        Ok(args) => execute(args, std::env::args().collect(), None),
-        Err(e) => refused("watermark run", e),
-    }
-}
-
-/// Say why options were refused; the exit code says whose fault it is.
-pub fn refused(command: &str, e: ResolveError) -> Exit {
-    match e {
-        ResolveError::Usage(msg) => {
-            errln!("{command}: {msg}");
-            Exit::Usage
-        }
-        ResolveError::Harness(e) => {
-            errln!("{command}: {e}");
-            Exit::HarnessFailed
-        }
-    }
-}
-
-/// Run a campaign with resolved options; `replay_of` names the run folder a replay
-/// repeats.
-pub fn execute(args: Resolved, command_line: Vec<String>, replay_of: Option<PathBuf>) -> Exit {
-    execute_linked(args, command_line, replay_of, None)
-}
-
-/// [`execute`], keeping `<link_from>/current` and `latest` on this run as well as
-/// those of its own results directory (a campaign of a series, whose results
-/// directory is the series' folder inside `link_from`).
-pub fn execute_linked(
-    args: Resolved,
-    command_line: Vec<String>,
-    replay_of: Option<PathBuf>,
-    link_from: Option<&Path>,
-) -> Exit {
-    crate::system::process::supervisor::install_panic_hook();
-    let seed = args.seed;
-    let started = SystemTime::now();
-    let created = RunFolder::create(&args.results, &args.workload.to_string(), seed, started)
-        .and_then(|mut f| {
-            if let Some(dir) = link_from {
-                f.link_from(dir)?;
-            }
-            Ok(f)
-        });
-    let folder = match created {
-        Ok(f) => f,
-        Err(e) => {
-            errln!("watermark: seed {seed} (repeat this run with --seed {seed})");
-            errln!("watermark run: {e}");
-            return Exit::HarnessFailed;
-        }
-    };
-    // From here on, what the harness says is also in the run folder's watermark.log.
-    let _log = ConsoleLog::open(&folder.watermark_log())
-        .inspect_err(|e| eprintln!("watermark run: {e}; the console output is not kept"))
-        .ok();
-    errln!("watermark: seed {seed} (repeat this run with --seed {seed})");
-    errln!("watermark: run folder {}", folder.path.display());
-    let mut record = RunRecord::new(&args, command_line, started, replay_of);
-    if let Err(e) = folder.write_json(&folder.run_json(), &record) {
-        errln!("watermark run: {e}");
-        return end(
-            &folder,
-            &mut record,
-            Exit::HarnessFailed,
-            Some(e.to_string()),
-        );
-    }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            let reason = format!("cannot start the async runtime: {e}");
-            errln!("watermark run: {reason}");
-            return end(&folder, &mut record, Exit::HarnessFailed, Some(reason));
-        }
-    };
-    let (exit, failure) = runtime.block_on(async {
-        tokio::select! {
-            ended = campaign(&args, &folder, &mut record) => ended,
-            signal = interrupted() => {
-                errln!(
-                    "\nwatermark: {signal}: stopping; every broker process is killed; \
-                     the history so far is in {}",
-                    folder.history().display()
-                );
-                let reason = format!(
-                    "{signal}: stopped before the verdict; the history recorded so far is in history.jsonl"
-                );
-                (Exit::Interrupted, Some(reason))
-            }
-        }
-    });
-    // Dropping the runtime drops every task, and with them the cluster, which kills
-    // its processes.
-    runtime.shutdown_timeout(Duration::from_secs(10));
-    crate::system::process::supervisor::kill_all();
-    end(&folder, &mut record, exit, failure)
-}
-
-/// The end of every run, whatever its outcome: run.json completed, then the
-/// report and junit.xml for a verdict, or a junit.xml whose errored test case gives
-/// `failure` (the harness failed, or the run was interrupted) — CI always finds a
-/// junit.xml that says how the run went.
-fn end(folder: &RunFolder, record: &mut RunRecord, exit: Exit, failure: Option<String>) -> Exit {
-    record.finish(SystemTime::now(), exit);
-    record.failure = failure.clone();
-    if let Err(e) = folder.write_json(&folder.run_json(), &record) {
-        errln!("watermark run: {e}");
-    }
-    if matches!(exit, Exit::Valid | Exit::Invalid | Exit::Unknown) {
-        // The verdict stands whatever happens to the report; a failure is only said.
-        match crate::report::write_reports(&folder.path) {
-            Ok(w) => outln!("report: {}", w.html.display()),
-            Err(e) => {
-                errln!("watermark run: no report: {e}");
-                let reason = format!(
-                    "the verdict ({}) is in results.json, but no report could be rendered: {e}",
-                    exit.outcome()
-                );
-                write_unjudged_junit(folder, "harness-failed", &reason);
-            }
-        }
-    } else {
-        let reason = failure.unwrap_or_else(|| format!("the run ended {}", exit.outcome()));
-        write_unjudged_junit(folder, exit.outcome(), &reason);
-    }
-    // Only now is the run over: `latest` moves to it, `current` goes.
-    if let Err(e) = folder.finish() {
-        errln!("watermark run: {e}");
-    }
-    exit
-}
-
-fn write_unjudged_junit(folder: &RunFolder, outcome: &str, reason: &str) {
-    if let Err(e) = crate::report::write_unjudged_junit(&folder.path, outcome, reason) {
-        errln!("watermark run: no junit.xml: {e}");
-    }
-}
-
-/// Wait for Ctrl-C or SIGTERM; says which.
-async fn interrupted() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        // Without signal handlers, the default action (terminate) still applies and
-        // the children die with us (PR_SET_PDEATHSIG).
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => "interrupted (Ctrl-C)",
-        _ = term.recv() => "terminated (SIGTERM)",
-    }
-}
-
-/// The campaign; a harness failure is reported and becomes exit 3, with its
-/// message. How the end of the run went is noted in `record` (run.json).
-async fn campaign(
-    args: &Resolved,
-    folder: &RunFolder,
-    record: &mut RunRecord,
-) -> (Exit, Option<String>) {
-    match campaign_inner(args, folder, record).await {
-        Ok(exit) => (exit, None),
-        Err(e) => {
-            errln!("watermark run: {e}");
-            errln!(
-                "watermark run: the run folder {} holds the brokers' logs (nodes/*/broker.log)",
-                folder.path.display()
-            );
-            (Exit::HarnessFailed, Some(e.to_string()))
-        }
-    }
-}
-
-async fn campaign_inner(
+/// The campaign: the system started with the workload's topics ([`start`]), the
+/// clients and the faults until the time limit ([`clients_and_faults`]), the end of
+/// the run ([`end_of_run`]), the verdict ([`verdict`]).
+pub(super) async fn campaign_inner(
     args: &Resolved,
     folder: &RunFolder,
     record: &mut RunRecord,
@@ -246,43 +51,10 @@ async fn campaign_inner(
         tally.clone(),
     ));
     let mut progress = Progress::start(args.time_limit());
-    progress.phase("starting the cluster");
-    let mut cluster = Cluster::start(ClusterConfig {
-        broker_bin: args.broker_bin.clone(),
-        nodes: args.nodes,
-        root: folder.nodes(),
-        settings: args.broker.clone(),
-        dedicated_controller: args.dedicated_controller,
-        start_timeout: START_TIMEOUT,
-    })
-    .await
-    .map_err(|e| HarnessError::new(format!("the cluster did not start: {e}")))?;
-    // A broker that dies on its own is a crash event, written as it is detected.
-    let crash_recorder = cluster
-        .take_crash_reports()
-        .map(|reports| crashes::record(reports, history.clone()));
-    let workload = args.workload(ClientConfig::new(
-        cluster.client_addrs(),
-        cluster.controller_addr(),
-    ));
-
-    progress.phase(match workload.topics() {
-        [_] => "creating the topic",
-        _ => "creating the topics",
-    });
-    for topic in workload.topics() {
-        cluster
-            .create_topic(
-                topic,
-                args.partitions,
-                args.replication_factor,
-                args.min_insync,
-            )
-            .await?;
-    }
-
+    let (mut cluster, crash_recorder, workload) =
+        start(args, folder, &history, &mut progress).await?;
     let mut notes = Vec::new();
-    let mut coverage = clients_and_faults(
+    let coverage = clients_and_faults(
         args,
         &mut cluster,
         &*workload,
@@ -303,38 +75,92 @@ async fn campaign_inner(
     if let Some(recorder) = crash_recorder {
         crashes::flush(recorder).await;
     }
-
     progress.phase("checking");
-    let mut results = judge(
-        args,
-        &*workload,
-        &history.events(),
-        folder,
-        complete,
-        &mut notes,
-    );
-    crashes::add_verdict(&mut results, &history.events(), args.allow_crashes);
     record.complete = Some(complete);
+    let results = verdict(
+        args, &*workload, &history, folder, complete, coverage, &mut notes,
+    )?;
     record.notes = notes.clone();
+    progress.finish();
+    outln!(
+        "{}",
+        progress::summary(&results.0, &notes, tally.counts(), &folder.path).trim_end()
+    );
+    for line in results.1.summary().lines() {
+        outln!("{line}");
+    }
+    Ok(match results.0.valid {
+        Validity::Valid => Exit::Valid,
+        Validity::Invalid => Exit::Invalid,
+        Validity::Unknown => Exit::Unknown,
+    })
+}
+
+/// Start the cluster (from here on, a broker that dies on its own is a crash event,
+/// written as it is detected) and create the workload's topics: the cluster, the
+/// crash recorder, the workload.
+async fn start(
+    args: &Resolved,
+    folder: &RunFolder,
+    history: &Arc<History>,
+    progress: &mut Progress,
+) -> Result<(Cluster, Option<JoinHandle<()>>, Box<dyn Workload>)> {
+    progress.phase("starting the cluster");
+    let mut cluster = Cluster::start(ClusterConfig {
+        broker_bin: args.broker_bin.clone(),
+        nodes: args.nodes,
+        root: folder.nodes(),
+        settings: args.broker.clone(),
+        dedicated_controller: args.dedicated_controller,
+        start_timeout: START_TIMEOUT,
+    })
+    .await
+    .map_err(|e| HarnessError::new(format!("the cluster did not start: {e}")))?;
+    let crash_recorder = cluster
+        .take_crash_reports()
+        .map(|reports| crashes::record(reports, history.clone()));
+    let workload = args.workload(ClientConfig::new(
+        cluster.client_addrs(),
+        cluster.controller_addr(),
+    ));
+    progress.phase(match workload.topics() {
+        [_] => "creating the topic",
+        _ => "creating the topics",
+    });
+    for topic in workload.topics() {
+        cluster
+            .create_topic(
+                topic,
+                args.partitions,
+                args.replication_factor,
+                args.min_insync,
+            )
+            .await?;
+    }
+    Ok((cluster, crash_recorder, workload))
+}
+
+/// The verdict: the checkers and the crashes, with the fault coverage recounted
+/// from the brokers' logs, written to results.json.
+fn verdict(
+    args: &Resolved,
+    workload: &dyn Workload,
+    history: &History,
+    folder: &RunFolder,
+    complete: bool,
+    mut coverage: Coverage,
+    notes: &mut Vec<String>,
+) -> Result<(Results, Coverage)> {
+    let events = history.events();
+    let mut results = judge(args, workload, &events, folder, complete, notes);
+    crashes::add_verdict(&mut results, &events, args.allow_crashes);
     coverage.recount(&folder.nodes());
     coverage.finish(&args.reachable_transitions());
     let results_json = coverage
         .beside(&results)
         .map_err(|e| HarnessError::new(format!("cannot serialize the results: {e}")))?;
     store::write_json(&folder.results_json(), &results_json)?;
-    progress.finish();
-    outln!(
-        "{}",
-        progress::summary(&results, &notes, tally.counts(), &folder.path).trim_end()
-    );
-    for line in coverage.summary().lines() {
-        outln!("{line}");
-    }
-    Ok(match results.valid {
-        Validity::Valid => Exit::Valid,
-        Validity::Invalid => Exit::Invalid,
-        Validity::Unknown => Exit::Unknown,
-    })
+    Ok((results, coverage))
 }
 
 /// The campaign proper: the clients and the faults (the schedule of
