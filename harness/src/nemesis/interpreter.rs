@@ -246,41 +246,14 @@ impl<'a, S: System> Interpreter<'a, S> {
                 topic,
                 partition,
                 records,
-            } => {
-                let view = s.roles(&[topic.as_str()]).await?;
-                let p = view
-                    .partitions
-                    .iter()
-                    .find(|q| q.topic == *topic && q.partition == *partition)?;
-                let leader = p.leader?;
-                let seen = s.replica(leader, topic, *partition).await?;
-                (seen.hw >= *records).then(|| Found::Leader {
-                    leader,
-                    seen,
-                    replicas: p.replicas.clone(),
-                })
-            }
+            } => committed(s, topic, *partition, *records).await,
             Condition::LeaderMoved {
                 topic,
                 partition,
                 from,
                 running,
                 above_epoch,
-            } => {
-                let view = s.roles(&[topic.as_str()]).await?;
-                if let Some(e) = above_epoch
-                    && view.controller_epoch <= *e
-                {
-                    return None;
-                }
-                let l = view
-                    .partitions
-                    .iter()
-                    .find(|q| q.topic == *topic && q.partition == *partition)?
-                    .leader?;
-                (l != *from && (!running || s.is_running(Proc::Node(l))))
-                    .then_some(Found::NewLeader(l))
-            }
+            } => leader_moved(s, topic, *partition, *from, *running, *above_epoch).await,
             Condition::Replica {
                 node,
                 topic,
@@ -325,6 +298,45 @@ impl<'a, S: System> Interpreter<'a, S> {
             }
         }
     }
+}
+
+/// The partition's leader, its replica's state and the replicas, once its HW covers
+/// `records`.
+async fn committed<S: System>(s: &S, topic: &str, partition: u32, records: u64) -> Option<Found> {
+    let view = s.roles(&[topic]).await?;
+    let p = view
+        .partitions
+        .iter()
+        .find(|q| q.topic == topic && q.partition == partition)?;
+    let leader = p.leader?;
+    let seen = s.replica(leader, topic, partition).await?;
+    (seen.hw >= records).then(|| Found::Leader {
+        leader,
+        seen,
+        replicas: p.replicas.clone(),
+    })
+}
+
+/// The partition's leader, if another than `from` (running, named by a controller
+/// above `above_epoch`, as asked).
+async fn leader_moved<S: System>(
+    s: &S,
+    topic: &str,
+    partition: u32,
+    from: i32,
+    running: bool,
+    above_epoch: Option<i64>,
+) -> Option<Found> {
+    let view = s.roles(&[topic]).await?;
+    if above_epoch.is_some_and(|e| view.controller_epoch <= e) {
+        return None;
+    }
+    let l = view
+        .partitions
+        .iter()
+        .find(|q| q.topic == topic && q.partition == partition)?
+        .leader?;
+    (l != from && (!running || s.is_running(Proc::Node(l)))).then_some(Found::NewLeader(l))
 }
 
 /// An aimed fault on `p`, whose isolation cuts it from every one of `procs`.
