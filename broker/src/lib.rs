@@ -12,6 +12,8 @@
 //!
 //! Public are only what the binary and the tests use: the command line, the two
 //! roles' `run`, the storage (tested through its files) and the wire types.
+//!
+//! How the whole project fits together: docs/architecture.md.
 
 mod auth;
 mod bugs;

@@ -10,6 +10,8 @@
 //! - [`values`]: how values are compared and shown, integers of any size exactly.
 //!
 //! No network, no processes, no file I/O: callers pass text (or a reader) in.
+//!
+//! How the whole project fits together: docs/architecture.md.
 
 pub mod check;
 pub mod format;

@@ -40,7 +40,8 @@ impl Cli {
 enum Command {
     /// Run one campaign against a fresh cluster, check it, and write a run folder.
     ///
-    /// Starts a controller and --nodes brokers as OS processes behind TCP proxies,
+    /// Starts --nodes brokers as OS processes behind TCP proxies (they elect their
+    /// controller among themselves; --dedicated-controller runs one beside them),
     /// runs the workload and the nemesis for --time-limit seconds, heals the cluster,
     /// drains every partition, checks the history and writes
     /// results/<workload>-<UTC timestamp>-s<seed>/ (results/current points to it while
