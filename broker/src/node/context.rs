@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use broker_config::ReplicaSettings;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -30,6 +31,9 @@ pub const CONTROLLER_TIMEOUT: Duration = Duration::from_secs(2);
 /// A node's settings.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The replicas' settings as given (`broker-config`), each read through its
+    /// getter, which applies the broker's default.
+    pub replica: ReplicaSettings,
     /// Where the partitions' logs and checkpoints live (`--data-dir`).
     pub data_dir: PathBuf,
     /// How a follower truncates (`--truncation`; `--bug hw-truncation` means `hw`).
@@ -40,8 +44,6 @@ pub struct Config {
     pub log: LogConfig,
     /// A follower behind the leader for longer than this leaves the ISR.
     pub replica_lag_time_max_ms: u64,
-    /// How long an empty follower FETCH waits in the leader's purgatory.
-    pub replica_fetch_wait_max_ms: u64,
     /// A partition whose storage keeps failing this long makes the node leave every
     /// ISR (`--storage-failure-timeout-ms`).
     pub storage_failure_timeout_ms: u64,
@@ -101,6 +103,7 @@ impl Context {
         let replica = &settings.replica;
         let millis = |d: Duration| d.as_millis() as u64;
         let config = Config {
+            replica: replica.clone(),
             data_dir: args.data_dir.clone(),
             truncation,
             bugs,
@@ -113,7 +116,6 @@ impl Context {
                 append_undo_lost: bugs.has(crate::bugs::Bug::AppendUndoLost),
             },
             replica_lag_time_max_ms: millis(replica.replica_lag_time_max()),
-            replica_fetch_wait_max_ms: millis(replica.replica_fetch_wait_max()),
             storage_failure_timeout_ms: millis(replica.storage_failure_timeout()),
         };
         Ok(Context {

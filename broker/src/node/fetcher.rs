@@ -218,8 +218,7 @@ impl Follower {
             max_records: MAX_RECORDS,
         };
         // The leader may hold an empty FETCH in its purgatory this long.
-        let timeout =
-            Duration::from_millis(ctx.config.replica_fetch_wait_max_ms) + Duration::from_secs(3);
+        let timeout = ctx.config.replica.replica_fetch_wait_max() + Duration::from_secs(3);
         let answer: Result<FetchResponse, _> =
             rpc::post(&ctx.client, addr, "/internal/fetch", &req, timeout).await;
         match answer {

@@ -3,8 +3,6 @@
 //! leader's side of replication — FETCH (with its purgatory) and
 //! OffsetsForLeaderEpoch.
 
-use std::time::Duration;
-
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -101,8 +99,7 @@ pub(super) async fn fetch(State(node): Shared, body: Result<Bytes, BytesRejectio
         return Ok(Json(resp).into_response());
     }
     // Nothing to send: wait in purgatory for an append (or a role change).
-    let deadline =
-        Instant::now() + Duration::from_millis(node.ctx().config.replica_fetch_wait_max_ms);
+    let deadline = Instant::now() + node.ctx().config.replica.replica_fetch_wait_max();
     let ready = |final_check: bool| {
         let r = part.read();
         let changed = r.role() != Role::Leader || r.leader_epoch() != rreq.leader_epoch;
