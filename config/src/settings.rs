@@ -21,6 +21,7 @@ use crate::Bug;
 pub mod defaults {
     pub const REPLICA_LAG_TIME_MAX_MS: u64 = 10_000;
     pub const REPLICA_FETCH_WAIT_MAX_MS: u64 = 500;
+    pub const REPLICA_FETCH_MAX_RECORDS: u64 = 1000;
     pub const STORAGE_FAILURE_TIMEOUT_MS: u64 = 2000;
     pub const SESSION_TIMEOUT_MS: u64 = 3000;
     pub const ELECTION_TIMEOUT_MS: u64 = 1000;
@@ -84,6 +85,11 @@ pub struct ReplicaSettings {
     #[arg(allow_negative_numbers = true, long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_fetch_wait_max_ms: Option<u64>,
+    /// The most records a follower asks for in one FETCH (replica.fetch.max.bytes,
+    /// counted in records) [default: 1000].
+    #[arg(allow_negative_numbers = true, long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_fetch_max_records: Option<u64>,
     /// A partition whose storage keeps failing (ENOSPC, EIO) this long makes the node
     /// leave every ISR, as a broker whose log dir went offline [default: 2000].
     #[arg(allow_negative_numbers = true, long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
@@ -138,6 +144,11 @@ impl ReplicaSettings {
         ms(self
             .replica_fetch_wait_max_ms
             .unwrap_or(defaults::REPLICA_FETCH_WAIT_MAX_MS))
+    }
+
+    pub fn replica_fetch_max_records(&self) -> usize {
+        self.replica_fetch_max_records
+            .unwrap_or(defaults::REPLICA_FETCH_MAX_RECORDS) as usize
     }
 
     pub fn storage_failure_timeout(&self) -> Duration {
@@ -250,6 +261,7 @@ mod tests {
                 simulate_page_cache: true,
                 replica_lag_time_max_ms: Some(3000),
                 replica_fetch_wait_max_ms: Some(250),
+                replica_fetch_max_records: Some(200),
                 storage_failure_timeout_ms: Some(1500),
             },
             controller: ControllerSettings {

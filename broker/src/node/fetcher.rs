@@ -25,8 +25,6 @@ use crate::protocol::{
 use crate::replica::{Effects, FetchTask, ReplicaError, Role};
 use crate::rpc::{self, CallError};
 
-/// Records per FETCH.
-const MAX_RECORDS: usize = 1000;
 /// Pause after a round that moved nothing before the next one.
 const BACKOFF: Duration = Duration::from_millis(100);
 /// Timeout of an OffsetsForLeaderEpoch call.
@@ -215,7 +213,7 @@ impl Follower {
             broker_epoch: ctx.broker_epoch(),
             fetch_offset: offset,
             leader_epoch: self.epoch,
-            max_records: MAX_RECORDS,
+            max_records: ctx.config.replica.replica_fetch_max_records(),
         };
         // The leader may hold an empty FETCH in its purgatory this long.
         let timeout = ctx.config.replica.replica_fetch_wait_max() + Duration::from_secs(3);
