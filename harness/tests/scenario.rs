@@ -3,7 +3,9 @@
 //! `--truncation epoch`, its steps recorded as nemesis events; duplicate-on-retry
 //! writes values twice through the producers' retries, and not with `--retries 0`
 //! or `--idempotent`; a controller killed in the middle of a leader failover loses
-//! nothing; an unknown script is a usage error.
+//! nothing; the seed's two cases on two replicas lose and diverge only under hw; an
+//! unclean election loses what the ISR committed; a leader's crash loses acks=1
+//! writes and duplicates a retried send; an unknown script is a usage error.
 //!
 //! Every wait is bounded; on timeout the harness is SIGKILLed and its brokers die with
 //! it (PR_SET_PDEATHSIG).
@@ -168,6 +170,64 @@ fn a_controller_failover_in_the_middle_of_a_leader_failover_loses_nothing() {
         .map(|e| &e["value"][0])
         .collect();
     assert!(killed.contains(&controller) && killed.contains(&leader));
+}
+
+/// The seed's first case loses acknowledged records under hw truncation, on its two
+/// replicas, and nothing under epoch.
+#[test]
+fn the_seeds_first_case_loses_acknowledged_writes_only_under_hw_truncation() {
+    let steps = ["partition", "kill", "restart", "kill", "heal", "restart"];
+    let (code, kinds, taken) = scenario("seed-hw-loss", "hw");
+    assert_eq!(code, Some(1), "{kinds:?}");
+    assert!(kinds.contains(&"lost-write".to_string()), "{kinds:?}");
+    assert_eq!(taken, steps);
+    let (code, kinds, taken) = scenario("seed-hw-loss", "epoch");
+    assert_eq!((code, kinds), (Some(0), vec![]));
+    assert_eq!(taken, steps);
+}
+
+#[test]
+fn the_seeds_second_case_diverges_replicas_only_under_hw_truncation() {
+    diverges_only_under_hw(
+        "seed-hw-divergence",
+        &["lose-unflushed", "pause", "restart", "resume"],
+    );
+}
+
+/// With no ISR member alive, an unclean election loses committed records and the
+/// coverage counts it; without, nothing is lost.
+#[test]
+fn an_unclean_election_loses_what_the_isr_committed_and_a_clean_one_waits() {
+    let steps = ["partition", "kill", "kill", "heal", "restart", "restart"];
+    let (code, kinds, taken) = scenario_with("unclean-election", &["--unclean-election"]);
+    assert_eq!(code, Some(1), "{kinds:?}");
+    assert!(kinds.contains(&"lost-write".to_string()), "{kinds:?}");
+    assert_eq!(taken, steps);
+    let (code, kinds, taken) = scenario_with("unclean-election", &[]);
+    assert_eq!((code, kinds), (Some(0), vec![]));
+    assert_eq!(taken, steps);
+}
+
+/// acks=1 loses what the crashed leader acknowledged alone; acks=all loses nothing.
+#[test]
+fn a_leader_crash_loses_acks1_writes_and_no_acks_all_ones() {
+    let (code, kinds, _) = scenario_with("acks1-leader-crash", &[]);
+    assert_eq!(code, Some(1), "{kinds:?}");
+    assert!(kinds.contains(&"lost-write".to_string()), "{kinds:?}");
+    let (code, kinds, _) = scenario_with("acks1-leader-crash", &["--acks", "all"]);
+    assert_eq!((code, kinds), (Some(0), vec![]));
+}
+
+/// A leader that dies before answering makes a retrying producer write twice, unless
+/// it is idempotent.
+#[test]
+fn a_leader_crash_before_its_answer_duplicates_unless_idempotent() {
+    let steps = ["partition", "kill", "heal", "restart"];
+    let (code, kinds, taken) = scenario_with("duplicate-on-leader-crash", &[]);
+    assert_eq!((code, kinds), (Some(1), vec!["duplicate".to_string()]));
+    assert_eq!(taken, steps);
+    let (code, kinds, _) = scenario_with("duplicate-on-leader-crash", &["--idempotent"]);
+    assert_eq!((code, kinds), (Some(0), vec![]));
 }
 
 #[test]

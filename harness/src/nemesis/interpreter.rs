@@ -266,6 +266,7 @@ impl<'a, S: System> Interpreter<'a, S> {
                     ReplicaTest::LeoAtLeast(n) => r.leo >= n,
                     ReplicaTest::HwAtLeast(n) => r.hw >= n,
                     ReplicaTest::PendingAtLeast(n) => r.leo >= r.hw + n,
+                    ReplicaTest::UnflushedAtLeast(n) => r.leo >= r.flushed + n,
                     ReplicaTest::LeaderIs(l) => r.leader == l,
                 };
                 holds.then_some(Found::Replica(r))

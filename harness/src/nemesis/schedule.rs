@@ -146,6 +146,8 @@ pub enum ReplicaTest {
     HwAtLeast(u64),
     /// At least this many records above its HW.
     PendingAtLeast(u64),
+    /// At least this many records not flushed yet (lost to a power cut).
+    UnflushedAtLeast(u64),
     LeaderIs(i32),
 }
 

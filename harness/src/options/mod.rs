@@ -53,15 +53,16 @@ pub struct RunArgs {
     pub min_insync: Option<u32>,
 
     /// When the leader answers a produce: 0 before appending, 1 after its own append,
-    /// all once the high watermark covers the record.
-    #[arg(long, value_enum, default_value_t = AcksArg::All)]
-    pub acks: AcksArg,
+    /// all once the high watermark covers the record [default: all; 1 under
+    /// --scenario acks1-leader-crash].
+    #[arg(long, value_enum)]
+    pub acks: Option<AcksArg>,
 
     /// Queue producers resend a send whose outcome is unknown (timed out, connection
     /// lost, REQUEST_TIMED_OUT) up to N more times, as Kafka's producer `retries`.
     /// 0 ends such a send `info` at once: every value is then sent exactly once, so
     /// a duplicate is always the broker's doing [default: 0; 5 under --scenario
-    /// duplicate-on-retry]
+    /// duplicate-on-retry and duplicate-on-leader-crash]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub retries: Option<u32>,
 
@@ -248,8 +249,9 @@ pub const DEFAULT_SESSION_TIMEOUT_MS: u64 = 2000;
 /// fault finds the partitions led by different brokers.
 pub const DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS: u64 = 5_000;
 
-/// `--retries` under `--scenario duplicate-on-retry` when not given: enough for a
-/// send whose answer was lost to be retried once the answers flow again.
+/// `--retries` under `--scenario duplicate-on-retry` (and `duplicate-on-leader-crash`)
+/// when not given: enough for a send whose answer was lost to be retried once the
+/// answers flow again (or on the new leader).
 const DUPLICATE_ON_RETRY_RETRIES: u32 = 5;
 
 /// Why options cannot be resolved.
@@ -289,9 +291,9 @@ impl RunArgs {
             partitions: self.partitions,
             replication_factor,
             min_insync,
-            acks: self.acks,
+            acks: self.acks(),
             retries: self.retries.unwrap_or(match self.scenario {
-                Some(Scenario::DuplicateOnRetry) => DUPLICATE_ON_RETRY_RETRIES,
+                Some(s) if s.retries() => DUPLICATE_ON_RETRY_RETRIES,
                 _ => 0,
             }),
             idempotent: self.idempotent,
@@ -322,22 +324,23 @@ impl RunArgs {
 
     /// Options that cannot go together.
     fn refuse_bad_combinations(&self) -> Result<(), String> {
-        if let Some(scenario) = self.scenario
-            && (self.nodes < 3 || self.replication_factor.is_some_and(|rf| rf < 3))
-        {
-            return Err(format!(
-                "--scenario {scenario} needs three replicas: --nodes 3 or more and \
-                 --replication-factor 3 or more"
-            ));
+        if let Some(scenario) = self.scenario {
+            let n = scenario.replicas();
+            if self.nodes < 3 || self.replication_factor.is_some_and(|rf| rf < n) {
+                return Err(format!(
+                    "--scenario {scenario} needs {n} replicas and three brokers: --nodes 3 \
+                     or more and --replication-factor {n} or more"
+                ));
+            }
         }
-        if self.workload == WorkloadKind::Register && self.acks != AcksArg::All {
+        if self.workload == WorkloadKind::Register && self.acks() != AcksArg::All {
             return Err(
                 "--workload register writes with acks=all (a register's writes must be \
                  committed to be judged); leave out --acks"
                     .to_string(),
             );
         }
-        if self.idempotent && self.acks != AcksArg::All {
+        if self.idempotent && self.acks() != AcksArg::All {
             return Err(
                 "--idempotent needs --acks all (as Kafka's enable.idempotence does)".to_string(),
             );
@@ -352,16 +355,32 @@ impl RunArgs {
         Ok(())
     }
 
-    /// The replication factor and min.insync.replicas, defaults applied.
+    /// The producers' acks: as given, else all (1 under a scenario that shows what
+    /// acks=1 loses).
+    fn acks(&self) -> AcksArg {
+        let one = self.scenario.is_some_and(Scenario::acks_one);
+        self.acks
+            .unwrap_or(if one { AcksArg::One } else { AcksArg::All })
+    }
+
+    /// The replication factor and min.insync.replicas, defaults applied (a seed
+    /// scenario's two replicas, of which one suffices).
     fn replication(&self) -> Result<(u32, u32), String> {
-        let rf = self.replication_factor.unwrap_or(self.nodes);
+        let scenario = self.scenario.and_then(Scenario::replication);
+        let rf = self
+            .replication_factor
+            .or(scenario.map(|(rf, _)| rf))
+            .unwrap_or(self.nodes);
         if rf > self.nodes {
             return Err(format!(
                 "--replication-factor {rf} is more than --nodes {}; each replica needs its own node",
                 self.nodes
             ));
         }
-        let min_insync = self.min_insync.unwrap_or(rf.min(2));
+        let min_insync = self
+            .min_insync
+            .or(scenario.map(|(_, m)| m))
+            .unwrap_or(rf.min(2));
         if min_insync > rf {
             return Err(format!(
                 "--min-insync {min_insync} is more than the replication factor {rf}; no acks=all write could ever succeed"
@@ -430,7 +449,7 @@ impl From<Resolved> for RunArgs {
             partitions: r.partitions,
             replication_factor: Some(r.replication_factor),
             min_insync: Some(r.min_insync),
-            acks: r.acks,
+            acks: Some(r.acks),
             retries: Some(r.retries),
             idempotent: r.idempotent,
             dedicated_controller: r.dedicated_controller,

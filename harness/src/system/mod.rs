@@ -54,6 +54,8 @@ impl DiskMode {
 pub struct ReplicaSeen {
     pub leo: u64,
     pub hw: u64,
+    /// How far its log is flushed: durable past a power cut.
+    pub flushed: u64,
     /// The leader it follows (itself when it leads; -1: none).
     pub leader: i32,
 }

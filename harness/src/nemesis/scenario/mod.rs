@@ -20,7 +20,10 @@ mod duplicate_on_retry;
 mod kip101_data_loss;
 mod kip101_divergence;
 mod kip279_divergence;
+mod leader_crash;
 pub mod script;
+mod seed;
+mod unclean_election;
 
 use std::time::Duration;
 
@@ -79,6 +82,50 @@ pub enum Scenario {
     /// leads nothing), so the controller elected then is not the killed one. Then
     /// both come back.
     ControllerFailover,
+    /// The seed's first case: two replicas, a follower's stale HW, offsets lost.
+    ///
+    /// Two replicas, min.insync.replicas 1: leader A, follower B. Once B holds a
+    /// record its HW does not cover yet (the HW reaches a follower one FETCH round
+    /// after its records do), B is cut from A, restarts and truncates to its HW;
+    /// then A dies. B is elected without the records it cut, which A had
+    /// acknowledged. Caught as `lost-write` under `--truncation hw`; valid under
+    /// epoch truncation.
+    SeedHwLoss,
+    /// The seed's second case: two replicas crash and come back in the wrong order.
+    ///
+    /// Two replicas, min.insync.replicas 1: leader A, follower B. Both go down at
+    /// once — B in a power cut (its unflushed records lost), A frozen with its log
+    /// whole — and B comes back first: elected with the shorter log, it takes new
+    /// writes at offsets A committed; A comes back, keeps what its HW covers, and the
+    /// logs diverge.
+    /// Caught under `--truncation hw`; valid under epoch truncation (the restarted B
+    /// is not elected: it left the ISR as a new process).
+    SeedHwDivergence,
+    /// No ISR member alive: an unclean election loses what the ISR committed.
+    ///
+    /// A follower falls out of the ISR (cut from the leader past the lag time);
+    /// then the leader and the other follower die. With `--unclean-election` the
+    /// follower outside the ISR is elected, without the records the ISR committed
+    /// since (`lost-write`, and an unclean election in the coverage); without it the
+    /// partition stays offline until an ISR member returns, and nothing is lost.
+    UncleanElection,
+    /// acks=1 loses what a leader acknowledged alone when it crashes.
+    ///
+    /// With `--acks 1` (the default under this scenario) the leader of partition 0 is
+    /// cut from its followers for a second — under the lag time, so they stay in the
+    /// ISR — while it acknowledges sends on its own append; then it dies, and a
+    /// follower without those records is elected (`lost-write`). With `--acks all`
+    /// nothing acknowledged is lost.
+    Acks1LeaderCrash,
+    /// A leader that dies after replicating a send and before answering: retried,
+    /// it is written twice.
+    ///
+    /// The leader of partition 0 holds its answers to the clients for a second (the
+    /// sends are appended, replicated and committed), then dies: the answers die with
+    /// it, the producers retry (`--retries`, 5 unless given) on the new leader, which
+    /// appends the values again (`duplicate`). Valid with `--idempotent`: the new
+    /// leader knows the batches from the replicated producer state.
+    DuplicateOnLeaderCrash,
 }
 
 by_name!(Scenario => "scenario");
@@ -90,20 +137,62 @@ impl Scenario {
     /// stalled leader while both followers go down), which, with every broker a
     /// voter, would leave no majority to elect a controller at the moment the KIP's
     /// timeline needs one.
+    /// The seed's cases cut a follower from its leader, which must still reach
+    /// the controller; `unclean-election` kills two of three brokers.
     pub fn needs_dedicated_controller(self) -> bool {
         matches!(
             self,
-            Scenario::Kip101Divergence | Scenario::Kip279Divergence
+            Scenario::Kip101Divergence
+                | Scenario::Kip279Divergence
+                | Scenario::SeedHwLoss
+                | Scenario::SeedHwDivergence
+                | Scenario::UncleanElection
+        )
+    }
+
+    /// The replicas of partition 0 the script plays with: the seed's two, or three.
+    pub fn replicas(self) -> u32 {
+        match self {
+            Scenario::SeedHwLoss | Scenario::SeedHwDivergence => 2,
+            _ => 3,
+        }
+    }
+
+    /// The topics' replication factor and min.insync.replicas unless given: the
+    /// seed's cases have two replicas, of which one suffices.
+    pub fn replication(self) -> Option<(u32, u32)> {
+        (self.replicas() == 2).then_some((2, 1))
+    }
+
+    /// The producers' acks unless given.
+    pub fn acks_one(self) -> bool {
+        self == Scenario::Acks1LeaderCrash
+    }
+
+    /// Does the script need the producers to retry (5 times, unless given)?
+    pub fn retries(self) -> bool {
+        matches!(
+            self,
+            Scenario::DuplicateOnRetry | Scenario::DuplicateOnLeaderCrash
         )
     }
 
     /// What the script needs of every broker's replicas.
     pub fn settings(self, replica: &mut ReplicaSettings) {
-        if self == Scenario::Kip101Divergence {
+        match self {
             // The followers must lose their unflushed bytes when killed: the last
             // second's, so the new leader soon writes past the old leader's end.
-            replica.simulate_page_cache = true;
-            replica.flush_ms = Some(1000);
+            Scenario::Kip101Divergence => {
+                replica.simulate_page_cache = true;
+                replica.flush_ms = Some(1000);
+            }
+            // B loses its unflushed records in the power cut: up to two seconds'
+            // worth, more than the half second A's HW checkpoint lags behind.
+            Scenario::SeedHwDivergence => {
+                replica.simulate_page_cache = true;
+                replica.flush_ms = Some(2000);
+            }
+            _ => {}
         }
     }
 
@@ -118,6 +207,11 @@ impl Scenario {
             Scenario::ControllerFailover => {
                 controller_failover::script(nodes.len(), dedicated_controller)
             }
+            Scenario::SeedHwLoss => seed::hw_loss(),
+            Scenario::SeedHwDivergence => seed::hw_divergence(),
+            Scenario::UncleanElection => unclean_election::script(),
+            Scenario::Acks1LeaderCrash => leader_crash::acks1(),
+            Scenario::DuplicateOnLeaderCrash => leader_crash::duplicate(),
         };
         ScriptSource::new(topic, 0, nodes, instrs)
     }
@@ -138,6 +232,11 @@ const OVERWRITE: u64 = 20;
 /// `MIN_COMMITTED` committed records, bound to `start` (its leader, the followers,
 /// its log end), on three replicas or more.
 fn warm_up() -> Vec<Instr> {
+    warm_up_on(3)
+}
+
+/// [`warm_up`] on `replicas` replicas or more.
+fn warm_up_on(replicas: usize) -> Vec<Instr> {
     vec![
         Instr::Await {
             until: Cond::Committed(MIN_COMMITTED),
@@ -150,8 +249,8 @@ fn warm_up() -> Vec<Instr> {
         },
         Instr::Replicas {
             name: "start",
-            at_least: 3,
-            or_fail: "scenario: partition 0 needs three replicas (--nodes 3 or more)".into(),
+            at_least: replicas,
+            or_fail: format!("scenario: partition 0 needs {replicas} replicas or more"),
         },
     ]
 }
@@ -186,6 +285,16 @@ fn leader_moved(from: Ref, bind: &'static str) -> Instr {
         },
         within: FAILOVER,
         bind: Some(bind),
+        or_fail: None,
+    }
+}
+
+/// Wait, at most `within`, for `until`, binding nothing.
+fn wait(until: Cond, within: Duration) -> Instr {
+    Instr::Await {
+        until,
+        within,
+        bind: None,
         or_fail: None,
     }
 }

@@ -74,6 +74,8 @@ pub enum Links {
     OneWay(Ref, Ref),
     /// Both directions between the node and every other node.
     FromPeers(Ref),
+    /// Both directions between the two.
+    Between(Ref, Ref),
 }
 
 /// Processes a script names.
@@ -121,6 +123,7 @@ pub enum Test {
     LeoAtLeast(Num),
     HwAtLeast(Num),
     PendingAtLeast(u64),
+    UnflushedAtLeast(u64),
     LeaderIs(Ref),
 }
 
@@ -247,6 +250,12 @@ impl ScriptSource {
             Links::OneWay(from, to) => Grudge {
                 cut: vec![(self.one(from), self.one(to))],
             },
+            Links::Between(a, b) => {
+                let (a, b) = (self.one(a), self.one(b));
+                Grudge {
+                    cut: vec![(a, b), (b, a)],
+                }
+            }
             Links::FromPeers(r) => {
                 let p = self.one(r);
                 let peers: Vec<Proc> = self
@@ -292,6 +301,7 @@ impl ScriptSource {
                     Test::LeoAtLeast(n) => ReplicaTest::LeoAtLeast(self.num(n)),
                     Test::HwAtLeast(n) => ReplicaTest::HwAtLeast(self.num(n)),
                     Test::PendingAtLeast(n) => ReplicaTest::PendingAtLeast(*n),
+                    Test::UnflushedAtLeast(n) => ReplicaTest::UnflushedAtLeast(*n),
                     Test::LeaderIs(r) => ReplicaTest::LeaderIs(self.node(r)),
                 },
             },

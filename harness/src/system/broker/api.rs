@@ -36,6 +36,9 @@ pub struct ReplicaState {
     pub replicas: Vec<i32>,
     pub log_end_offset: u64,
     pub high_watermark: u64,
+    /// How far the log is durable (0 from a broker that does not say).
+    #[serde(default)]
+    pub flushed_offset: u64,
 }
 
 /// `POST /v1/topics` on the controller.

@@ -173,6 +173,7 @@ mod tests {
             replicas: vec![1, 2, 3],
             log_end_offset: leo,
             high_watermark: hw,
+            flushed_offset: hw,
         };
         (
             id,

@@ -127,6 +127,7 @@ impl System for Cluster {
             .map(|r| ReplicaSeen {
                 leo: r.log_end_offset,
                 hw: r.high_watermark,
+                flushed: r.flushed_offset,
                 leader: r.leader,
             })
     }
