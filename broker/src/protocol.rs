@@ -8,7 +8,8 @@
 //!   failure followed by a startup, as Kafka does with broker epochs, since a restarted
 //!   broker may have lost unflushed records and must not stay in any ISR on trust.
 //!   The answer carries the controller's full view of this broker's partitions, so a
-//!   lost `leader-and-isr` push is repaired at the next heartbeat.
+//!   lost `leader-and-isr` push is repaired at the next heartbeat, and of every
+//!   other partition (UpdateMetadata), so every broker's metadata covers the cluster.
 //! - `POST /internal/leader-and-isr` (controller → node): [`LeaderAndIsr`], pushed
 //!   whenever a partition's leader or ISR changes. A node ignores requests with a
 //!   controller epoch below the highest it has seen (`FENCED_LEADER_EPOCH`), and per
@@ -95,6 +96,27 @@ pub struct PartitionState {
     pub min_insync_replicas: u32,
 }
 
+impl PartitionState {
+    /// The out-of-sync replicas (OSR = AR − ISR), in replica order.
+    pub fn osr(&self) -> Vec<BrokerId> {
+        let isr = &self.isr;
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|b| !isr.contains(b))
+            .collect()
+    }
+
+    /// Whether this state is newer than `other`: a higher leader epoch, or the same
+    /// one with a higher partition epoch (how replicas and metadata caches judge the
+    /// controller's messages).
+    pub fn newer_than(&self, other: &PartitionState) -> bool {
+        self.leader_epoch > other.leader_epoch
+            || (self.leader_epoch == other.leader_epoch
+                && self.partition_epoch > other.partition_epoch)
+    }
+}
+
 /// `POST /v1/topics` on the controller.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -121,6 +143,9 @@ pub struct PartitionMetadata {
     pub partition_epoch: PartitionEpoch,
     pub isr: Vec<BrokerId>,
     pub replicas: Vec<BrokerId>,
+    /// Out-of-sync replicas: `replicas` − `isr`.
+    #[serde(default)]
+    pub osr: Vec<BrokerId>,
 }
 
 /// One topic in `/v1/metadata`.
@@ -163,6 +188,7 @@ impl Metadata {
                 partition_epoch: s.partition_epoch,
                 isr: s.isr.clone(),
                 replicas: s.replicas.clone(),
+                osr: s.osr(),
             });
         }
         let mut topics: Vec<TopicMetadata> = topics.into_values().collect();
@@ -190,12 +216,16 @@ pub struct Heartbeat {
     pub broker_epoch: u64,
 }
 
-/// The answer to a heartbeat: the controller's view of this broker's partitions.
+/// The answer to a heartbeat: the controller's view of this broker's partitions
+/// (LeaderAndIsr) and of every other partition of the cluster (Kafka's
+/// UpdateMetadata), including those this broker no longer replicates.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeartbeatResponse {
     pub controller_epoch: i32,
     pub brokers: Vec<BrokerInfo>,
     pub partitions: Vec<PartitionState>,
+    #[serde(default)]
+    pub other_partitions: Vec<PartitionState>,
 }
 
 /// `POST /internal/leader-and-isr`.
@@ -320,5 +350,41 @@ impl EpochEndOffset {
         } else {
             Some((self.leader_epoch, self.end_offset as u64))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(leader_epoch: LeaderEpoch, partition_epoch: PartitionEpoch) -> PartitionState {
+        PartitionState {
+            topic: "q".into(),
+            partition: 0,
+            leader: 1,
+            leader_epoch,
+            partition_epoch,
+            isr: vec![3, 1],
+            replicas: vec![1, 2, 3],
+            min_insync_replicas: 1,
+        }
+    }
+
+    #[test]
+    fn a_state_is_newer_by_leader_epoch_then_partition_epoch() {
+        assert!(state(2, 0).newer_than(&state(1, 5)));
+        assert!(state(1, 6).newer_than(&state(1, 5)));
+        assert!(!state(1, 5).newer_than(&state(1, 5)));
+        assert!(!state(1, 9).newer_than(&state(2, 0)));
+    }
+
+    #[test]
+    fn metadata_shows_the_out_of_sync_replicas_in_replica_order() {
+        let md = Metadata::from_states(3, Vec::new(), [&state(1, 1)]);
+        let p = &md.topics[0].partitions[0];
+        assert_eq!(
+            (p.isr.clone(), p.replicas.clone(), p.osr.clone()),
+            (vec![3, 1], vec![1, 2, 3], vec![2])
+        );
     }
 }

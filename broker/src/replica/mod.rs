@@ -347,10 +347,7 @@ impl<L: ReplicaLog> Replica<L> {
     ) -> (Transition, Effects) {
         let mut fx = Effects::default();
         if let Some(cur) = &self.state {
-            let newer = state.leader_epoch > cur.leader_epoch
-                || (state.leader_epoch == cur.leader_epoch
-                    && state.partition_epoch > cur.partition_epoch);
-            if !newer {
+            if !state.newer_than(cur) {
                 return (Transition::Ignored, fx);
             }
             if state.leader_epoch == cur.leader_epoch && state.leader == cur.leader {

@@ -38,17 +38,19 @@ impl ControllerState {
         Ok(changes.then(|| Command::Heartbeat(hb.clone())))
     }
 
-    /// The answer to broker `id`'s heartbeat: its partitions as the state holds them.
+    /// The answer to broker `id`'s heartbeat: its partitions as the state holds
+    /// them, and every other partition of the cluster (UpdateMetadata).
     pub fn heartbeat_response(&self, id: BrokerId) -> HeartbeatResponse {
+        let (partitions, other_partitions) = self
+            .partitions
+            .values()
+            .cloned()
+            .partition(|p| p.replicas.contains(&id));
         HeartbeatResponse {
             controller_epoch: self.controller_epoch,
             brokers: self.brokers_info(),
-            partitions: self
-                .partitions
-                .values()
-                .filter(|p| p.replicas.contains(&id))
-                .cloned()
-                .collect(),
+            partitions,
+            other_partitions,
         }
     }
 

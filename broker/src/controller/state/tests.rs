@@ -465,6 +465,11 @@ fn heartbeats_from_unknown_brokers_are_refused_and_answers_hold_own_partitions()
     assert_eq!(resp.controller_epoch, 1);
     assert_eq!(resp.brokers.len(), 3);
     assert_eq!(resp.partitions, vec![part(&s, "q", 1)]);
+    // And every other partition of the cluster, for the broker's metadata.
+    assert_eq!(
+        resp.other_partitions,
+        vec![part(&s, "q", 0), part(&s, "q", 2)]
+    );
 }
 
 #[test]

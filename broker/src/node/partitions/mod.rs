@@ -8,7 +8,8 @@
 //! and AlterPartition answer goes through [`ReplicaManager::apply_controller`] or
 //! [`ReplicaManager::apply_partition_state`], which fence stale controllers
 //! (controller epoch) and let each replica judge its own state (leader epoch,
-//! partition epoch).
+//! partition epoch). They also keep the node's view of every partition of the
+//! cluster (its `/v1/metadata`), which never goes back either.
 
 mod log_dir;
 mod partition;
@@ -28,13 +29,18 @@ use crate::replica::{Effects, FetchTask, Transition, Truncation};
 use partition::{EPOCHS_FILE, HW_FILE};
 pub use partition::{NodeReplica, Partition};
 
-/// What this node last heard from the controller, beyond partitions.
+/// What this node last heard from the controller, beyond its replicas.
 #[derive(Debug, Clone, Default)]
 struct ControllerView {
     /// The highest controller epoch seen; older controllers are fenced.
     epoch: i32,
     /// The brokers and their liveness, as the controller last said.
     brokers: Vec<BrokerInfo>,
+    /// Every partition of the cluster as the controller told it (UpdateMetadata: the
+    /// heartbeat answers carry them all): a state replaces only an older one (leader
+    /// epoch, then partition epoch), so this node's metadata may lag but never goes
+    /// back.
+    partitions: BTreeMap<TopicPartition, PartitionState>,
 }
 
 /// An order for the fetcher: start or stop fetching one partition.
@@ -127,17 +133,27 @@ impl ReplicaManager {
         self.view.lock().unwrap_or_else(|p| p.into_inner()).epoch
     }
 
-    /// `/v1/metadata` from this node's view.
+    /// `/v1/metadata` from this node's view: every partition of the cluster.
     pub fn metadata(&self) -> Metadata {
         let view = self.view.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let states: Vec<PartitionState> = self
-            .all()
-            .iter()
-            .filter_map(|p| p.read().state().cloned())
-            .collect();
-        let mut md = Metadata::from_states(view.epoch, view.brokers, &states);
+        let mut md = Metadata::from_states(view.epoch, view.brokers, view.partitions.values());
         md.controller_id = self.ctx.active_controller();
         md
+    }
+
+    /// Keep `state` in the metadata view if it is newer than the one there.
+    fn remember(&self, state: &PartitionState) {
+        let tp = TopicPartition {
+            topic: state.topic.clone(),
+            partition: state.partition,
+        };
+        let mut v = self.view.lock().unwrap_or_else(|p| p.into_inner());
+        match v.partitions.get(&tp) {
+            Some(known) if !state.newer_than(known) => {}
+            _ => {
+                v.partitions.insert(tp, state.clone());
+            }
+        }
     }
 
     /// Apply a controller message (LeaderAndIsr push or heartbeat answer, as `api`
@@ -181,6 +197,7 @@ impl ReplicaManager {
     /// the partition if this node replicates it and has not opened it yet.
     pub fn apply_partition_state(&self, state: PartitionState) {
         let ctx = &self.ctx;
+        self.remember(&state);
         if !state.replicas.contains(&ctx.id) {
             return;
         }
