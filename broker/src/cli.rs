@@ -93,6 +93,10 @@ pub struct NodeArgs {
     /// Where the broker keeps its logs and checkpoints.
     #[arg(long)]
     pub data_dir: PathBuf,
+    /// The address this broker registers with the controller, for brokers that have
+    /// no `--peers` entry for it (default: the address it listens on).
+    #[arg(long, value_name = "ADDR")]
+    pub advertised_address: Option<String>,
     /// The other brokers' ids and addresses: `2=ADDR,3=ADDR`.
     #[arg(long, value_parser = parse_peers, default_value = "")]
     pub peers: Peers,

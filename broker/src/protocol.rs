@@ -132,6 +132,10 @@ pub struct CreateTopic {
 pub struct BrokerInfo {
     pub id: BrokerId,
     pub alive: bool,
+    /// The address it registered with (`--advertised-address`; None: not known,
+    /// e.g. never heard from).
+    #[serde(default)]
+    pub address: Option<String>,
 }
 
 /// One partition in `/v1/metadata`.
@@ -214,6 +218,11 @@ pub struct Heartbeat {
     pub broker_id: BrokerId,
     /// Chosen fresh at every process start (e.g. the start time in nanoseconds).
     pub broker_epoch: u64,
+    /// Where other brokers reach this one (`--advertised-address`, by default the
+    /// listen address). A broker the controller was not started with registers only
+    /// with one; brokers given another address for it in `--peers` keep theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
 }
 
 /// The answer to a heartbeat: the controller's view of this broker's partitions

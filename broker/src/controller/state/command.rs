@@ -96,6 +96,12 @@ mod tests {
             Command::Heartbeat(Heartbeat {
                 broker_id: 2,
                 broker_epoch: 7,
+                address: None,
+            }),
+            Command::Heartbeat(Heartbeat {
+                broker_id: 4,
+                broker_epoch: 8,
+                address: Some("127.0.0.1:9004".into()),
             }),
             Command::Expire {
                 brokers: vec![Expiry {

@@ -37,6 +37,8 @@
 //! - Every leader imbalance check interval the active controller hands each
 //!   partition back to its preferred replica (the first) if that one is alive and in
 //!   the ISR (`preferred`).
+//! - A broker the voters were not started with joins with its first heartbeat,
+//!   which names the address other brokers reach it at (`liveness`).
 //!
 //! This file holds the state and its bookkeeping; the rules live beside it: `command`
 //! (the log's commands and how each applies), `sessions` (the active controller's
@@ -107,6 +109,25 @@ pub struct BrokerState {
     /// The epoch of the process that registered (None: never registered).
     pub broker_epoch: Option<u64>,
     pub liveness: Liveness,
+    /// The address it registered with (None: not given, or never heard from).
+    #[serde(default)]
+    pub address: Option<String>,
+    /// Registered by its heartbeat alone: not one of the brokers the controller's
+    /// voters were started with.
+    #[serde(default)]
+    pub joined: bool,
+}
+
+impl BrokerState {
+    /// A broker never heard from.
+    fn pending(joined: bool) -> BrokerState {
+        BrokerState {
+            broker_epoch: None,
+            liveness: Liveness::Pending,
+            address: None,
+            joined,
+        }
+    }
 }
 
 /// The replicated state, as a snapshot of the Raft log holds it.
@@ -169,6 +190,9 @@ impl Effects {
 #[derive(Debug, Clone)]
 pub struct ControllerState {
     config: Config,
+    /// The brokers this process was started with (`--peers`, `--brokers`); others
+    /// join by heartbeat.
+    configured: Vec<BrokerId>,
     controller_epoch: i32,
     brokers: BTreeMap<BrokerId, BrokerState>,
     partitions: BTreeMap<TopicPartition, PartitionState>,
@@ -183,16 +207,13 @@ impl ControllerState {
     pub fn new(config: Config, broker_ids: &[BrokerId]) -> ControllerState {
         let brokers = broker_ids
             .iter()
-            .map(|&id| {
-                let b = BrokerState {
-                    broker_epoch: None,
-                    liveness: Liveness::Pending,
-                };
-                (id, b)
-            })
+            .map(|&id| (id, BrokerState::pending(false)))
             .collect();
+        let mut configured = broker_ids.to_vec();
+        configured.sort_unstable();
         ControllerState {
             config,
+            configured,
             controller_epoch: 0,
             brokers,
             partitions: BTreeMap::new(),
@@ -201,18 +222,23 @@ impl ControllerState {
         }
     }
 
-    /// The state a snapshot holds. It must name exactly `broker_ids` and be
-    /// self-consistent; the sessions start afresh.
+    /// The state a snapshot holds. It must name every one of `broker_ids`, and no
+    /// other broker but ones that joined by heartbeat, and be self-consistent; the
+    /// sessions start afresh.
     pub fn restore(
         config: Config,
         broker_ids: &[BrokerId],
         durable: Durable,
     ) -> Result<ControllerState, String> {
-        let mut listed: Vec<BrokerId> = durable.brokers.keys().copied().collect();
+        let listed: Vec<BrokerId> = durable.brokers.keys().copied().collect();
         let mut given = broker_ids.to_vec();
-        listed.sort_unstable();
         given.sort_unstable();
-        if listed != given {
+        let missing = given.iter().any(|b| !durable.brokers.contains_key(b));
+        let unknown = durable
+            .brokers
+            .iter()
+            .any(|(b, s)| !s.joined && given.binary_search(b).is_err());
+        if missing || unknown {
             return Err(format!(
                 "the controller snapshot has brokers {listed:?}, this cluster has {given:?}"
             ));
@@ -236,7 +262,7 @@ impl ControllerState {
 
     /// Replace the replicated part with a snapshot's (same brokers and settings).
     pub fn reset_to(&mut self, durable: Durable) -> Result<(), String> {
-        let ids: Vec<BrokerId> = self.brokers.keys().copied().collect();
+        let ids = self.configured.clone();
         let sessions = std::mem::take(&mut self.sessions);
         *self = ControllerState::restore(self.config, &ids, durable)?;
         self.sessions = sessions;
@@ -314,10 +340,11 @@ impl ControllerState {
     /// Every broker, alive or not, by id.
     pub fn brokers_info(&self) -> Vec<BrokerInfo> {
         self.brokers
-            .keys()
-            .map(|&id| BrokerInfo {
+            .iter()
+            .map(|(&id, b)| BrokerInfo {
                 id,
                 alive: self.is_alive(id),
+                address: b.address.clone(),
             })
             .collect()
     }
@@ -459,6 +486,8 @@ pub fn start(
     Ok((state, effects))
 }
 
+#[cfg(test)]
+mod admin_tests;
 #[cfg(test)]
 mod props;
 #[cfg(test)]

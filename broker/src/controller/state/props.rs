@@ -191,6 +191,7 @@ fn run(events: Vec<Event>, unclean: bool) -> Result<(), TestCaseError> {
                 let hb = Heartbeat {
                     broker_id: id,
                     broker_epoch: 10 * id as u64 + incarnation,
+                    address: None,
                 };
                 let (resp, effects) = s.heartbeat(&hb, now).unwrap();
                 let mine: Vec<_> = s

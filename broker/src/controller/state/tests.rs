@@ -7,7 +7,7 @@ use crate::protocol::{AlterPartition, ConfirmLeadership, CreateTopic, Heartbeat,
 
 const TIMEOUT: Millis = 1000;
 
-fn config(unclean: bool) -> Config {
+pub(super) fn config(unclean: bool) -> Config {
     Config {
         session_timeout_ms: TIMEOUT,
         unclean_election: unclean,
@@ -35,7 +35,7 @@ fn epoch_of(id: BrokerId) -> u64 {
 }
 
 /// A fresh controller with brokers 1..=n, every one registered at time 0.
-fn cluster(n: i32, unclean: bool) -> ControllerState {
+pub(super) fn cluster(n: i32, unclean: bool) -> ControllerState {
     let ids: Vec<BrokerId> = (1..=n).collect();
     let (mut s, effects) =
         start(config(unclean), &ids, Durable::default(), 0).expect("a fresh start");
@@ -53,6 +53,7 @@ fn beat(s: &mut ControllerState, id: BrokerId, broker_epoch: u64, now: Millis) -
             &Heartbeat {
                 broker_id: id,
                 broker_epoch,
+                address: None,
             },
             now,
         )
@@ -61,7 +62,13 @@ fn beat(s: &mut ControllerState, id: BrokerId, broker_epoch: u64, now: Millis) -
     effects
 }
 
-fn create(s: &mut ControllerState, name: &str, partitions: u32, rf: u32, min_isr: u32) -> Effects {
+pub(super) fn create(
+    s: &mut ControllerState,
+    name: &str,
+    partitions: u32,
+    rf: u32,
+    min_isr: u32,
+) -> Effects {
     let req = CreateTopic {
         name: name.into(),
         partitions,
@@ -71,7 +78,7 @@ fn create(s: &mut ControllerState, name: &str, partitions: u32, rf: u32, min_isr
     s.create_topic(&req).expect("topic created").1
 }
 
-fn part(s: &ControllerState, topic: &str, p: u32) -> PartitionState {
+pub(super) fn part(s: &ControllerState, topic: &str, p: u32) -> PartitionState {
     s.partition(topic, p).expect("partition exists").clone()
 }
 
@@ -448,6 +455,7 @@ fn heartbeats_from_unknown_brokers_are_refused_and_answers_hold_own_partitions()
             &Heartbeat {
                 broker_id: 7,
                 broker_epoch: 1,
+                address: None,
             },
             5,
         )
@@ -458,6 +466,7 @@ fn heartbeats_from_unknown_brokers_are_refused_and_answers_hold_own_partitions()
             &Heartbeat {
                 broker_id: 2,
                 broker_epoch: epoch_of(2),
+                address: None,
             },
             5,
         )

@@ -185,6 +185,7 @@ impl ReplicaManager {
                 .with("controller_epoch", v.epoch));
             }
             v.epoch = controller_epoch;
+            self.ctx.learn_addresses(&brokers);
             v.brokers = brokers;
         }
         for state in states {
