@@ -69,6 +69,14 @@ pub struct Bugs {
     /// A follower rejoins the ISR as soon as it fetches in the leader's epoch, not
     /// once it has caught up to the HW: an ISR member may lack committed records.
     pub isr_expand_early: bool,
+    /// The controller completes a reassignment as soon as it starts: the replicas it
+    /// removes leave AR and the ISR while the adding ones, counted in the ISR, have
+    /// not caught up yet.
+    pub reassign_remove_early: bool,
+    /// A new active controller reloads each reassignment in progress from its adding
+    /// replicas alone, as the full AR: the other replicas are dropped, and a leader
+    /// among them is replaced by an adding replica that has not caught up.
+    pub reassign_forget_on_failover: bool,
 }
 
 impl Bugs {
@@ -92,6 +100,8 @@ impl Bugs {
             Some(Bug::ElectOutOfIsr) => b.elect_out_of_isr = true,
             Some(Bug::NoEpochBump) => b.no_epoch_bump = true,
             Some(Bug::IsrExpandEarly) => b.isr_expand_early = true,
+            Some(Bug::ReassignRemoveEarly) => b.reassign_remove_early = true,
+            Some(Bug::ReassignForgetOnFailover) => b.reassign_forget_on_failover = true,
         }
         b
     }

@@ -67,7 +67,8 @@ pub struct ControllerArgs {
     #[arg(long, value_name = "PATH")]
     pub secret_file: Option<PathBuf>,
     /// Plant a known bug (see `watermark selftest`): only the controller's
-    /// (`elect-out-of-isr`, `no-epoch-bump`) change what a dedicated voter does.
+    /// (`elect-out-of-isr`, `no-epoch-bump`, `reassign-remove-early`,
+    /// `reassign-forget-on-failover`) change what a dedicated voter does.
     #[arg(long, value_enum)]
     pub bug: Option<Bug>,
 }
@@ -192,6 +193,12 @@ pub enum Bug {
     NoEpochBump,
     /// Let a follower rejoin the ISR before it has caught up to the HW.
     IsrExpandEarly,
+    /// Complete a reassignment before its adding replicas are in the ISR (the
+    /// controller's voters).
+    ReassignRemoveEarly,
+    /// Reload a reassignment in progress from its adding replicas alone at a
+    /// controller failover (the controller's voters).
+    ReassignForgetOnFailover,
 }
 
 /// Broker ids and their addresses, as given on the command line.

@@ -29,6 +29,8 @@ pub enum Code {
     ClusterAuthorizationFailed,
     OutOfOrderSequenceNumber,
     InvalidProducerEpoch,
+    ReassignmentInProgress,
+    NoReassignmentInProgress,
 }
 
 impl Code {
@@ -51,6 +53,8 @@ impl Code {
             Code::ClusterAuthorizationFailed => "CLUSTER_AUTHORIZATION_FAILED",
             Code::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
             Code::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
+            Code::ReassignmentInProgress => "REASSIGNMENT_IN_PROGRESS",
+            Code::NoReassignmentInProgress => "NO_REASSIGNMENT_IN_PROGRESS",
         }
     }
 
@@ -69,7 +73,10 @@ impl Code {
             Code::RequestTimedOut => StatusCode::GATEWAY_TIMEOUT,
             Code::Unauthenticated => StatusCode::UNAUTHORIZED,
             Code::ClusterAuthorizationFailed => StatusCode::FORBIDDEN,
-            Code::OutOfOrderSequenceNumber | Code::InvalidProducerEpoch => StatusCode::CONFLICT,
+            Code::OutOfOrderSequenceNumber
+            | Code::InvalidProducerEpoch
+            | Code::ReassignmentInProgress
+            | Code::NoReassignmentInProgress => StatusCode::CONFLICT,
         }
     }
 
@@ -78,7 +85,9 @@ impl Code {
     }
 }
 
-const ALL: [Code; 17] = [
+const ALL: [Code; 19] = [
+    Code::ReassignmentInProgress,
+    Code::NoReassignmentInProgress,
     Code::OutOfOrderSequenceNumber,
     Code::InvalidProducerEpoch,
     Code::InvalidRequest,

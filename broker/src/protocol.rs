@@ -19,6 +19,12 @@
 //!   naming a controller epoch newer than the node knows is confirmed with a
 //!   heartbeat first: a node learns controller epochs only from its controller's
 //!   answers, so a forged epoch is refused (`FENCED_LEADER_EPOCH`).
+//!   A partition state that no longer names the receiving broker among its replicas
+//!   (a reassignment removed it) is Kafka's StopReplica with deletion: the node stops
+//!   its replica (fetching, pending requests) and deletes its directory, once the
+//!   state is newer than the replica's own. The controller sends it to the removed
+//!   replicas as well as to the remaining ones; a removed broker that missed the push
+//!   finds the state among its heartbeat answer's `other_partitions`.
 //!
 //! Every internal request carries the cluster's credentials when it has them
 //! (`crate::auth`).
@@ -84,6 +90,12 @@ pub struct TopicPartition {
 }
 
 /// The controller's record of one partition.
+///
+/// `replicas` is the assigned replicas (AR). While a reassignment is in progress
+/// (KIP-455) AR is the target replicas followed by the replicas being removed;
+/// `adding` are the target replicas the partition did not have before (they catch up
+/// and join the ISR like any follower), `removing` the replicas that leave AR and the
+/// ISR once every target replica is in the ISR. Both are empty otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionState {
     pub topic: String,
@@ -94,9 +106,40 @@ pub struct PartitionState {
     pub isr: Vec<BrokerId>,
     pub replicas: Vec<BrokerId>,
     pub min_insync_replicas: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adding: Vec<BrokerId>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removing: Vec<BrokerId>,
 }
 
 impl PartitionState {
+    /// Whether a reassignment is in progress.
+    pub fn reassigning(&self) -> bool {
+        !self.adding.is_empty() || !self.removing.is_empty()
+    }
+
+    /// The replicas a reassignment in progress leads to (AR without the removing
+    /// ones); AR itself when none is.
+    pub fn target(&self) -> Vec<BrokerId> {
+        let removing = &self.removing;
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|b| !removing.contains(b))
+            .collect()
+    }
+
+    /// The replicas before a reassignment in progress (AR without the adding ones);
+    /// AR itself when none is.
+    pub fn original(&self) -> Vec<BrokerId> {
+        let adding = &self.adding;
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|b| !adding.contains(b))
+            .collect()
+    }
+
     /// The out-of-sync replicas (OSR = AR − ISR), in replica order.
     pub fn osr(&self) -> Vec<BrokerId> {
         let isr = &self.isr;
@@ -127,6 +170,16 @@ pub struct CreateTopic {
     pub min_insync_replicas: u32,
 }
 
+/// `POST /v1/topics/{topic}/partitions/{p}/reassign` (`replicas`: the target) and
+/// `DELETE` of the same path (`replicas` None: cancel), on the controller (KIP-455's
+/// AlterPartitionReassignments).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlterReassignment {
+    pub topic: String,
+    pub partition: u32,
+    pub replicas: Option<Vec<BrokerId>>,
+}
+
 /// A broker as metadata shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerInfo {
@@ -150,6 +203,11 @@ pub struct PartitionMetadata {
     /// Out-of-sync replicas: `replicas` − `isr`.
     #[serde(default)]
     pub osr: Vec<BrokerId>,
+    /// A reassignment in progress: the replicas it adds and removes (empty: none).
+    #[serde(default)]
+    pub adding: Vec<BrokerId>,
+    #[serde(default)]
+    pub removing: Vec<BrokerId>,
 }
 
 /// One topic in `/v1/metadata`.
@@ -193,6 +251,8 @@ impl Metadata {
                 isr: s.isr.clone(),
                 replicas: s.replicas.clone(),
                 osr: s.osr(),
+                adding: s.adding.clone(),
+                removing: s.removing.clone(),
             });
         }
         let mut topics: Vec<TopicMetadata> = topics.into_values().collect();
@@ -376,6 +436,8 @@ mod tests {
             isr: vec![3, 1],
             replicas: vec![1, 2, 3],
             min_insync_replicas: 1,
+            adding: Vec::new(),
+            removing: Vec::new(),
         }
     }
 
@@ -394,6 +456,25 @@ mod tests {
         assert_eq!(
             (p.isr.clone(), p.replicas.clone(), p.osr.clone()),
             (vec![3, 1], vec![1, 2, 3], vec![2])
+        );
+    }
+
+    #[test]
+    fn a_reassignment_in_progress_has_a_target_and_an_original_assignment() {
+        let mut s = state(1, 1);
+        assert!(!s.reassigning());
+        assert_eq!(
+            (s.target(), s.original()),
+            (s.replicas.clone(), s.replicas.clone())
+        );
+        (s.replicas, s.adding, s.removing) = (vec![2, 4, 1, 3], vec![4], vec![1, 3]);
+        assert!(s.reassigning());
+        assert_eq!((s.target(), s.original()), (vec![2, 4], vec![2, 1, 3]));
+        let md = Metadata::from_states(3, Vec::new(), [&s]);
+        let p = &md.topics[0].partitions[0];
+        assert_eq!(
+            (p.adding.clone(), p.removing.clone()),
+            (vec![4], vec![1, 3])
         );
     }
 }

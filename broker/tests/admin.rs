@@ -55,25 +55,145 @@ async fn a_broker_the_cluster_was_not_started_with_joins_and_leads_a_partition()
     // registered with.
     c.create_topic("t", 4, 2, 2).await;
     let s = c.controller_partition("t", 3).await.unwrap();
-    assert_eq!((ids(&s["replicas"]), &s["leader"]), (vec![1, 4], &json!(4)), "{s}");
+    assert_eq!(
+        (ids(&s["replicas"]), &s["leader"]),
+        (vec![1, 4], &json!(4)),
+        "{s}"
+    );
     let acked = produce_all(&c, "t", 3, &[json!("a"), json!("b"), json!("c")]).await;
     assert_eq!(read_all(&c, "t", 3, 3).await, acked);
     // Every broker's metadata — the voters' and the joined one's, which is no voter —
     // names 4 with its address and shows every partition.
-    c.wait_for("every broker's metadata to show the whole cluster", || async {
-        for id in 1..=4 {
-            let md = c.metadata_of(id).await?;
-            let b4 = md["brokers"].as_array()?.iter().find(|b| b["id"] == 4)?.clone();
-            let all = (0..4).all(|p| partition_in(&md, "t", p).is_some());
-            if b4["address"] != json!(addr4) || b4["alive"] != true || !all {
-                return None;
+    c.wait_for(
+        "every broker's metadata to show the whole cluster",
+        || async {
+            for id in 1..=4 {
+                let md = c.metadata_of(id).await?;
+                let b4 = md["brokers"]
+                    .as_array()?
+                    .iter()
+                    .find(|b| b["id"] == 4)?
+                    .clone();
+                let all = (0..4).all(|p| partition_in(&md, "t", p).is_some());
+                if b4["address"] != json!(addr4) || b4["alive"] != true || !all {
+                    return None;
+                }
             }
-        }
-        Some(())
-    })
+            Some(())
+        },
+    )
     .await;
     let md = c.metadata_of(4).await.unwrap();
     assert_eq!(md["controller_id"], c.controller().await.0);
     let p3 = partition_in(&md, "t", 3).unwrap();
     assert_eq!((&p3["osr"], &p3["leader"]), (&json!([]), &json!(4)), "{p3}");
+}
+
+/// A node's whole local log: (offset, leader epoch, value) of each record.
+async fn local_log(c: &Cluster, id: i32, topic: &str, p: u32) -> Option<Vec<(u64, i64, Value)>> {
+    let (status, v) = c.get(&c.addr(id), &format!("/debug/log/{topic}/{p}")).await;
+    if status != 200 {
+        return None;
+    }
+    let records = v["records"].as_array()?.iter();
+    let entries = records.map(|r| {
+        let o = r["offset"].as_u64().unwrap();
+        (o, r["leader_epoch"].as_i64().unwrap(), r["value"].clone())
+    });
+    Some(entries.collect())
+}
+
+/// Wait until the controller shows `topic`-`p` on exactly `replicas` (in that
+/// order), no reassignment in progress, every one in the ISR; its state.
+async fn settled_on(c: &Cluster, topic: &str, p: u32, replicas: &[i32]) -> Value {
+    c.wait_for(&format!("{topic}-{p} on {replicas:?}"), || async {
+        let s = c.controller_partition(topic, p).await?;
+        let done = s["replicas"] == json!(replicas)
+            && s["adding"] == json!([])
+            && s["removing"] == json!([])
+            && ids(&s["isr"]) == ids(&json!(replicas));
+        done.then_some(s)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reassignment_moves_a_partition_off_its_leader_and_the_old_replicas_delete_theirs() {
+    let c = Cluster::start(Opts {
+        nodes: 4,
+        ..Opts::default()
+    });
+    c.create_topic("t", 1, 2, 2).await;
+    let s = c.controller_partition("t", 0).await.unwrap();
+    assert_eq!((&s["replicas"], &s["leader"]), (&json!([1, 2]), &json!(1)));
+    let values: Vec<Value> = (0..5).map(|i| json!(i)).collect();
+    let mut acked = produce_all(&c, "t", 0, &values).await;
+
+    // Only the active controller takes it; any other broker names it.
+    let path = "/v1/topics/t/partitions/0/reassign";
+    let (active, _) = c.controller().await;
+    let other = (1..=4).find(|&id| id != active).unwrap();
+    let (status, body) = c
+        .post(&c.addr(other), path, &json!({"replicas": [3, 4]}))
+        .await;
+    assert_eq!(
+        (status, &body["error"], &body["controller_id"]),
+        (421, &json!("NOT_CONTROLLER"), &json!(active))
+    );
+    let (status, body) = c.post_controller(path, &json!({"replicas": [3, 4]})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (&body["topic"], &body["partition"]),
+        (&json!("t"), &json!(0))
+    );
+    assert_eq!(
+        (&body["replicas"], &body["adding"], &body["removing"]),
+        (&json!([3, 4, 1, 2]), &json!([3, 4]), &json!([1, 2])),
+        "{body}"
+    );
+    let s = settled_on(&c, "t", 0, &[3, 4]).await;
+    assert_eq!(s["leader"], 3, "{s}");
+    assert!(
+        s["leader_epoch"].as_i64() > Some(0),
+        "leadership moved: {s}"
+    );
+    assert_eq!(
+        read_all(&c, "t", 0, 5).await,
+        acked,
+        "every acknowledged record is there"
+    );
+    acked.extend(produce_all(&c, "t", 0, &[json!(5)]).await);
+
+    // The removed replicas stopped and deleted theirs.
+    for id in [1, 2] {
+        c.wait_for(&format!("broker {id} to delete its replica"), || async {
+            let gone = c.debug_partition(id, "t", 0).await.is_none();
+            let dir = c.dir.path().join(format!("node{id}/t-0"));
+            (gone && !dir.exists()).then_some(())
+        })
+        .await;
+    }
+    // Both new replicas hold the same log, the committed one at least.
+    let (l3, l4) = c
+        .wait_for("the new replicas' logs to agree", || async {
+            let (l3, l4) = (
+                local_log(&c, 3, "t", 0).await?,
+                local_log(&c, 4, "t", 0).await?,
+            );
+            (l3 == l4 && l3.len() == acked.len()).then_some((l3, l4))
+        })
+        .await;
+    assert_eq!(l3, l4);
+    let values: Vec<(u64, Value)> = l3.into_iter().map(|(o, _, v)| (o, v)).collect();
+    assert_eq!(values, acked);
+    // No reassignment is left to cancel.
+    let resp = c
+        .http
+        .delete(format!("http://{}{path}", c.controller_addr().await))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 409);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"], "NO_REASSIGNMENT_IN_PROGRESS", "{body}");
 }

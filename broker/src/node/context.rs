@@ -394,11 +394,13 @@ mod tests {
                 b.elect_out_of_isr,
                 b.no_epoch_bump,
                 b.isr_expand_early,
+                b.reassign_remove_early,
+                b.reassign_forget_on_failover,
             ];
             assert_eq!(set.iter().filter(|x| **x).count(), 1, "{bug:?}: {b:?}");
             assert!(!seen.contains(&b), "{bug:?} sets another bug's flag");
             seen.push(b);
         }
-        assert_eq!(seen.len(), 15);
+        assert_eq!(seen.len(), 17);
     }
 }

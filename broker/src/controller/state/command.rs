@@ -10,8 +10,8 @@ use super::preferred::PreferredElection;
 use super::{ControllerState, Effects, ProducerId};
 use crate::error::ApiError;
 use crate::protocol::{
-    AlterPartition, BrokerId, CreateTopic, Heartbeat, HeartbeatResponse, PartitionState,
-    TopicMetadata,
+    AlterPartition, AlterReassignment, BrokerId, CreateTopic, Heartbeat, HeartbeatResponse,
+    PartitionState, TopicMetadata, TopicPartition,
 };
 
 /// One entry of the controller's log.
@@ -32,6 +32,15 @@ pub enum Command {
     /// The active controller's periodic check found partitions to hand back to
     /// their preferred replica.
     ElectPreferred { partitions: Vec<PreferredElection> },
+    /// `POST` (a target) or `DELETE` (cancel) `/v1/topics/{t}/partitions/{p}/reassign`.
+    AlterReassignment(AlterReassignment),
+    /// Take these partitions' reassignments on from the step the state holds:
+    /// proposed by a new active controller as it takes over (`takeover`: every one
+    /// in progress), and by its periodic check (the ones that may complete now).
+    ResumeReassignments {
+        partitions: Vec<TopicPartition>,
+        takeover: bool,
+    },
 }
 
 /// A broker the active controller declares dead.
@@ -55,6 +64,7 @@ pub enum Applied {
     Partition(PartitionState),
     Producer(ProducerId),
     Elected,
+    Resumed,
 }
 
 impl ControllerState {
@@ -82,6 +92,17 @@ impl ControllerState {
             Command::ElectPreferred { partitions } => {
                 (Ok(Applied::Elected), self.apply_preferred(partitions))
             }
+            Command::AlterReassignment(req) => match self.alter_reassignment(req) {
+                Ok((state, fx)) => (Ok(Applied::Partition(state)), fx),
+                Err(e) => (Err(e), Effects::default()),
+            },
+            Command::ResumeReassignments {
+                partitions,
+                takeover,
+            } => (
+                Ok(Applied::Resumed),
+                self.apply_resume(partitions, *takeover),
+            ),
         }
     }
 }
@@ -103,6 +124,23 @@ mod tests {
                 broker_epoch: 8,
                 address: Some("127.0.0.1:9004".into()),
             }),
+            Command::AlterReassignment(AlterReassignment {
+                topic: "queue".into(),
+                partition: 0,
+                replicas: Some(vec![2, 3]),
+            }),
+            Command::AlterReassignment(AlterReassignment {
+                topic: "queue".into(),
+                partition: 0,
+                replicas: None,
+            }),
+            Command::ResumeReassignments {
+                partitions: vec![TopicPartition {
+                    topic: "queue".into(),
+                    partition: 0,
+                }],
+                takeover: true,
+            },
             Command::Expire {
                 brokers: vec![Expiry {
                     broker_id: 3,

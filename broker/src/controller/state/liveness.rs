@@ -131,6 +131,8 @@ impl ControllerState {
         }
         if started {
             self.elect_offline(&format!("broker {id} came back"), &mut effects);
+            // A reassignment waiting for a target replica to lead may go on.
+            self.advance_reassignments(&mut effects);
         }
         Ok((self.heartbeat_response(id), effects))
     }

@@ -37,20 +37,24 @@
 //! - Every leader imbalance check interval the active controller hands each
 //!   partition back to its preferred replica (the first) if that one is alive and in
 //!   the ISR (`preferred`).
-//! - A broker the voters were not started with joins with its first heartbeat,
-//!   which names the address other brokers reach it at (`liveness`).
+//!
+//! - The admin tasks are commands too: topic creation (`topics`) and partition
+//!   reassignment (`reassignment`, KIP-455: adding replicas catch up into the ISR
+//!   before the removed ones leave, completed by the controller as it applies the
+//!   ISR change that makes it possible).
 //!
 //! This file holds the state and its bookkeeping; the rules live beside it: `command`
 //! (the log's commands and how each applies), `sessions` (the active controller's
-//! clock), `topics` (creation), `liveness` (heartbeats, deaths, restarts,
-//! elections), `isr` (AlterPartition, leadership confirmation), `producers`
-//! (InitProducerId).
+//! clock), `topics` (creation), `liveness` (heartbeats, joins, deaths, restarts,
+//! elections), `isr` (AlterPartition, leadership confirmation), `reassignment`,
+//! `producers` (InitProducerId).
 
 mod command;
 mod isr;
 mod liveness;
 mod preferred;
 mod producers;
+mod reassignment;
 mod sessions;
 mod topics;
 
@@ -164,15 +168,22 @@ impl Effects {
         self.events.extend(later.events);
         self.transitions.extend(later.transitions);
         self.dirty |= later.dirty;
-        for states in later.pushes.into_values() {
+        for (broker, states) in later.pushes {
             for s in &states {
-                self.push(s);
+                self.push_to(s, [broker]);
             }
         }
     }
 
+    /// Push `state` to its replicas.
     fn push(&mut self, state: &PartitionState) {
-        for &r in &state.replicas {
+        self.push_to(state, state.replicas.iter().copied());
+    }
+
+    /// Push `state` to `brokers` (its replicas, or ones it no longer names: the
+    /// replicas a reassignment removed, which stop and delete theirs).
+    fn push_to(&mut self, state: &PartitionState, brokers: impl IntoIterator<Item = BrokerId>) {
+        for r in brokers {
             let list = self.pushes.entry(r).or_default();
             match list
                 .iter_mut()
@@ -416,9 +427,26 @@ impl ControllerState {
         if let Some(old) = old.filter(|old| old.isr != next.isr) {
             let _ = write!(line, " (was {})", ids_str(&old.isr));
         }
+        if let Some(old) = old.filter(|old| old.replicas != next.replicas) {
+            let _ = write!(line, ", replicas {}", ids_str(&next.replicas));
+            if next.reassigning() {
+                let _ = write!(
+                    line,
+                    " (adding {}, removing {})",
+                    ids_str(&next.adding),
+                    ids_str(&next.removing)
+                );
+            }
+            let _ = write!(line, " (was {})", ids_str(&old.replicas));
+        }
         let _ = write!(line, " ({why})");
         effects.events.push(line);
         effects.push(&next);
+        // The replicas it no longer names stop and delete theirs on hearing it.
+        if let Some(old) = old {
+            let removed = old.replicas.iter().copied();
+            effects.push_to(&next, removed.filter(|b| !next.replicas.contains(b)));
+        }
         effects.dirty = true;
         self.partitions.insert(tp, next);
     }
@@ -455,6 +483,11 @@ fn check_persisted(
         || p.isr.is_empty()
         || p.isr.iter().any(|b| !p.replicas.contains(b))
         || (p.leader != NO_LEADER && !p.isr.contains(&p.leader))
+        || p.adding
+            .iter()
+            .chain(&p.removing)
+            .any(|b| !p.replicas.contains(b))
+        || p.adding.iter().any(|b| p.removing.contains(b))
     {
         return Err(format!(
             "the controller snapshot of partition {name} is inconsistent (leader {}, isr {:?}, replicas {:?})",
@@ -490,5 +523,7 @@ pub fn start(
 mod admin_tests;
 #[cfg(test)]
 mod props;
+#[cfg(test)]
+mod reassignment_tests;
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@ use super::*;
 use crate::events::{Api, FenceReason};
 use crate::protocol::{AlterPartition, ConfirmLeadership, CreateTopic, Heartbeat, IsrMemberEpoch};
 
-const TIMEOUT: Millis = 1000;
+pub(super) const TIMEOUT: Millis = 1000;
 
 pub(super) fn config(unclean: bool) -> Config {
     Config {
@@ -17,7 +17,7 @@ pub(super) fn config(unclean: bool) -> Config {
 }
 
 /// A fresh controller as [`cluster`] makes it, with `bugs` planted.
-fn planted_cluster(n: i32, bugs: crate::bugs::Bugs) -> ControllerState {
+pub(super) fn planted_cluster(n: i32, bugs: crate::bugs::Bugs) -> ControllerState {
     let ids: Vec<BrokerId> = (1..=n).collect();
     let config = Config {
         bugs,
@@ -30,7 +30,7 @@ fn planted_cluster(n: i32, bugs: crate::bugs::Bugs) -> ControllerState {
     s
 }
 
-fn epoch_of(id: BrokerId) -> u64 {
+pub(super) fn epoch_of(id: BrokerId) -> u64 {
     100 + id as u64
 }
 
@@ -47,7 +47,12 @@ pub(super) fn cluster(n: i32, unclean: bool) -> ControllerState {
     s
 }
 
-fn beat(s: &mut ControllerState, id: BrokerId, broker_epoch: u64, now: Millis) -> Effects {
+pub(super) fn beat(
+    s: &mut ControllerState,
+    id: BrokerId,
+    broker_epoch: u64,
+    now: Millis,
+) -> Effects {
     let (resp, effects) = s
         .heartbeat(
             &Heartbeat {
@@ -83,7 +88,7 @@ pub(super) fn part(s: &ControllerState, topic: &str, p: u32) -> PartitionState {
 }
 
 /// Everyone but `silent` heartbeats at `now`; then the clock ticks at `now`.
-fn all_beat_but(s: &mut ControllerState, silent: &[BrokerId], now: Millis) -> Effects {
+pub(super) fn all_beat_but(s: &mut ControllerState, silent: &[BrokerId], now: Millis) -> Effects {
     let ids: Vec<BrokerId> = s.brokers.keys().copied().collect();
     for id in ids {
         if !silent.contains(&id) {
@@ -95,7 +100,12 @@ fn all_beat_but(s: &mut ControllerState, silent: &[BrokerId], now: Millis) -> Ef
 
 /// Broker `id` heartbeats a last time at `from` and then falls silent (brokers in
 /// `down` stay silent throughout); returns the effects of its death.
-fn kill(s: &mut ControllerState, id: BrokerId, down: &[BrokerId], from: Millis) -> Effects {
+pub(super) fn kill(
+    s: &mut ControllerState,
+    id: BrokerId,
+    down: &[BrokerId],
+    from: Millis,
+) -> Effects {
     let mut silent = down.to_vec();
     all_beat_but(s, &silent, from);
     silent.push(id);
@@ -105,7 +115,7 @@ fn kill(s: &mut ControllerState, id: BrokerId, down: &[BrokerId], from: Millis) 
     effects
 }
 
-fn alter(
+pub(super) fn alter(
     s: &mut ControllerState,
     leader: BrokerId,
     p: &PartitionState,
@@ -124,7 +134,7 @@ fn alter(
     answer.map(|p| (p, effects))
 }
 
-fn state(
+pub(super) fn state(
     leader: BrokerId,
     le: i32,
     pe: i32,
@@ -133,7 +143,7 @@ fn state(
     (leader, le, pe, isr.to_vec())
 }
 
-fn view(p: &PartitionState) -> (BrokerId, i32, i32, Vec<BrokerId>) {
+pub(super) fn view(p: &PartitionState) -> (BrokerId, i32, i32, Vec<BrokerId>) {
     (p.leader, p.leader_epoch, p.partition_epoch, p.isr.clone())
 }
 

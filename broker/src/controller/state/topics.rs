@@ -79,6 +79,8 @@ impl ControllerState {
                 isr,
                 replicas,
                 min_insync_replicas: req.min_insync_replicas,
+                adding: Vec::new(),
+                removing: Vec::new(),
             };
             effects.events.push(format!(
                 "partition {}-{p}: created, replicas {}, leader {leader}, isr {}",
