@@ -29,6 +29,7 @@ pub enum Code {
     ClusterAuthorizationFailed,
     OutOfOrderSequenceNumber,
     InvalidProducerEpoch,
+    InvalidPartitions,
     ReassignmentInProgress,
     NoReassignmentInProgress,
 }
@@ -53,6 +54,7 @@ impl Code {
             Code::ClusterAuthorizationFailed => "CLUSTER_AUTHORIZATION_FAILED",
             Code::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
             Code::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
+            Code::InvalidPartitions => "INVALID_PARTITIONS",
             Code::ReassignmentInProgress => "REASSIGNMENT_IN_PROGRESS",
             Code::NoReassignmentInProgress => "NO_REASSIGNMENT_IN_PROGRESS",
         }
@@ -60,7 +62,7 @@ impl Code {
 
     pub fn status(self) -> StatusCode {
         match self {
-            Code::InvalidRequest => StatusCode::BAD_REQUEST,
+            Code::InvalidRequest | Code::InvalidPartitions => StatusCode::BAD_REQUEST,
             Code::UnknownTopicOrPartition => StatusCode::NOT_FOUND,
             Code::TopicAlreadyExists | Code::FencedLeaderEpoch => StatusCode::CONFLICT,
             Code::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
@@ -85,7 +87,8 @@ impl Code {
     }
 }
 
-const ALL: [Code; 19] = [
+const ALL: [Code; 20] = [
+    Code::InvalidPartitions,
     Code::ReassignmentInProgress,
     Code::NoReassignmentInProgress,
     Code::OutOfOrderSequenceNumber,

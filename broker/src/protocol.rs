@@ -170,6 +170,14 @@ pub struct CreateTopic {
     pub min_insync_replicas: u32,
 }
 
+/// `POST /v1/topics/{topic}/partitions` on the controller (Kafka's
+/// CreatePartitions): `count` is the topic's new total number of partitions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatePartitions {
+    pub topic: String,
+    pub count: u32,
+}
+
 /// `POST /v1/topics/{topic}/partitions/{p}/reassign` (`replicas`: the target) and
 /// `DELETE` of the same path (`replicas` None: cancel), on the controller (KIP-455's
 /// AlterPartitionReassignments).

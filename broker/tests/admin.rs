@@ -197,3 +197,58 @@ async fn a_reassignment_moves_a_partition_off_its_leader_and_the_old_replicas_de
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"], "NO_REASSIGNMENT_IN_PROGRESS", "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_partitions_are_created_where_topic_creation_would_put_them_and_served() {
+    let c = Cluster::start(Opts::default());
+    c.create_topic("q", 1, 1, 1).await;
+    for id in [2, 3] {
+        assert!(
+            c.debug_partition(id, "q", 0).await.is_none(),
+            "{id} hosts nothing of q"
+        );
+    }
+    let (active, _) = c.controller().await;
+    let other = (1..=3).find(|&id| id != active).unwrap();
+    let path = "/v1/topics/q/partitions";
+    let (status, body) = c.post(&c.addr(other), path, &json!({"count": 3})).await;
+    assert_eq!(
+        (status, &body["controller_id"]),
+        (421, &json!(active)),
+        "{body}"
+    );
+    let (status, body) = c.post_controller(path, &json!({"count": 3})).await;
+    assert_eq!(status, 200, "{body}");
+    let replicas: Vec<&Value> = body["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["replicas"])
+        .collect();
+    assert_eq!(replicas, [&json!([1]), &json!([2]), &json!([3])], "{body}");
+    // Brokers 2 and 3 open the partitions they now lead, and serve them.
+    for (id, p) in [(2, 1), (3, 2)] {
+        c.wait_for(&format!("broker {id} to lead q-{p}"), || async {
+            let d = c.debug_partition(id, "q", p).await?;
+            (d["role"] == "leader").then_some(())
+        })
+        .await;
+        let acked = produce_all(&c, "q", p, &[json!(format!("p{p}"))]).await;
+        assert_eq!(read_all(&c, "q", p, 1).await, acked);
+    }
+    // A count that does not grow the topic is refused; every broker shows all three.
+    let (status, body) = c.post_controller(path, &json!({"count": 3})).await;
+    assert_eq!(
+        (status, &body["error"]),
+        (400, &json!("INVALID_PARTITIONS")),
+        "{body}"
+    );
+    c.wait_for("every broker to show three partitions", || async {
+        for id in 1..=3 {
+            let md = c.metadata_of(id).await?;
+            partition_in(&md, "q", 2)?;
+        }
+        Some(())
+    })
+    .await;
+}

@@ -1,6 +1,7 @@
 //! The controller's HTTP routes, served by every voter next to the node's routes:
-//! the public topic and metadata calls and admin tasks (reassignment) of
-//! docs/api.md and the `/internal/` calls of the nodes (protocol.rs). A voter that is not the active controller answers the
+//! the public topic and metadata calls and admin tasks (new partitions,
+//! reassignment) of docs/api.md and the `/internal/` calls of the nodes
+//! (protocol.rs). A voter that is not the active controller answers the
 //! controller calls with `NOT_CONTROLLER` and the active one's id; metadata it
 //! answers from its own copy of the state. Every error, including a body that is
 //! not JSON, has the wrong types or is too large, is a JSON [`ApiError`]; unknown
@@ -24,8 +25,8 @@ use super::service::Controller;
 use super::state::{Applied, Command};
 use crate::error::{ApiError, Code};
 use crate::protocol::{
-    AlterPartition, AlterReassignment, BrokerId, ConfirmLeadership, CreateTopic, Heartbeat,
-    HeartbeatResponse, Metadata, PartitionState,
+    AlterPartition, AlterReassignment, BrokerId, ConfirmLeadership, CreatePartitions, CreateTopic,
+    Heartbeat, HeartbeatResponse, Metadata, PartitionState,
 };
 
 /// Largest request body accepted.
@@ -36,6 +37,7 @@ pub const MAX_BODY: usize = 1 << 20;
 pub fn router(controller: Arc<Controller>) -> Router {
     Router::new()
         .route("/v1/topics", post(create_topic))
+        .route("/v1/topics/{topic}/partitions", post(create_partitions))
         .route(
             "/v1/topics/{topic}/partitions/{partition}/reassign",
             post(reassign).delete(cancel_reassignment),
@@ -83,11 +85,34 @@ async fn create_topic(
     }
 }
 
+/// `POST /v1/topics/{topic}/partitions` `{"count": N}`: N is the new total.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CountBody {
+    count: u32,
+}
+
 /// `POST …/reassign` `{"replicas": [..]}`: the target replicas.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ReplicasBody {
     replicas: Vec<BrokerId>,
+}
+
+async fn create_partitions(
+    State(c): Shared,
+    p: Result<Path<String>, PathRejection>,
+    JsonBody(body): JsonBody<CountBody>,
+) -> Result<Response, ApiError> {
+    let topic = path(p)?;
+    let req = CreatePartitions {
+        topic,
+        count: body.count,
+    };
+    match c.propose(Command::CreatePartitions(req)).await? {
+        Applied::Topic(meta) => Ok(Json(meta).into_response()),
+        other => Err(unexpected(other)),
+    }
 }
 
 async fn reassign(

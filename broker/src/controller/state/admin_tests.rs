@@ -1,9 +1,20 @@
-//! The controller's admin tasks step by step on the pure state: brokers joining by
-//! heartbeat.
+//! The controller's admin tasks step by step on the pure state: new partitions
+//! (CreatePartitions) and brokers joining by heartbeat.
 
 use super::tests::{cluster, config, create, part};
 use super::*;
-use crate::protocol::Heartbeat;
+use crate::protocol::{CreatePartitions, Heartbeat};
+
+fn grow(
+    s: &mut ControllerState,
+    topic: &str,
+    count: u32,
+) -> Result<(TopicMetadata, Effects), ApiError> {
+    s.create_partitions(&CreatePartitions {
+        topic: topic.into(),
+        count,
+    })
+}
 
 /// Broker `id` heartbeats from `address`, as a broker started with `--peers` of the
 /// others would: it joins if the controller does not know it.
@@ -21,6 +32,61 @@ fn info(s: &ControllerState, id: BrokerId) -> BrokerInfo {
         .into_iter()
         .find(|b| b.id == id)
         .expect("a broker")
+}
+
+#[test]
+fn new_partitions_are_placed_as_topic_creation_places_them() {
+    let mut s = cluster(4, false);
+    create(&mut s, "first", 1, 1, 1);
+    create(&mut s, "q", 1, 2, 2);
+    let (meta, fx) = grow(&mut s, "q", 3).unwrap();
+    assert_eq!(meta.partitions.len(), 3);
+    // The same as a topic created with three partitions second.
+    let mut t = cluster(4, false);
+    create(&mut t, "first", 1, 1, 1);
+    create(&mut t, "q", 3, 2, 2);
+    for p in 0..3 {
+        assert_eq!(part(&s, "q", p), part(&t, "q", p), "q-{p}");
+    }
+    assert_eq!(part(&s, "q", 2).replicas, [4, 1]);
+    assert_eq!(part(&s, "q", 2).min_insync_replicas, 2);
+    // Each new replica is told (so its broker opens the partition); q-0's are not.
+    assert!(fx.dirty);
+    assert_eq!(
+        fx.pushes[&4]
+            .iter()
+            .map(|p| p.partition)
+            .collect::<Vec<_>>(),
+        [1, 2]
+    );
+    assert_eq!(
+        fx.pushes[&3]
+            .iter()
+            .map(|p| p.partition)
+            .collect::<Vec<_>>(),
+        [1]
+    );
+    assert!(!fx.pushes.contains_key(&2));
+}
+
+#[test]
+fn a_partition_count_that_does_not_grow_the_topic_is_refused() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 2, 3, 2);
+    for count in [0, 1, 2] {
+        let err = grow(&mut s, "q", count).unwrap_err();
+        assert_eq!(err.code, Code::InvalidPartitions, "{count}: {err}");
+        assert!(err.message.contains("has 2 partitions"), "{err}");
+    }
+    assert_eq!(
+        grow(&mut s, "nope", 3).unwrap_err().code,
+        Code::UnknownTopicOrPartition
+    );
+    assert_eq!(
+        s.metadata().topics[0].partitions.len(),
+        2,
+        "nothing changed"
+    );
 }
 
 #[test]

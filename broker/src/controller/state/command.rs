@@ -10,8 +10,8 @@ use super::preferred::PreferredElection;
 use super::{ControllerState, Effects, ProducerId};
 use crate::error::ApiError;
 use crate::protocol::{
-    AlterPartition, AlterReassignment, BrokerId, CreateTopic, Heartbeat, HeartbeatResponse,
-    PartitionState, TopicMetadata, TopicPartition,
+    AlterPartition, AlterReassignment, BrokerId, CreatePartitions, CreateTopic, Heartbeat,
+    HeartbeatResponse, PartitionState, TopicMetadata, TopicPartition,
 };
 
 /// One entry of the controller's log.
@@ -32,6 +32,8 @@ pub enum Command {
     /// The active controller's periodic check found partitions to hand back to
     /// their preferred replica.
     ElectPreferred { partitions: Vec<PreferredElection> },
+    /// `POST /v1/topics/{topic}/partitions`: grow a topic (CreatePartitions).
+    CreatePartitions(CreatePartitions),
     /// `POST` (a target) or `DELETE` (cancel) `/v1/topics/{t}/partitions/{p}/reassign`.
     AlterReassignment(AlterReassignment),
     /// Take these partitions' reassignments on from the step the state holds:
@@ -92,6 +94,10 @@ impl ControllerState {
             Command::ElectPreferred { partitions } => {
                 (Ok(Applied::Elected), self.apply_preferred(partitions))
             }
+            Command::CreatePartitions(req) => match self.create_partitions(req) {
+                Ok((meta, fx)) => (Ok(Applied::Topic(meta)), fx),
+                Err(e) => (Err(e), Effects::default()),
+            },
             Command::AlterReassignment(req) => match self.alter_reassignment(req) {
                 Ok((state, fx)) => (Ok(Applied::Partition(state)), fx),
                 Err(e) => (Err(e), Effects::default()),
@@ -123,6 +129,10 @@ mod tests {
                 broker_id: 4,
                 broker_epoch: 8,
                 address: Some("127.0.0.1:9004".into()),
+            }),
+            Command::CreatePartitions(CreatePartitions {
+                topic: "queue".into(),
+                count: 3,
             }),
             Command::AlterReassignment(AlterReassignment {
                 topic: "queue".into(),

@@ -38,14 +38,14 @@
 //!   partition back to its preferred replica (the first) if that one is alive and in
 //!   the ISR (`preferred`).
 //!
-//! - The admin tasks are commands too: topic creation (`topics`) and partition
-//!   reassignment (`reassignment`, KIP-455: adding replicas catch up into the ISR
-//!   before the removed ones leave, completed by the controller as it applies the
-//!   ISR change that makes it possible).
+//! - The admin tasks are commands too: topic creation and new partitions
+//!   (`topics`), and partition reassignment (`reassignment`, KIP-455: adding
+//!   replicas catch up into the ISR before the removed ones leave, completed by the
+//!   controller as it applies the ISR change that makes it possible).
 //!
 //! This file holds the state and its bookkeeping; the rules live beside it: `command`
 //! (the log's commands and how each applies), `sessions` (the active controller's
-//! clock), `topics` (creation), `liveness` (heartbeats, joins, deaths, restarts,
+//! clock), `topics` (creation, new partitions), `liveness` (heartbeats, joins, deaths, restarts,
 //! elections), `isr` (AlterPartition, leadership confirmation), `reassignment`,
 //! `producers` (InitProducerId).
 

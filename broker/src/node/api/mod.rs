@@ -55,6 +55,7 @@ pub fn router(manager: Arc<ReplicaManager>, own_metadata: bool) -> Router {
         router = router
             .route("/v1/metadata", get(debug::metadata))
             .route("/v1/topics", post(not_controller))
+            .route("/v1/topics/{topic}/partitions", post(not_controller))
             .route(
                 "/v1/topics/{topic}/partitions/{partition}/reassign",
                 post(not_controller).delete(not_controller),
