@@ -188,6 +188,20 @@ pub struct AlterReassignment {
     pub replicas: Option<Vec<BrokerId>>,
 }
 
+/// Where a broker stands in the cluster's placement.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BrokerStatus {
+    /// Takes replicas.
+    #[default]
+    Active,
+    /// Being emptied by reassignments (`POST /v1/brokers/{id}/decommission`): takes
+    /// no new replica.
+    Decommissioning,
+    /// Hosts nothing and leads nothing; may be stopped.
+    Decommissioned,
+}
+
 /// A broker as metadata shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerInfo {
@@ -197,6 +211,8 @@ pub struct BrokerInfo {
     /// e.g. never heard from).
     #[serde(default)]
     pub address: Option<String>,
+    #[serde(default)]
+    pub status: BrokerStatus,
 }
 
 /// One partition in `/v1/metadata`.

@@ -252,3 +252,66 @@ async fn new_partitions_are_created_where_topic_creation_would_put_them_and_serv
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decommissioned_broker_hands_its_replicas_to_a_joined_one_and_can_be_stopped() {
+    let mut c = Cluster::start(Opts::default());
+    c.create_topic("t", 2, 2, 2).await;
+    let mut acked = produce_all(&c, "t", 0, &[json!("a"), json!("b")]).await;
+    c.join(4, &[]);
+    c.wait_registered().await;
+    // Broker 1 leads t-0 on [1, 2]; broker 4, which holds nothing, takes its place.
+    let (status, body) = c
+        .post_controller("/v1/brokers/1/decommission", &json!({}))
+        .await;
+    assert_eq!((status, &body["id"]), (200, &json!(1)), "{body}");
+    assert!(
+        body["status"] == "decommissioning" || body["status"] == "decommissioned",
+        "{body}"
+    );
+    let s = settled_on(&c, "t", 0, &[4, 2]).await;
+    assert_eq!(s["leader"], 4, "{s}");
+    c.wait_for("broker 1 decommissioned", || async {
+        let md = c.metadata_of(c.controller().await.0).await?;
+        let b = md["brokers"]
+            .as_array()?
+            .iter()
+            .find(|b| b["id"] == 1)?
+            .clone();
+        (b["status"] == "decommissioned").then_some(())
+    })
+    .await;
+    c.wait_for("broker 1 to host nothing", || async {
+        let (_, d) = c.get(&c.addr(1), "/debug/partitions").await;
+        d["partitions"].as_array()?.is_empty().then_some(())
+    })
+    .await;
+    assert!(!c.dir.path().join("node1/t-0").exists());
+    // Stopped, it is missed by nobody: everything acknowledged is on t-0's replicas.
+    assert!(c.node(1).terminate(), "a clean stop");
+    acked.extend(produce_all(&c, "t", 0, &[json!("c")]).await);
+    assert_eq!(read_all(&c, "t", 0, 3).await, acked);
+    let logs = c
+        .wait_for("t-0's replicas to agree", || async {
+            let (l4, l2) = (
+                local_log(&c, 4, "t", 0).await?,
+                local_log(&c, 2, "t", 0).await?,
+            );
+            (l4 == l2 && l4.len() == 3).then_some(l4)
+        })
+        .await;
+    let values: Vec<(u64, Value)> = logs.into_iter().map(|(o, _, v)| (o, v)).collect();
+    assert_eq!(values, acked);
+    // It takes nothing new: a reassignment naming it is refused.
+    let (status, body) = c
+        .post_controller(
+            "/v1/topics/t/partitions/1/reassign",
+            &json!({"replicas": [1, 3]}),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("decommissioned"),
+        "{body}"
+    );
+}

@@ -1,7 +1,7 @@
 //! The controller's HTTP routes, served by every voter next to the node's routes:
 //! the public topic and metadata calls and admin tasks (new partitions,
-//! reassignment) of docs/api.md and the `/internal/` calls of the nodes
-//! (protocol.rs). A voter that is not the active controller answers the
+//! reassignment, decommission) of docs/api.md and the `/internal/` calls of the
+//! nodes (protocol.rs). A voter that is not the active controller answers the
 //! controller calls with `NOT_CONTROLLER` and the active one's id; metadata it
 //! answers from its own copy of the state. Every error, including a body that is
 //! not JSON, has the wrong types or is too large, is a JSON [`ApiError`]; unknown
@@ -42,6 +42,7 @@ pub fn router(controller: Arc<Controller>) -> Router {
             "/v1/topics/{topic}/partitions/{partition}/reassign",
             post(reassign).delete(cancel_reassignment),
         )
+        .route("/v1/brokers/{id}/decommission", post(decommission))
         .route("/v1/metadata", get(metadata))
         .route("/v1/producers", post(init_producer_id))
         .route("/internal/heartbeat", post(heartbeat))
@@ -156,6 +157,20 @@ async fn alter_reassignment(
             body["topic"] = state.topic.clone().into();
             Ok(Json(body).into_response())
         }
+        other => Err(unexpected(other)),
+    }
+}
+
+async fn decommission(
+    State(c): Shared,
+    p: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let id = path(p)?;
+    let broker_id: BrokerId = id.parse().ok().filter(|id| *id > 0).ok_or_else(|| {
+        ApiError::invalid(format!("`{id}` is not a broker id (a positive integer)"))
+    })?;
+    match c.propose(Command::Decommission { broker_id }).await? {
+        Applied::Broker(info) => Ok(Json(info).into_response()),
         other => Err(unexpected(other)),
     }
 }

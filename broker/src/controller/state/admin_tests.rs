@@ -1,9 +1,9 @@
-//! The controller's admin tasks step by step on the pure state: new partitions
-//! (CreatePartitions) and brokers joining by heartbeat.
+//! The controller's other admin tasks step by step on the pure state: new
+//! partitions (CreatePartitions), brokers joining by heartbeat, and decommission.
 
-use super::tests::{cluster, config, create, part};
+use super::tests::{alter, beat, cluster, config, create, kill, part};
 use super::*;
-use crate::protocol::{CreatePartitions, Heartbeat};
+use crate::protocol::{AlterReassignment, CreatePartitions, Heartbeat};
 
 fn grow(
     s: &mut ControllerState,
@@ -25,6 +25,20 @@ fn join(s: &mut ControllerState, id: BrokerId, address: &str) -> Result<Effects,
         address: Some(address.into()),
     };
     s.heartbeat(&hb, 0).map(|(_, fx)| fx)
+}
+
+/// Every partition's leader proposes every replica of its AR into the ISR (they all
+/// caught up), so reassignments in progress complete.
+fn all_caught_up(s: &mut ControllerState) {
+    let moving: Vec<PartitionState> = s
+        .partitions
+        .values()
+        .filter(|p| p.reassigning())
+        .cloned()
+        .collect();
+    for p in moving {
+        alter(s, p.leader, &p, &p.replicas).expect("expansion accepted");
+    }
 }
 
 fn info(s: &ControllerState, id: BrokerId) -> BrokerInfo {
@@ -92,6 +106,7 @@ fn a_partition_count_that_does_not_grow_the_topic_is_refused() {
 #[test]
 fn an_unknown_broker_joins_with_its_address_and_then_takes_replicas() {
     let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 2, 1);
     let fx = join(&mut s, 4, "127.0.0.1:9004").unwrap();
     assert!(fx.dirty);
     assert!(
@@ -101,13 +116,24 @@ fn an_unknown_broker_joins_with_its_address_and_then_takes_replicas() {
     );
     let b = info(&s, 4);
     assert_eq!(
-        (b.alive, b.address.as_deref()),
-        (true, Some("127.0.0.1:9004"))
+        (b.alive, b.address.as_deref(), b.status),
+        (true, Some("127.0.0.1:9004"), BrokerStatus::Active)
     );
     assert!(s.broker(4).unwrap().joined && !s.broker(1).unwrap().joined);
-    // It takes replicas: new topics are placed on it too.
-    create(&mut s, "q", 1, 4, 1);
-    assert_eq!(part(&s, "q", 0).replicas, [1, 2, 3, 4]);
+    // It takes replicas: a reassignment may add it, new partitions may be put on it.
+    let (p, _) = s
+        .alter_reassignment(&AlterReassignment {
+            topic: "q".into(),
+            partition: 0,
+            replicas: Some(vec![1, 4]),
+        })
+        .unwrap();
+    assert_eq!(p.adding, [4]);
+    let (meta, _) = grow(&mut s, "q", 4).unwrap();
+    assert!(
+        meta.partitions.iter().any(|p| p.replicas.contains(&4)),
+        "{meta:?}"
+    );
     // A heartbeat from a new address is a change; the same one again is not.
     assert!(join(&mut s, 4, "127.0.0.1:9104").unwrap().dirty);
     assert_eq!(info(&s, 4).address.as_deref(), Some("127.0.0.1:9104"));
@@ -145,4 +171,88 @@ fn a_snapshot_with_joined_brokers_restores_on_voters_started_without_them() {
     durable.brokers.get_mut(&4).unwrap().joined = false;
     let err = start(config(false), &[1, 2, 3], durable, 0).unwrap_err();
     assert!(err.contains("[1, 2, 3, 4]"), "{err}");
+}
+
+#[test]
+fn decommission_moves_every_replica_to_the_least_loaded_brokers_then_marks_it_done() {
+    let mut s = cluster(4, false);
+    create(&mut s, "q", 2, 2, 1);
+    assert_eq!(
+        (part(&s, "q", 0).replicas, part(&s, "q", 1).replicas),
+        (vec![1, 2], vec![2, 3])
+    );
+    let (b, fx) = s.decommission(2).unwrap();
+    assert_eq!(b.status, BrokerStatus::Decommissioning);
+    // 4 holds nothing and takes q-0's replica of 2; then 1 and 4 hold one each and
+    // q-1 (on 2, 3) takes the lowest id of them, 1.
+    assert_eq!(
+        (part(&s, "q", 0).target(), part(&s, "q", 0).removing.clone()),
+        (vec![1, 4], vec![2])
+    );
+    assert_eq!(
+        (part(&s, "q", 1).target(), part(&s, "q", 1).removing.clone()),
+        (vec![1, 3], vec![2])
+    );
+    assert!(
+        fx.events.iter().any(|e| e.contains("decommissioning")),
+        "{:?}",
+        fx.events
+    );
+    // Nothing new goes to it meanwhile.
+    let err = s
+        .alter_reassignment(&AlterReassignment {
+            topic: "q".into(),
+            partition: 0,
+            replicas: Some(vec![1, 2, 4]),
+        })
+        .unwrap_err();
+    assert_eq!(err.code, Code::ReassignmentInProgress);
+    all_caught_up(&mut s);
+    // It leads nothing and hosts nothing: decommissioned, left out of placement.
+    assert!(
+        s.partitions
+            .values()
+            .all(|p| !p.replicas.contains(&2) && p.leader != 2)
+    );
+    assert_eq!(info(&s, 2).status, BrokerStatus::Decommissioned);
+    assert_eq!(s.placement(), [1, 3, 4]);
+    create(&mut s, "r", 3, 3, 1);
+    assert!(s.partitions.values().all(|p| !p.replicas.contains(&2)));
+    // Asking again answers the same; a reassignment may not name it.
+    assert_eq!(
+        s.decommission(2).unwrap().0.status,
+        BrokerStatus::Decommissioned
+    );
+    let err = s
+        .alter_reassignment(&AlterReassignment {
+            topic: "q".into(),
+            partition: 0,
+            replicas: Some(vec![1, 2]),
+        })
+        .unwrap_err();
+    assert!(err.message.contains("broker 2 is decommissioned"), "{err}");
+}
+
+#[test]
+fn decommission_is_refused_whole_when_a_replica_has_nowhere_to_go() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 1, 3, 2);
+    let err = s.decommission(3).unwrap_err();
+    assert!(
+        err.message.contains("no live broker outside [1, 2, 3]"),
+        "{err}"
+    );
+    assert_eq!(info(&s, 3).status, BrokerStatus::Active);
+    assert!(!part(&s, "q", 0).reassigning());
+    // A dead broker takes nothing either.
+    let mut s = cluster(4, false);
+    create(&mut s, "q", 1, 3, 2);
+    kill(&mut s, 4, &[], 0);
+    assert!(s.decommission(1).is_err());
+    beat(&mut s, 4, 999, 5000);
+    assert_eq!(
+        s.decommission(1).unwrap().0.status,
+        BrokerStatus::Decommissioning
+    );
+    assert!(s.decommission(99).is_err());
 }

@@ -10,8 +10,8 @@ use super::preferred::PreferredElection;
 use super::{ControllerState, Effects, ProducerId};
 use crate::error::ApiError;
 use crate::protocol::{
-    AlterPartition, AlterReassignment, BrokerId, CreatePartitions, CreateTopic, Heartbeat,
-    HeartbeatResponse, PartitionState, TopicMetadata, TopicPartition,
+    AlterPartition, AlterReassignment, BrokerId, BrokerInfo, CreatePartitions, CreateTopic,
+    Heartbeat, HeartbeatResponse, PartitionState, TopicMetadata, TopicPartition,
 };
 
 /// One entry of the controller's log.
@@ -43,6 +43,8 @@ pub enum Command {
         partitions: Vec<TopicPartition>,
         takeover: bool,
     },
+    /// `POST /v1/brokers/{id}/decommission`.
+    Decommission { broker_id: BrokerId },
 }
 
 /// A broker the active controller declares dead.
@@ -67,6 +69,7 @@ pub enum Applied {
     Producer(ProducerId),
     Elected,
     Resumed,
+    Broker(BrokerInfo),
 }
 
 impl ControllerState {
@@ -109,6 +112,10 @@ impl ControllerState {
                 Ok(Applied::Resumed),
                 self.apply_resume(partitions, *takeover),
             ),
+            Command::Decommission { broker_id } => match self.decommission(*broker_id) {
+                Ok((info, fx)) => (Ok(Applied::Broker(info)), fx),
+                Err(e) => (Err(e), Effects::default()),
+            },
         }
     }
 }
@@ -151,6 +158,7 @@ mod tests {
                 }],
                 takeover: true,
             },
+            Command::Decommission { broker_id: 3 },
             Command::Expire {
                 brokers: vec![Expiry {
                     broker_id: 3,

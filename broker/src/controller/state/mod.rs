@@ -39,17 +39,20 @@
 //!   the ISR (`preferred`).
 //!
 //! - The admin tasks are commands too: topic creation and new partitions
-//!   (`topics`), and partition reassignment (`reassignment`, KIP-455: adding
-//!   replicas catch up into the ISR before the removed ones leave, completed by the
-//!   controller as it applies the ISR change that makes it possible).
+//!   (`topics`), partition reassignment (`reassignment`, KIP-455: adding replicas
+//!   catch up into the ISR before the removed ones leave, completed by the
+//!   controller as it applies the ISR change that makes it possible), and broker
+//!   decommission (`decommission`). Brokers the voters were not started with join
+//!   by heartbeat, with the address other brokers reach them at.
 //!
 //! This file holds the state and its bookkeeping; the rules live beside it: `command`
 //! (the log's commands and how each applies), `sessions` (the active controller's
-//! clock), `topics` (creation, new partitions), `liveness` (heartbeats, joins, deaths, restarts,
-//! elections), `isr` (AlterPartition, leadership confirmation), `reassignment`,
-//! `producers` (InitProducerId).
+//! clock), `topics` (creation, new partitions), `liveness` (heartbeats, joins,
+//! deaths, restarts, elections), `isr` (AlterPartition, leadership confirmation),
+//! `reassignment`, `decommission`, `producers` (InitProducerId).
 
 mod command;
+mod decommission;
 mod isr;
 mod liveness;
 mod preferred;
@@ -71,7 +74,8 @@ use crate::bugs::Bugs;
 use crate::error::{ApiError, Code};
 use crate::events::{Event, IsrCause};
 use crate::protocol::{
-    BrokerId, BrokerInfo, Metadata, NO_LEADER, PartitionState, TopicMetadata, TopicPartition,
+    BrokerId, BrokerInfo, BrokerStatus, Metadata, NO_LEADER, PartitionState, TopicMetadata,
+    TopicPartition,
 };
 
 /// Milliseconds on the caller's monotonic clock.
@@ -120,6 +124,9 @@ pub struct BrokerState {
     /// voters were started with.
     #[serde(default)]
     pub joined: bool,
+    /// Whether it takes replicas (decommission).
+    #[serde(default)]
+    pub status: BrokerStatus,
 }
 
 impl BrokerState {
@@ -130,6 +137,7 @@ impl BrokerState {
             liveness: Liveness::Pending,
             address: None,
             joined,
+            status: BrokerStatus::Active,
         }
     }
 }
@@ -356,6 +364,7 @@ impl ControllerState {
                 id,
                 alive: self.is_alive(id),
                 address: b.address.clone(),
+                status: b.status,
             })
             .collect()
     }

@@ -26,7 +26,9 @@
 use super::{ChangedBy, Command, ControllerState, Effects, Liveness, ids_str, unknown_partition};
 use crate::error::{ApiError, Code};
 use crate::events::{Event, ReassignmentStep};
-use crate::protocol::{AlterReassignment, BrokerId, NO_LEADER, PartitionState, TopicPartition};
+use crate::protocol::{
+    AlterReassignment, BrokerId, BrokerStatus, NO_LEADER, PartitionState, TopicPartition,
+};
 
 impl ControllerState {
     /// `POST` (start) or `DELETE` (cancel) `/v1/topics/{t}/partitions/{p}/reassign`,
@@ -51,7 +53,7 @@ impl ControllerState {
     }
 
     /// Check a target assignment for `p`: distinct known brokers, the ones it adds
-    /// alive, at least `min_insync_replicas` of them.
+    /// alive and taking replicas, at least `min_insync_replicas` of them.
     pub(super) fn check_target(
         &self,
         p: &PartitionState,
@@ -77,6 +79,9 @@ impl ControllerState {
             };
             if p.replicas.contains(b) {
                 continue;
+            }
+            if broker.status != BrokerStatus::Active {
+                return Err(bad(format!("broker {b} is decommissioned")));
             }
             if broker.liveness != Liveness::Alive {
                 return Err(bad(format!("broker {b} is not alive")));
@@ -213,6 +218,7 @@ impl ControllerState {
         );
         self.update(tp.clone(), next, &why, ChangedBy::Controller, effects);
         effects.transitions.push(event);
+        self.finish_decommissions(effects);
     }
 
     /// [`advance_reassignment`](Self::advance_reassignment) for every partition.

@@ -5,8 +5,8 @@ use super::{ControllerState, Effects, Liveness, ids_str};
 use crate::controller::election::assign_replicas;
 use crate::error::{ApiError, Code};
 use crate::protocol::{
-    BrokerId, CreatePartitions, CreateTopic, NO_LEADER, PartitionState, TopicMetadata,
-    TopicPartition, check_topic_name,
+    BrokerId, BrokerStatus, CreatePartitions, CreateTopic, NO_LEADER, PartitionState,
+    TopicMetadata, TopicPartition, check_topic_name,
 };
 
 /// A sanity bound on partitions per topic, so a typo cannot allocate millions.
@@ -184,9 +184,14 @@ impl ControllerState {
 }
 
 impl ControllerState {
-    /// The brokers new replicas may be placed on, sorted.
+    /// The brokers new replicas may be placed on, sorted: every broker but the
+    /// decommissioning and decommissioned ones.
     pub(super) fn placement(&self) -> Vec<BrokerId> {
-        self.brokers.keys().copied().collect()
+        self.brokers
+            .iter()
+            .filter(|(_, b)| b.status == BrokerStatus::Active)
+            .map(|(&id, _)| id)
+            .collect()
     }
 }
 

@@ -60,6 +60,7 @@ pub fn router(manager: Arc<ReplicaManager>, own_metadata: bool) -> Router {
                 "/v1/topics/{topic}/partitions/{partition}/reassign",
                 post(not_controller).delete(not_controller),
             )
+            .route("/v1/brokers/{id}/decommission", post(not_controller))
             .route("/v1/producers", post(not_controller));
     }
     router
