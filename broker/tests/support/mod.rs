@@ -677,3 +677,15 @@ pub fn ids(v: &Value) -> Vec<i32> {
 fn path(p: &Path) -> String {
     p.to_str().expect("temp paths are UTF-8").to_string()
 }
+
+/// Every `EVENT {json}` line of a process log, parsed (docs/broker.md, "Event
+/// lines"); a line that is not JSON fails the test.
+pub fn event_lines(log: &str) -> Vec<Value> {
+    log.lines()
+        .filter_map(|l| l.strip_prefix("EVENT "))
+        .map(|json| {
+            serde_json::from_str(json)
+                .unwrap_or_else(|e| panic!("event line `{json}` is not JSON: {e}"))
+        })
+        .collect()
+}
