@@ -288,6 +288,16 @@ impl Context {
         Ok(sizes.get(topic).copied())
     }
 
+    /// A controller message named partition `partition` of `topic`: the topic has at
+    /// least `partition + 1` partitions (new partitions are only ever added), so a
+    /// count learnt before it grew is corrected.
+    pub fn learn_partition(&self, topic: &str, partition: u32) {
+        let mut sizes = self.topic_sizes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = sizes.get_mut(topic) {
+            *n = (*n).max(partition + 1);
+        }
+    }
+
     /// Ask the controller whether we still lead `topic-partition` in `leader_epoch`.
     pub async fn confirm_leadership(
         &self,

@@ -144,8 +144,10 @@ impl ReplicaManager {
         md
     }
 
-    /// Keep `state` in the metadata view if it is newer than the one there.
+    /// Keep `state` in the metadata view if it is newer than the one there (and a
+    /// topic's partition count, for the register view, if the topic grew).
     fn remember(&self, state: &PartitionState) {
+        self.ctx.learn_partition(&state.topic, state.partition);
         let tp = TopicPartition {
             topic: state.topic.clone(),
             partition: state.partition,
