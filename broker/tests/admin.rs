@@ -315,3 +315,44 @@ async fn a_decommissioned_broker_hands_its_replicas_to_a_joined_one_and_can_be_s
         "{body}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_removed_while_its_broker_was_down_is_set_aside_when_it_returns() {
+    let mut c = Cluster::start(Opts::default());
+    c.create_topic("t", 1, 2, 1).await;
+    let acked = produce_all(&c, "t", 0, &[json!("a")]).await;
+    c.node(1).kill();
+    c.wait_for("broker 2 to lead t-0", || async {
+        let s = c.controller_partition("t", 0).await?;
+        (s["leader"] == 2).then_some(())
+    })
+    .await;
+    let (status, body) = c
+        .post_controller(
+            "/v1/topics/t/partitions/0/reassign",
+            &json!({"replicas": [2, 3]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    settled_on(&c, "t", 0, &[2, 3]).await;
+    // Back, broker 1 hears t-0 no longer names it: its directory is set aside, never
+    // opened; nothing of t-0 is lost.
+    c.node(1).restart();
+    let node1 = c.dir.path().join("node1");
+    let stray = c
+        .wait_for("broker 1 to set its t-0 aside", || async {
+            let names = std::fs::read_dir(&node1).ok()?;
+            let names: Vec<String> = names
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect();
+            let stray = names.iter().find(|n| n.starts_with("t-0.stray-"))?.clone();
+            (!names.iter().any(|n| n == "t-0")).then_some(stray)
+        })
+        .await;
+    assert!(
+        node1.join(&stray).join("log").is_dir(),
+        "{stray} keeps the old log"
+    );
+    assert!(c.debug_partition(1, "t", 0).await.is_none());
+    assert_eq!(read_all(&c, "t", 0, 1).await, acked);
+}

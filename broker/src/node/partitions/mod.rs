@@ -145,8 +145,9 @@ impl ReplicaManager {
     }
 
     /// Keep `state` in the metadata view if it is newer than the one there (and a
-    /// topic's partition count, for the register view, if the topic grew).
-    fn remember(&self, state: &PartitionState) {
+    /// topic's partition count, for the register view, if the topic grew); whether
+    /// it was.
+    fn remember(&self, state: &PartitionState) -> bool {
         self.ctx.learn_partition(&state.topic, state.partition);
         let tp = TopicPartition {
             topic: state.topic.clone(),
@@ -154,9 +155,10 @@ impl ReplicaManager {
         };
         let mut v = self.view.lock().unwrap_or_else(|p| p.into_inner());
         match v.partitions.get(&tp) {
-            Some(known) if !state.newer_than(known) => {}
+            Some(known) if !state.newer_than(known) => false,
             _ => {
                 v.partitions.insert(tp, state.clone());
+                true
             }
         }
     }
@@ -203,9 +205,9 @@ impl ReplicaManager {
     /// the partition if this node replicates it and has not opened it yet, and
     /// stopping and deleting it if the state no longer names this node.
     pub fn apply_partition_state(&self, state: PartitionState) {
-        self.remember(&state);
+        let fresh = self.remember(&state);
         if !state.replicas.contains(&self.ctx.id) {
-            self.stop_replica(state);
+            self.stop_replica(state, fresh);
             return;
         }
         let tp = TopicPartition {

@@ -22,17 +22,24 @@ use crate::replica::{Effects, Transition};
 
 impl ReplicaManager {
     /// `state` does not name this broker: stop and delete its replica, if it hosts
-    /// one older than `state`.
-    pub(super) fn stop_replica(&self, state: PartitionState) {
+    /// one older than `state`; else, if `state` is news to this node (`fresh`: the
+    /// first it hears of the partition since it started, or a change), set a stray
+    /// directory of it aside. Every heartbeat answer names every partition: the
+    /// ones this node neither hosts nor hears news of cost a lookup.
+    pub(super) fn stop_replica(&self, state: PartitionState, fresh: bool) {
         let tp = TopicPartition {
             topic: state.topic.clone(),
             partition: state.partition,
         };
+        if self.get(&tp).is_none() {
+            if fresh {
+                self.set_stray_aside(&tp);
+            }
+            return;
+        }
         let ctx = self.ctx();
         let mut map = self.partitions.write().unwrap_or_else(|p| p.into_inner());
         let Some(part) = map.get(&tp).cloned() else {
-            drop(map);
-            self.set_stray_aside(&tp);
             return;
         };
         let (truncation, now) = (ctx.config.truncation, ctx.now_ms());
@@ -82,7 +89,21 @@ impl ReplicaManager {
         if !dir.is_dir() {
             return;
         }
-        match rename_aside(&dir, "stray") {
+        // Under the partitions' lock, as opening is: a newer state naming this node,
+        // applied meanwhile, opens the directory instead.
+        let map = self.partitions.write().unwrap_or_else(|p| p.into_inner());
+        let named = {
+            let v = self.view.lock().unwrap_or_else(|p| p.into_inner());
+            v.partitions
+                .get(tp)
+                .is_some_and(|s| s.replicas.contains(&self.ctx().id))
+        };
+        if map.contains_key(tp) || named {
+            return;
+        }
+        let renamed = rename_aside(&dir, "stray");
+        drop(map);
+        match renamed {
             Ok(to) => eprintln!(
                 "node {}: {}-{}: not a replica any more; its directory is stray, renamed {}",
                 self.ctx().id,
