@@ -58,7 +58,8 @@ pub struct ControllerArgs {
     #[arg(long, value_name = "PATH")]
     pub secret_file: Option<PathBuf>,
     /// Plant a known bug (see `watermark selftest`): only the controller's
-    /// (`elect-out-of-isr`, `no-epoch-bump`) change what a dedicated voter does.
+    /// (`elect-out-of-isr`, `no-epoch-bump`, `reassign-remove-early`,
+    /// `reassign-forget-on-failover`) change what a dedicated voter does.
     #[arg(long, value_enum, value_name = "NAME")]
     pub bug: Option<Bug>,
 }
@@ -75,6 +76,10 @@ pub struct NodeArgs {
     /// Where the broker keeps its logs and checkpoints.
     #[arg(long)]
     pub data_dir: PathBuf,
+    /// The address this broker registers with the controller, for brokers that have
+    /// no `--peers` entry for it (default: the address it listens on).
+    #[arg(long, value_name = "ADDR")]
+    pub advertised_address: Option<String>,
     /// The other brokers' ids and addresses: `2=ADDR,3=ADDR`.
     #[arg(long, value_parser = parse_peers, default_value = "")]
     pub peers: Peers,

@@ -29,6 +29,9 @@ pub enum Code {
     ClusterAuthorizationFailed,
     OutOfOrderSequenceNumber,
     InvalidProducerEpoch,
+    InvalidPartitions,
+    ReassignmentInProgress,
+    NoReassignmentInProgress,
 }
 
 impl Code {
@@ -51,12 +54,15 @@ impl Code {
             Code::ClusterAuthorizationFailed => "CLUSTER_AUTHORIZATION_FAILED",
             Code::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
             Code::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
+            Code::InvalidPartitions => "INVALID_PARTITIONS",
+            Code::ReassignmentInProgress => "REASSIGNMENT_IN_PROGRESS",
+            Code::NoReassignmentInProgress => "NO_REASSIGNMENT_IN_PROGRESS",
         }
     }
 
     pub fn status(self) -> StatusCode {
         match self {
-            Code::InvalidRequest => StatusCode::BAD_REQUEST,
+            Code::InvalidRequest | Code::InvalidPartitions => StatusCode::BAD_REQUEST,
             Code::UnknownTopicOrPartition => StatusCode::NOT_FOUND,
             Code::TopicAlreadyExists | Code::FencedLeaderEpoch => StatusCode::CONFLICT,
             Code::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
@@ -69,7 +75,10 @@ impl Code {
             Code::RequestTimedOut => StatusCode::GATEWAY_TIMEOUT,
             Code::Unauthenticated => StatusCode::UNAUTHORIZED,
             Code::ClusterAuthorizationFailed => StatusCode::FORBIDDEN,
-            Code::OutOfOrderSequenceNumber | Code::InvalidProducerEpoch => StatusCode::CONFLICT,
+            Code::OutOfOrderSequenceNumber
+            | Code::InvalidProducerEpoch
+            | Code::ReassignmentInProgress
+            | Code::NoReassignmentInProgress => StatusCode::CONFLICT,
         }
     }
 
@@ -78,7 +87,10 @@ impl Code {
     }
 }
 
-const ALL: [Code; 17] = [
+const ALL: [Code; 20] = [
+    Code::InvalidPartitions,
+    Code::ReassignmentInProgress,
+    Code::NoReassignmentInProgress,
     Code::OutOfOrderSequenceNumber,
     Code::InvalidProducerEpoch,
     Code::InvalidRequest,

@@ -57,6 +57,19 @@ pub enum Api {
     ConfirmLeadership,
 }
 
+/// A step of a partition reassignment (KIP-455).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReassignmentStep {
+    /// The target replicas not in AR were added to it.
+    Started,
+    /// Every target replica was in the ISR: the removed ones left AR and the ISR
+    /// (or the replicas were only reordered).
+    Completed,
+    /// Cancelled: back to the original replicas, the adding ones removed.
+    Cancelled,
+}
+
 /// Why a request was fenced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -173,6 +186,25 @@ pub enum Event {
         topic: String,
         partition: u32,
         what: String,
+    },
+    /// Controller: a reassignment of the partition took a step; `replicas` is AR
+    /// after it, `adding` and `removing` the reassignment's.
+    Reassignment {
+        topic: String,
+        partition: u32,
+        step: ReassignmentStep,
+        replicas: Vec<BrokerId>,
+        adding: Vec<BrokerId>,
+        removing: Vec<BrokerId>,
+    },
+    /// Node: the controller no longer names this broker among the partition's
+    /// replicas (a reassignment removed it): its replica stopped and its directory
+    /// was deleted (StopReplica), at this log end offset.
+    ReplicaDeleted {
+        topic: String,
+        partition: u32,
+        leader_epoch: LeaderEpoch,
+        leo: u64,
     },
 }
 

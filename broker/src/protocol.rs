@@ -8,7 +8,8 @@
 //!   failure followed by a startup, as Kafka does with broker epochs, since a restarted
 //!   broker may have lost unflushed records and must not stay in any ISR on trust.
 //!   The answer carries the controller's full view of this broker's partitions, so a
-//!   lost `leader-and-isr` push is repaired at the next heartbeat.
+//!   lost `leader-and-isr` push is repaired at the next heartbeat, and of every
+//!   other partition (UpdateMetadata), so every broker's metadata covers the cluster.
 //! - `POST /internal/leader-and-isr` (controller → node): [`LeaderAndIsr`], pushed
 //!   whenever a partition's leader or ISR changes. A node ignores requests with a
 //!   controller epoch below the highest it has seen (`FENCED_LEADER_EPOCH`), and per
@@ -18,6 +19,12 @@
 //!   naming a controller epoch newer than the node knows is confirmed with a
 //!   heartbeat first: a node learns controller epochs only from its controller's
 //!   answers, so a forged epoch is refused (`FENCED_LEADER_EPOCH`).
+//!   A partition state that no longer names the receiving broker among its replicas
+//!   (a reassignment removed it) is Kafka's StopReplica with deletion: the node stops
+//!   its replica (fetching, pending requests) and deletes its directory, once the
+//!   state is newer than the replica's own. The controller sends it to the removed
+//!   replicas as well as to the remaining ones; a removed broker that missed the push
+//!   finds the state among its heartbeat answer's `other_partitions`.
 //!
 //! Every internal request carries the cluster's credentials when it has them
 //! (`crate::auth`).
@@ -83,6 +90,12 @@ pub struct TopicPartition {
 }
 
 /// The controller's record of one partition.
+///
+/// `replicas` is the assigned replicas (AR). While a reassignment is in progress
+/// (KIP-455) AR is the target replicas followed by the replicas being removed;
+/// `adding` are the target replicas the partition did not have before (they catch up
+/// and join the ISR like any follower), `removing` the replicas that leave AR and the
+/// ISR once every target replica is in the ISR. Both are empty otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionState {
     pub topic: String,
@@ -93,6 +106,58 @@ pub struct PartitionState {
     pub isr: Vec<BrokerId>,
     pub replicas: Vec<BrokerId>,
     pub min_insync_replicas: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adding: Vec<BrokerId>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removing: Vec<BrokerId>,
+}
+
+impl PartitionState {
+    /// Whether a reassignment is in progress.
+    pub fn reassigning(&self) -> bool {
+        !self.adding.is_empty() || !self.removing.is_empty()
+    }
+
+    /// The replicas a reassignment in progress leads to (AR without the removing
+    /// ones); AR itself when none is.
+    pub fn target(&self) -> Vec<BrokerId> {
+        let removing = &self.removing;
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|b| !removing.contains(b))
+            .collect()
+    }
+
+    /// The replicas before a reassignment in progress (AR without the adding ones);
+    /// AR itself when none is.
+    pub fn original(&self) -> Vec<BrokerId> {
+        let adding = &self.adding;
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|b| !adding.contains(b))
+            .collect()
+    }
+
+    /// The out-of-sync replicas (OSR = AR − ISR), in replica order.
+    pub fn osr(&self) -> Vec<BrokerId> {
+        let isr = &self.isr;
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|b| !isr.contains(b))
+            .collect()
+    }
+
+    /// Whether this state is newer than `other`: a higher leader epoch, or the same
+    /// one with a higher partition epoch (how replicas and metadata caches judge the
+    /// controller's messages).
+    pub fn newer_than(&self, other: &PartitionState) -> bool {
+        self.leader_epoch > other.leader_epoch
+            || (self.leader_epoch == other.leader_epoch
+                && self.partition_epoch > other.partition_epoch)
+    }
 }
 
 /// `POST /v1/topics` on the controller.
@@ -105,11 +170,49 @@ pub struct CreateTopic {
     pub min_insync_replicas: u32,
 }
 
+/// `POST /v1/topics/{topic}/partitions` on the controller (Kafka's
+/// CreatePartitions): `count` is the topic's new total number of partitions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatePartitions {
+    pub topic: String,
+    pub count: u32,
+}
+
+/// `POST /v1/topics/{topic}/partitions/{p}/reassign` (`replicas`: the target) and
+/// `DELETE` of the same path (`replicas` None: cancel), on the controller (KIP-455's
+/// AlterPartitionReassignments).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlterReassignment {
+    pub topic: String,
+    pub partition: u32,
+    pub replicas: Option<Vec<BrokerId>>,
+}
+
+/// Where a broker stands in the cluster's placement.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BrokerStatus {
+    /// Takes replicas.
+    #[default]
+    Active,
+    /// Being emptied by reassignments (`POST /v1/brokers/{id}/decommission`): takes
+    /// no new replica.
+    Decommissioning,
+    /// Hosts nothing and leads nothing; may be stopped.
+    Decommissioned,
+}
+
 /// A broker as metadata shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerInfo {
     pub id: BrokerId,
     pub alive: bool,
+    /// The address it registered with (`--advertised-address`; None: not known,
+    /// e.g. never heard from).
+    #[serde(default)]
+    pub address: Option<String>,
+    #[serde(default)]
+    pub status: BrokerStatus,
 }
 
 /// One partition in `/v1/metadata`.
@@ -121,6 +224,14 @@ pub struct PartitionMetadata {
     pub partition_epoch: PartitionEpoch,
     pub isr: Vec<BrokerId>,
     pub replicas: Vec<BrokerId>,
+    /// Out-of-sync replicas: `replicas` − `isr`.
+    #[serde(default)]
+    pub osr: Vec<BrokerId>,
+    /// A reassignment in progress: the replicas it adds and removes (empty: none).
+    #[serde(default)]
+    pub adding: Vec<BrokerId>,
+    #[serde(default)]
+    pub removing: Vec<BrokerId>,
 }
 
 /// One topic in `/v1/metadata`.
@@ -163,6 +274,9 @@ impl Metadata {
                 partition_epoch: s.partition_epoch,
                 isr: s.isr.clone(),
                 replicas: s.replicas.clone(),
+                osr: s.osr(),
+                adding: s.adding.clone(),
+                removing: s.removing.clone(),
             });
         }
         let mut topics: Vec<TopicMetadata> = topics.into_values().collect();
@@ -188,14 +302,23 @@ pub struct Heartbeat {
     pub broker_id: BrokerId,
     /// Chosen fresh at every process start (e.g. the start time in nanoseconds).
     pub broker_epoch: u64,
+    /// Where other brokers reach this one (`--advertised-address`, by default the
+    /// listen address). A broker the controller was not started with registers only
+    /// with one; brokers given another address for it in `--peers` keep theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
 }
 
-/// The answer to a heartbeat: the controller's view of this broker's partitions.
+/// The answer to a heartbeat: the controller's view of this broker's partitions
+/// (LeaderAndIsr) and of every other partition of the cluster (Kafka's
+/// UpdateMetadata), including those this broker no longer replicates.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeartbeatResponse {
     pub controller_epoch: i32,
     pub brokers: Vec<BrokerInfo>,
     pub partitions: Vec<PartitionState>,
+    #[serde(default)]
+    pub other_partitions: Vec<PartitionState>,
 }
 
 /// `POST /internal/leader-and-isr`.
@@ -320,5 +443,62 @@ impl EpochEndOffset {
         } else {
             Some((self.leader_epoch, self.end_offset as u64))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(leader_epoch: LeaderEpoch, partition_epoch: PartitionEpoch) -> PartitionState {
+        PartitionState {
+            topic: "q".into(),
+            partition: 0,
+            leader: 1,
+            leader_epoch,
+            partition_epoch,
+            isr: vec![3, 1],
+            replicas: vec![1, 2, 3],
+            min_insync_replicas: 1,
+            adding: Vec::new(),
+            removing: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_state_is_newer_by_leader_epoch_then_partition_epoch() {
+        assert!(state(2, 0).newer_than(&state(1, 5)));
+        assert!(state(1, 6).newer_than(&state(1, 5)));
+        assert!(!state(1, 5).newer_than(&state(1, 5)));
+        assert!(!state(1, 9).newer_than(&state(2, 0)));
+    }
+
+    #[test]
+    fn metadata_shows_the_out_of_sync_replicas_in_replica_order() {
+        let md = Metadata::from_states(3, Vec::new(), [&state(1, 1)]);
+        let p = &md.topics[0].partitions[0];
+        assert_eq!(
+            (p.isr.clone(), p.replicas.clone(), p.osr.clone()),
+            (vec![3, 1], vec![1, 2, 3], vec![2])
+        );
+    }
+
+    #[test]
+    fn a_reassignment_in_progress_has_a_target_and_an_original_assignment() {
+        let mut s = state(1, 1);
+        assert!(!s.reassigning());
+        assert_eq!(
+            (s.target(), s.original()),
+            (s.replicas.clone(), s.replicas.clone())
+        );
+        (s.replicas, s.adding, s.removing) = (vec![2, 4, 1, 3], vec![4], vec![1, 3]);
+        assert!(s.reassigning());
+        assert_eq!((s.target(), s.original()), (vec![2, 4], vec![2, 1, 3]));
+        let md = Metadata::from_states(3, Vec::new(), [&s]);
+        let p = &md.topics[0].partitions[0];
+        assert_eq!(
+            (p.adding.clone(), p.removing.clone()),
+            (vec![4], vec![1, 3])
+        );
     }
 }

@@ -50,6 +50,12 @@ pub enum Bug {
     /// Test-only: each node aborts (SIGABRT) at its 100th produce request — a
     /// crashed broker, for the harness's crash detection.
     Abort,
+    /// Complete a reassignment as soon as it starts: the removed replicas leave
+    /// before the adding ones have caught up into the ISR.
+    ReassignRemoveEarly,
+    /// At a controller failover, reload a reassignment in progress from its adding
+    /// replicas alone, as the whole replica set.
+    ReassignForgetOnFailover,
 }
 
 /// Where a bug is planted.
@@ -70,7 +76,10 @@ impl Bug {
     pub fn side(self) -> Side {
         match self {
             Bug::HwTruncation => Side::Truncation,
-            Bug::ElectOutOfIsr | Bug::NoEpochBump => Side::Controller,
+            Bug::ElectOutOfIsr
+            | Bug::NoEpochBump
+            | Bug::ReassignRemoveEarly
+            | Bug::ReassignForgetOnFailover => Side::Controller,
             Bug::Abort => Side::Test,
             _ => Side::Node,
         }

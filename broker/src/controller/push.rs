@@ -2,6 +2,10 @@
 //! all concurrent, fire and forget. A push that fails is not retried: the broker's
 //! next heartbeat answer carries the controller's full view of its partitions, which
 //! repairs anything it missed without a retry storm against a dead or cut-off broker.
+//!
+//! A broker is reached at the address this process was given for it (`--peers`,
+//! `--brokers`: the harness's proxies), else, for a broker that joined by
+//! heartbeat, at the address it registered with.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -12,7 +16,8 @@ use crate::protocol::{BrokerId, BrokerInfo, LeaderAndIsr, PartitionState};
 /// How long one push may take.
 const PUSH_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Sends LeaderAndIsr requests to the brokers' addresses from `--brokers`.
+/// Sends LeaderAndIsr requests to the brokers' addresses from `--brokers` (or
+/// `--peers`), and to joined brokers' registered ones.
 #[derive(Debug, Clone)]
 pub struct Pusher {
     client: reqwest::Client,
@@ -31,7 +36,7 @@ impl Pusher {
             .build()?;
         let urls = brokers
             .iter()
-            .map(|(id, addr)| (*id, format!("{}/internal/leader-and-isr", base_url(addr))))
+            .map(|(id, addr)| (*id, push_url(addr)))
             .collect();
         Ok(Pusher { client, urls })
     }
@@ -47,7 +52,11 @@ impl Pusher {
         pushes: BTreeMap<BrokerId, Vec<PartitionState>>,
     ) {
         for (id, partitions) in pushes {
-            let Some(url) = self.urls.get(&id).cloned() else {
+            let registered = || {
+                let b = brokers.iter().find(|b| b.id == id)?;
+                b.address.as_deref().map(push_url)
+            };
+            let Some(url) = self.urls.get(&id).cloned().or_else(registered) else {
                 continue;
             };
             let body = LeaderAndIsr {
@@ -73,6 +82,11 @@ impl Pusher {
             });
         }
     }
+}
+
+/// Where a broker at `addr` takes LeaderAndIsr.
+fn push_url(addr: &str) -> String {
+    format!("{}/internal/leader-and-isr", base_url(addr))
 }
 
 /// `127.0.0.1:9001` or `http://127.0.0.1:9001/` → `http://127.0.0.1:9001`.

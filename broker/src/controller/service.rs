@@ -9,7 +9,7 @@
 //! controller refuses requests by itself, and whatever it still tries to propose
 //! cannot commit: the quorum has moved to a higher term.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -50,6 +50,8 @@ pub struct Controller {
     clock: Instant,
     /// The term this process took over in (0: not the active controller).
     active_term: AtomicU64,
+    /// Taken over, and the reassignments in progress not resumed yet.
+    resume_due: AtomicBool,
 }
 
 impl Controller {
@@ -70,6 +72,7 @@ impl Controller {
             pusher,
             clock: Instant::now(),
             active_term: AtomicU64::new(0),
+            resume_due: AtomicBool::new(false),
         }
     }
 
@@ -289,6 +292,7 @@ impl Controller {
                 let now = self.now();
                 let effects = self.lock().take_over(term as i32, now);
                 self.active_term.store(term, Ordering::SeqCst);
+                self.resume_due.store(true, Ordering::SeqCst);
                 self.carry_out(term as i32, effects);
             }
             if rx.changed().await.is_err() {
@@ -297,8 +301,24 @@ impl Controller {
         }
     }
 
+    /// Resume the reassignments in progress: every one, once after a takeover (until
+    /// that command commits), then those that may complete but have not.
+    async fn resume_reassignments(&self) {
+        let takeover = self.resume_due.load(Ordering::SeqCst);
+        let decision = self.lock().resume_decision(takeover);
+        let Some(command) = decision else {
+            self.resume_due.store(false, Ordering::SeqCst);
+            return;
+        };
+        match self.propose(command).await {
+            Ok(_) => self.resume_due.store(false, Ordering::SeqCst),
+            Err(e) => eprintln!("controller: reassignments not resumed: {e}"),
+        }
+    }
+
     /// Run the liveness ticker forever: while active, propose the expiry of brokers
-    /// silent past the session timeout.
+    /// silent past the session timeout, resume reassignments, and now and then hand
+    /// leaderships back to the preferred replicas.
     pub async fn run_ticker(self: Arc<Self>) {
         let mut interval = tokio::time::interval(TICK_INTERVAL);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -325,6 +345,7 @@ impl Controller {
             {
                 eprintln!("controller: broker expiry not committed: {e}");
             }
+            self.resume_reassignments().await;
             // Preferred-replica elections, one interval after this controller
             // became active and every interval after.
             if interval_ms > 0 {

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use broker_config::ReplicaSettings;
@@ -21,7 +21,7 @@ use crate::disk::DiskFaults;
 use crate::error::Code;
 use crate::fsutil;
 use crate::log::LogConfig;
-use crate::protocol::{BrokerId, ConfirmLeadership, Metadata, PartitionState};
+use crate::protocol::{BrokerId, BrokerInfo, ConfirmLeadership, Metadata, PartitionState};
 use crate::replica::Truncation;
 use crate::rpc::{self, CallError};
 
@@ -69,8 +69,14 @@ pub struct Context {
     clock: Instant,
     /// How to reach each other broker (`--peers`).
     peers: HashMap<BrokerId, String>,
+    /// How to reach brokers not in `--peers` (joined ones): the addresses they
+    /// registered with, as the controller's messages tell.
+    registered: RwLock<HashMap<BrokerId, String>>,
     /// This broker's own address (its controller voter is reached there too).
     own_addr: String,
+    /// Where other brokers reach this one, as it registers with the controller
+    /// (`--advertised-address`, by default `own_addr`).
+    pub advertised_addr: String,
     /// The controller voters (`--controller-voters`), tried in turn.
     voters: Vec<BrokerId>,
     /// How to reach every voter but this broker.
@@ -126,6 +132,11 @@ impl Context {
             auth: auth.map(Arc::new),
             clock: Instant::now(),
             peers: args.peers.0.iter().cloned().collect(),
+            registered: RwLock::new(HashMap::new()),
+            advertised_addr: args
+                .advertised_address
+                .clone()
+                .unwrap_or_else(|| own_addr.clone()),
             own_addr,
             active_controller: Mutex::new(if voters.contains(&args.id) {
                 args.id
@@ -164,9 +175,29 @@ impl Context {
         self.clock.elapsed().as_millis() as u64
     }
 
-    /// How to reach broker `id` (from `--peers`).
-    pub fn peer_addr(&self, id: BrokerId) -> Option<&str> {
-        self.peers.get(&id).map(String::as_str)
+    /// How to reach broker `id`: from `--peers` (the harness's proxies), else at the
+    /// address it registered with (a broker that joined), as the controller said.
+    pub fn peer_addr(&self, id: BrokerId) -> Option<String> {
+        if let Some(a) = self.peers.get(&id) {
+            return Some(a.clone());
+        }
+        let registered = self.registered.read().unwrap_or_else(|p| p.into_inner());
+        registered.get(&id).cloned()
+    }
+
+    /// Learn the registered addresses of the brokers `--peers` does not name (its
+    /// own entries always win: the address a peer registered with may not be the
+    /// one this node must use, e.g. behind a proxy).
+    pub fn learn_addresses(&self, brokers: &[BrokerInfo]) {
+        let mut registered = self.registered.write().unwrap_or_else(|p| p.into_inner());
+        for b in brokers {
+            if b.id == self.id || self.peers.contains_key(&b.id) {
+                continue;
+            }
+            if let Some(a) = &b.address {
+                registered.insert(b.id, a.clone());
+            }
+        }
     }
 
     /// How to reach broker or voter `id`, this one included.
@@ -174,8 +205,10 @@ impl Context {
         match id == self.id {
             true => Some(&self.own_addr),
             false => self
-                .peer_addr(id)
-                .or_else(|| self.voter_addrs.get(&id).map(String::as_str)),
+                .peers
+                .get(&id)
+                .or_else(|| self.voter_addrs.get(&id))
+                .map(String::as_str),
         }
     }
 
@@ -258,6 +291,16 @@ impl Context {
             sizes.insert(t.name.clone(), t.partitions.len() as u32);
         }
         Ok(sizes.get(topic).copied())
+    }
+
+    /// A controller message named partition `partition` of `topic`: the topic has at
+    /// least `partition + 1` partitions (new partitions are only ever added), so a
+    /// count learnt before it grew is corrected.
+    pub fn learn_partition(&self, topic: &str, partition: u32) {
+        let mut sizes = self.topic_sizes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = sizes.get_mut(topic) {
+            *n = (*n).max(partition + 1);
+        }
     }
 
     /// Ask the controller whether we still lead `topic-partition` in `leader_epoch`.

@@ -92,16 +92,7 @@ impl Follower {
     /// Settle the log, then fetch, until the replica moves on.
     async fn run(self) {
         let name = format!("node {}: {}", self.manager.ctx().id, self.part.name());
-        let Some(addr) = self
-            .manager
-            .ctx()
-            .peer_addr(self.leader)
-            .map(str::to_string)
-        else {
-            eprintln!(
-                "{name}: leader {} is not in --peers: cannot fetch",
-                self.leader
-            );
+        let Some(addr) = self.leader_addr(&name).await else {
             return;
         };
         let mut failures = 0u32;
@@ -136,6 +127,28 @@ impl Follower {
                 Next::Backoff => tokio::time::sleep(BACKOFF).await,
                 Next::Stop => return,
             }
+        }
+    }
+
+    /// Where the leader is: from `--peers`, or the address a joined broker registered
+    /// with, waited for (a state naming it may come before the broker list does);
+    /// None once the replica no longer follows it.
+    async fn leader_addr(&self, name: &str) -> Option<String> {
+        let mut waited = false;
+        loop {
+            if let Some(addr) = self.manager.ctx().peer_addr(self.leader) {
+                return Some(addr);
+            }
+            if !waited {
+                eprintln!(
+                    "{name}: leader {} is not in --peers and has not registered an address \
+                     yet; waiting for one",
+                    self.leader
+                );
+                waited = true;
+            }
+            tokio::time::sleep(BACKOFF).await;
+            self.event(|_| ((), Effects::default()))?;
         }
     }
 

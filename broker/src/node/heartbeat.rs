@@ -1,8 +1,10 @@
 //! The node's link to the controller's liveness tracking: a heartbeat every
 //! [`HEARTBEAT_INTERVAL`] with this process's broker epoch (the first one registers
-//! it; a new epoch tells the controller the broker restarted). Each answer carries the
-//! controller's full view of this node's partitions and is applied like a
-//! LeaderAndIsr push, so a lost push is repaired within one heartbeat.
+//! it; a new epoch tells the controller the broker restarted), and the address other
+//! brokers reach it at (a broker the voters were not started with joins so). Each
+//! answer carries the controller's full view of this node's partitions and of every
+//! other one (UpdateMetadata) and is applied like a LeaderAndIsr push, so a lost push
+//! is repaired within one heartbeat, and the node's metadata covers the cluster.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,12 +49,15 @@ pub async fn beat(manager: &ReplicaManager) -> Result<i32, CallError> {
     let hb = Heartbeat {
         broker_id: ctx.id,
         broker_epoch: ctx.broker_epoch(),
+        address: Some(ctx.advertised_addr.clone()),
     };
     let resp: HeartbeatResponse = ctx
         .controller_post_within("/internal/heartbeat", &hb, HEARTBEAT_TIMEOUT)
         .await?;
     let epoch = resp.controller_epoch;
-    let applied = manager.apply_controller(Api::Heartbeat, epoch, resp.brokers, resp.partitions);
+    let mut states = resp.partitions;
+    states.extend(resp.other_partitions);
+    let applied = manager.apply_controller(Api::Heartbeat, epoch, resp.brokers, states);
     if let Err(e) = applied {
         eprintln!("node {}: heartbeat answer ignored: {e}", ctx.id);
     }

@@ -114,6 +114,22 @@ impl<L: ReplicaLog> Replica<L> {
         self.advance_hw(now_ms, fx);
     }
 
+    /// The replicas changed under this leadership (a reassignment added or removed
+    /// some; the partition epoch moved, the leader epoch did not): a new replica
+    /// starts with nothing known of it (it must fetch and catch up before the HW
+    /// waits for it or it is proposed for the ISR), a removed one is forgotten.
+    pub(super) fn follow_replicas(&mut self) {
+        let Some(state) = self.state.as_ref() else {
+            return;
+        };
+        self.followers.retain(|r, _| state.replicas.contains(r));
+        for &r in &state.replicas {
+            if r != self.id {
+                self.followers.entry(r).or_default();
+            }
+        }
+    }
+
     /// Our partition state, if we lead; else `NOT_LEADER` with the leader we know.
     pub(super) fn check_leader(&self) -> Result<&PartitionState, ReplicaError> {
         match (&self.state, self.role) {

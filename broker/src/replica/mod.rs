@@ -44,6 +44,8 @@ mod truncation;
 #[cfg(test)]
 pub(crate) mod mem;
 #[cfg(test)]
+mod reassignment_tests;
+#[cfg(test)]
 mod tests;
 
 pub use epoch_cache::EpochCache;
@@ -347,13 +349,12 @@ impl<L: ReplicaLog> Replica<L> {
     ) -> (Transition, Effects) {
         let mut fx = Effects::default();
         if let Some(cur) = &self.state {
-            let newer = state.leader_epoch > cur.leader_epoch
-                || (state.leader_epoch == cur.leader_epoch
-                    && state.partition_epoch > cur.partition_epoch);
-            if !newer {
+            if !state.newer_than(cur) {
                 return (Transition::Ignored, fx);
             }
-            if state.leader_epoch == cur.leader_epoch && state.leader == cur.leader {
+            let same_leadership =
+                state.leader_epoch == cur.leader_epoch && state.leader == cur.leader;
+            if same_leadership && state.replicas.contains(&self.id) {
                 // A member the controller dropped (it died, restarted or lagged) has to
                 // show its progress again with a fetch before it is proposed back: a
                 // restarted process may have lost records its predecessor reported.
@@ -365,6 +366,7 @@ impl<L: ReplicaLog> Replica<L> {
                 self.state = Some(state);
                 if self.role == Role::Leader {
                     self.pending_isr = None;
+                    self.follow_replicas();
                     self.advance_hw(now_ms, &mut fx);
                 }
                 fx.wake = true;

@@ -14,7 +14,7 @@ const LAG: u64 = 1000;
 /// A log entry as the tests compare them: (offset, leader epoch, value).
 type Entry = (u64, i32, i64);
 
-fn state(
+pub(super) fn state(
     leader: BrokerId,
     epoch: i32,
     pepoch: i32,
@@ -30,11 +30,13 @@ fn state(
         isr: isr.to_vec(),
         replicas: replicas.to_vec(),
         min_insync_replicas: 2,
+        adding: Vec::new(),
+        removing: Vec::new(),
     }
 }
 
 /// A few replicas of one partition, and the moves that connect them.
-struct Brokers {
+pub(super) struct Brokers {
     r: BTreeMap<BrokerId, Replica<MemLog>>,
     mode: Truncation,
     /// Each broker's process, as its fetches name it (bumped by a restart).
@@ -42,7 +44,7 @@ struct Brokers {
 }
 
 impl Brokers {
-    fn new(ids: &[BrokerId], mode: Truncation) -> Self {
+    pub(super) fn new(ids: &[BrokerId], mode: Truncation) -> Self {
         let r = ids
             .iter()
             .map(|&id| {
@@ -60,12 +62,12 @@ impl Brokers {
         }
     }
 
-    fn get(&mut self, id: BrokerId) -> &mut Replica<MemLog> {
+    pub(super) fn get(&mut self, id: BrokerId) -> &mut Replica<MemLog> {
         self.r.get_mut(&id).unwrap()
     }
 
     /// The controller tells every listed broker the same state.
-    fn tell(&mut self, to: &[BrokerId], s: PartitionState, now: u64) {
+    pub(super) fn tell(&mut self, to: &[BrokerId], s: PartitionState, now: u64) {
         let mode = self.mode;
         for id in to {
             let (_, fx) = self.get(*id).apply_state(s.clone(), mode, now);
@@ -73,7 +75,7 @@ impl Brokers {
         }
     }
 
-    fn produce(&mut self, leader: BrokerId, value: i64, now: u64) -> Appended {
+    pub(super) fn produce(&mut self, leader: BrokerId, value: i64, now: u64) -> Appended {
         self.get(leader)
             .append_as_leader(vec![(None, rv!(value))], true, now)
             .0
@@ -81,7 +83,7 @@ impl Brokers {
     }
 
     /// One FETCH round trip follower → leader; returns the answer's HW.
-    fn fetch(&mut self, follower: BrokerId, leader: BrokerId, now: u64) -> u64 {
+    pub(super) fn fetch(&mut self, follower: BrokerId, leader: BrokerId, now: u64) -> u64 {
         let req = self.fetch_request(follower);
         let resp = self.get(leader).fetch_as_leader(&req, now).0.unwrap();
         let hw = resp.high_watermark;
@@ -90,12 +92,12 @@ impl Brokers {
     }
 
     /// A FETCH whose answer never arrives (the follower dies first).
-    fn fetch_lost(&mut self, follower: BrokerId, leader: BrokerId, now: u64) {
+    pub(super) fn fetch_lost(&mut self, follower: BrokerId, leader: BrokerId, now: u64) {
         let req = self.fetch_request(follower);
         self.get(leader).fetch_as_leader(&req, now).0.unwrap();
     }
 
-    fn fetch_request(&mut self, follower: BrokerId) -> FetchRequest {
+    pub(super) fn fetch_request(&mut self, follower: BrokerId) -> FetchRequest {
         let broker_epoch = self.broker_epochs[&follower];
         let f = self.get(follower);
         FetchRequest {
@@ -108,7 +110,7 @@ impl Brokers {
     }
 
     /// Run the follower's truncation against the leader (OffsetsForLeaderEpoch rounds).
-    fn settle(&mut self, follower: BrokerId, leader: BrokerId) -> usize {
+    pub(super) fn settle(&mut self, follower: BrokerId, leader: BrokerId) -> usize {
         let mut rounds = 0;
         while let Some(epoch) = self.get(follower).truncation_epoch().0.unwrap() {
             let answer = self.get(leader).end_offset_for(epoch);
@@ -123,7 +125,7 @@ impl Brokers {
 
     /// A broker restarts: its log survives up to `kept` records (the rest was not
     /// flushed), with its checkpointed HW and epochs.
-    fn restart(&mut self, id: BrokerId, kept: usize) {
+    pub(super) fn restart(&mut self, id: BrokerId, kept: usize) {
         let old = self.r.remove(&id).unwrap();
         *self.broker_epochs.get_mut(&id).unwrap() += 1;
         let hw = old.high_watermark();
@@ -134,7 +136,7 @@ impl Brokers {
             .insert(id, Replica::open(id, log, &epochs, hw, LAG).unwrap().0);
     }
 
-    fn values(&mut self, id: BrokerId) -> Vec<Entry> {
+    pub(super) fn values(&mut self, id: BrokerId) -> Vec<Entry> {
         self.get(id)
             .log()
             .records

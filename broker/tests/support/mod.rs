@@ -272,6 +272,10 @@ pub struct Cluster {
     pub controller: Option<Proc>,
     pub http: reqwest::Client,
     pub dir: tempfile::TempDir,
+    /// What it was started with.
+    opts: Opts,
+    /// The controller voters, as `--controller-voters` names them.
+    voters: String,
     _serial: MutexGuard<'static, ()>,
 }
 
@@ -318,42 +322,24 @@ impl Cluster {
             args.extend(opts.controller_args.iter().cloned());
             Proc::start(args, dir.path().join("controller.log"))
         });
+        let voters = match (&opts.controller_voters, &controller) {
+            (_, Some(c)) => Some(format!("{DEDICATED_CONTROLLER}={}", c.addr)),
+            (Some(voters), None) => {
+                let list: Vec<String> = voters.iter().map(|v| v.to_string()).collect();
+                Some(list.join(","))
+            }
+            (None, None) => None,
+        };
         let mut nodes = BTreeMap::new();
         for (&id, addr) in &addrs {
-            let mut args = vec![
-                "node".to_string(),
-                "--id".into(),
-                id.to_string(),
-                "--listen".into(),
-                addr.clone(),
-                "--data-dir".into(),
-                path(
-                    &opts
-                        .data_dirs
-                        .get(&id)
-                        .cloned()
-                        .unwrap_or_else(|| dir.path().join(format!("node{id}"))),
-                ),
-                "--peers".into(),
-                list(Some(id)),
-                "--replica-lag-time-max-ms".into(),
-                opts.lag_ms.to_string(),
-                "--replica-fetch-wait-max-ms".into(),
-                opts.fetch_wait_ms.to_string(),
-                "--session-timeout-ms".into(),
-                opts.session_timeout_ms.to_string(),
-                "--election-timeout-ms".into(),
-                opts.election_timeout_ms.to_string(),
-            ];
-            if let Some(voters) = &opts.controller_voters {
-                let list: Vec<String> = voters.iter().map(|v| v.to_string()).collect();
-                args.extend(["--controller-voters".to_string(), list.join(",")]);
-            }
-            if let Some(c) = &controller {
-                let voter = format!("{DEDICATED_CONTROLLER}={}", c.addr);
-                args.extend(["--controller-voters".to_string(), voter]);
-            }
-            args.extend(opts.node_args.iter().cloned());
+            let args = node_args(
+                &opts,
+                dir.path(),
+                id,
+                addr,
+                &list(Some(id)),
+                voters.as_deref(),
+            );
             nodes.insert(
                 id,
                 Proc::start(args, dir.path().join(format!("node{id}.log"))),
@@ -369,8 +355,41 @@ impl Cluster {
             controller,
             http,
             dir,
+            voters: voters.unwrap_or_else(|| {
+                let ids: Vec<String> = addrs.keys().map(|id| id.to_string()).collect();
+                ids.join(",")
+            }),
+            opts,
             _serial: serial,
         }
+    }
+
+    /// Start broker `id`, which the running cluster was not started with: it is given
+    /// the other brokers' addresses (`--peers`) and the controller voters, and joins
+    /// by heartbeat (nobody else knows its address but from the metadata).
+    pub fn join(&mut self, id: i32, extra: &[&str]) {
+        assert!(!self.nodes.contains_key(&id), "broker {id} is already one");
+        let addr = {
+            let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+            l.local_addr().unwrap().to_string()
+        };
+        let peers: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|(id, p)| format!("{id}={}", p.addr))
+            .collect();
+        let voters = self.voters.clone();
+        let mut args = node_args(
+            &self.opts,
+            self.dir.path(),
+            id,
+            &addr,
+            &peers.join(","),
+            Some(&voters),
+        );
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let log = self.dir.path().join(format!("node{id}.log"));
+        self.nodes.insert(id, Proc::start(args, log));
     }
 
     pub fn node(&mut self, id: i32) -> &mut Proc {
@@ -588,6 +607,47 @@ impl Cluster {
     }
 }
 
+/// The arguments of node `id` listening on `addr`, given `peers` and (if not every
+/// broker) the controller `voters`.
+fn node_args(
+    opts: &Opts,
+    dir: &Path,
+    id: i32,
+    addr: &str,
+    peers: &str,
+    voters: Option<&str>,
+) -> Vec<String> {
+    let data_dir = opts
+        .data_dirs
+        .get(&id)
+        .cloned()
+        .unwrap_or_else(|| dir.join(format!("node{id}")));
+    let mut args = vec![
+        "node".to_string(),
+        "--id".into(),
+        id.to_string(),
+        "--listen".into(),
+        addr.to_string(),
+        "--data-dir".into(),
+        path(&data_dir),
+        "--peers".into(),
+        peers.to_string(),
+        "--replica-lag-time-max-ms".into(),
+        opts.lag_ms.to_string(),
+        "--replica-fetch-wait-max-ms".into(),
+        opts.fetch_wait_ms.to_string(),
+        "--session-timeout-ms".into(),
+        opts.session_timeout_ms.to_string(),
+        "--election-timeout-ms".into(),
+        opts.election_timeout_ms.to_string(),
+    ];
+    if let Some(v) = voters {
+        args.extend(["--controller-voters".to_string(), v.to_string()]);
+    }
+    args.extend(opts.node_args.iter().cloned());
+    args
+}
+
 /// One partition's entry in a `/v1/metadata` answer.
 pub fn partition_in(md: &Value, topic: &str, p: u32) -> Option<Value> {
     md["topics"]
@@ -616,4 +676,16 @@ pub fn ids(v: &Value) -> Vec<i32> {
 
 fn path(p: &Path) -> String {
     p.to_str().expect("temp paths are UTF-8").to_string()
+}
+
+/// Every `EVENT {json}` line of a process log, parsed (docs/broker.md, "Event
+/// lines"); a line that is not JSON fails the test.
+pub fn event_lines(log: &str) -> Vec<Value> {
+    log.lines()
+        .filter_map(|l| l.strip_prefix("EVENT "))
+        .map(|json| {
+            serde_json::from_str(json)
+                .unwrap_or_else(|e| panic!("event line `{json}` is not JSON: {e}"))
+        })
+        .collect()
 }

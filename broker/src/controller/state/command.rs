@@ -10,8 +10,8 @@ use super::preferred::PreferredElection;
 use super::{ControllerState, Effects, ProducerId};
 use crate::error::ApiError;
 use crate::protocol::{
-    AlterPartition, BrokerId, CreateTopic, Heartbeat, HeartbeatResponse, PartitionState,
-    TopicMetadata,
+    AlterPartition, AlterReassignment, BrokerId, BrokerInfo, CreatePartitions, CreateTopic,
+    Heartbeat, HeartbeatResponse, PartitionState, TopicMetadata, TopicPartition,
 };
 
 /// One entry of the controller's log.
@@ -32,6 +32,19 @@ pub enum Command {
     /// The active controller's periodic check found partitions to hand back to
     /// their preferred replica.
     ElectPreferred { partitions: Vec<PreferredElection> },
+    /// `POST /v1/topics/{topic}/partitions`: grow a topic (CreatePartitions).
+    CreatePartitions(CreatePartitions),
+    /// `POST` (a target) or `DELETE` (cancel) `/v1/topics/{t}/partitions/{p}/reassign`.
+    AlterReassignment(AlterReassignment),
+    /// Take these partitions' reassignments on from the step the state holds:
+    /// proposed by a new active controller as it takes over (`takeover`: every one
+    /// in progress), and by its periodic check (the ones that may complete now).
+    ResumeReassignments {
+        partitions: Vec<TopicPartition>,
+        takeover: bool,
+    },
+    /// `POST /v1/brokers/{id}/decommission`.
+    Decommission { broker_id: BrokerId },
 }
 
 /// A broker the active controller declares dead.
@@ -55,6 +68,8 @@ pub enum Applied {
     Partition(PartitionState),
     Producer(ProducerId),
     Elected,
+    Resumed,
+    Broker(BrokerInfo),
 }
 
 impl ControllerState {
@@ -82,6 +97,25 @@ impl ControllerState {
             Command::ElectPreferred { partitions } => {
                 (Ok(Applied::Elected), self.apply_preferred(partitions))
             }
+            Command::CreatePartitions(req) => match self.create_partitions(req) {
+                Ok((meta, fx)) => (Ok(Applied::Topic(meta)), fx),
+                Err(e) => (Err(e), Effects::default()),
+            },
+            Command::AlterReassignment(req) => match self.alter_reassignment(req) {
+                Ok((state, fx)) => (Ok(Applied::Partition(state)), fx),
+                Err(e) => (Err(e), Effects::default()),
+            },
+            Command::ResumeReassignments {
+                partitions,
+                takeover,
+            } => (
+                Ok(Applied::Resumed),
+                self.apply_resume(partitions, *takeover),
+            ),
+            Command::Decommission { broker_id } => match self.decommission(*broker_id) {
+                Ok((info, fx)) => (Ok(Applied::Broker(info)), fx),
+                Err(e) => (Err(e), Effects::default()),
+            },
         }
     }
 }
@@ -96,7 +130,35 @@ mod tests {
             Command::Heartbeat(Heartbeat {
                 broker_id: 2,
                 broker_epoch: 7,
+                address: None,
             }),
+            Command::Heartbeat(Heartbeat {
+                broker_id: 4,
+                broker_epoch: 8,
+                address: Some("127.0.0.1:9004".into()),
+            }),
+            Command::CreatePartitions(CreatePartitions {
+                topic: "queue".into(),
+                count: 3,
+            }),
+            Command::AlterReassignment(AlterReassignment {
+                topic: "queue".into(),
+                partition: 0,
+                replicas: Some(vec![2, 3]),
+            }),
+            Command::AlterReassignment(AlterReassignment {
+                topic: "queue".into(),
+                partition: 0,
+                replicas: None,
+            }),
+            Command::ResumeReassignments {
+                partitions: vec![TopicPartition {
+                    topic: "queue".into(),
+                    partition: 0,
+                }],
+                takeover: true,
+            },
+            Command::Decommission { broker_id: 3 },
             Command::Expire {
                 brokers: vec![Expiry {
                     broker_id: 3,

@@ -149,8 +149,10 @@ impl ControllerState {
         next.isr = new_isr;
         next.partition_epoch += 1;
         let why = format!("proposed by leader {}", req.broker_id);
-        self.update(tp, next.clone(), &why, ChangedBy::Leader, effects);
-        Ok(next)
+        self.update(tp.clone(), next, &why, ChangedBy::Leader, effects);
+        // The last target replica of a reassignment joining the ISR completes it.
+        self.advance_reassignment(&tp, effects);
+        Ok(self.partitions[&tp].clone())
     }
 
     /// `POST /internal/confirm-leadership`: does the caller still lead with this epoch?

@@ -1,9 +1,10 @@
 //! Broker liveness: what the active controller decides from heartbeats and silence
 //! (commands to propose), and how registrations, restarts and deaths apply to the
-//! partitions each broker replicates.
+//! partitions each broker replicates. A broker the voters were not started with
+//! joins with its first heartbeat, which must give the address it is reached at.
 
 use super::command::{Command, Expiry};
-use super::{ChangedBy, ControllerState, Effects, Liveness, Millis};
+use super::{BrokerState, ChangedBy, ControllerState, Effects, Liveness, Millis};
 use crate::bugs::Bug;
 use crate::controller::election::{Election, elect, isr_led_by};
 use crate::error::ApiError;
@@ -23,10 +24,12 @@ impl ControllerState {
     ) -> Result<Option<Command>, ApiError> {
         let id = hb.broker_id;
         let Some(broker) = self.brokers.get(&id) else {
-            return Err(ApiError::invalid(format!(
-                "broker {id} is not one of the controller's brokers {:?}",
-                self.brokers.keys().collect::<Vec<_>>()
-            )));
+            // A broker the voters were not started with joins with its first
+            // heartbeat, which must say where other brokers reach it.
+            self.check_joining(hb)?;
+            self.sessions.heard(id, now);
+            self.sessions.came_back(id, now);
+            return Ok(Some(Command::Heartbeat(hb.clone())));
         };
         self.sessions.heard(id, now);
         // A first registration, a restart or a return from the dead starts the
@@ -34,22 +37,40 @@ impl ControllerState {
         if broker.broker_epoch != Some(hb.broker_epoch) || broker.liveness == Liveness::Dead {
             self.sessions.came_back(id, now);
         }
-        let changes =
-            broker.broker_epoch != Some(hb.broker_epoch) || broker.liveness != Liveness::Alive;
+        let moved = hb.address.is_some() && hb.address != broker.address;
+        let changes = broker.broker_epoch != Some(hb.broker_epoch)
+            || broker.liveness != Liveness::Alive
+            || moved;
         Ok(changes.then(|| Command::Heartbeat(hb.clone())))
     }
 
-    /// The answer to broker `id`'s heartbeat: its partitions as the state holds them.
+    /// A heartbeat from a broker the controller does not know may register it only
+    /// with an address and a positive id.
+    fn check_joining(&self, hb: &Heartbeat) -> Result<(), ApiError> {
+        let id = hb.broker_id;
+        if id <= 0 || hb.address.as_deref().is_none_or(str::is_empty) {
+            return Err(ApiError::invalid(format!(
+                "broker {id} is not one of the controller's brokers {:?} and gives no \
+                 address to join with",
+                self.brokers.keys().collect::<Vec<_>>()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The answer to broker `id`'s heartbeat: its partitions as the state holds
+    /// them, and every other partition of the cluster (UpdateMetadata).
     pub fn heartbeat_response(&self, id: BrokerId) -> HeartbeatResponse {
+        let (partitions, other_partitions) = self
+            .partitions
+            .values()
+            .cloned()
+            .partition(|p| p.replicas.contains(&id));
         HeartbeatResponse {
             controller_epoch: self.controller_epoch,
             brokers: self.brokers_info(),
-            partitions: self
-                .partitions
-                .values()
-                .filter(|p| p.replicas.contains(&id))
-                .cloned()
-                .collect(),
+            partitions,
+            other_partitions,
         }
     }
 
@@ -60,15 +81,18 @@ impl ControllerState {
         hb: &Heartbeat,
     ) -> Result<(HeartbeatResponse, Effects), ApiError> {
         let id = hb.broker_id;
-        let Some(broker) = self.brokers.get(&id) else {
-            return Err(ApiError::invalid(format!(
-                "broker {id} is not one of the controller's brokers {:?}",
-                self.brokers.keys().collect::<Vec<_>>()
-            )));
-        };
+        let mut effects = Effects::default();
+        if !self.brokers.contains_key(&id) {
+            self.check_joining(hb)?;
+            self.brokers.insert(id, BrokerState::pending(true));
+            effects.events.push(format!(
+                "broker {id}: joins the cluster at {}",
+                hb.address.as_deref().unwrap_or("?")
+            ));
+        }
+        let broker = &self.brokers[&id];
         let was = broker.liveness;
         let known_epoch = broker.broker_epoch;
-        let mut effects = Effects::default();
         let mut started = was != Liveness::Alive;
         match known_epoch {
             None => {
@@ -95,8 +119,21 @@ impl ControllerState {
         effects.dirty |= b.broker_epoch != Some(hb.broker_epoch) || b.liveness != Liveness::Alive;
         b.broker_epoch = Some(hb.broker_epoch);
         b.liveness = Liveness::Alive;
+        if let Some(addr) = hb
+            .address
+            .as_ref()
+            .filter(|a| b.address.as_ref() != Some(*a))
+        {
+            effects
+                .events
+                .push(format!("broker {id}: reached at {addr}"));
+            b.address = Some(addr.clone());
+            effects.dirty = true;
+        }
         if started {
             self.elect_offline(&format!("broker {id} came back"), &mut effects);
+            // A reassignment waiting for a target replica to lead may go on.
+            self.advance_reassignments(&mut effects);
         }
         Ok((self.heartbeat_response(id), effects))
     }

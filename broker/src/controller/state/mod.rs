@@ -38,21 +38,32 @@
 //!   partition back to its preferred replica (the first) if that one is alive and in
 //!   the ISR (`preferred`).
 //!
+//! - The admin tasks are commands too: topic creation and new partitions
+//!   (`topics`), partition reassignment (`reassignment`, KIP-455: adding replicas
+//!   catch up into the ISR before the removed ones leave, completed by the
+//!   controller as it applies the ISR change that makes it possible), and broker
+//!   decommission (`decommission`). Brokers the voters were not started with join
+//!   by heartbeat, with the address other brokers reach them at.
+//!
 //! This file holds the state and its bookkeeping; the rules live beside it: `command`
 //! (the log's commands and how each applies), `sessions` (the active controller's
-//! clock), `topics` (creation), `liveness` (heartbeats, deaths, restarts,
-//! elections), `isr` (AlterPartition, leadership confirmation), `producers`
-//! (InitProducerId).
+//! clock), `topics` (creation, new partitions), `liveness` (heartbeats, joins,
+//! deaths, restarts, elections), `isr` (AlterPartition, leadership confirmation),
+//! `reassignment`, `decommission`, `producers` (InitProducerId).
 
 mod command;
+mod decommission;
+mod effects;
 mod isr;
 mod liveness;
 mod preferred;
 mod producers;
+mod reassignment;
 mod sessions;
 mod topics;
 
 pub use command::{Applied, Command};
+pub use effects::Effects;
 pub use producers::ProducerId;
 pub use sessions::Sessions;
 
@@ -65,7 +76,8 @@ use crate::bugs::Bugs;
 use crate::error::{ApiError, Code};
 use crate::events::{Event, IsrCause};
 use crate::protocol::{
-    BrokerId, BrokerInfo, Metadata, NO_LEADER, PartitionState, TopicMetadata, TopicPartition,
+    BrokerId, BrokerInfo, BrokerStatus, Metadata, NO_LEADER, PartitionState, TopicMetadata,
+    TopicPartition,
 };
 
 /// Milliseconds on the caller's monotonic clock.
@@ -107,6 +119,29 @@ pub struct BrokerState {
     /// The epoch of the process that registered (None: never registered).
     pub broker_epoch: Option<u64>,
     pub liveness: Liveness,
+    /// The address it registered with (None: not given, or never heard from).
+    #[serde(default)]
+    pub address: Option<String>,
+    /// Registered by its heartbeat alone: not one of the brokers the controller's
+    /// voters were started with.
+    #[serde(default)]
+    pub joined: bool,
+    /// Whether it takes replicas (decommission).
+    #[serde(default)]
+    pub status: BrokerStatus,
+}
+
+impl BrokerState {
+    /// A broker never heard from.
+    fn pending(joined: bool) -> BrokerState {
+        BrokerState {
+            broker_epoch: None,
+            liveness: Liveness::Pending,
+            address: None,
+            joined,
+            status: BrokerStatus::Active,
+        }
+    }
 }
 
 /// The replicated state, as a snapshot of the Raft log holds it.
@@ -122,53 +157,14 @@ pub struct Durable {
     pub producer_ids_allocated: u64,
 }
 
-/// What the active controller must do after an event.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Effects {
-    /// Partition states to push (LeaderAndIsr) to each broker: the changed partitions
-    /// it replicates, latest state only.
-    pub pushes: BTreeMap<BrokerId, Vec<PartitionState>>,
-    /// One human-readable line per change, for stderr.
-    pub events: Vec<String>,
-    /// The replication transitions, for the event lines (`crate::events`), printed
-    /// by the active controller as it carries the effects out.
-    pub transitions: Vec<Event>,
-    /// The replicated state changed.
-    pub dirty: bool,
-}
-
-impl Effects {
-    /// Both effects, in order (`later` wins for a partition pushed by both).
-    pub fn merge(&mut self, later: Effects) {
-        self.events.extend(later.events);
-        self.transitions.extend(later.transitions);
-        self.dirty |= later.dirty;
-        for states in later.pushes.into_values() {
-            for s in &states {
-                self.push(s);
-            }
-        }
-    }
-
-    fn push(&mut self, state: &PartitionState) {
-        for &r in &state.replicas {
-            let list = self.pushes.entry(r).or_default();
-            match list
-                .iter_mut()
-                .find(|s| s.topic == state.topic && s.partition == state.partition)
-            {
-                Some(old) => *old = state.clone(),
-                None => list.push(state.clone()),
-            }
-        }
-    }
-}
-
 /// The controller's whole state: the replicated part and the active controller's
 /// sessions.
 #[derive(Debug, Clone)]
 pub struct ControllerState {
     config: Config,
+    /// The brokers this process was started with (`--peers`, `--brokers`); others
+    /// join by heartbeat.
+    configured: Vec<BrokerId>,
     controller_epoch: i32,
     brokers: BTreeMap<BrokerId, BrokerState>,
     partitions: BTreeMap<TopicPartition, PartitionState>,
@@ -183,16 +179,13 @@ impl ControllerState {
     pub fn new(config: Config, broker_ids: &[BrokerId]) -> ControllerState {
         let brokers = broker_ids
             .iter()
-            .map(|&id| {
-                let b = BrokerState {
-                    broker_epoch: None,
-                    liveness: Liveness::Pending,
-                };
-                (id, b)
-            })
+            .map(|&id| (id, BrokerState::pending(false)))
             .collect();
+        let mut configured = broker_ids.to_vec();
+        configured.sort_unstable();
         ControllerState {
             config,
+            configured,
             controller_epoch: 0,
             brokers,
             partitions: BTreeMap::new(),
@@ -201,18 +194,23 @@ impl ControllerState {
         }
     }
 
-    /// The state a snapshot holds. It must name exactly `broker_ids` and be
-    /// self-consistent; the sessions start afresh.
+    /// The state a snapshot holds. It must name every one of `broker_ids`, and no
+    /// other broker but ones that joined by heartbeat, and be self-consistent; the
+    /// sessions start afresh.
     pub fn restore(
         config: Config,
         broker_ids: &[BrokerId],
         durable: Durable,
     ) -> Result<ControllerState, String> {
-        let mut listed: Vec<BrokerId> = durable.brokers.keys().copied().collect();
+        let listed: Vec<BrokerId> = durable.brokers.keys().copied().collect();
         let mut given = broker_ids.to_vec();
-        listed.sort_unstable();
         given.sort_unstable();
-        if listed != given {
+        let missing = given.iter().any(|b| !durable.brokers.contains_key(b));
+        let unknown = durable
+            .brokers
+            .iter()
+            .any(|(b, s)| !s.joined && given.binary_search(b).is_err());
+        if missing || unknown {
             return Err(format!(
                 "the controller snapshot has brokers {listed:?}, this cluster has {given:?}"
             ));
@@ -236,7 +234,7 @@ impl ControllerState {
 
     /// Replace the replicated part with a snapshot's (same brokers and settings).
     pub fn reset_to(&mut self, durable: Durable) -> Result<(), String> {
-        let ids: Vec<BrokerId> = self.brokers.keys().copied().collect();
+        let ids = self.configured.clone();
         let sessions = std::mem::take(&mut self.sessions);
         *self = ControllerState::restore(self.config, &ids, durable)?;
         self.sessions = sessions;
@@ -314,10 +312,12 @@ impl ControllerState {
     /// Every broker, alive or not, by id.
     pub fn brokers_info(&self) -> Vec<BrokerInfo> {
         self.brokers
-            .keys()
-            .map(|&id| BrokerInfo {
+            .iter()
+            .map(|(&id, b)| BrokerInfo {
                 id,
                 alive: self.is_alive(id),
+                address: b.address.clone(),
+                status: b.status,
             })
             .collect()
     }
@@ -389,9 +389,26 @@ impl ControllerState {
         if let Some(old) = old.filter(|old| old.isr != next.isr) {
             let _ = write!(line, " (was {})", ids_str(&old.isr));
         }
+        if let Some(old) = old.filter(|old| old.replicas != next.replicas) {
+            let _ = write!(line, ", replicas {}", ids_str(&next.replicas));
+            if next.reassigning() {
+                let _ = write!(
+                    line,
+                    " (adding {}, removing {})",
+                    ids_str(&next.adding),
+                    ids_str(&next.removing)
+                );
+            }
+            let _ = write!(line, " (was {})", ids_str(&old.replicas));
+        }
         let _ = write!(line, " ({why})");
         effects.events.push(line);
         effects.push(&next);
+        // The replicas it no longer names stop and delete theirs on hearing it.
+        if let Some(old) = old {
+            let removed = old.replicas.iter().copied();
+            effects.push_to(&next, removed.filter(|b| !next.replicas.contains(b)));
+        }
         effects.dirty = true;
         self.partitions.insert(tp, next);
     }
@@ -428,6 +445,11 @@ fn check_persisted(
         || p.isr.is_empty()
         || p.isr.iter().any(|b| !p.replicas.contains(b))
         || (p.leader != NO_LEADER && !p.isr.contains(&p.leader))
+        || p.adding
+            .iter()
+            .chain(&p.removing)
+            .any(|b| !p.replicas.contains(b))
+        || p.adding.iter().any(|b| p.removing.contains(b))
     {
         return Err(format!(
             "the controller snapshot of partition {name} is inconsistent (leader {}, isr {:?}, replicas {:?})",
@@ -460,6 +482,10 @@ pub fn start(
 }
 
 #[cfg(test)]
+mod admin_tests;
+#[cfg(test)]
 mod props;
+#[cfg(test)]
+mod reassignment_tests;
 #[cfg(test)]
 mod tests;

@@ -7,7 +7,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::events::Event as Transition;
+use crate::events::{Event as Transition, IsrCause};
 use crate::protocol::{AlterPartition, CreateTopic, Heartbeat};
 
 const TIMEOUT: Millis = 1000;
@@ -39,6 +39,17 @@ enum Event {
     },
     /// The controller restarts from its durable state.
     Restart,
+    /// A reassignment of partition `partition` of the first topic to the brokers of
+    /// the bitmask (none: a cancel).
+    Reassign {
+        partition: u32,
+        mask: u8,
+    },
+    /// The active controller resumes the reassignments in progress (as at its
+    /// takeover, or its periodic check).
+    Resume {
+        takeover: bool,
+    },
 }
 
 fn event() -> impl Strategy<Value = Event> {
@@ -50,6 +61,8 @@ fn event() -> impl Strategy<Value = Event> {
         1 => (0..3u8, 1..=3u32, 1..=3u32)
             .prop_map(|(topic, partitions, rf)| Event::Create { topic, partitions, rf }),
         1 => Just(Event::Restart),
+        2 => (0..3u32, 0..8u8).prop_map(|(partition, mask)| Event::Reassign { partition, mask }),
+        1 => any::<bool>().prop_map(|takeover| Event::Resume { takeover }),
     ]
 }
 
@@ -65,6 +78,17 @@ fn check_state(s: &ControllerState) -> Result<(), TestCaseError> {
         let mut isr = p.isr.clone();
         isr.dedup();
         prop_assert_eq!(isr.len(), p.isr.len(), "{}: ISR has duplicates", name);
+        prop_assert!(
+            p.adding
+                .iter()
+                .chain(&p.removing)
+                .all(|b| p.replicas.contains(b)),
+            "{name}: adding or removing outside AR"
+        );
+        prop_assert!(
+            p.adding.iter().all(|b| !p.removing.contains(b)),
+            "{name}: a replica both adding and removing"
+        );
         if p.leader != NO_LEADER {
             prop_assert!(p.isr.contains(&p.leader), "{name}: leader outside the ISR");
             let live = |b: &BrokerId| s.brokers[b].liveness != Liveness::Dead;
@@ -95,9 +119,17 @@ fn check_step(
                 new.leader_epoch > old.leader_epoch,
                 "leader moved, same epoch"
             );
+            // (A replica the leader proposed into the ISR in this step, caught up,
+            // may lead at the end of it: the reassignment it completed moved the
+            // leadership to it.)
+            let joined = effects.transitions.iter().any(|t| {
+                matches!(t, Transition::IsrExpand { topic, partition, replicas, cause, .. }
+                    if *topic == tp.topic && *partition == tp.partition
+                        && replicas.contains(&new.leader) && *cause == IsrCause::CaughtUp)
+            });
             if !unclean && new.leader != NO_LEADER {
                 prop_assert!(
-                    old.isr.contains(&new.leader),
+                    old.isr.contains(&new.leader) || joined,
                     "clean election of {} outside the old ISR {:?}",
                     new.leader,
                     old.isr
@@ -105,6 +137,9 @@ fn check_step(
             }
         }
         check_transitions(tp, old, new, effects)?;
+        if !unclean {
+            check_removal(tp, old, new, effects)?;
+        }
         if new != old {
             // (Leader and ISR may also come back the same under new epochs: a restarted
             // sole ISR member goes offline and is elected again in one step.)
@@ -122,6 +157,52 @@ fn check_step(
             }
         }
     }
+    Ok(())
+}
+
+/// Replicas leave AR only by a completed or cancelled reassignment, which takes
+/// nobody into the ISR and never shrinks it below `min_insync_replicas` (or below
+/// what it was, if it was smaller already). (Not with unclean election, which may
+/// elect a replica out of the ISR in the same command.)
+fn check_removal(
+    tp: &TopicPartition,
+    old: &PartitionState,
+    new: &PartitionState,
+    effects: &Effects,
+) -> Result<(), TestCaseError> {
+    let removed: Vec<BrokerId> = old
+        .replicas
+        .iter()
+        .copied()
+        .filter(|b| !new.replicas.contains(b))
+        .collect();
+    if removed.is_empty() {
+        return Ok(());
+    }
+    // (A reassignment whose target is in the ISR completes in the command that
+    // starts it.)
+    prop_assert!(!new.reassigning(), "AR shrank before a reassignment ended");
+    // Members the leader proposed in this step (caught up) before it completed.
+    let proposed = |b: &BrokerId| {
+        effects.transitions.iter().any(|t| {
+            matches!(t, Transition::IsrExpand { topic, partition, replicas, cause, .. }
+                if *topic == tp.topic && *partition == tp.partition
+                    && replicas.contains(b) && *cause == IsrCause::CaughtUp)
+        })
+    };
+    prop_assert!(
+        new.isr.iter().all(|b| old.isr.contains(b) || proposed(b)),
+        "a removal added {:?} to the ISR {:?}",
+        new.isr,
+        old.isr
+    );
+    let floor = (old.isr.len() as u32).min(new.min_insync_replicas) as usize;
+    prop_assert!(
+        new.isr.len() >= floor,
+        "removal shrank the ISR {:?} to {:?}",
+        old.isr,
+        new.isr
+    );
     Ok(())
 }
 
@@ -191,6 +272,7 @@ fn run(events: Vec<Event>, unclean: bool) -> Result<(), TestCaseError> {
                 let hb = Heartbeat {
                     broker_id: id,
                     broker_epoch: 10 * id as u64 + incarnation,
+                    address: None,
                 };
                 let (resp, effects) = s.heartbeat(&hb, now).unwrap();
                 let mine: Vec<_> = s
@@ -241,8 +323,15 @@ fn run(events: Vec<Event>, unclean: bool) -> Result<(), TestCaseError> {
                 match answer {
                     Ok(state) => {
                         prop_assert!(!stale && from == p.leader);
-                        prop_assert!(new_isr.iter().all(|b| state.isr.contains(b)));
-                        prop_assert_eq!(state.isr.len(), new_isr.len());
+                        // As proposed — but for the replicas a reassignment it
+                        // completed removed.
+                        let kept: Vec<BrokerId> = new_isr
+                            .iter()
+                            .copied()
+                            .filter(|b| state.replicas.contains(b))
+                            .collect();
+                        prop_assert!(kept.iter().all(|b| state.isr.contains(b)));
+                        prop_assert_eq!(state.isr.len(), kept.len());
                     }
                     Err(e) => {
                         prop_assert!(matches!(
@@ -282,6 +371,33 @@ fn run(events: Vec<Event>, unclean: bool) -> Result<(), TestCaseError> {
                     }
                 }
             }
+            Event::Reassign { partition, mask } => {
+                let replicas = (mask != 0).then(|| {
+                    BROKERS
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| mask & (1 << i) != 0)
+                        .map(|(_, &b)| b)
+                        .collect()
+                });
+                let Some(topic) = s.partitions.keys().next().map(|tp| tp.topic.clone()) else {
+                    continue;
+                };
+                let req = crate::protocol::AlterReassignment {
+                    topic,
+                    partition,
+                    replicas,
+                };
+                let (answer, effects) = s.apply(&Command::AlterReassignment(req));
+                if answer.is_err() {
+                    prop_assert!(!effects.dirty && effects.pushes.is_empty());
+                }
+                effects
+            }
+            Event::Resume { takeover } => match s.resume_decision(takeover) {
+                Some(command) => s.apply(&command).1,
+                None => Effects::default(),
+            },
             Event::Restart => {
                 let durable = s.durable();
                 let (next, effects) = start(config, &BROKERS, durable, now).unwrap();

@@ -6,9 +6,9 @@ use crate::bugs::Bug;
 use crate::events::{Api, FenceReason};
 use crate::protocol::{AlterPartition, ConfirmLeadership, CreateTopic, Heartbeat, IsrMemberEpoch};
 
-const TIMEOUT: Millis = 1000;
+pub(super) const TIMEOUT: Millis = 1000;
 
-fn config(unclean: bool) -> Config {
+pub(super) fn config(unclean: bool) -> Config {
     Config {
         session_timeout_ms: TIMEOUT,
         unclean_election: unclean,
@@ -18,7 +18,7 @@ fn config(unclean: bool) -> Config {
 }
 
 /// A fresh controller as [`cluster`] makes it, with `bugs` planted.
-fn planted_cluster(n: i32, bugs: crate::bugs::Bugs) -> ControllerState {
+pub(super) fn planted_cluster(n: i32, bugs: crate::bugs::Bugs) -> ControllerState {
     let ids: Vec<BrokerId> = (1..=n).collect();
     let config = Config {
         bugs,
@@ -31,12 +31,12 @@ fn planted_cluster(n: i32, bugs: crate::bugs::Bugs) -> ControllerState {
     s
 }
 
-fn epoch_of(id: BrokerId) -> u64 {
+pub(super) fn epoch_of(id: BrokerId) -> u64 {
     100 + id as u64
 }
 
 /// A fresh controller with brokers 1..=n, every one registered at time 0.
-fn cluster(n: i32, unclean: bool) -> ControllerState {
+pub(super) fn cluster(n: i32, unclean: bool) -> ControllerState {
     let ids: Vec<BrokerId> = (1..=n).collect();
     let (mut s, effects) =
         start(config(unclean), &ids, Durable::default(), 0).expect("a fresh start");
@@ -48,12 +48,18 @@ fn cluster(n: i32, unclean: bool) -> ControllerState {
     s
 }
 
-fn beat(s: &mut ControllerState, id: BrokerId, broker_epoch: u64, now: Millis) -> Effects {
+pub(super) fn beat(
+    s: &mut ControllerState,
+    id: BrokerId,
+    broker_epoch: u64,
+    now: Millis,
+) -> Effects {
     let (resp, effects) = s
         .heartbeat(
             &Heartbeat {
                 broker_id: id,
                 broker_epoch,
+                address: None,
             },
             now,
         )
@@ -62,7 +68,13 @@ fn beat(s: &mut ControllerState, id: BrokerId, broker_epoch: u64, now: Millis) -
     effects
 }
 
-fn create(s: &mut ControllerState, name: &str, partitions: u32, rf: u32, min_isr: u32) -> Effects {
+pub(super) fn create(
+    s: &mut ControllerState,
+    name: &str,
+    partitions: u32,
+    rf: u32,
+    min_isr: u32,
+) -> Effects {
     let req = CreateTopic {
         name: name.into(),
         partitions,
@@ -72,12 +84,12 @@ fn create(s: &mut ControllerState, name: &str, partitions: u32, rf: u32, min_isr
     s.create_topic(&req).expect("topic created").1
 }
 
-fn part(s: &ControllerState, topic: &str, p: u32) -> PartitionState {
+pub(super) fn part(s: &ControllerState, topic: &str, p: u32) -> PartitionState {
     s.partition(topic, p).expect("partition exists").clone()
 }
 
 /// Everyone but `silent` heartbeats at `now`; then the clock ticks at `now`.
-fn all_beat_but(s: &mut ControllerState, silent: &[BrokerId], now: Millis) -> Effects {
+pub(super) fn all_beat_but(s: &mut ControllerState, silent: &[BrokerId], now: Millis) -> Effects {
     let ids: Vec<BrokerId> = s.brokers.keys().copied().collect();
     for id in ids {
         if !silent.contains(&id) {
@@ -89,7 +101,12 @@ fn all_beat_but(s: &mut ControllerState, silent: &[BrokerId], now: Millis) -> Ef
 
 /// Broker `id` heartbeats a last time at `from` and then falls silent (brokers in
 /// `down` stay silent throughout); returns the effects of its death.
-fn kill(s: &mut ControllerState, id: BrokerId, down: &[BrokerId], from: Millis) -> Effects {
+pub(super) fn kill(
+    s: &mut ControllerState,
+    id: BrokerId,
+    down: &[BrokerId],
+    from: Millis,
+) -> Effects {
     let mut silent = down.to_vec();
     all_beat_but(s, &silent, from);
     silent.push(id);
@@ -99,7 +116,7 @@ fn kill(s: &mut ControllerState, id: BrokerId, down: &[BrokerId], from: Millis) 
     effects
 }
 
-fn alter(
+pub(super) fn alter(
     s: &mut ControllerState,
     leader: BrokerId,
     p: &PartitionState,
@@ -118,7 +135,7 @@ fn alter(
     answer.map(|p| (p, effects))
 }
 
-fn state(
+pub(super) fn state(
     leader: BrokerId,
     le: i32,
     pe: i32,
@@ -127,7 +144,7 @@ fn state(
     (leader, le, pe, isr.to_vec())
 }
 
-fn view(p: &PartitionState) -> (BrokerId, i32, i32, Vec<BrokerId>) {
+pub(super) fn view(p: &PartitionState) -> (BrokerId, i32, i32, Vec<BrokerId>) {
     (p.leader, p.leader_epoch, p.partition_epoch, p.isr.clone())
 }
 
@@ -449,6 +466,7 @@ fn heartbeats_from_unknown_brokers_are_refused_and_answers_hold_own_partitions()
             &Heartbeat {
                 broker_id: 7,
                 broker_epoch: 1,
+                address: None,
             },
             5,
         )
@@ -459,6 +477,7 @@ fn heartbeats_from_unknown_brokers_are_refused_and_answers_hold_own_partitions()
             &Heartbeat {
                 broker_id: 2,
                 broker_epoch: epoch_of(2),
+                address: None,
             },
             5,
         )
@@ -466,6 +485,11 @@ fn heartbeats_from_unknown_brokers_are_refused_and_answers_hold_own_partitions()
     assert_eq!(resp.controller_epoch, 1);
     assert_eq!(resp.brokers.len(), 3);
     assert_eq!(resp.partitions, vec![part(&s, "q", 1)]);
+    // And every other partition of the cluster, for the broker's metadata.
+    assert_eq!(
+        resp.other_partitions,
+        vec![part(&s, "q", 0), part(&s, "q", 2)]
+    );
 }
 
 #[test]

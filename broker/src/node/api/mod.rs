@@ -45,9 +45,9 @@ type ApiResult = Result<Response, ApiError>;
 type Shared = State<Arc<ReplicaManager>>;
 
 /// All routes of a node; internal ones need the cluster's credentials (`auth`).
-/// `/v1/metadata` from the node's own view, and `NOT_CONTROLLER` for topic creation
-/// and InitProducerId, only if `own_metadata` (on a controller voter, the
-/// controller's routes answer those).
+/// `/v1/metadata` from the node's own view, and `NOT_CONTROLLER` for topic creation,
+/// the other admin tasks and InitProducerId, only if `own_metadata` (on a controller
+/// voter, the controller's routes answer those).
 pub fn router(manager: Arc<ReplicaManager>, own_metadata: bool) -> Router {
     let auth = manager.ctx().auth.clone();
     let mut router = Router::new();
@@ -55,6 +55,12 @@ pub fn router(manager: Arc<ReplicaManager>, own_metadata: bool) -> Router {
         router = router
             .route("/v1/metadata", get(debug::metadata))
             .route("/v1/topics", post(not_controller))
+            .route("/v1/topics/{topic}/partitions", post(not_controller))
+            .route(
+                "/v1/topics/{topic}/partitions/{partition}/reassign",
+                post(not_controller).delete(not_controller),
+            )
+            .route("/v1/brokers/{id}/decommission", post(not_controller))
             .route("/v1/producers", post(not_controller));
     }
     router

@@ -8,10 +8,13 @@
 //! and AlterPartition answer goes through [`ReplicaManager::apply_controller`] or
 //! [`ReplicaManager::apply_partition_state`], which fence stale controllers
 //! (controller epoch) and let each replica judge its own state (leader epoch,
-//! partition epoch).
+//! partition epoch). They also keep the node's view of every partition of the
+//! cluster (its `/v1/metadata`), which never goes back either, and a state that no
+//! longer names this node stops and deletes its replica (`removal`).
 
 mod log_dir;
 mod partition;
+mod removal;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -28,13 +31,18 @@ use crate::replica::{Effects, FetchTask, Transition, Truncation};
 use partition::{EPOCHS_FILE, HW_FILE};
 pub use partition::{NodeReplica, Partition};
 
-/// What this node last heard from the controller, beyond partitions.
+/// What this node last heard from the controller, beyond its replicas.
 #[derive(Debug, Clone, Default)]
 struct ControllerView {
     /// The highest controller epoch seen; older controllers are fenced.
     epoch: i32,
     /// The brokers and their liveness, as the controller last said.
     brokers: Vec<BrokerInfo>,
+    /// Every partition of the cluster as the controller told it (UpdateMetadata: the
+    /// heartbeat answers carry them all): a state replaces only an older one (leader
+    /// epoch, then partition epoch), so this node's metadata may lag but never goes
+    /// back.
+    partitions: BTreeMap<TopicPartition, PartitionState>,
 }
 
 /// An order for the fetcher: start or stop fetching one partition.
@@ -53,7 +61,8 @@ pub struct ReplicaManager {
     /// The node's id, settings, clock and links.
     ctx: Arc<Context>,
     /// The hosted partitions; one is added when the controller first names this node
-    /// among its replicas, and never removed (topics are never deleted).
+    /// among its replicas, and removed (its directory deleted) when a newer state no
+    /// longer names it (a reassignment moved it away).
     partitions: RwLock<BTreeMap<TopicPartition, Arc<Partition>>>,
     /// The controller epoch and brokers the controller last told.
     view: Mutex<ControllerView>,
@@ -127,17 +136,31 @@ impl ReplicaManager {
         self.view.lock().unwrap_or_else(|p| p.into_inner()).epoch
     }
 
-    /// `/v1/metadata` from this node's view.
+    /// `/v1/metadata` from this node's view: every partition of the cluster.
     pub fn metadata(&self) -> Metadata {
         let view = self.view.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let states: Vec<PartitionState> = self
-            .all()
-            .iter()
-            .filter_map(|p| p.read().state().cloned())
-            .collect();
-        let mut md = Metadata::from_states(view.epoch, view.brokers, &states);
+        let mut md = Metadata::from_states(view.epoch, view.brokers, view.partitions.values());
         md.controller_id = self.ctx.active_controller();
         md
+    }
+
+    /// Keep `state` in the metadata view if it is newer than the one there (and a
+    /// topic's partition count, for the register view, if the topic grew); whether
+    /// it was.
+    fn remember(&self, state: &PartitionState) -> bool {
+        self.ctx.learn_partition(&state.topic, state.partition);
+        let tp = TopicPartition {
+            topic: state.topic.clone(),
+            partition: state.partition,
+        };
+        let mut v = self.view.lock().unwrap_or_else(|p| p.into_inner());
+        match v.partitions.get(&tp) {
+            Some(known) if !state.newer_than(known) => false,
+            _ => {
+                v.partitions.insert(tp, state.clone());
+                true
+            }
+        }
     }
 
     /// Apply a controller message (LeaderAndIsr push or heartbeat answer, as `api`
@@ -169,6 +192,7 @@ impl ReplicaManager {
                 .with("controller_epoch", v.epoch));
             }
             v.epoch = controller_epoch;
+            self.ctx.learn_addresses(&brokers);
             v.brokers = brokers;
         }
         for state in states {
@@ -178,44 +202,73 @@ impl ReplicaManager {
     }
 
     /// Apply one partition's state (also the answer to our AlterPartition), opening
-    /// the partition if this node replicates it and has not opened it yet.
+    /// the partition if this node replicates it and has not opened it yet, and
+    /// stopping and deleting it if the state no longer names this node.
     pub fn apply_partition_state(&self, state: PartitionState) {
-        let ctx = &self.ctx;
-        if !state.replicas.contains(&ctx.id) {
+        let fresh = self.remember(&state);
+        if !state.replicas.contains(&self.ctx.id) {
+            self.stop_replica(state, fresh);
             return;
         }
         let tp = TopicPartition {
             topic: state.topic.clone(),
             partition: state.partition,
         };
-        let opened = self.get_or_open(&tp);
+        // A replica removed meanwhile (by an older state, applied concurrently) is
+        // opened afresh.
+        for _ in 0..2 {
+            let Some(part) = self.open_logged(&tp) else {
+                return;
+            };
+            if self.apply_to_replica(&part, state.clone()) {
+                return;
+            }
+        }
+    }
+
+    /// The hosted partition `tp`, opened on first use; None (logged once per
+    /// reason) if it cannot be.
+    fn open_logged(&self, tp: &TopicPartition) -> Option<Arc<Partition>> {
+        let ctx = &self.ctx;
+        let opened = self.get_or_open(tp);
         let mut errors = self.open_errors.lock().unwrap_or_else(|p| p.into_inner());
-        let part = match opened {
+        match opened {
             Ok(p) => {
-                if errors.remove(&tp).is_some() {
+                if errors.remove(tp).is_some() {
                     eprintln!("node {}: opened {}-{}", ctx.id, tp.topic, tp.partition);
                 }
-                p
+                Some(p)
             }
             Err(e) => {
                 let why = e.to_string();
-                if errors.get(&tp) != Some(&why) {
+                if errors.get(tp) != Some(&why) {
                     eprintln!(
                         "node {}: cannot open {}-{}: {why} (not hosting it; retried at every \
                          controller message, logged again only if the reason changes)",
                         ctx.id, tp.topic, tp.partition
                     );
-                    errors.insert(tp, why);
+                    errors.insert(tp.clone(), why);
                 }
-                return;
+                None
             }
-        };
-        drop(errors);
+        }
+    }
+
+    /// Apply `state` to `part`'s replica and print its transition; false if the
+    /// replica was removed meanwhile (nothing applied).
+    fn apply_to_replica(&self, part: &Arc<Partition>, state: PartitionState) -> bool {
+        let ctx = &self.ctx;
         let (truncation, now) = (ctx.config.truncation, ctx.now_ms());
-        let (transition, epoch) = self.update(&part, |r| {
+        let applied = self.update(part, |r| {
+            if part.removed.load(Ordering::SeqCst) {
+                return (None, crate::replica::Effects::default());
+            }
             let (t, fx) = r.apply_state(state, truncation, now);
-            ((t, r.leader_epoch()), fx)
+            (Some((t, r.leader_epoch())), fx)
         });
+        let Some((transition, epoch)) = applied else {
+            return false;
+        };
         if !matches!(transition, Transition::IsrUpdated | Transition::Ignored) {
             eprintln!(
                 "node {}: {}: {transition:?} at leader epoch {epoch}",
@@ -223,7 +276,7 @@ impl ReplicaManager {
                 part.name()
             );
         }
-        let (topic, partition, leader_epoch) = (tp.topic, tp.partition, epoch);
+        let (topic, partition, leader_epoch) = (part.tp.topic.clone(), part.tp.partition, epoch);
         match transition {
             Transition::BecameLeader => self.emit(&Event::BecomeLeader {
                 topic,
@@ -237,6 +290,7 @@ impl ReplicaManager {
             }),
             Transition::BecameOffline | Transition::IsrUpdated | Transition::Ignored => {}
         }
+        true
     }
 
     /// Run one replica event under the partition's lock and carry out its effects:
@@ -291,6 +345,9 @@ impl ReplicaManager {
     /// the streak. Errors are reported to the partition's health; the next call tries
     /// again.
     pub fn checkpoint(&self, part: &Partition) {
+        if part.removed.load(Ordering::SeqCst) {
+            return;
+        }
         if part.epochs_unsaved.load(Ordering::SeqCst) {
             let r = part.lock();
             let epochs = r.epochs().entries().to_vec();
@@ -335,6 +392,10 @@ impl ReplicaManager {
     /// logged and wakes the partition's waiters, which acknowledge nothing while it
     /// lasts.
     pub fn storage_error(&self, part: &Partition, what: &str, e: &std::io::Error) {
+        // A replica being deleted has no storage left to fail.
+        if part.removed.load(Ordering::SeqCst) {
+            return;
+        }
         if part
             .log_dir
             .failed(self.ctx.now_ms(), format!("{what}: {e}"))

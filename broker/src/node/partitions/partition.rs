@@ -55,6 +55,9 @@ pub struct Partition {
     pub isr_retry_at_ms: AtomicU64,
     /// Whether its storage works (a streak of failures stops acknowledgements).
     pub log_dir: LogDirHealth,
+    /// No longer a replica of this node (StopReplica): its directory is gone, and
+    /// nothing is written for it any more.
+    pub removed: AtomicBool,
 }
 
 /// The replica of a partition, locked for reading. Never held across an `.await`.
@@ -111,6 +114,7 @@ impl Partition {
             epochs_unsaved: AtomicBool::new(false),
             isr_retry_at_ms: AtomicU64::new(0),
             log_dir: LogDirHealth::default(),
+            removed: AtomicBool::new(false),
         };
         Ok((part, effects))
     }

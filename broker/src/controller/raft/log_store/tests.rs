@@ -13,6 +13,7 @@ fn entry(term: u64, index: u64) -> Entry<TypeConfig> {
         payload: EntryPayload::Normal(Command::Heartbeat(Heartbeat {
             broker_id: 1,
             broker_epoch: index,
+            address: None,
         })),
     }
 }

@@ -68,6 +68,7 @@ fn log() -> Vec<Entry<TypeConfig>> {
         let hb = Heartbeat {
             broker_id: id,
             broker_epoch: 10 + id as u64,
+            address: None,
         };
         entries.push(entry(
             1,
@@ -211,6 +212,7 @@ async fn the_controller_epoch_is_the_latest_term_applied() {
     let hb = Heartbeat {
         broker_id: 2,
         broker_epoch: 5,
+        address: None,
     };
     // Voter 2 led term 4: its entry's effects are not voter 1's to carry out.
     let replies = sm
