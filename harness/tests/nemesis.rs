@@ -40,6 +40,8 @@ const STARTS: [&str; 6] = [
     "disk",
 ];
 const ENDS: [&str; 4] = ["restart", "resume", "heal", "disk-ok"];
+/// Reconfigurations: done once asked (a reassignment's end moves it back).
+const RECONFIGURATIONS: [&str; 2] = ["reassign", "add-partitions"];
 
 /// Wait (bounded) until no process of the cluster under `dir` is left.
 fn assert_nothing_left(dir: &Path) {
@@ -97,10 +99,13 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
     // aimed at the controller found.
     for e in events.iter().filter(|e| !e.is_decision()) {
         assert!(
-            starts.contains(&e.f.as_str()) || ends.contains(&e.f.as_str()),
+            starts.contains(&e.f.as_str())
+                || ends.contains(&e.f.as_str())
+                || RECONFIGURATIONS.contains(&e.f.as_str()),
             "{e:?}"
         );
         assert!(!e.value.is_null(), "{e:?}");
+        assert!(e.value.get("refused").is_none(), "refused: {e:?}");
     }
 
     cluster.heal_all().await.unwrap();
@@ -211,7 +216,7 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
         let mut events = Vec::new();
         let mut record = |e| events.push(e);
         let mut nemesis = Interpreter::new(&mut cluster, &["queue"], Coverage::new(0), &mut record);
-        let Taken::Applied(started) = nemesis.apply(fault.start("queue")).await.unwrap() else {
+        let Taken::Applied(started) = nemesis.apply(fault.start("queue", "queue")).await.unwrap() else {
             panic!("{fault:?} was not applied")
         };
         drop(nemesis);
@@ -271,6 +276,8 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
                 let want = if procs.len() == 1 { 4 + 1 } else { 6 + 2 };
                 assert_eq!(cluster.degraded_links(), want, "{fault:?}");
             }
+            // Reconfigurations play in the seeded schedule of every kind, above.
+            Fault::Reassign { .. } | Fault::AddPartitions => unreachable!("not in this list"),
         }
         // The end of the fault as the planner hands it back (isolate-leader resolved).
         let end = match fault {
@@ -286,7 +293,7 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
             }
             other => other,
         };
-        let ended = end.end(Duration::from_millis(100));
+        let ended = end.end(Duration::from_millis(100), "queue");
         let mut record = |e| events.push(e);
         Interpreter::new(&mut cluster, &["queue"], Coverage::new(0), &mut record)
             .apply(Step::Act(ended.clone()))
@@ -480,6 +487,7 @@ async fn package_cluster(
         crash_all_safe: true,
         dedicated_controller: false,
         lossless_topics: vec!["queue".into()],
+        reconfigurable: true,
     };
     (cluster, settings)
 }

@@ -48,6 +48,11 @@ pub struct PartitionMetadata {
     pub isr: Vec<i32>,
     #[serde(default)]
     pub replicas: Vec<i32>,
+    /// A reassignment in progress: the replicas it adds, and those it removes.
+    #[serde(default)]
+    pub adding: Vec<i32>,
+    #[serde(default)]
+    pub removing: Vec<i32>,
 }
 
 impl Metadata {
@@ -58,6 +63,14 @@ impl Metadata {
             .partitions
             .iter()
             .find(|p| p.partition == partition)
+    }
+
+    /// How many partitions `topic` has (0: none known).
+    pub fn partition_count(&self, topic: &str) -> u32 {
+        self.topics
+            .iter()
+            .find(|t| t.name == topic)
+            .map_or(0, |t| t.partitions.len() as u32)
     }
 
     /// Every (topic, partition), in metadata order.

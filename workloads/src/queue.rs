@@ -10,6 +10,8 @@
 //! be "in flight" forever. A campaign that also runs the register gives the queue
 //! only some of the `concurrency` workers ([`QueueConfig::workers`]).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
@@ -134,6 +136,12 @@ impl Generator {
         }
     }
 
+    /// The topic has grown to `partitions` (more partitions are drawn from once
+    /// known; never fewer).
+    pub fn grow_to(&mut self, partitions: u32) {
+        self.partitions = self.partitions.max(partitions);
+    }
+
     /// The next operation; `offsets` is the worker's position in each partition.
     pub fn next_op(&mut self, offsets: &mut [u64]) -> Op {
         let partition = self.draws.ops.random_range(0..self.partitions);
@@ -163,10 +171,47 @@ pub async fn run(
     recorder: std::sync::Arc<dyn Recorder>,
     stop: watch::Receiver<bool>,
 ) {
+    let partitions = Arc::new(AtomicU32::new(config.partitions));
+    let watcher = tokio::spawn(watch_partitions(
+        config.clone(),
+        partitions.clone(),
+        stop.clone(),
+    ));
     run_workers(config.workers.clone(), |w| {
-        worker(config.clone(), w, recorder.clone(), stop.clone())
+        let partitions = partitions.clone();
+        worker(
+            config.clone(),
+            w,
+            recorder.clone(),
+            stop.clone(),
+            partitions,
+        )
     })
     .await;
+    watcher.abort();
+}
+
+/// How often the workload looks for partitions added to its topic (a Kafka
+/// client's metadata refresh).
+const PARTITIONS_REFRESH: Duration = Duration::from_secs(1);
+
+/// Keep `partitions` at the topic's partition count as the metadata shows it, so
+/// the workers send to and poll partitions added while the campaign runs; never
+/// fewer than it was.
+async fn watch_partitions(
+    config: QueueConfig,
+    partitions: Arc<AtomicU32>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let Ok(mut client) = Client::new(config.client.clone(), config.seed ^ 0x7061_7274) else {
+        return;
+    };
+    while !*stop.borrow() {
+        if let Some(n) = client.partition_count(TOPIC).await {
+            partitions.fetch_max(n, Ordering::Relaxed);
+        }
+        let _ = tokio::time::timeout(PARTITIONS_REFRESH, stop.changed()).await;
+    }
 }
 
 /// One worker; returns the last process number it used.
@@ -175,6 +220,7 @@ async fn worker(
     w: u32,
     recorder: std::sync::Arc<dyn Recorder>,
     mut stop: watch::Receiver<bool>,
+    partitions: Arc<AtomicU32>,
 ) -> u64 {
     let mut generator = Generator::new(
         config.seed,
@@ -200,6 +246,11 @@ async fn worker(
     loop {
         if !pacer.wait(&mut stop).await {
             return process;
+        }
+        let known = partitions.load(Ordering::Relaxed);
+        if known as usize > offsets.len() {
+            generator.grow_to(known);
+            offsets.resize(known as usize, 0);
         }
         let op = generator.next_op(&mut offsets);
         let ended = match op {
@@ -341,7 +392,13 @@ pub async fn final_drain(
     deadline: Instant,
 ) -> Result<u64, String> {
     let mut client = Client::new(config.client.clone(), config.seed ^ process)?;
-    for partition in 0..config.partitions {
+    // Every partition the topic has now: those added while the campaign ran too.
+    let partitions = client
+        .partition_count(TOPIC)
+        .await
+        .unwrap_or(0)
+        .max(config.partitions);
+    for partition in 0..partitions {
         let mut offset = 0u64;
         loop {
             if Instant::now() >= deadline {

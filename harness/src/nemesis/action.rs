@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::fault::{Degradation, NemesisEvent};
 use crate::net::Grudge;
 use crate::proc::Proc;
-use crate::system::DiskMode;
+use crate::system::{DiskMode, Reconfiguration};
 
 /// One step of a script.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +54,13 @@ pub enum Action {
     HoldAnswers(Proc),
     /// Let its answers through again.
     ReleaseAnswers(Proc),
+    /// Change the system's configuration (new partitions, a reassignment); with a
+    /// `settle`, wait up to that long for a reassignment to complete. Nothing to
+    /// undo: a pattern that moves replicas moves them back itself.
+    Reconfigure {
+        change: Reconfiguration,
+        settle: Duration,
+    },
     /// Make a node's disk fail in `mode` (the broker ends it by itself after
     /// `for_ms`, should the `DiskOk` not come).
     Disk {
@@ -96,6 +103,29 @@ fn degraded(mut e: NemesisEvent, procs: &[Proc], between: bool) -> NemesisEvent 
         e.value["links"] = Value::Array(links);
     }
     e
+}
+
+/// A reconfiguration's event: `add-partitions` `{"topic","count"}`, `reassign`
+/// `{"topic","partition","replicas"}`, `cancel-reassignment` `{"topic","partition"}`.
+fn reconfiguration_event(change: &Reconfiguration) -> NemesisEvent {
+    match change {
+        Reconfiguration::AddPartitions { topic, count } => {
+            NemesisEvent::new("add-partitions", json!({"topic": topic, "count": count}))
+        }
+        Reconfiguration::Reassign {
+            topic,
+            partition,
+            replicas,
+            from,
+        } => NemesisEvent::new(
+            "reassign",
+            json!({"topic": topic, "partition": partition, "replicas": replicas, "from": from}),
+        ),
+        Reconfiguration::CancelReassignment { topic, partition } => NemesisEvent::new(
+            "cancel-reassignment",
+            json!({"topic": topic, "partition": partition}),
+        ),
+    }
 }
 
 /// The value of a hold of `p`'s answers to the clients, and of its end.
@@ -141,6 +171,7 @@ impl Action {
                 json!({"node": node, "mode": mode.as_str(), "for_ms": for_ms}),
             ),
             Action::HoldAnswers(p) => NemesisEvent::new("partition", held_answers(*p)),
+            Action::Reconfigure { change, .. } => reconfiguration_event(change),
             Action::ReleaseAnswers(p) => NemesisEvent::new("heal", held_answers(*p)),
             Action::DiskOk { node, mode, for_ms } => NemesisEvent::new(
                 "disk-ok",
@@ -198,6 +229,7 @@ impl Action {
             | Action::RestartEach(_)
             | Action::Resume(_)
             | Action::ReleaseAnswers(_)
+            | Action::Reconfigure { .. }
             | Action::Heal { .. } => None,
         }
     }
@@ -233,6 +265,22 @@ impl Action {
 
     /// For the decision's record: `kill 2`, `partition isolate-leader`, ….
     pub fn describe(&self) -> String {
+        if let Action::Reconfigure { change, .. } = self {
+            return match change {
+                Reconfiguration::AddPartitions { topic, count } => {
+                    format!("add-partitions {topic} to {count}")
+                }
+                Reconfiguration::Reassign {
+                    topic,
+                    partition,
+                    replicas,
+                    ..
+                } => format!("reassign {topic}-{partition} to {replicas:?}"),
+                Reconfiguration::CancelReassignment { topic, partition } => {
+                    format!("cancel-reassignment {topic}-{partition}")
+                }
+            };
+        }
         if let Action::KillOnceInIsr {
             leader,
             follower,

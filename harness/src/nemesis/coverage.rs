@@ -51,9 +51,41 @@ pub enum Transition {
     ControllerFailover,
     /// A partition's storage failed (a full or failing disk): appends refused.
     StorageFailure,
+    /// A reassignment started: replicas added to a partition's.
+    ReassignStarted,
+    /// A reassignment completed: its replicas caught up, the removed ones left.
+    ReassignCompleted,
+    /// A reassignment was cancelled, back to its original replicas.
+    ReassignCancelled,
+    /// A reassignment in progress when a new controller took over (it resumes it).
+    ReassignResumed,
 }
 
 by_name!(Transition => "transition");
+
+/// The transitions by area, as the summary and the report group them.
+pub const AREAS: [(&str, &[Transition]); 6] = {
+    use Transition::*;
+    [
+        (
+            "elections",
+            &[LeaderElection, UncleanElection, RestartedLeader],
+        ),
+        ("ISR", &[IsrShrinkController, IsrShrinkLag, IsrExpand]),
+        ("truncation", &[TruncateEpoch, TruncateHw, TruncateRecords]),
+        ("fencing", &[Fenced, NotEnoughReplicas, ControllerFailover]),
+        ("storage", &[StorageFailure]),
+        (
+            "reassigning",
+            &[
+                ReassignStarted,
+                ReassignCompleted,
+                ReassignCancelled,
+                ReassignResumed,
+            ],
+        ),
+    ]
+};
 
 impl Transition {
     /// The transitions a cluster so configured can reach: a truncation by HW only
@@ -67,9 +99,21 @@ impl Transition {
                 Transition::TruncateHw => hw_truncation,
                 Transition::TruncateEpoch => !hw_truncation,
                 Transition::UncleanElection => unclean_election,
-                _ => true,
+                t => !t.reconfiguration(),
             })
             .collect()
+    }
+
+    /// Is it a transition only a reconfiguration of the cluster (a reassignment)
+    /// reaches? Reachable only by campaigns that reconfigure.
+    pub fn reconfiguration(self) -> bool {
+        matches!(
+            self,
+            Transition::ReassignStarted
+                | Transition::ReassignCompleted
+                | Transition::ReassignCancelled
+                | Transition::ReassignResumed
+        )
     }
 }
 
@@ -100,6 +144,9 @@ pub struct Coverage {
     /// Events before this unix time (ms) are the cluster's start, not the campaign's.
     #[serde(skip)]
     since_ms: u64,
+    /// Reassignments started and not yet completed or cancelled.
+    #[serde(skip)]
+    reassigning: BTreeSet<(String, u32)>,
     /// The leader epoch last seen of each partition (topic, partition).
     #[serde(skip)]
     epochs: BTreeMap<(String, u32), i64>,
@@ -170,8 +217,37 @@ impl Coverage {
                 *self.fenced.entry(key).or_default() += 1;
             }
             "not_enough_replicas" => self.count(Transition::NotEnoughReplicas),
-            "controller_epoch" => self.count(Transition::ControllerFailover),
+            "controller_epoch" => {
+                self.count(Transition::ControllerFailover);
+                for _ in 0..self.reassigning.len() {
+                    self.count(Transition::ReassignResumed);
+                }
+            }
             "storage_failure" => self.count(Transition::StorageFailure),
+            "reassignment" => self.reassignment(e),
+            _ => {}
+        }
+    }
+
+    /// A reassignment's step, and which are in progress (a new controller resumes them).
+    fn reassignment(&mut self, e: &BrokerEvent) {
+        let key = (
+            e.topic.clone().unwrap_or_default(),
+            e.partition.unwrap_or(0),
+        );
+        match e.step.as_deref() {
+            Some("started") => {
+                self.count(Transition::ReassignStarted);
+                self.reassigning.insert(key);
+            }
+            Some("completed") => {
+                self.count(Transition::ReassignCompleted);
+                self.reassigning.remove(&key);
+            }
+            Some("cancelled") => {
+                self.count(Transition::ReassignCancelled);
+                self.reassigning.remove(&key);
+            }
             _ => {}
         }
     }
@@ -201,8 +277,12 @@ impl Coverage {
         }
     }
 
-    /// Count several events.
+    /// Count several events, in the order they were printed (the brokers' logs are
+    /// read one after the other: a controller's reassignment and the next
+    /// controller's takeover are in two of them).
     pub fn add_all<'a>(&mut self, events: impl IntoIterator<Item = &'a BrokerEvent>) {
+        let mut events: Vec<&BrokerEvent> = events.into_iter().collect();
+        events.sort_by_key(|e| e.ts_ms);
         for e in events {
             self.add(e);
         }
@@ -255,6 +335,13 @@ impl Coverage {
         let seen = self.seen();
         self.unseen = reachable.difference(&seen).copied().collect();
         self.warnings.clear();
+        let unclean = self.get(Transition::UncleanElection);
+        if unclean > 0 {
+            self.warnings.push(format!(
+                "{unclean} unclean election(s): a replica outside the ISR was elected \
+                 (--unclean-election), losing what the ISR had committed beyond its log"
+            ));
+        }
         if !self.leader_changed() {
             self.warnings.push(
                 "no leader election: this campaign never moved a partition's leadership, \
@@ -267,20 +354,17 @@ impl Coverage {
     /// The coverage for the run's summary: the transitions with their counts, by
     /// area, then each warning on its own line.
     pub fn summary(&self) -> String {
-        use Transition::*;
         let mut out =
             String::from("fault coverage (replication transitions the campaign went through):\n");
-        let areas: [(&str, &[Transition]); 5] = [
-            (
-                "elections",
-                &[LeaderElection, UncleanElection, RestartedLeader],
-            ),
-            ("ISR", &[IsrShrinkController, IsrShrinkLag, IsrExpand]),
-            ("truncation", &[TruncateEpoch, TruncateHw, TruncateRecords]),
-            ("fencing", &[Fenced, NotEnoughReplicas, ControllerFailover]),
-            ("storage", &[StorageFailure]),
-        ];
-        for (area, transitions) in areas {
+        for (area, transitions) in AREAS {
+            // An area no transition of which this configuration can reach, and none
+            // happened (no reassignment in a campaign that makes none).
+            let idle = transitions
+                .iter()
+                .all(|&t| self.get(t) == 0 && !self.unseen.contains(&t));
+            if idle && transitions.iter().all(|t| t.reconfiguration()) {
+                continue;
+            }
             let counts: Vec<String> = transitions
                 .iter()
                 .map(|&t| format!("{t} {}", self.get(t)))
@@ -419,6 +503,8 @@ EVENT {"ts_ms":1013,"node":3,"kind":"storage_failure","topic":"queue","partition
                     leader_epoch: e,
                     isr: vec![1],
                     replicas: vec![1],
+                    adding: vec![],
+                    removing: vec![],
                 })
                 .collect(),
         };

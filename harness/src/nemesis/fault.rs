@@ -40,6 +40,12 @@ pub enum FaultKind {
     /// Make a node's disk full (ENOSPC) or failing (EIO) for a while, through its
     /// `POST /debug/disk` switch, then make it work again.
     Disk,
+    /// Move a partition of the workload's first topic to other replicas (reordered,
+    /// one fewer, one more, one swapped), and back later.
+    Reassign,
+    /// Add a partition to the queue's topic (up to four in a campaign): its clients
+    /// find it in the metadata.
+    AddPartitions,
 }
 
 by_name!(FaultKind => "fault");

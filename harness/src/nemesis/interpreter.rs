@@ -17,12 +17,13 @@ use super::coverage::Coverage;
 use super::fault::NemesisEvent;
 use super::schedule::{
     Aimed, AimedFault, Condition, Found, Next, Now, ReplicaTest, Role, Source, Step, Taken,
+    reassignment_target,
 };
 use crate::error::{HarnessError, Result};
 use crate::net::Grudge;
 use crate::proc::Proc;
 use crate::system::view::ClusterView;
-use crate::system::{self, System};
+use crate::system::{self, Reconfiguration, System};
 
 /// How often a kill timed by the cluster's state looks at the metadata.
 const ISR_LOOK_INTERVAL: Duration = Duration::from_millis(25);
@@ -155,7 +156,7 @@ impl<'a, S: System> Interpreter<'a, S> {
         let target = match &aimed.role {
             Role::ActiveController => {
                 let (p, epoch) = self.system.active_controller().await.ok()?;
-                let action = fault_on(&aimed.fault, p, &self.system.procs());
+                let action = fault_on(&aimed.fault, p, &self.system.procs())?;
                 (self.on_event)(controller_mark(p, epoch, &action.event().f));
                 return Some(action);
             }
@@ -167,8 +168,39 @@ impl<'a, S: System> Interpreter<'a, S> {
                     .find(|q| q.topic == *topic && q.partition == *partition)?;
                 Proc::Node(p.leader?)
             }
+            Role::Partition { topic, partition } => {
+                let AimedFault::Reassign { seed } = aimed.fault else {
+                    return None;
+                };
+                let view = self.system.roles(&[topic.as_str()]).await?;
+                let p = view
+                    .partitions
+                    .iter()
+                    .find(|q| q.topic == *topic && q.partition == *partition)?;
+                let replicas = reassignment_target(&p.replicas, &self.system.nodes(), seed);
+                return Some(Action::Reconfigure {
+                    change: Reconfiguration::Reassign {
+                        topic: topic.clone(),
+                        partition: *partition,
+                        replicas,
+                        from: p.replicas.clone(),
+                    },
+                    settle: Duration::ZERO,
+                });
+            }
+            Role::Topic(topic) => {
+                let view = self.system.roles(&[topic.as_str()]).await?;
+                let count = view.partitions.iter().filter(|p| p.topic == *topic).count() as u32;
+                return Some(Action::Reconfigure {
+                    change: Reconfiguration::AddPartitions {
+                        topic: topic.clone(),
+                        count: count + 1,
+                    },
+                    settle: Duration::ZERO,
+                });
+            }
         };
-        Some(fault_on(&aimed.fault, target, &self.system.procs()))
+        fault_on(&aimed.fault, target, &self.system.procs())
     }
 
     /// Apply one action to the system and record it.
@@ -205,6 +237,18 @@ impl<'a, S: System> Interpreter<'a, S> {
             Action::Heal { grudge, .. } => s.heal(grudge),
             Action::HoldAnswers(p) => s.hold_answers(*p, true),
             Action::ReleaseAnswers(p) => s.hold_answers(*p, false),
+            Action::Reconfigure { change, settle } => {
+                let refused = reconfigure(&mut *s, change, *settle).await.err();
+                if refused.is_none() && !settle.is_zero() {
+                    settled(&*s, change, *settle).await;
+                }
+                let mut event = action.event();
+                if let Some(why) = refused {
+                    event.value["refused"] = serde_json::json!(why);
+                }
+                (self.on_event)(event);
+                return Ok(());
+            }
             Action::Disk { node, mode, for_ms } => s.fail_storage(*node, *mode, *for_ms).await?,
             Action::DiskOk { node, .. } => s.storage_ok(*node).await?,
             Action::Degrade {
@@ -340,16 +384,65 @@ async fn leader_moved<S: System>(
     (l != from && (!running || s.is_running(Proc::Node(l)))).then_some(Found::NewLeader(l))
 }
 
-/// An aimed fault on `p`, whose isolation cuts it from every one of `procs`.
-fn fault_on(fault: &AimedFault, p: Proc, procs: &[Proc]) -> Action {
-    match fault {
+/// Ask for `change`; one refused because another reassignment is in progress is
+/// asked again, for at most `settle`.
+async fn reconfigure<S: System>(
+    s: &mut S,
+    change: &Reconfiguration,
+    settle: Duration,
+) -> std::result::Result<(), String> {
+    let deadline = Instant::now() + settle;
+    loop {
+        match s.reconfigure(change).await {
+            Err(why) if why.contains("REASSIGNMENT_IN_PROGRESS") && Instant::now() < deadline => {
+                tokio::time::sleep(POLL).await
+            }
+            done => return done,
+        }
+    }
+}
+
+/// Wait, at most `within`, until a reassignment shows complete (no replica adding
+/// or removing, the replicas as asked); other changes are done once accepted.
+async fn settled<S: System>(s: &S, change: &Reconfiguration, within: Duration) {
+    let Reconfiguration::Reassign {
+        topic,
+        partition,
+        replicas,
+        ..
+    } = change
+    else {
+        return;
+    };
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Some(view) = s.roles(&[topic.as_str()]).await
+            && view.partitions.iter().any(|p| {
+                p.topic == *topic
+                    && p.partition == *partition
+                    && p.adding.is_empty()
+                    && p.removing.is_empty()
+                    && p.replicas == *replicas
+            })
+        {
+            return;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// An aimed fault on `p`, whose isolation cuts it from every one of `procs` (None:
+/// a fault that aims at no process).
+fn fault_on(fault: &AimedFault, p: Proc, procs: &[Proc]) -> Option<Action> {
+    Some(match fault {
         AimedFault::Kill => Action::Kill(p),
         AimedFault::Pause => Action::Pause(p),
         AimedFault::Isolate { shape } => Action::Cut {
             shape: shape.clone(),
             grudge: Grudge::isolate(p, procs),
         },
-    }
+        AimedFault::Reassign { .. } | AimedFault::AddPartition => return None,
+    })
 }
 
 /// The history mark naming the process a fault aimed at the active controller hits:

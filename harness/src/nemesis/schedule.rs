@@ -82,6 +82,10 @@ pub enum Role {
     ActiveController,
     /// The leader of a partition.
     LeaderOf { topic: String, partition: u32 },
+    /// A partition itself (its replicas), for a reassignment.
+    Partition { topic: String, partition: u32 },
+    /// A topic itself (its partitions), for new partitions.
+    Topic(String),
 }
 
 /// What an [`Aimed`] step does to the process its role names.
@@ -94,6 +98,48 @@ pub enum AimedFault {
     Isolate {
         shape: String,
     },
+    /// Move the partition to other replicas, drawn from `seed` among the nodes
+    /// ([`reassignment_target`]).
+    Reassign {
+        seed: u64,
+    },
+    /// Grow the topic by one partition.
+    AddPartition,
+}
+
+/// Where a fault-list reassignment moves a partition now on `replicas`, among
+/// `nodes`: drawn from `seed` — its replicas reordered (a new preferred leader),
+/// one fewer (never below two), one more, or one swapped for a node it does not
+/// have, as the cluster allows.
+pub fn reassignment_target(replicas: &[i32], nodes: &[i32], seed: u64) -> Vec<i32> {
+    use rand::seq::{IndexedRandom, SliceRandom};
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let outside: Vec<i32> = nodes
+        .iter()
+        .copied()
+        .filter(|n| !replicas.contains(n))
+        .collect();
+    let mut moves = vec!["reorder"];
+    if replicas.len() > 2 {
+        moves.push("shrink");
+    }
+    if !outside.is_empty() {
+        moves.extend(["grow", "swap"]);
+    }
+    let mut target = replicas.to_vec();
+    match *moves.choose(&mut rng).expect("reorder is always possible") {
+        "shrink" => {
+            target.remove(rng.random_range(0..target.len()));
+        }
+        "grow" => target.push(*outside.choose(&mut rng).expect("not empty")),
+        "swap" => {
+            let i = rng.random_range(0..target.len());
+            target[i] = *outside.choose(&mut rng).expect("not empty");
+        }
+        _ => target.shuffle(&mut rng),
+    }
+    target
 }
 
 /// What an [`Step::Await`] waits for, or (waiting zero) tests once.
@@ -226,5 +272,38 @@ impl<S: Source + ?Sized> Source for Box<S> {
     }
     fn wind_down(&mut self) -> Vec<Step> {
         (**self).wind_down()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reassignment_target_is_a_valid_move_drawn_from_its_seed() {
+        let nodes = [1, 2, 3, 4];
+        let mut moves = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            let t = reassignment_target(&[1, 2, 3], &nodes, seed);
+            assert_eq!(t, reassignment_target(&[1, 2, 3], &nodes, seed));
+            let mut unique = t.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), t.len(), "no replica twice: {t:?}");
+            assert!(t.len() >= 2 && t.iter().all(|n| nodes.contains(n)), "{t:?}");
+            moves.insert(match t.len() {
+                2 => "shrink",
+                4 => "grow",
+                _ if t.contains(&4) => "swap",
+                _ => "reorder",
+            });
+        }
+        assert_eq!(moves.len(), 4, "{moves:?}");
+        // Two replicas on two nodes: only reordered.
+        for seed in 0..20 {
+            let mut t = reassignment_target(&[1, 2], &[1, 2], seed);
+            t.sort();
+            assert_eq!(t, [1, 2]);
+        }
     }
 }

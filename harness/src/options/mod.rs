@@ -345,6 +345,16 @@ impl RunArgs {
                 "--idempotent needs --acks all (as Kafka's enable.idempotence does)".to_string(),
             );
         }
+        if self.workload == WorkloadKind::Register
+            && self.nemesis.contains(&Some(FaultKind::AddPartitions))
+        {
+            return Err(
+                "--nemesis add-partitions grows the queue's topic: --workload queue or \
+                 mixed (a register's keys are placed by the partition count, which new \
+                 partitions would change)"
+                    .to_string(),
+            );
+        }
         if self.linearizable_reads && self.workload == WorkloadKind::Queue {
             return Err(
                 "--linearizable-reads applies to the register's reads: --workload register \
@@ -698,7 +708,7 @@ mod tests {
         let e = parse(&["--nemesis", "kill,explode"]).unwrap_err();
         assert!(
             e.contains("unknown fault `explode`")
-                && e.contains("slow, flaky, throttle, disk, or none"),
+                && e.contains("slow, flaky, throttle, disk, reassign, add-partitions, or none"),
             "{e}"
         );
         let e = parse(&["--nemesis", "none,kill"]).unwrap_err();

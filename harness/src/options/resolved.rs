@@ -144,12 +144,28 @@ impl Resolved {
             crash_all_safe: !page_cache || self.broker.replica.flush_messages == Some(1),
             dedicated_controller: self.dedicated_controller,
             lossless_topics: Vec::new(),
+            reconfigurable: true,
         }
     }
 
     /// The replication transitions brokers so configured can go through.
     pub fn reachable_transitions(&self) -> std::collections::BTreeSet<Transition> {
         let hw = self.broker.truncation() == Truncation::Hw;
-        Transition::reachable(hw, self.broker.controller.unclean_election)
+        let mut reachable = Transition::reachable(hw, self.broker.controller.unclean_election);
+        // The package reassigns (and a fault list that names `reassign`): started,
+        // completed, resumed by a new controller; a cancel it does not ask for.
+        if self.reassigns() {
+            reachable.extend([
+                Transition::ReassignStarted,
+                Transition::ReassignCompleted,
+                Transition::ReassignResumed,
+            ]);
+        }
+        reachable
+    }
+
+    /// Does the campaign move replicas (the package, or a fault list naming `reassign`)?
+    pub fn reassigns(&self) -> bool {
+        self.replication_package() || self.nemesis.contains(&FaultKind::Reassign)
     }
 }

@@ -10,22 +10,8 @@ use serde_json::Value;
 
 use super::folder::RunData;
 use super::text::escape;
-use crate::nemesis::{Coverage, Transition};
-
-/// The transitions by area, as the table groups them.
-const AREAS: [(&str, &[Transition]); 5] = {
-    use Transition::*;
-    [
-        (
-            "elections",
-            &[LeaderElection, UncleanElection, RestartedLeader],
-        ),
-        ("ISR", &[IsrShrinkController, IsrShrinkLag, IsrExpand]),
-        ("truncation", &[TruncateEpoch, TruncateHw, TruncateRecords]),
-        ("fencing", &[Fenced, NotEnoughReplicas, ControllerFailover]),
-        ("storage", &[StorageFailure]),
-    ]
-};
+use crate::nemesis::Coverage;
+use crate::nemesis::coverage::AREAS;
 
 /// The "Fault coverage" section.
 pub(super) fn section(out: &mut String, data: &RunData) {
@@ -139,6 +125,7 @@ fn decisions(out: &mut String, data: &RunData, c: &Coverage) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nemesis::Transition;
     use checker::history::{Event, EventType};
     use checker::verdict::Results;
     use clap::ValueEnum;

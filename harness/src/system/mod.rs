@@ -9,8 +9,9 @@
 //! active controller — what the replication package and the role-aimed faults aim
 //! at), the state of one replica ([`System::replica`]: what a scenario's script
 //! waits on), the transitions it reports ([`System::transitions`]: our brokers'
-//! `EVENT` lines, the fault coverage), storage faults, a converged state to wait
-//! for, and its final logs (replica divergence). A black-box system implements the
+//! `EVENT` lines, the fault coverage), storage faults, reconfiguration (new
+//! partitions, reassignment), a converged state to wait for, and its final logs
+//! (replica divergence). A black-box system implements the
 //! processes and the links and gets every fault that needs nothing more.
 //!
 //! - [`process`]: processes under the harness's control (process groups, kill on
@@ -58,6 +59,24 @@ pub struct ReplicaSeen {
     pub flushed: u64,
     /// The leader it follows (itself when it leads; -1: none).
     pub leader: i32,
+}
+
+/// A change of the system's configuration, through its admin API: Kafka's
+/// CreatePartitions and partition reassignment (KIP-455).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reconfiguration {
+    /// Grow `topic` to `count` partitions.
+    AddPartitions { topic: String, count: u32 },
+    /// Move a partition to `replicas` (grows or shrinks it too); `from`: the
+    /// replicas it had when asked, for the record (empty: not known).
+    Reassign {
+        topic: String,
+        partition: u32,
+        replicas: Vec<i32>,
+        from: Vec<i32>,
+    },
+    /// Cancel the reassignment in progress of a partition.
+    CancelReassignment { topic: String, partition: u32 },
 }
 
 /// The error of an optional capability a system does not have.
@@ -119,6 +138,13 @@ pub trait System {
     async fn storage_ok(&mut self, node: i32) -> Result<()> {
         let _ = node;
         Ok(())
+    }
+
+    /// Change the system's configuration. Err: the system refused (it says why) —
+    /// a refusal is part of what a campaign records, not a harness failure.
+    async fn reconfigure(&mut self, change: &Reconfiguration) -> std::result::Result<(), String> {
+        let _ = change;
+        Err(unsupported("reconfiguration").to_string())
     }
 
     /// The roles of the partitions of `topics` as the system shows them now (None:

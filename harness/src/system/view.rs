@@ -20,6 +20,9 @@ pub struct PartitionView {
     pub isr: Vec<i32>,
     /// In the order the controller prefers them when it elects.
     pub replicas: Vec<i32>,
+    /// A reassignment in progress: the replicas it adds (empty: none).
+    pub adding: Vec<i32>,
+    pub removing: Vec<i32>,
 }
 
 impl PartitionView {
@@ -79,6 +82,8 @@ impl ClusterView {
                 leader_epoch: p.leader_epoch,
                 isr: p.isr.clone(),
                 replicas: p.replicas.clone(),
+                adding: p.adding.clone(),
+                removing: p.removing.clone(),
             })
             .collect();
         // A controller id that names no broker is a dedicated controller's.
@@ -176,6 +181,8 @@ mod tests {
             leader_epoch: 3,
             isr: vec![2, 3],
             replicas: vec![1, 2, 3],
+            adding: vec![],
+            removing: vec![],
         };
         // 1 is out of the ISR: the controller would elect 3 first.
         assert_eq!(p.followers(), vec![3, 1]);

@@ -34,6 +34,13 @@ impl Client {
         Ok(metadata)
     }
 
+    /// How many partitions `topic` has, by the metadata asked afresh (None: no
+    /// metadata).
+    pub async fn partition_count(&mut self, topic: &str) -> Option<u32> {
+        let meta = self.refresh_metadata().await.ok()?;
+        Some(meta.partition_count(topic))
+    }
+
     fn timeout(&self) -> Duration {
         self.config.request_timeout.min(Duration::from_secs(1))
     }

@@ -261,7 +261,8 @@ fn schedule(args: &Resolved, cluster: &Cluster, workload: &dyn Workload) -> Box<
         args.nemesis_interval(),
     )
     .with_dedicated_controller(args.dedicated_controller);
-    Box::new(FaultList::new(planner, topic))
+    let grown = workload.lossless_topics().first().copied().unwrap_or(topic);
+    Box::new(FaultList::new(planner, topic).growing(grown))
 }
 
 /// The end of the run: heal everything, wait for the cluster to converge, the

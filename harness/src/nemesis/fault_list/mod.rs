@@ -18,7 +18,11 @@ use super::fault::Degradation;
 use super::schedule::{Aimed, AimedFault, Next, Now, Role, Source, Step, Taken};
 use crate::net::{Grudge, Topology};
 use crate::proc::Proc;
-use crate::system::DiskMode;
+use crate::system::{DiskMode, Reconfiguration};
+
+/// How long moving a partition back waits for the reassignment in progress to end,
+/// and for its own to complete.
+const REASSIGN_BACK: Duration = Duration::from_secs(10);
 
 /// The time between two restarts at the end of a crash-all, with a dedicated
 /// controller (which stays up). Spread over more than the controller's session
@@ -62,6 +66,15 @@ pub enum Fault {
         mode: DiskMode,
         for_ms: u64,
     },
+    /// A partition moved to replicas drawn from `seed` when it is applied; `back`:
+    /// the replicas it had then, which its end restores.
+    Reassign {
+        partition: u32,
+        seed: u64,
+        back: Vec<i32>,
+    },
+    /// A partition added to the topic (no end).
+    AddPartitions,
 }
 
 impl Fault {
@@ -73,8 +86,22 @@ impl Fault {
             // minority budget, and no other fault hits it meanwhile.
             Fault::LoseUnflushed(id) | Fault::Disk { node: id, .. } => vec![Proc::Node(*id)],
             Fault::CrashAll(ids) => ids.iter().map(|&id| Proc::Node(id)).collect(),
-            Fault::Partition { .. } | Fault::Degrade { .. } => Vec::new(),
+            Fault::Partition { .. }
+            | Fault::Degrade { .. }
+            | Fault::Reassign { .. }
+            | Fault::AddPartitions => Vec::new(),
         }
+    }
+
+    /// A fault done once applied: nothing to end.
+    pub(super) fn instant(&self) -> bool {
+        matches!(self, Fault::AddPartitions)
+    }
+
+    /// A change of the cluster's configuration, not a failure: it may go beside a
+    /// partition or a crash-all.
+    pub(super) fn reconfiguration(&self) -> bool {
+        matches!(self, Fault::Reassign { .. } | Fault::AddPartitions)
     }
 
     /// Faults that must be alone.
@@ -84,8 +111,9 @@ impl Fault {
 
     /// The step that starts it: on its targets, or on the role that names them now
     /// (the active controller; the leader of an isolate-leader's partition of
-    /// `topic`).
-    pub fn start(&self, topic: &str) -> Step {
+    /// `topic`; the partition a reassignment moves; `grown`, the topic new partitions
+    /// go to).
+    pub fn start(&self, topic: &str, grown: &str) -> Step {
         let aim = |role, fault| Step::Aim(Aimed { role, fault });
         let isolate = |shape: &str| AimedFault::Isolate {
             shape: shape.to_string(),
@@ -108,6 +136,16 @@ impl Fault {
                 topology: Topology::IsolateController,
                 ..
             } => aim(Role::ActiveController, isolate("isolate-controller")),
+            Fault::Reassign {
+                partition, seed, ..
+            } => aim(
+                Role::Partition {
+                    topic: topic.to_string(),
+                    partition: *partition,
+                },
+                AimedFault::Reassign { seed: *seed },
+            ),
+            Fault::AddPartitions => aim(Role::Topic(grown.to_string()), AimedFault::AddPartition),
             Fault::Kill(p) => Step::Act(Action::Kill(*p)),
             Fault::Pause(p) => Step::Act(Action::Pause(*p)),
             Fault::LoseUnflushed(id) => Step::Act(Action::LoseUnflushed(*id)),
@@ -132,9 +170,29 @@ impl Fault {
         }
     }
 
-    /// The action that ends it; a crash-all restarts its nodes in order, `gap` apart.
-    pub fn end(&self, gap: Duration) -> Action {
+    /// The action that ends it; a crash-all restarts its nodes in order, `gap` apart;
+    /// a reassignment moves the partition of `topic` back.
+    pub fn end(&self, gap: Duration, topic: &str) -> Action {
         match self {
+            Fault::Reassign {
+                partition, back, ..
+            } => Action::Reconfigure {
+                change: Reconfiguration::Reassign {
+                    topic: topic.to_string(),
+                    partition: *partition,
+                    replicas: back.clone(),
+                    from: Vec::new(),
+                },
+                settle: REASSIGN_BACK,
+            },
+            // Nothing to end (never kept active).
+            Fault::AddPartitions => Action::Reconfigure {
+                change: Reconfiguration::AddPartitions {
+                    topic: topic.to_string(),
+                    count: 0,
+                },
+                settle: Duration::ZERO,
+            },
             Fault::Kill(p) => Action::Restart(*p),
             Fault::Pause(p) => Action::Resume(*p),
             Fault::LoseUnflushed(id) => Action::Restart(Proc::Node(*id)),
@@ -165,9 +223,23 @@ impl Fault {
         }
     }
 
-    /// This fault with the targets its start was applied to (a role resolved).
+    /// This fault with the targets its start was applied to (a role resolved): a
+    /// reassignment remembers the replicas to move back to.
     fn resolved(&self, applied: &Action) -> Fault {
         match (self, applied) {
+            (
+                Fault::Reassign {
+                    partition, seed, ..
+                },
+                Action::Reconfigure {
+                    change: Reconfiguration::Reassign { from, .. },
+                    ..
+                },
+            ) => Fault::Reassign {
+                partition: *partition,
+                seed: *seed,
+                back: from.clone(),
+            },
             (Fault::Kill(_), Action::Kill(p)) => Fault::Kill(*p),
             (Fault::Pause(_), Action::Pause(p)) => Fault::Pause(*p),
             (
@@ -191,19 +263,30 @@ impl Fault {
 #[derive(Debug)]
 pub struct FaultList {
     planner: Planner,
-    /// The topic whose partitions' leaders isolate-leader reads.
+    /// The topic whose partitions' leaders isolate-leader reads, and whose
+    /// partitions a reassignment moves.
     topic: String,
+    /// The topic new partitions go to.
+    grown: String,
     /// The change last handed out.
     pending: Option<Change>,
 }
 
 impl FaultList {
     pub fn new(planner: Planner, topic: impl Into<String>) -> FaultList {
+        let topic = topic.into();
         FaultList {
             planner,
-            topic: topic.into(),
+            grown: topic.clone(),
+            topic,
             pending: None,
         }
+    }
+
+    /// New partitions go to `topic` (the first topic's, unless said).
+    pub fn growing(mut self, topic: impl Into<String>) -> FaultList {
+        self.grown = topic.into();
+        self
     }
 
     pub fn planner(&self) -> &Planner {
@@ -225,8 +308,10 @@ impl Source for FaultList {
         let (delay, change) = self.planner.next_step();
         let next = match &change {
             Change::Idle => Next::Wait(delay),
-            Change::Start(f) => Next::After(delay, f.start(&self.topic)),
-            Change::End(f) => Next::After(delay, Step::Act(f.end(self.crash_all_gap()))),
+            Change::Start(f) => Next::After(delay, f.start(&self.topic, &self.grown)),
+            Change::End(f) => {
+                Next::After(delay, Step::Act(f.end(self.crash_all_gap(), &self.topic)))
+            }
         };
         self.pending = Some(change);
         next
@@ -236,11 +321,14 @@ impl Source for FaultList {
         match (self.pending.take(), taken) {
             // The step falls after the end, or its role names nobody now (no leader,
             // no controller): the start did not happen; an end handed back stays.
+            (Some(Change::Start(f)), Taken::TooLate | Taken::Unresolved) if f.instant() => {
+                self.planner.abandon_added()
+            }
             (Some(Change::Start(_)), Taken::TooLate | Taken::Unresolved) => {
                 self.planner.abandon_last()
             }
             (Some(Change::End(f)), Taken::TooLate) => self.planner.put_back(f),
-            (Some(Change::Start(f)), Taken::Applied(action)) => {
+            (Some(Change::Start(f)), Taken::Applied(action)) if !f.instant() => {
                 self.planner.resolve_last(f.resolved(&action))
             }
             _ => {}
@@ -253,7 +341,7 @@ impl Source for FaultList {
         self.planner
             .end_all()
             .into_iter()
-            .map(|f| Step::Act(f.end(gap)))
+            .map(|f| Step::Act(f.end(gap, &self.topic)))
             .collect()
     }
 }
@@ -265,11 +353,11 @@ mod tests {
     #[test]
     fn a_fault_starts_and_ends_as_the_history_names_it() {
         let events = |f: &Fault| {
-            let start = match f.start("queue") {
+            let start = match f.start("queue", "queue") {
                 Step::Act(a) => a.event(),
                 other => panic!("{other:?}"),
             };
-            (start, f.end(Duration::from_secs(1)).event())
+            (start, f.end(Duration::from_secs(1), "queue").event())
         };
         let (s, e) = events(&Fault::Kill(Proc::Node(2)));
         assert_eq!((s.f.as_str(), s.value), ("kill", serde_json::json!([2])));
@@ -324,7 +412,7 @@ mod tests {
     fn faults_on_roles_are_aimed_and_resolved_when_applied() {
         let kill = Fault::Kill(Proc::Controller);
         assert_eq!(
-            kill.start("queue"),
+            kill.start("queue", "queue"),
             Step::Aim(Aimed {
                 role: Role::ActiveController,
                 fault: AimedFault::Kill
@@ -339,7 +427,7 @@ mod tests {
             grudge: Grudge::none(),
             partition: 1,
         };
-        let Step::Aim(aimed) = isolate.start("queue") else {
+        let Step::Aim(aimed) = isolate.start("queue", "queue") else {
             panic!("aimed at the leader")
         };
         assert_eq!(
@@ -358,11 +446,48 @@ mod tests {
             grudge: cut.clone(),
         };
         assert_eq!(
-            isolate.resolved(&applied).end(Duration::ZERO),
+            isolate.resolved(&applied).end(Duration::ZERO, "queue"),
             Action::Heal {
                 shape: "isolate-leader".into(),
                 grudge: cut
             }
         );
+    }
+
+    #[test]
+    fn a_reassignment_is_aimed_at_its_partition_and_ends_moving_it_back() {
+        let fault = Fault::Reassign {
+            partition: 1,
+            seed: 7,
+            back: Vec::new(),
+        };
+        let Step::Aim(aimed) = fault.start("queue", "queue") else {
+            panic!("aimed at the partition")
+        };
+        assert_eq!(aimed.fault, AimedFault::Reassign { seed: 7 });
+        let applied = Action::Reconfigure {
+            change: Reconfiguration::Reassign {
+                topic: "queue".into(),
+                partition: 1,
+                replicas: vec![3, 1],
+                from: vec![1, 2, 3],
+            },
+            settle: Duration::ZERO,
+        };
+        let Action::Reconfigure {
+            change: Reconfiguration::Reassign { replicas, .. },
+            settle,
+        } = fault.resolved(&applied).end(Duration::ZERO, "queue")
+        else {
+            panic!("ended by a reassignment")
+        };
+        assert_eq!(replicas, [1, 2, 3]);
+        assert!(settle > Duration::ZERO, "waits for the one in progress");
+        // New partitions go to the growing topic, once each.
+        let Step::Aim(aimed) = Fault::AddPartitions.start("register", "queue") else {
+            panic!("aimed at the topic")
+        };
+        assert_eq!(aimed.role, Role::Topic("queue".into()));
+        assert!(Fault::AddPartitions.instant());
     }
 }

@@ -49,7 +49,12 @@ pub struct Planner {
     /// The controller is a process of its own (else it runs in a broker, and a
     /// fault aimed at it takes that broker down).
     dedicated_controller: bool,
+    /// Partitions added so far (at most [`MAX_ADDED_PARTITIONS`]).
+    added: u32,
 }
+
+/// The most partitions `add-partitions` adds in one campaign.
+pub const MAX_ADDED_PARTITIONS: u32 = 4;
 
 impl Planner {
     /// `partitions`: how many partitions the topic has (isolate-leader picks one).
@@ -73,6 +78,7 @@ impl Planner {
             interval: interval.max(Duration::from_millis(100)),
             active: Vec::new(),
             dedicated_controller: false,
+            added: 0,
         }
     }
 
@@ -148,7 +154,15 @@ impl Planner {
                     f.exclusive() || matches!(f, Fault::Degrade { how, .. } if how.kind() == kind)
                 })
             }
-            _ => self.active.is_empty(),
+            // A reconfiguration beside other faults: one reassignment at a time, a
+            // few new partitions in a campaign.
+            FaultKind::Reassign => !self
+                .active
+                .iter()
+                .any(|f| matches!(f, Fault::Reassign { .. })),
+            FaultKind::AddPartitions => self.added < MAX_ADDED_PARTITIONS,
+            // A partition or a crash-all alone (but for reconfigurations).
+            _ => self.active.iter().all(Fault::reconfiguration),
         }
     }
 
@@ -170,7 +184,11 @@ impl Planner {
             None
         };
         let step = if let Some(fault) = drawn {
-            self.active.push(fault.clone());
+            if fault.instant() {
+                self.added += 1;
+            } else {
+                self.active.push(fault.clone());
+            }
             Change::Start(fault)
         } else if !self.active.is_empty() {
             Change::End(self.active.remove(0))
@@ -197,6 +215,12 @@ impl Planner {
         let all = self.all_procs();
         let fault = match kind {
             FaultKind::Replication => return None,
+            FaultKind::Reassign => Fault::Reassign {
+                partition: self.rng.random_range(0..self.partitions),
+                seed: self.rng.random(),
+                back: Vec::new(),
+            },
+            FaultKind::AddPartitions => Fault::AddPartitions,
             FaultKind::Kill => Fault::Kill(self.draw_target(false)?),
             FaultKind::Pause => Fault::Pause(self.draw_target(false)?),
             FaultKind::LoseUnflushed => match self.draw_target(true)? {
@@ -284,6 +308,11 @@ impl Planner {
         self.active.pop();
     }
 
+    /// The last new partition handed out was not added after all.
+    pub(crate) fn abandon_added(&mut self) {
+        self.added = self.added.saturating_sub(1);
+    }
+
     /// A step handed out but not taken: `fault`, which it would have ended, is active
     /// again, as the oldest.
     pub(crate) fn put_back(&mut self, fault: Fault) {
@@ -336,11 +365,12 @@ mod tests {
                 let mut p = Planner::new(seed, kinds, &ids, 3, Duration::from_secs(1));
                 for _ in 0..100 {
                     let (_, step) = p.next_step();
-                    let active = p.active();
+                    let active: Vec<&Fault> =
+                        p.active().iter().filter(|f| !f.reconfiguration()).collect();
                     let exclusive = active.iter().filter(|f| f.exclusive()).count();
                     assert!(exclusive == 0 || active.len() == 1, "{active:?}");
                     if exclusive == 0 {
-                        let down: Vec<Proc> = active.iter().flat_map(Fault::down).collect();
+                        let down: Vec<Proc> = active.iter().flat_map(|f| f.down()).collect();
                         let nodes_down = down.iter().filter(|p| matches!(p, Proc::Node(_))).count();
                         assert!(nodes_down <= (nodes as usize - 1) / 2, "{active:?}");
                         let mut unique = down.clone();
@@ -533,5 +563,31 @@ mod tests {
                 / nodes as f64;
             assert!(controller < per_node * 1.3, "{nodes} nodes: {hits:?}");
         }
+    }
+
+    #[test]
+    fn reconfigurations_overlap_other_faults_and_new_partitions_are_few() {
+        let ids = [1, 2, 3];
+        let kinds = [
+            FaultKind::Reassign,
+            FaultKind::AddPartitions,
+            FaultKind::Kill,
+        ];
+        let mut p = Planner::new(3, &kinds, &ids, 2, Duration::from_secs(1));
+        let mut added = 0;
+        for _ in 0..300 {
+            let (_, step) = p.next_step();
+            if let Change::Start(Fault::AddPartitions) = step {
+                added += 1;
+            }
+            let reassigning = p
+                .active()
+                .iter()
+                .filter(|f| matches!(f, Fault::Reassign { .. }))
+                .count();
+            assert!(reassigning <= 1, "{:?}", p.active());
+            assert!(!p.active().contains(&Fault::AddPartitions));
+        }
+        assert_eq!(added, MAX_ADDED_PARTITIONS);
     }
 }

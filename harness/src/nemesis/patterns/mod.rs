@@ -43,6 +43,7 @@ patterns! {
     lose_unflushed::LoseUnflushed,
     controller_failover::ControllerFailover,
     leader_disk::LeaderDisk,
+    reassign::Reassign,
 }
 
 /// The pattern of that name.
@@ -203,6 +204,8 @@ pub struct PackageSettings {
     /// after (the queue's: every acknowledged send must be polled), where a
     /// register's hides a lost write overwritten before anyone read it.
     pub lossless_topics: Vec<String>,
+    /// The system moves replicas on request (reassignment): `reassign` plays.
+    pub reconfigurable: bool,
 }
 
 impl PackageSettings {

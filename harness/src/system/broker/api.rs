@@ -120,6 +120,27 @@ impl Admin {
         ok_body(controller, path, resp).await.map(|_| ())
     }
 
+    /// An admin request to the controller (`POST` or `DELETE` of `path` with
+    /// `body`); Err names the controller's error (e.g. `REASSIGNMENT_IN_PROGRESS`).
+    pub async fn admin(
+        &self,
+        controller: SocketAddr,
+        delete: bool,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<()> {
+        let request = if delete {
+            self.http.delete(url(controller, path))
+        } else {
+            self.http.post(url(controller, path)).json(body)
+        };
+        let resp = request
+            .send()
+            .await
+            .map_err(|e| call_error(controller, path, e))?;
+        ok_body(controller, path, resp).await.map(|_| ())
+    }
+
     /// `POST /debug/disk` on a node, with the cluster's credentials: its storage fails
     /// in `mode` (`enospc`, `eio`) for `for_ms` milliseconds, or works again (`ok`).
     pub async fn set_disk(

@@ -156,6 +156,8 @@ mod tests {
                     leader_epoch: 4,
                     isr,
                     replicas: vec![1, 2, 3],
+                    adding: vec![],
+                    removing: vec![],
                 }],
             }],
         }

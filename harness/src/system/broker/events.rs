@@ -65,6 +65,9 @@ pub struct BrokerEvent {
     /// `fenced`: why (`stale_leader_epoch`, `stale_controller_epoch`, `not_leader`, …).
     #[serde(default)]
     pub reason: Option<String>,
+    /// `reassignment`: `started`, `completed` or `cancelled`.
+    #[serde(default)]
+    pub step: Option<String>,
 }
 
 fn minus_one() -> i32 {

@@ -9,7 +9,9 @@ use crate::error::Result;
 use crate::net::{Conditions, Grudge};
 use crate::proc::Proc;
 use crate::system::view::ClusterView;
-use crate::system::{DiskMode, ReplicaSeen, System};
+use serde_json::json;
+
+use crate::system::{DiskMode, Reconfiguration, ReplicaSeen, System};
 
 impl System for Cluster {
     fn procs(&self) -> Vec<Proc> {
@@ -106,6 +108,42 @@ impl System for Cluster {
 
     async fn storage_ok(&mut self, node: i32) -> Result<()> {
         self.disk_ok(node).await
+    }
+
+    /// Sent to the active controller.
+    async fn reconfigure(&mut self, change: &Reconfiguration) -> std::result::Result<(), String> {
+        let (controller, _) = Cluster::active_controller(self)
+            .await
+            .map_err(|e| e.to_string())?;
+        let addr = self
+            .real_addr(controller)
+            .ok_or_else(|| format!("the controller ({controller}) is not running"))?;
+        let (delete, path, body) = match change {
+            Reconfiguration::AddPartitions { topic, count } => (
+                false,
+                format!("/v1/topics/{topic}/partitions"),
+                json!({ "count": count }),
+            ),
+            Reconfiguration::Reassign {
+                topic,
+                partition,
+                replicas,
+                ..
+            } => (
+                false,
+                format!("/v1/topics/{topic}/partitions/{partition}/reassign"),
+                json!({ "replicas": replicas }),
+            ),
+            Reconfiguration::CancelReassignment { topic, partition } => (
+                true,
+                format!("/v1/topics/{topic}/partitions/{partition}/reassign"),
+                json!({}),
+            ),
+        };
+        self.admin
+            .admin(addr, delete, &path, &body)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     async fn roles(&self, topics: &[&str]) -> Option<ClusterView> {

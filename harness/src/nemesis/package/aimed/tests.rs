@@ -27,6 +27,7 @@ fn settings() -> Settings {
         crash_all_safe: true,
         dedicated_controller: true,
         lossless_topics: vec!["queue".into()],
+        reconfigurable: false,
     }
 }
 
@@ -47,6 +48,8 @@ fn view() -> ClusterView {
                 leader_epoch: 4,
                 isr: vec![1, 2, 3],
                 replicas: vec![2, 3, 1],
+                adding: vec![],
+                removing: vec![],
             },
             PartitionView {
                 topic: "queue".into(),
@@ -55,6 +58,8 @@ fn view() -> ClusterView {
                 leader_epoch: 2,
                 isr: vec![1, 2, 3],
                 replicas: vec![1, 2, 3],
+                adding: vec![],
+                removing: vec![],
             },
         ],
     }
@@ -631,6 +636,8 @@ fn a_pattern_needing_the_controller_apart_looks_in_the_other_topics() {
         leader_epoch: 1,
         isr: vec![1, 2, 3],
         replicas: vec![3, 1, 2],
+        adding: vec![],
+        removing: vec![],
     });
     let combined = Settings {
         dedicated_controller: false,
@@ -795,4 +802,41 @@ fn patterns_that_need_roles_apart_wait_for_a_partition_that_suits_them() {
             }
         }
     }
+}
+
+/// A cluster that moves replicas plays `reassign` once a round, on a partition of
+/// three replicas, shrinking it, adding the replica back first and killing the
+/// leader or the controller meanwhile, and moving it back.
+#[test]
+fn a_reconfigurable_cluster_reassigns_once_a_round() {
+    let mut s = settings();
+    s.reconfigurable = true;
+    let mut a = Aimed::new(4, s, Transition::reachable(false, false));
+    let c = coverage_without(&[]);
+    let mut seen = 0;
+    for _ in 0..30 {
+        let p = plan(a.decide(&view(), &c));
+        if p.pattern.name() != "reassign" {
+            continue;
+        }
+        seen += 1;
+        let steps: Vec<&Action> = p.script.steps.iter().map(|(_, a)| a).collect();
+        let moves: Vec<usize> = steps
+            .iter()
+            .filter_map(|a| match a {
+                Action::Reconfigure {
+                    change: crate::system::Reconfiguration::Reassign { replicas, .. },
+                    ..
+                } => Some(replicas.len()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(moves, [2, 3, 3], "{steps:?}");
+        assert!(
+            steps.iter().any(|a| matches!(a, Action::Kill(_))),
+            "{steps:?}"
+        );
+        assert!(p.script.leaves_nothing(), "{steps:?}");
+    }
+    assert!(seen >= 2, "reassign played {seen} times in 30 decisions");
 }

@@ -1,0 +1,110 @@
+//! `reassign`: move a partition's replicas while faults strike — Kafka's
+//! reassignment (KIP-455), where its controller kept breaking (a reassignment
+//! record deleted before it completed, adding replicas loaded as removing ones after
+//! a failover). The last follower is taken out of the partition (it deletes its
+//! replica) and added back first in replica order, to catch up from nothing on a
+//! throttled link; while it does, in turn the leader dies (only the ISR may elect:
+//! the adding replica has none of the log) or the active controller does (the new
+//! one must resume the reassignment from the replicated state, adding replicas as
+//! adding). Then the partition is moved back to its replicas in their first order.
+
+use rand::{Rng, RngCore};
+
+use super::{Aim, PackageSettings, Pattern, Roles, just_past, ms};
+use crate::nemesis::action::{Action, Script};
+use crate::nemesis::coverage::Transition::{self, *};
+use crate::nemesis::fault::Degradation;
+use crate::proc::Proc;
+use crate::system::Reconfiguration;
+use crate::system::view::PartitionView;
+
+/// How long a step that moves replicas waits for the reassignment to complete.
+const SHRINK_SETTLES: std::time::Duration = std::time::Duration::from_secs(3);
+const BACK_SETTLES: std::time::Duration = std::time::Duration::from_secs(15);
+
+pub struct Reassign;
+
+impl Pattern for Reassign {
+    fn name(&self) -> &'static str {
+        "reassign"
+    }
+
+    fn targets(&self) -> &'static [Transition] {
+        &[
+            ReassignStarted,
+            ReassignCompleted,
+            ReassignResumed,
+            LeaderElection,
+        ]
+    }
+
+    fn base_weight(&self) -> f64 {
+        2.0
+    }
+
+    fn per_round(&self) -> u32 {
+        1
+    }
+
+    fn can_run(&self, settings: &PackageSettings) -> bool {
+        settings.reconfigurable
+    }
+
+    /// Three replicas: one to move out and back, two to lead and elect.
+    fn fits(&self, s: &PackageSettings, p: Option<&PartitionView>, _: Option<Proc>) -> bool {
+        s.reconfigurable && p.is_some_and(|p| p.followers().len() >= 2 && p.adding.is_empty())
+    }
+
+    fn script(&self, aim: &Aim<'_>, rng: &mut dyn RngCore) -> (Roles, Script) {
+        let t = aim.timeouts();
+        let zero = std::time::Duration::ZERO;
+        let (leader, first) = (aim.leader, aim.next);
+        let moved = *aim.followers.last().expect("fits with two followers");
+        let original = aim.partition.map_or_else(Vec::new, |p| p.replicas.clone());
+        let mut roles = aim.roles();
+        roles.follower = Some(moved);
+        let reassign = |replicas: Vec<i32>, settle| Action::Reconfigure {
+            change: Reconfiguration::Reassign {
+                topic: aim.topic(),
+                partition: aim.partition_number(),
+                replicas,
+                from: Vec::new(),
+            },
+            settle,
+        };
+        let throttle = Action::Degrade {
+            procs: vec![Proc::Node(moved), Proc::Node(leader)],
+            between: true,
+            how: Degradation::Throttle {
+                bytes_per_s: rng.random_range(4..=16) * 256,
+            },
+            seed: rng.random(),
+        };
+        let restore = throttle.undo().expect("a degradation is undone");
+        // Who dies while the moved replica catches up: in turn the leader, or the
+        // active controller (the leader when the controller is not known).
+        let victim = match aim.controller {
+            Some(c) if aim.turn % 2 == 1 => {
+                roles.variant = Some("grow-then-controller-failover");
+                roles.controller = Some(c);
+                c
+            }
+            _ => {
+                roles.variant = Some("grow-then-kill-leader");
+                Proc::Node(leader)
+            }
+        };
+        let s = Script::default()
+            .then(zero, reassign(vec![leader, first], SHRINK_SETTLES))
+            .then(zero, throttle)
+            .then(zero, reassign(vec![moved, leader, first], zero))
+            .then(ms(rng, 300..1000), Action::Kill(victim))
+            .then(
+                just_past(rng, t.session) + aim.takeover(victim),
+                Action::Restart(victim),
+            )
+            .then(zero, restore)
+            .then(ms(rng, 500..1500), reassign(original, BACK_SETTLES));
+        (roles, s)
+    }
+}
