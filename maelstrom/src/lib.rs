@@ -6,8 +6,10 @@
 //! - [`message`]: the envelope `{src, dest, body}`, parsing a node's stdout line
 //!   (never trusting it) and writing one line;
 //! - [`error`]: Maelstrom's error codes, and whether an error means `fail` or `info`;
-//! - [`init`]: the `init` / `init_ok` handshake.
+//! - [`init`]: the `init` / `init_ok` handshake;
+//! - [`service`]: the `lin-kv`, `seq-kv` and `lww-kv` services nodes may call.
 
 pub mod error;
 pub mod init;
 pub mod message;
+pub mod service;
