@@ -7,9 +7,12 @@
 //!   (never trusting it) and writing one line;
 //! - [`error`]: Maelstrom's error codes, and whether an error means `fail` or `info`;
 //! - [`init`]: the `init` / `init_ok` handshake;
-//! - [`service`]: the `lin-kv`, `seq-kv` and `lww-kv` services nodes may call.
+//! - [`service`]: the `lin-kv`, `seq-kv` and `lww-kv` services nodes may call;
+//! - [`workload`]: each workload's client requests and how replies become history
+//!   completions (docs/history.md, "The Maelstrom workloads").
 
 pub mod error;
 pub mod init;
 pub mod message;
 pub mod service;
+pub mod workload;
