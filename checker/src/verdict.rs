@@ -70,8 +70,9 @@ impl<'de> Deserialize<'de> for Validity {
 }
 
 /// The kinds of anomaly, defined in docs/anomalies.md (the queue kinds carry the
-/// names of Jepsen's Kafka checker; `crash` is the harness's own: a process of the
-/// system under test died on its own).
+/// names of Jepsen's Kafka checker, and the Maelstrom workloads' checkers reuse
+/// them where the meaning is the same; `crash` is the harness's own: a process of
+/// the system under test died on its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AnomalyKind {
@@ -83,14 +84,18 @@ pub enum AnomalyKind {
     PollSkip,
     NonmonotonicPoll,
     NonmonotonicSend,
+    NonmonotonicCommit,
     ReplicaDivergence,
     Nonlinearizable,
+    DuplicateId,
+    EchoMismatch,
+    CounterOutOfRange,
     Crash,
 }
 
 impl AnomalyKind {
     /// Every kind, in the order results list them.
-    pub const ALL: [AnomalyKind; 11] = [
+    pub const ALL: [AnomalyKind; 15] = [
         AnomalyKind::LostWrite,
         AnomalyKind::InconsistentOffsets,
         AnomalyKind::Duplicate,
@@ -99,8 +104,12 @@ impl AnomalyKind {
         AnomalyKind::PollSkip,
         AnomalyKind::NonmonotonicPoll,
         AnomalyKind::NonmonotonicSend,
+        AnomalyKind::NonmonotonicCommit,
         AnomalyKind::ReplicaDivergence,
         AnomalyKind::Nonlinearizable,
+        AnomalyKind::DuplicateId,
+        AnomalyKind::EchoMismatch,
+        AnomalyKind::CounterOutOfRange,
         AnomalyKind::Crash,
     ];
 
@@ -115,8 +124,12 @@ impl AnomalyKind {
             AnomalyKind::PollSkip => "poll-skip",
             AnomalyKind::NonmonotonicPoll => "nonmonotonic-poll",
             AnomalyKind::NonmonotonicSend => "nonmonotonic-send",
+            AnomalyKind::NonmonotonicCommit => "nonmonotonic-commit",
             AnomalyKind::ReplicaDivergence => "replica-divergence",
             AnomalyKind::Nonlinearizable => "nonlinearizable",
+            AnomalyKind::DuplicateId => "duplicate-id",
+            AnomalyKind::EchoMismatch => "echo-mismatch",
+            AnomalyKind::CounterOutOfRange => "counter-out-of-range",
             AnomalyKind::Crash => "crash",
         }
     }
@@ -210,7 +223,8 @@ pub struct Anomaly {
     /// For `nonlinearizable`: the search's account of why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<Explanation>,
-    /// For `crash`: the process that died (a node id, or `"controller"`).
+    /// For `crash`: the process that died (a node id, or `"controller"`); for the
+    /// Maelstrom workloads' anomalies: the node whose answer it is (`"n2"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<Value>,
     /// For `crash`: what the process's log says about its end (its panic or abort
