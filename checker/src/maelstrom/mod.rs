@@ -17,6 +17,7 @@
 pub mod broadcast;
 pub mod echo;
 pub mod g_counter;
+pub mod kafka;
 mod reading;
 pub mod unique_ids;
 
