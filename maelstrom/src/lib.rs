@@ -16,3 +16,6 @@ pub mod init;
 pub mod message;
 pub mod service;
 pub mod workload;
+
+#[cfg(test)]
+mod robustness;
