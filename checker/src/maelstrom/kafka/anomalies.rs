@@ -326,8 +326,11 @@ fn polls(a: &Analysis) -> Vec<Anomaly> {
             continue;
         };
         let returned: HashSet<i64> = p.records.iter().map(|r| r.0).collect();
-        let skipped: Vec<i64> = a.known[&p.key]
-            .range(f..max)
+        let skipped: Vec<i64> = a
+            .known
+            .get(&p.key)
+            .into_iter()
+            .flat_map(|known| known.range(f..max))
             .copied()
             .filter(|o| !returned.contains(o))
             .collect();
