@@ -3,6 +3,8 @@
 //! - [`history`]: events (docs/history.md) and their pairing into operations;
 //! - [`format`]: reading history.jsonl, Jepsen EDN and logs, Porcupine kv logs;
 //! - [`linear`]: linearizability — the Wing–Gong–Lowe search over small models;
+//! - [`maelstrom`]: the checks of Maelstrom's workloads (echo, unique-ids,
+//!   broadcast, g-counter, kafka);
 //! - [`queue`]: Kafka queue analysis (lost writes, inconsistent offsets, ...;
 //!   every kind is defined in docs/anomalies.md);
 //! - [`verdict`]: results.json — validity, per-checker results, anomalies;
@@ -17,6 +19,7 @@ pub mod check;
 pub mod format;
 pub mod history;
 pub mod linear;
+pub mod maelstrom;
 pub mod queue;
 pub mod values;
 pub mod verdict;

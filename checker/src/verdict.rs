@@ -70,8 +70,9 @@ impl<'de> Deserialize<'de> for Validity {
 }
 
 /// The kinds of anomaly, defined in docs/anomalies.md (the queue kinds carry the
-/// names of Jepsen's Kafka checker; `crash` is the harness's own: a process of the
-/// system under test died on its own).
+/// names of Jepsen's Kafka checker, and the Maelstrom workloads' checkers reuse
+/// them where the meaning is the same; `crash` is the harness's own: a process of
+/// the system under test died on its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AnomalyKind {
@@ -83,14 +84,63 @@ pub enum AnomalyKind {
     PollSkip,
     NonmonotonicPoll,
     NonmonotonicSend,
+    NonmonotonicCommit,
     ReplicaDivergence,
     Nonlinearizable,
+    DuplicateId,
+    EchoMismatch,
+    CounterOutOfRange,
     Crash,
 }
 
 impl AnomalyKind {
+    /// What the kind means, in one sentence (docs/anomalies.md defines each).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            AnomalyKind::LostWrite => {
+                "An acknowledged send (or one whose value a poll saw) is missing from the final log: committed data was lost."
+            }
+            AnomalyKind::InconsistentOffsets => {
+                "One offset of a partition was seen holding two different values: replicas or consumers disagree on the log."
+            }
+            AnomalyKind::Duplicate => "One sent value sits at two offsets of the log.",
+            AnomalyKind::Unexpected => "A poll returned a value that no client ever sent.",
+            AnomalyKind::AbortedRead => {
+                "A poll saw the value of a send that was told it failed: a failed write became visible."
+            }
+            AnomalyKind::PollSkip => {
+                "A poll skipped offsets that the final log holds: a consumer would silently miss records."
+            }
+            AnomalyKind::NonmonotonicPoll => {
+                "A poll returned a record below the offset asked for, or records out of order."
+            }
+            AnomalyKind::NonmonotonicSend => {
+                "A client's later acknowledged send got a lower offset than its earlier one."
+            }
+            AnomalyKind::ReplicaDivergence => {
+                "Replicas' final logs differ below the high watermark: the committed log diverged."
+            }
+            AnomalyKind::Nonlinearizable => {
+                "No order of the operations consistent with real time explains what clients observed."
+            }
+            AnomalyKind::Crash => {
+                "A broker process died on its own — a panic, an abort, an exit — without the nemesis stopping it: the system under test crashed."
+            }
+            AnomalyKind::NonmonotonicCommit => {
+                "A committed offset was listed lower than one acknowledged before: consumers would re-read or lose their place."
+            }
+            AnomalyKind::DuplicateId => {
+                "One id was generated for two requests: ids are not unique."
+            }
+            AnomalyKind::EchoMismatch => "An echo came back different from what was sent.",
+            AnomalyKind::CounterOutOfRange => {
+                "A counter read a value that no set of the adds could sum to."
+            }
+        }
+    }
+
     /// Every kind, in the order results list them.
-    pub const ALL: [AnomalyKind; 11] = [
+    pub const ALL: [AnomalyKind; 15] = [
         AnomalyKind::LostWrite,
         AnomalyKind::InconsistentOffsets,
         AnomalyKind::Duplicate,
@@ -99,8 +149,12 @@ impl AnomalyKind {
         AnomalyKind::PollSkip,
         AnomalyKind::NonmonotonicPoll,
         AnomalyKind::NonmonotonicSend,
+        AnomalyKind::NonmonotonicCommit,
         AnomalyKind::ReplicaDivergence,
         AnomalyKind::Nonlinearizable,
+        AnomalyKind::DuplicateId,
+        AnomalyKind::EchoMismatch,
+        AnomalyKind::CounterOutOfRange,
         AnomalyKind::Crash,
     ];
 
@@ -115,8 +169,12 @@ impl AnomalyKind {
             AnomalyKind::PollSkip => "poll-skip",
             AnomalyKind::NonmonotonicPoll => "nonmonotonic-poll",
             AnomalyKind::NonmonotonicSend => "nonmonotonic-send",
+            AnomalyKind::NonmonotonicCommit => "nonmonotonic-commit",
             AnomalyKind::ReplicaDivergence => "replica-divergence",
             AnomalyKind::Nonlinearizable => "nonlinearizable",
+            AnomalyKind::DuplicateId => "duplicate-id",
+            AnomalyKind::EchoMismatch => "echo-mismatch",
+            AnomalyKind::CounterOutOfRange => "counter-out-of-range",
             AnomalyKind::Crash => "crash",
         }
     }
@@ -210,7 +268,8 @@ pub struct Anomaly {
     /// For `nonlinearizable`: the search's account of why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<Explanation>,
-    /// For `crash`: the process that died (a node id, or `"controller"`).
+    /// For `crash`: the process that died (a node id, or `"controller"`); for the
+    /// Maelstrom workloads' anomalies: the node whose answer it is (`"n2"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<Value>,
     /// For `crash`: what the process's log says about its end (its panic or abort

@@ -216,7 +216,8 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
         let mut events = Vec::new();
         let mut record = |e| events.push(e);
         let mut nemesis = Interpreter::new(&mut cluster, &["queue"], Coverage::new(0), &mut record);
-        let Taken::Applied(started) = nemesis.apply(fault.start("queue", "queue")).await.unwrap() else {
+        let Taken::Applied(started) = nemesis.apply(fault.start("queue", "queue")).await.unwrap()
+        else {
             panic!("{fault:?} was not applied")
         };
         drop(nemesis);

@@ -96,41 +96,6 @@ pub(super) fn groups(anomalies: &[(&str, &Anomaly)]) -> Vec<Group> {
     groups
 }
 
-/// What each anomaly kind means, in one sentence (docs/anomalies.md).
-pub(super) fn kind_meaning(kind: AnomalyKind) -> &'static str {
-    match kind {
-        AnomalyKind::LostWrite => {
-            "An acknowledged send (or one whose value a poll saw) is missing from the final log: committed data was lost."
-        }
-        AnomalyKind::InconsistentOffsets => {
-            "One offset of a partition was seen holding two different values: replicas or consumers disagree on the log."
-        }
-        AnomalyKind::Duplicate => "One sent value sits at two offsets of the log.",
-        AnomalyKind::Unexpected => "A poll returned a value that no client ever sent.",
-        AnomalyKind::AbortedRead => {
-            "A poll saw the value of a send that was told it failed: a failed write became visible."
-        }
-        AnomalyKind::PollSkip => {
-            "A poll skipped offsets that the final log holds: a consumer would silently miss records."
-        }
-        AnomalyKind::NonmonotonicPoll => {
-            "A poll returned a record below the offset asked for, or records out of order."
-        }
-        AnomalyKind::NonmonotonicSend => {
-            "A client's later acknowledged send got a lower offset than its earlier one."
-        }
-        AnomalyKind::ReplicaDivergence => {
-            "Replicas' final logs differ below the high watermark: the committed log diverged."
-        }
-        AnomalyKind::Nonlinearizable => {
-            "No order of the operations consistent with real time explains what clients observed."
-        }
-        AnomalyKind::Crash => {
-            "A broker process died on its own — a panic, an abort, an exit — without the nemesis stopping it: the system under test crashed."
-        }
-    }
-}
-
 /// The anomalies, by kind, each explained.
 pub(super) fn section(
     out: &mut String,
@@ -151,7 +116,7 @@ pub(super) fn section(
             out,
             r#"<h3 class="kind" id="kind-{kind}">{} × {kind}</h3><p class="meaning">{}</p>"#,
             g.total,
-            kind_meaning(g.kind),
+            AnomalyKind::meaning(g.kind),
             kind = g.kind
         );
         if g.shown.len() < g.total {
@@ -204,7 +169,7 @@ fn anomaly(
         escape(&place),
         escape(checker),
         escape(&a.message),
-        kind_meaning(a.kind),
+        AnomalyKind::meaning(a.kind),
         kind = a.kind
     );
     if let Some(log) = &a.log {

@@ -171,7 +171,7 @@ fn header(out: &mut String, data: &RunData, anomalies: &[(&str, &Anomaly)]) {
                 out,
                 r##"<li><a href="#kind-{kind}"><b>{} × {kind}</b></a> — {}</li>"##,
                 g.total,
-                anomalies::kind_meaning(g.kind),
+                g.kind.meaning(),
                 kind = g.kind
             );
         }
