@@ -3,11 +3,10 @@
 //! record deleted before it completed, adding replicas loaded as removing ones after
 //! a failover). The last follower is taken out of the partition (it deletes its
 //! replica) and added back first in replica order, to catch up from nothing on a
-//! throttled link; while it does, the active controller dies (the new one must
-//! resume the reassignment from the replicated state, adding replicas as adding),
-//! and once a new one leads, the partition's leader (only the ISR may elect: the
-//! adding replica has none of the log). Then the partition is moved back to its
-//! replicas in their first order.
+//! throttled link; while it does, in turn the leader dies (only the ISR may elect:
+//! the adding replica has none of the log) or the active controller does (the new
+//! one must resume the reassignment from the replicated state, adding replicas as
+//! adding). Then the partition is moved back to its replicas in their first order.
 
 use rand::{Rng, RngCore};
 
@@ -40,11 +39,12 @@ impl Pattern for Reassign {
     }
 
     fn base_weight(&self) -> f64 {
-        2.0
+        2.5
     }
 
+    /// Twice, one variant after the other: each opens its own window.
     fn per_round(&self) -> u32 {
-        1
+        2
     }
 
     fn can_run(&self, settings: &PackageSettings) -> bool {
@@ -93,36 +93,34 @@ impl Pattern for Reassign {
             seed: rng.random(),
         };
         let restore = throttle.undo().expect("a degradation is undone");
-        // While the moved replica catches up, the active controller dies (the new
-        // one resumes the reassignment) and, once it is back, the leader (the new
-        // controller elects from the ISR); one kill when the leader is the
-        // controller. Never both down at once.
+        // While the moved replica catches up, in turn: the leader dies, within the
+        // lag time (the controller must elect from the ISR, which the adding replica
+        // is not in yet); or the active controller does (the new one must resume the
+        // reassignment with its adding replicas as adding).
         let leader_proc = Proc::Node(leader);
-        let controller = aim.controller.filter(|&c| c != leader_proc);
-        roles.controller = aim.controller;
-        roles.variant = Some(if controller.is_some() {
-            "grow-then-controller-and-leader-die"
+        let victim = match aim.controller {
+            Some(c) if aim.turn % 2 == 1 => {
+                roles.variant = Some("grow-then-controller-dies");
+                roles.controller = Some(c);
+                c
+            }
+            _ => {
+                roles.variant = Some("grow-then-leader-dies");
+                leader_proc
+            }
+        };
+        let back_up = if victim == leader_proc {
+            just_past(rng, t.session) + aim.takeover(victim)
         } else {
-            "grow-then-leader-dies"
-        });
-        let mut s = Script::default()
+            just_past(rng, t.election)
+        };
+        let s = Script::default()
             .then(zero, reassign(vec![leader, first], SHRINK_SETTLES))
             .then(zero, throttle)
-            .then(zero, reassign(vec![moved, leader, first], zero));
-        let mut before_leader = ms(rng, 300..1000);
-        if let Some(c) = controller {
-            s = s
-                .then(before_leader, Action::Kill(c))
-                .then(just_past(rng, t.election), Action::Restart(c));
-            before_leader = ms(rng, 200..600);
-        }
-        let s = s
-            .then(before_leader, Action::Kill(leader_proc))
-            .then(
-                just_past(rng, t.session) + aim.takeover(leader_proc),
-                Action::Restart(leader_proc),
-            )
-            .then(zero, restore)
+            .then(zero, reassign(vec![moved, leader, first], zero))
+            .then(ms(rng, 300..1000), Action::Kill(victim))
+            .then(back_up, Action::Restart(victim))
+            .then(ms(rng, 300..1000), restore)
             .then(ms(rng, 500..1500), reassign(original, BACK_SETTLES));
         (roles, s)
     }
