@@ -385,21 +385,37 @@ async fn leader_moved<S: System>(
 }
 
 /// Ask for `change`; one refused because another reassignment is in progress is
-/// asked again, for at most `settle`.
+/// asked again, for at most `settle`; one that found no active controller (an
+/// election under way, the controller just killed) is asked again for at most
+/// [`ELECTION`] or `settle`, whichever is longer.
 async fn reconfigure<S: System>(
     s: &mut S,
     change: &Reconfiguration,
     settle: Duration,
 ) -> std::result::Result<(), String> {
-    let deadline = Instant::now() + settle;
+    let start = Instant::now();
     loop {
+        let waited = start.elapsed();
         match s.reconfigure(change).await {
-            Err(why) if why.contains("REASSIGNMENT_IN_PROGRESS") && Instant::now() < deadline => {
+            Err(why) if why.contains("REASSIGNMENT_IN_PROGRESS") && waited < settle => {
+                tokio::time::sleep(POLL).await
+            }
+            Err(why) if no_controller(&why) && waited < settle.max(ELECTION) => {
                 tokio::time::sleep(POLL).await
             }
             done => return done,
         }
     }
+}
+
+/// How long a reconfiguration waits for a controller to be elected.
+const ELECTION: Duration = Duration::from_secs(5);
+
+/// A refusal that only says no controller could take the request now.
+fn no_controller(why: &str) -> bool {
+    why.contains("active controller")
+        || why.contains("NOT_CONTROLLER")
+        || why.contains("is not running")
 }
 
 /// Wait, at most `within`, until a reassignment shows complete (no replica adding
