@@ -41,75 +41,22 @@ pub fn recover(dir: &Path, faults: &DiskFaults, guess: bool) -> io::Result<Recov
     // hole like any other.
     let mut expected = 0;
     for (i, (base, path)) in files.iter().enumerate() {
-        if *base < expected && !guess {
-            return Err(repeated(
-                dir,
-                format!(
-                    "segment {} starts at offset {base}, inside the segment before it \
-                     (which ends at {expected})",
-                    path.display()
-                ),
-            ));
-        }
-        if *base != expected {
-            let next = expected;
-            let later = delete_all(&files[i..])?;
-            cut = Some(format!(
-                "segment {} starts at offset {base} but the log ends at {next}; \
-                 deleted it and {} later segment(s)",
-                path.display(),
-                later - 1
-            ));
+        if let Some(why) = misplaced(dir, &files, i, expected, guess)? {
+            cut = Some(why);
             break;
         }
         let bytes = fs::read(path).map_err(|e| context(e, "cannot read segment", path))?;
-        let mut positions = Vec::new();
-        let mut pos = 0;
-        let mut next = *base;
-        let mut problem = None;
-        while pos < bytes.len() {
-            match frame::decode(&bytes[pos..]) {
-                Ok((record, n)) if record.offset == next && next < u64::MAX => {
-                    positions.push(pos as u64);
-                    records.push(record);
-                    pos += n;
-                    next += 1;
-                }
-                Ok((record, _)) if record.offset < next && !guess => {
-                    return Err(repeated(
-                        dir,
-                        format!(
-                            "segment {} holds offset {} at byte {pos}, after offset {}",
-                            path.display(),
-                            record.offset,
-                            next - 1
-                        ),
-                    ));
-                }
-                Ok((record, _)) => {
-                    // PLANTED BUG (append-undo-lost) when the offset repeats: cut there,
-                    // keeping whichever record came first.
-                    problem = Some(format!(
-                        "record with offset {} where {next} was expected",
-                        record.offset
-                    ));
-                    break;
-                }
-                Err(invalid) => {
-                    problem = Some(invalid.to_string());
-                    break;
-                }
-            }
-        }
+        let scan = scan(dir, path, *base, &bytes, &mut records, guess)?;
+        let (pos, next) = (scan.end, scan.next);
         segments.push(Segment::open_recovered(
             path.clone(),
             *base,
-            positions,
+            scan.positions,
             pos as u64,
             faults,
         )?);
         expected = next;
-        if let Some(problem) = problem {
+        if let Some(problem) = scan.problem {
             let later = delete_all(&files[i + 1..])?;
             cut = Some(format!(
                 "{problem} at byte {pos} of {}: cut {} byte(s) there and deleted {later} \
@@ -127,6 +74,109 @@ pub fn recover(dir: &Path, faults: &DiskFaults, guess: bool) -> io::Result<Recov
         segments,
         records,
         cut,
+    })
+}
+
+/// Segment `files[i]` checked against the end of the log so far (`expected`): one
+/// that starts inside the log is an error (unless `guess`); one that starts past
+/// its end is deleted with every later segment, and the cut said in words.
+fn misplaced(
+    dir: &Path,
+    files: &[(u64, PathBuf)],
+    i: usize,
+    expected: u64,
+    guess: bool,
+) -> io::Result<Option<String>> {
+    let (base, path) = &files[i];
+    if *base < expected && !guess {
+        return Err(repeated(
+            dir,
+            format!(
+                "segment {} starts at offset {base}, inside the segment before it \
+                 (which ends at {expected})",
+                path.display()
+            ),
+        ));
+    }
+    if *base == expected {
+        return Ok(None);
+    }
+    let next = expected;
+    let later = delete_all(&files[i..])?;
+    Ok(Some(format!(
+        "segment {} starts at offset {base} but the log ends at {next}; \
+         deleted it and {} later segment(s)",
+        path.display(),
+        later - 1
+    )))
+}
+
+/// What the scan of one segment found.
+struct Scan {
+    /// Each valid record's byte position in the file.
+    positions: Vec<u64>,
+    /// Where the valid records end: the file is cut there if it goes on.
+    end: usize,
+    /// The offset after the last valid record.
+    next: u64,
+    /// Why the scan stopped before the end of the file, if it did.
+    problem: Option<String>,
+}
+
+/// Read the records of segment `path` (based at offset `base`, its contents
+/// `bytes`) into `records`, up to the first torn, corrupt or out-of-sequence one;
+/// an offset that does not increase is an error, unless `guess`.
+fn scan(
+    dir: &Path,
+    path: &Path,
+    base: u64,
+    bytes: &[u8],
+    records: &mut Vec<Record>,
+    guess: bool,
+) -> io::Result<Scan> {
+    let mut positions = Vec::new();
+    let mut pos = 0;
+    let mut next = base;
+    let mut problem = None;
+    while pos < bytes.len() {
+        match frame::decode(&bytes[pos..]) {
+            Ok((record, n)) if record.offset == next && next < u64::MAX => {
+                positions.push(pos as u64);
+                records.push(record);
+                pos += n;
+                next += 1;
+            }
+            Ok((record, _)) if record.offset < next && !guess => {
+                return Err(repeated(
+                    dir,
+                    format!(
+                        "segment {} holds offset {} at byte {pos}, after offset {}",
+                        path.display(),
+                        record.offset,
+                        next - 1
+                    ),
+                ));
+            }
+            Ok((record, _)) => {
+                // PLANTED BUG (append-undo-lost) when the offset repeats: cut there,
+                // keeping whichever record came first.
+                problem = Some(format!(
+                    "record with offset {} where {next} was expected",
+                    record.offset
+                ));
+                break;
+            }
+            Err(invalid) => {
+                problem = Some(invalid.to_string());
+                break;
+            }
+        }
+    }
+    Ok(Scan {
+        positions,
+        end: pos,
+        next,
+        problem,
     })
 }
 
@@ -160,6 +210,7 @@ fn segment_files(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
     Ok(files)
 }
 
+/// Delete the segment files `files`; how many there were.
 fn delete_all(files: &[(u64, PathBuf)]) -> io::Result<usize> {
     for (_, path) in files {
         fs::remove_file(path).map_err(|e| context(e, "cannot delete segment", path))?;

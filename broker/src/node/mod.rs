@@ -72,26 +72,7 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
         )
         .map_err(|e| format!("broker epoch: {e}"))?;
         let ctx = Arc::new(ctx);
-        match &ctx.auth {
-            Some(auth) => eprintln!(
-                "node {}: cluster `{}`: internal requests need its credentials",
-                ctx.id,
-                auth.cluster_id()
-            ),
-            None => eprintln!(
-                "node {}: no --cluster-id and secret: internal requests are not authenticated",
-                ctx.id
-            ),
-        }
-        eprintln!(
-            "node {}: broker epoch {}, truncation {:?}, controller voters {voters:?}",
-            ctx.id,
-            ctx.broker_epoch(),
-            ctx.config.truncation
-        );
-        if let Some(bug) = args.settings.bug {
-            eprintln!("node {}: PLANTED BUG {bug:?} (--bug)", ctx.id);
-        }
+        announce(&ctx, &args, &voters);
         let controller = match voters.contains(&args.id) {
             false => None,
             true => {
@@ -131,6 +112,31 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
         }
         Ok(())
     })
+}
+
+/// What a starting broker says on stderr: how internal requests are authenticated,
+/// its broker epoch, truncation and voters, and a planted bug if there is one.
+fn announce(ctx: &Context, args: &NodeArgs, voters: &[BrokerId]) {
+    match &ctx.auth {
+        Some(auth) => eprintln!(
+            "node {}: cluster `{}`: internal requests need its credentials",
+            ctx.id,
+            auth.cluster_id()
+        ),
+        None => eprintln!(
+            "node {}: no --cluster-id and secret: internal requests are not authenticated",
+            ctx.id
+        ),
+    }
+    eprintln!(
+        "node {}: broker epoch {}, truncation {:?}, controller voters {voters:?}",
+        ctx.id,
+        ctx.broker_epoch(),
+        ctx.config.truncation
+    );
+    if let Some(bug) = args.settings.bug {
+        eprintln!("node {}: PLANTED BUG {bug:?} (--bug)", ctx.id);
+    }
 }
 
 /// SIGTERM or SIGINT (a SIGKILL, of course, gives no such chance).

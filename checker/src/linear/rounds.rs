@@ -45,6 +45,18 @@ pub(super) fn run<M: Model>(
     limits: &Limits,
     options: &Options,
 ) -> CheckerResult {
+    let slots = rounds(model, &parts, limits, options);
+    fold(model, &parts, slots, options)
+}
+
+/// Run rounds, the budget four times larger each time, until every key has a
+/// verdict or a round ends with a key proved non-linearizable or given up on.
+fn rounds<M: Model>(
+    model: &M,
+    parts: &[Part<'_, M::Op>],
+    limits: &Limits,
+    options: &Options,
+) -> Vec<Slot<M>> {
     let mut slots: Vec<Slot<M>> = parts
         .iter()
         .map(|_| Slot {
@@ -64,35 +76,44 @@ pub(super) fn run<M: Model>(
         if open.is_empty() {
             break;
         }
+        let round = Round {
+            model,
+            parts,
+            limits,
+            options,
+            budget,
+        };
+        round.run(open, threads);
+        let done =
+            |f: fn(&KeyVerdict) -> bool| slots.iter().any(|s| s.verdict.as_ref().is_some_and(f));
+        if done(|v| matches!(v, KeyVerdict::Illegal { .. } | KeyVerdict::GaveUp(_))) {
+            break;
+        }
+        budget = budget.saturating_mul(4);
+    }
+    slots
+}
+
+/// One round: what every key's search needs, and the round's memo budget per key.
+struct Round<'r, 'a, M: Model> {
+    model: &'r M,
+    parts: &'r [Part<'a, M::Op>],
+    limits: &'r Limits,
+    options: &'r Options,
+    budget: usize,
+}
+
+impl<M: Model> Round<'_, '_, M> {
+    /// Search the open keys, taken one at a time from a shared queue by `threads`
+    /// threads, the calling one among them.
+    fn run(&self, open: Vec<(usize, &mut Slot<M>)>, threads: usize) {
         let queue = Mutex::new(open);
         let work = || {
             loop {
                 let Some((p, slot)) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop() else {
                     break;
                 };
-                let ops = &parts[p].ops;
-                let search = slot
-                    .search
-                    .get_or_insert_with(|| Search::new(model, ops, options.plain));
-                let outcome = search.run(model, ops, limits, budget);
-                slot.verdict = outcome.map(|outcome| match outcome {
-                    SearchOutcome::Linearizable => KeyVerdict::Ok,
-                    SearchOutcome::GaveUp(why) => KeyVerdict::GaveUp(why),
-                    SearchOutcome::Illegal(f) => KeyVerdict::Illegal {
-                        states: f
-                            .states
-                            .iter()
-                            .map(|s| search.describe_state(model, s))
-                            .collect(),
-                        prefix: f.prefix,
-                        blocked: f.blocked,
-                        pending: f.pending,
-                    },
-                });
-                slot.entries = search.cache_entries();
-                if slot.verdict.is_some() {
-                    slot.search = None; // free the memo
-                }
+                self.search(p, slot);
             }
         };
         if threads == 1 {
@@ -107,13 +128,47 @@ pub(super) fn run<M: Model>(
                 work();
             });
         }
-        let done =
-            |f: fn(&KeyVerdict) -> bool| slots.iter().any(|s| s.verdict.as_ref().is_some_and(f));
-        if done(|v| matches!(v, KeyVerdict::Illegal { .. } | KeyVerdict::GaveUp(_))) {
-            break;
-        }
-        budget = budget.saturating_mul(4);
     }
+
+    /// Search key `p` up to the budget, going on from where its last round stopped;
+    /// once it has a verdict, its states are described and its memo freed.
+    fn search(&self, p: usize, slot: &mut Slot<M>) {
+        let model = self.model;
+        let ops = &self.parts[p].ops;
+        let search = slot
+            .search
+            .get_or_insert_with(|| Search::new(model, ops, self.options.plain));
+        let outcome = search.run(model, ops, self.limits, self.budget);
+        slot.verdict = outcome.map(|outcome| match outcome {
+            SearchOutcome::Linearizable => KeyVerdict::Ok,
+            SearchOutcome::GaveUp(why) => KeyVerdict::GaveUp(why),
+            SearchOutcome::Illegal(f) => KeyVerdict::Illegal {
+                states: f
+                    .states
+                    .iter()
+                    .map(|s| search.describe_state(model, s))
+                    .collect(),
+                prefix: f.prefix,
+                blocked: f.blocked,
+                pending: f.pending,
+            },
+        });
+        slot.entries = search.cache_entries();
+        if slot.verdict.is_some() {
+            slot.search = None; // free the memo
+        }
+    }
+}
+
+/// The keys' verdicts folded into one result: an anomaly for each key that is not
+/// linearizable, unknown if a search gave up, and the memo entries the searches
+/// used and the keys left unjudged as statistics.
+fn fold<M: Model>(
+    model: &M,
+    parts: &[Part<'_, M::Op>],
+    slots: Vec<Slot<M>>,
+    options: &Options,
+) -> CheckerResult {
     let verdicts: Vec<Option<(KeyVerdict, usize)>> = slots
         .into_iter()
         .map(|s| s.verdict.map(|v| (v, s.entries)))
@@ -141,51 +196,70 @@ pub(super) fn run<M: Model>(
                 states,
                 blocked,
                 pending,
-            } => {
-                let r = |i: usize| OpRef::of(part.origin[i], model.describe_op(&part.ops[i].op));
-                let op = r(blocked);
-                let of = match part.narrowed_from {
-                    Some(all) if all > part.ops.len() => format!(
-                        "{} of the {} operations that conflict, of {all} in all",
-                        prefix.len(),
-                        part.ops.len()
-                    ),
-                    _ => format!("{} of {} operations", prefix.len(), part.ops.len()),
-                };
-                let mut a = Anomaly::new(
-                    AnomalyKind::Nonlinearizable,
-                    format!(
-                        "{} cannot be linearized after the longest linearizable prefix ({of})",
-                        op.text
-                    ),
-                );
-                a.key = part.key.clone();
-                a.ops = vec![op.clone()];
-                a.explanation = Some(Explanation {
-                    op,
-                    prefix: prefix.into_iter().map(r).collect(),
-                    states,
-                    pending: pending.into_iter().map(r).collect(),
-                });
-                anomalies.push(a);
-            }
+            } => anomalies.push(nonlinearizable(
+                model, part, prefix, states, blocked, pending,
+            )),
         }
     }
     let mut result = CheckerResult::from_anomalies(anomalies);
     if let Some(why) = gave_up {
-        result.cap_unknown(match why {
-            GaveUp::Time => format!(
-                "time limit of {:.1}s reached",
-                options.time_limit.unwrap_or_default().as_secs_f64()
-            ),
-            GaveUp::Memory | GaveUp::Stopped => {
-                format!("memory budget of {} MiB reached", options.max_memory >> 20)
-            }
-        });
+        result.cap_unknown(gave_up_reason(why, options));
     }
     result.stats = BTreeMap::from([
         ("memo-entries".to_string(), entries),
         ("keys-unjudged".to_string(), unjudged),
     ]);
     result
+}
+
+/// A key that is not linearizable, explained: the operation `blocked` that cannot
+/// follow the longest linearizable prefix, the model's states after it, and the
+/// operations pending there (all by position in the key's operations).
+fn nonlinearizable<M: Model>(
+    model: &M,
+    part: &Part<'_, M::Op>,
+    prefix: Vec<usize>,
+    states: Vec<String>,
+    blocked: usize,
+    pending: Vec<usize>,
+) -> Anomaly {
+    let r = |i: usize| OpRef::of(part.origin[i], model.describe_op(&part.ops[i].op));
+    let op = r(blocked);
+    let of = match part.narrowed_from {
+        Some(all) if all > part.ops.len() => format!(
+            "{} of the {} operations that conflict, of {all} in all",
+            prefix.len(),
+            part.ops.len()
+        ),
+        _ => format!("{} of {} operations", prefix.len(), part.ops.len()),
+    };
+    let mut a = Anomaly::new(
+        AnomalyKind::Nonlinearizable,
+        format!(
+            "{} cannot be linearized after the longest linearizable prefix ({of})",
+            op.text
+        ),
+    );
+    a.key = part.key.clone();
+    a.ops = vec![op.clone()];
+    a.explanation = Some(Explanation {
+        op,
+        prefix: prefix.into_iter().map(r).collect(),
+        states,
+        pending: pending.into_iter().map(r).collect(),
+    });
+    a
+}
+
+/// Why the verdict is unknown: the limit a search reached.
+fn gave_up_reason(why: GaveUp, options: &Options) -> String {
+    match why {
+        GaveUp::Time => format!(
+            "time limit of {:.1}s reached",
+            options.time_limit.unwrap_or_default().as_secs_f64()
+        ),
+        GaveUp::Memory | GaveUp::Stopped => {
+            format!("memory budget of {} MiB reached", options.max_memory >> 20)
+        }
+    }
 }

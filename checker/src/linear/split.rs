@@ -257,9 +257,11 @@ pub(super) struct KvParts<'a> {
     pub(super) parts: Vec<Part<'a, KvOp>>,
 }
 
+/// Read a kv history: every key numbered in the order it first appears, every
+/// string value interned, and the operations that did not fail in one part per
+/// key (`split`) or in one part for the whole store.
 pub(super) fn kv_parts<'a>(ops: &'a [Paired<'a>], split: bool) -> Result<KvParts<'a>, LinError> {
-    let mut keys: Vec<String> = Vec::new();
-    let mut key_ids: FxMap<Cow<str>, u32> = FxMap::default();
+    let mut keys = KeyNumbers::default();
     let mut texts = TextsBuilder::default();
     let mut parts = Vec::new();
     for op in ops {
@@ -275,46 +277,8 @@ pub(super) fn kv_parts<'a>(ops: &'a [Paired<'a>], split: bool) -> Result<KvParts
         if op.outcome == Outcome::Fail {
             continue;
         }
-        let name = key_name(Some(key));
-        let k = match key_ids.get(&name) {
-            Some(&k) => k,
-            None => {
-                keys.push(key_label(key));
-                key_ids.insert(name, keys.len() as u32 - 1);
-                keys.len() as u32 - 1
-            }
-        };
-        let mut text = |v: &'a Value| -> Result<TextId, LinError> {
-            match v {
-                Value::String(s) => Ok(texts.intern(s)),
-                Value::Null => Ok(texts.intern("")),
-                other => Err(shape(op, format!("kv values are strings, got {other}"))),
-            }
-        };
-        let kop = match op.invoke.f.as_str() {
-            "get" if op.outcome == Outcome::Ok => KvOp::Get {
-                key: k,
-                value: Some(text(keyed(op.value()).1)?),
-            },
-            "get" => KvOp::Get {
-                key: k,
-                value: None,
-            },
-            "put" => KvOp::Put {
-                key: k,
-                value: text(arg)?,
-            },
-            "append" => KvOp::Append {
-                key: k,
-                value: text(arg)?,
-            },
-            f => {
-                return Err(shape(
-                    op,
-                    format!("kv knows get, put and append, not {f:?}"),
-                ));
-            }
-        };
+        let k = keys.number(key);
+        let kop = kv_op(op, k, arg, &mut texts)?;
         let complete = if op.outcome == Outcome::Info {
             None
         } else {
@@ -335,8 +299,72 @@ pub(super) fn kv_parts<'a>(ops: &'a [Paired<'a>], split: bool) -> Result<KvParts
         part.origin.push(op);
     }
     Ok(KvParts {
-        keys,
+        keys: keys.names,
         texts: texts.finish(),
         parts,
+    })
+}
+
+/// A kv history's keys, numbered in the order they first appear.
+#[derive(Default)]
+struct KeyNumbers<'a> {
+    /// The key names, by key number.
+    names: Vec<String>,
+    ids: FxMap<Cow<'a, str>, u32>,
+}
+
+impl<'a> KeyNumbers<'a> {
+    /// The number of `key`, a new one if it has not appeared before.
+    fn number(&mut self, key: &'a Value) -> u32 {
+        let name = key_name(Some(key));
+        match self.ids.get(&name) {
+            Some(&k) => k,
+            None => {
+                self.names.push(key_label(key));
+                self.ids.insert(name, self.names.len() as u32 - 1);
+                self.names.len() as u32 - 1
+            }
+        }
+    }
+}
+
+/// The kv operation `op` on key number `k`, with its invocation's value `arg`:
+/// a get (its value if it completed `ok`), a put or an append.
+fn kv_op<'a>(
+    op: &'a Paired<'a>,
+    k: u32,
+    arg: &'a Value,
+    texts: &mut TextsBuilder<'a>,
+) -> Result<KvOp, LinError> {
+    let mut text = |v: &'a Value| -> Result<TextId, LinError> {
+        match v {
+            Value::String(s) => Ok(texts.intern(s)),
+            Value::Null => Ok(texts.intern("")),
+            other => Err(shape(op, format!("kv values are strings, got {other}"))),
+        }
+    };
+    Ok(match op.invoke.f.as_str() {
+        "get" if op.outcome == Outcome::Ok => KvOp::Get {
+            key: k,
+            value: Some(text(keyed(op.value()).1)?),
+        },
+        "get" => KvOp::Get {
+            key: k,
+            value: None,
+        },
+        "put" => KvOp::Put {
+            key: k,
+            value: text(arg)?,
+        },
+        "append" => KvOp::Append {
+            key: k,
+            value: text(arg)?,
+        },
+        f => {
+            return Err(shape(
+                op,
+                format!("kv knows get, put and append, not {f:?}"),
+            ));
+        }
     })
 }

@@ -201,6 +201,29 @@ struct Open {
     slot: Slot,
 }
 
+/// Where an event is: its position among all events, its index, and its line if
+/// known.
+#[derive(Clone, Copy)]
+struct At {
+    pos: usize,
+    index: u64,
+    line: Option<usize>,
+}
+
+impl At {
+    /// An error pairing this event with its invocation or completion.
+    fn pair_error(self, message: String) -> Located {
+        Located {
+            error: QueueError::Pair(PairError {
+                position: self.pos,
+                message,
+            }),
+            index: self.index,
+            line: self.line,
+        }
+    }
+}
+
 /// An error with where it is: the event's index and its line, if known.
 #[derive(Debug, Clone)]
 pub(crate) struct Located {
@@ -288,7 +311,18 @@ impl QueueHistory {
         if self.pair_error.is_some() {
             return;
         }
-        let f_id = match self.f_ids.get(f) {
+        let f_id = self.f_id(f);
+        let at = At { pos, index, line };
+        if kind == EventType::Invoke {
+            self.invoke(p, f, f_id, at, value);
+        } else {
+            self.complete(p, kind, f, f_id, at, value);
+        }
+    }
+
+    /// The number of the operation named `f`, a new one if it is new.
+    fn f_id(&mut self, f: &str) -> u32 {
+        match self.f_ids.get(f) {
             Some(&id) => id,
             None => {
                 self.f_names.push(f.to_string());
@@ -296,82 +330,85 @@ impl QueueHistory {
                     .insert(f.to_string(), self.f_names.len() as u32 - 1);
                 self.f_names.len() as u32 - 1
             }
-        };
-        let pair_error = |message: String| Located {
-            error: QueueError::Pair(PairError {
-                position: pos,
-                message,
-            }),
-            index,
-            line,
-        };
-        if kind == EventType::Invoke {
-            if let Some(prev) = self.open.get(&p) {
-                let message = format!(
-                    "process {p} invokes {f} while its {} (index {}) has not completed",
-                    self.f_names[prev.f as usize], prev.index
-                );
-                self.pair_error = Some(pair_error(message));
-                return;
-            }
-            let op = OpInfo {
-                invoke_index: index,
-                complete_index: None,
-                process: p,
-                outcome: Outcome::Info,
-            };
-            let slot = match f {
-                "send" => Slot::Send(match send_value(value, &mut self.names) {
-                    Some((partition, value)) => {
-                        self.sends.push(Send {
-                            op,
-                            partition,
-                            value,
-                            offset: None,
-                            attempts: 1,
-                        });
-                        Ok(self.sends.len() - 1)
-                    }
-                    None => Err(format!(
-                        "send expects {{\"partition\":p,\"value\":v}}, got {}",
-                        value.show()
-                    )),
-                }),
-                "poll" | "final-poll" => {
-                    let [partition, from] = value.ints(["partition", "offset"]);
-                    let poll = Poll {
-                        op,
-                        partition: partition.unwrap_or(i64::MIN),
-                        from: from.unwrap_or(0),
-                        start: 0,
-                        end: 0,
-                        high_watermark: None,
-                        is_final: f == "final-poll",
-                    };
-                    self.all_polls
-                        .push((poll, partition.is_some(), value.show()));
-                    Slot::Poll(self.all_polls.len() - 1)
-                }
-                _ => Slot::Other,
-            };
-            let seq = self.seq;
-            self.seq += 1;
-            self.open.insert(
-                p,
-                Open {
-                    f: f_id,
-                    index,
-                    line,
-                    seq,
-                    slot,
-                },
+        }
+    }
+
+    /// Process `p` invokes `f`: open its invocation, unless one is open already.
+    fn invoke(&mut self, p: u64, f: &str, f_id: u32, at: At, value: ValueIn) {
+        if let Some(prev) = self.open.get(&p) {
+            let message = format!(
+                "process {p} invokes {f} while its {} (index {}) has not completed",
+                self.f_names[prev.f as usize], prev.index
             );
+            self.pair_error = Some(at.pair_error(message));
             return;
         }
+        let op = OpInfo {
+            invoke_index: at.index,
+            complete_index: None,
+            process: p,
+            outcome: Outcome::Info,
+        };
+        let slot = self.invoked(op, f, value);
+        let seq = self.seq;
+        self.seq += 1;
+        self.open.insert(
+            p,
+            Open {
+                f: f_id,
+                index: at.index,
+                line: at.line,
+                seq,
+                slot,
+            },
+        );
+    }
+
+    /// What an invocation of `f` opens: a send with its partition and value (or
+    /// the message saying its value has the wrong shape), a poll, or neither.
+    fn invoked(&mut self, op: OpInfo, f: &str, value: ValueIn) -> Slot {
+        match f {
+            "send" => Slot::Send(match send_value(value, &mut self.names) {
+                Some((partition, value)) => {
+                    self.sends.push(Send {
+                        op,
+                        partition,
+                        value,
+                        offset: None,
+                        attempts: 1,
+                    });
+                    Ok(self.sends.len() - 1)
+                }
+                None => Err(format!(
+                    "send expects {{\"partition\":p,\"value\":v}}, got {}",
+                    value.show()
+                )),
+            }),
+            "poll" | "final-poll" => {
+                let [partition, from] = value.ints(["partition", "offset"]);
+                let poll = Poll {
+                    op,
+                    partition: partition.unwrap_or(i64::MIN),
+                    from: from.unwrap_or(0),
+                    start: 0,
+                    end: 0,
+                    high_watermark: None,
+                    is_final: f == "final-poll",
+                };
+                self.all_polls
+                    .push((poll, partition.is_some(), value.show()));
+                Slot::Poll(self.all_polls.len() - 1)
+            }
+            _ => Slot::Other,
+        }
+    }
+
+    /// Process `p` completes `f` (`ok`, `fail` or `info`): close the invocation it
+    /// pairs with, which must be open and of the same operation.
+    fn complete(&mut self, p: u64, kind: EventType, f: &str, f_id: u32, at: At, value: ValueIn) {
         let Some(open) = self.open.remove(&p) else {
-            self.pair_error = Some(pair_error(format!(
-                "{kind} {f} of process {p} without an invocation"
-            )));
+            self.pair_error =
+                Some(at.pair_error(format!("{kind} {f} of process {p} without an invocation")));
             return;
         };
         if open.f != f_id {
@@ -379,7 +416,7 @@ impl QueueHistory {
                 "process {p} completes {f} but invoked {} (index {})",
                 self.f_names[open.f as usize], open.index
             );
-            self.pair_error = Some(pair_error(message));
+            self.pair_error = Some(at.pair_error(message));
             return;
         }
         let outcome = match kind {
@@ -390,7 +427,7 @@ impl QueueHistory {
         match open.slot {
             Slot::Send(Ok(i)) => {
                 let s = &mut self.sends[i];
-                s.op.complete_index = Some(index);
+                s.op.complete_index = Some(at.index);
                 s.op.outcome = outcome;
                 let [offset, attempts] = value.ints(["offset", "attempts"]);
                 if outcome == Outcome::Ok {
@@ -398,34 +435,46 @@ impl QueueHistory {
                 }
                 s.attempts = attempts.map_or(1, |n| n.clamp(1, i64::from(u32::MAX)) as u32);
             }
-            Slot::Send(Err(message)) => self.shape(open.seq, index, line, message),
-            Slot::Poll(i) => {
-                let (poll, has_partition, invoked) = &mut self.all_polls[i];
-                poll.op.complete_index = Some(index);
-                poll.op.outcome = outcome;
-                if outcome == Outcome::Ok {
-                    let start = self.records.offsets.len();
-                    match poll_answer(value, &mut self.records, &mut self.names) {
-                        Some((partition, hw)) if *has_partition || partition.is_some() => {
-                            if !*has_partition {
-                                poll.partition = partition.unwrap_or_default();
-                            }
-                            (poll.start, poll.end) = (start, self.records.offsets.len());
-                            poll.high_watermark = hw;
-                            invoked.clear();
-                            invoked.shrink_to_fit();
-                        }
-                        _ => {
-                            let message = format!(
-                                "{f} expects {{\"partition\":p,\"offset\":o}} → {{\"partition\":p,\"records\":[[offset,value],...]}}, got {invoked} → {}",
-                                value.show()
-                            );
-                            self.shape(open.seq, index, line, message);
-                        }
+            Slot::Send(Err(message)) => self.shape(open.seq, at.index, at.line, message),
+            Slot::Poll(i) => self.completed_poll(i, outcome, f, open.seq, at, value),
+            Slot::Other => {}
+        }
+    }
+
+    /// Poll `all_polls[i]` (invoked `seq`-th) completes: an `ok` one's records are
+    /// read from its answer, an answer of the wrong shape being an error.
+    fn completed_poll(
+        &mut self,
+        i: usize,
+        outcome: Outcome,
+        f: &str,
+        seq: usize,
+        at: At,
+        value: ValueIn,
+    ) {
+        let (poll, has_partition, invoked) = &mut self.all_polls[i];
+        poll.op.complete_index = Some(at.index);
+        poll.op.outcome = outcome;
+        if outcome == Outcome::Ok {
+            let start = self.records.offsets.len();
+            match poll_answer(value, &mut self.records, &mut self.names) {
+                Some((partition, hw)) if *has_partition || partition.is_some() => {
+                    if !*has_partition {
+                        poll.partition = partition.unwrap_or_default();
                     }
+                    (poll.start, poll.end) = (start, self.records.offsets.len());
+                    poll.high_watermark = hw;
+                    invoked.clear();
+                    invoked.shrink_to_fit();
+                }
+                _ => {
+                    let message = format!(
+                        "{f} expects {{\"partition\":p,\"offset\":o}} → {{\"partition\":p,\"records\":[[offset,value],...]}}, got {invoked} → {}",
+                        value.show()
+                    );
+                    self.shape(seq, at.index, at.line, message);
                 }
             }
-            Slot::Other => {}
         }
     }
 

@@ -147,6 +147,29 @@ fn anomaly(
     end: u64,
     with_close_up: bool,
 ) {
+    let _ = write!(
+        out,
+        r#"<section class="anomaly" id="anomaly-{n}" data-kind="{kind}"><h3>{kind}{} <small>({})</small></h3><p>{}</p><p class="meaning">{}</p>"#,
+        escape(&place(a)),
+        escape(checker),
+        escape(&a.message),
+        AnomalyKind::meaning(a.kind),
+        kind = a.kind
+    );
+    evidence(out, a);
+    involved(out, a, links);
+    if with_close_up {
+        close_up(out, n, a, data, links, faults, end);
+    }
+    if let Some(e) = &a.explanation {
+        linearization::picture(out, n, e, links);
+    }
+    out.push_str("</section>");
+}
+
+/// Where an anomaly is, for its heading: ` · partition p · key k · node`, as
+/// much of it as the anomaly names.
+fn place(a: &Anomaly) -> String {
     let mut place = String::new();
     if let Some(p) = a.partition {
         let _ = write!(place, " · partition {p}");
@@ -163,15 +186,12 @@ fn anomaly(
         }
         None => {}
     }
-    let _ = write!(
-        out,
-        r#"<section class="anomaly" id="anomaly-{n}" data-kind="{kind}"><h3>{kind}{} <small>({})</small></h3><p>{}</p><p class="meaning">{}</p>"#,
-        escape(&place),
-        escape(checker),
-        escape(&a.message),
-        AnomalyKind::meaning(a.kind),
-        kind = a.kind
-    );
+    place
+}
+
+/// What an anomaly holds beside its operations: a crashed node's log, and the
+/// offsets and values involved (the first 30 of each).
+fn evidence(out: &mut String, a: &Anomaly) {
     if let Some(log) = &a.log {
         let _ = write!(
             out,
@@ -197,27 +217,26 @@ fn anomaly(
             escape(&shown.join(", "))
         );
     }
-    if !a.ops.is_empty() {
-        out.push_str(
-            r#"<p>operations involved (click to see them on the timeline):</p><ul class="ops">"#,
-        );
-        for op in a.ops.iter().take(MAX_OPS_LISTED) {
-            out.push_str("<li>");
-            links.op_link(out, op);
-            out.push_str("</li>");
-        }
-        if a.ops.len() > MAX_OPS_LISTED {
-            let _ = write!(out, "<li>… {} more</li>", a.ops.len() - MAX_OPS_LISTED);
-        }
-        out.push_str("</ul>");
+}
+
+/// The operations an anomaly involves, each linked to its mark on the timeline
+/// (the first [`MAX_OPS_LISTED`], the rest counted).
+fn involved(out: &mut String, a: &Anomaly, links: &OpLinks) {
+    if a.ops.is_empty() {
+        return;
     }
-    if with_close_up {
-        close_up(out, n, a, data, links, faults, end);
+    out.push_str(
+        r#"<p>operations involved (click to see them on the timeline):</p><ul class="ops">"#,
+    );
+    for op in a.ops.iter().take(MAX_OPS_LISTED) {
+        out.push_str("<li>");
+        links.op_link(out, op);
+        out.push_str("</li>");
     }
-    if let Some(e) = &a.explanation {
-        linearization::picture(out, n, e, links);
+    if a.ops.len() > MAX_OPS_LISTED {
+        let _ = write!(out, "<li>… {} more</li>", a.ops.len() - MAX_OPS_LISTED);
     }
-    out.push_str("</section>");
+    out.push_str("</ul>");
 }
 
 /// A close-up timeline of every operation around an anomaly's own.

@@ -36,11 +36,42 @@ impl ControllerState {
         let Some(p) = self.partitions.get(&tp) else {
             return Err(unknown_partition(&req.topic, req.partition));
         };
+        self.fence_alter_partition(req, p, &tp, effects)?;
+        let seen = self.proposed_isr(req, p, &tp, effects)?;
+        // Keep the ISR in replica order, so equal sets compare equal.
+        let new_isr: Vec<BrokerId> = p
+            .replicas
+            .iter()
+            .copied()
+            .filter(|b| seen.contains(b))
+            .collect();
+        if new_isr == p.isr {
+            return Ok(p.clone());
+        }
+        let mut next = p.clone();
+        next.isr = new_isr;
+        next.partition_epoch += 1;
+        let why = format!("proposed by leader {}", req.broker_id);
+        self.update(tp.clone(), next, &why, ChangedBy::Leader, effects);
+        // The last target replica of a reassignment joining the ISR completes it.
+        self.advance_reassignment(&tp, effects);
+        Ok(self.partitions[&tp].clone())
+    }
+
+    /// The epochs of an AlterPartition: the sender's broker epoch, its leadership and
+    /// leader epoch, the partition epoch it proposes against. A stale one is fenced.
+    fn fence_alter_partition(
+        &self,
+        req: &AlterPartition,
+        p: &PartitionState,
+        tp: &TopicPartition,
+        effects: &mut Effects,
+    ) -> Result<(), ApiError> {
         let name = format!("{}-{}", p.topic, p.partition);
         let mut fenced = |reason: FenceReason, why: String| {
             effects
                 .transitions
-                .push(Event::fenced(Api::AlterPartition, reason, &tp));
+                .push(Event::fenced(Api::AlterPartition, reason, tp));
             ApiError::new(
                 Code::FencedLeaderEpoch,
                 format!("AlterPartition for {name}: {why}"),
@@ -85,6 +116,19 @@ impl ControllerState {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// The members of a proposed ISR, checked: replicas, each once, alive if new,
+    /// eligible by KIP-903, the leader among them.
+    fn proposed_isr(
+        &self,
+        req: &AlterPartition,
+        p: &PartitionState,
+        tp: &TopicPartition,
+        effects: &mut Effects,
+    ) -> Result<BTreeSet<BrokerId>, ApiError> {
+        let name = format!("{}-{}", p.topic, p.partition);
         let mut seen = BTreeSet::new();
         for &b in &req.new_isr {
             if !p.replicas.contains(&b) {
@@ -120,7 +164,7 @@ impl ControllerState {
                 effects.transitions.push(Event::fenced(
                     Api::AlterPartition,
                     FenceReason::StaleBrokerEpoch,
-                    &tp,
+                    tp,
                 ));
                 return Err(ApiError::invalid(format!(
                     "new_isr {:?} of {name}: broker {} fetched with broker epoch {}, the \
@@ -135,24 +179,7 @@ impl ControllerState {
                 req.new_isr, p.leader
             )));
         }
-        // Keep the ISR in replica order, so equal sets compare equal.
-        let new_isr: Vec<BrokerId> = p
-            .replicas
-            .iter()
-            .copied()
-            .filter(|b| seen.contains(b))
-            .collect();
-        if new_isr == p.isr {
-            return Ok(p.clone());
-        }
-        let mut next = p.clone();
-        next.isr = new_isr;
-        next.partition_epoch += 1;
-        let why = format!("proposed by leader {}", req.broker_id);
-        self.update(tp.clone(), next, &why, ChangedBy::Leader, effects);
-        // The last target replica of a reassignment joining the ISR completes it.
-        self.advance_reassignment(&tp, effects);
-        Ok(self.partitions[&tp].clone())
+        Ok(seen)
     }
 
     /// `POST /internal/confirm-leadership`: does the caller still lead with this epoch?

@@ -145,16 +145,7 @@ pub(super) async fn produce(
     let (topic, partition) = path(p)?;
     let partition = parse_partition(&partition)?;
     let q = query(q)?;
-    let acks = match q.get("acks").map(String::as_str) {
-        None | Some("all") | Some("-1") => Acks::All,
-        Some("1") => Acks::Leader,
-        Some("0") => Acks::None,
-        Some(other) => {
-            return Err(ApiError::invalid(format!(
-                "`acks` must be 0, 1 or all, got `{other}`"
-            )));
-        }
-    };
+    let acks = parse_acks(&q)?;
     let body = parse_produce(&body_bytes(body)?)?;
     let part = node.require(&topic, partition)?;
     if body.if_value.is_some() {
@@ -171,76 +162,94 @@ pub(super) async fn produce(
     }
     let appended = append(&node, &part, body, acks == Acks::All)?;
     if acks == Acks::All {
-        let deadline = Instant::now() + ACK_TIMEOUT;
-        let status = part
-            .purgatory
-            .wait_until(deadline, || {
-                if part.log_dir.failing().is_some() {
-                    // Its storage fails: no acknowledgement while it lasts.
-                    return Some(AckStatus::StorageFailing);
-                }
-                match part
-                    .read()
-                    .ack_status(appended.end_offset, appended.leader_epoch)
-                {
-                    AckStatus::Pending => None,
-                    other => Some(other),
-                }
-            })
-            .await;
-        let name = format!("{topic}-{partition}");
-        match status {
-            Some(AckStatus::StorageFailing) => {
-                return Err(storage_failing(&part, appended.base_offset));
-            }
-            Some(AckStatus::Committed) => {}
-            Some(AckStatus::CommittedBelowMinIsr) => {
-                let (isr, min_insync) = {
-                    let r = part.read();
-                    let min = r.state().map_or(0, |s| s.min_insync_replicas);
-                    (r.isr().to_vec(), min)
-                };
-                node.emit(&Event::NotEnoughReplicas {
-                    topic: part.tp.topic.clone(),
-                    partition: part.tp.partition,
-                    isr_size: isr.len(),
-                    min_insync,
-                    after_append: true,
-                });
-                return Err(ApiError::new(
-                    Code::NotEnoughReplicasAfterAppend,
-                    format!(
-                        "{name}: written, but the ISR {isr:?} shrank below min.insync.replicas"
-                    ),
-                )
-                .with("isr", isr));
-            }
-            Some(AckStatus::LeadershipLost) => {
-                return Err(ApiError::new(
-                    Code::RequestTimedOut,
-                    format!(
-                        "{name}: leadership lost while waiting for the ISR; the write at offset \
-                         {} may or may not survive",
-                        appended.base_offset
-                    ),
-                ));
-            }
-            Some(AckStatus::Pending) | None => {
-                return Err(ApiError::new(
-                    Code::RequestTimedOut,
-                    format!(
-                        "{name}: the ISR did not replicate offset {} within {ACK_TIMEOUT:?}",
-                        appended.base_offset
-                    ),
-                ));
-            }
-        }
+        await_isr(&node, &part, &appended).await?;
     }
     Ok(Json(json!({
         "base_offset": appended.base_offset,
         "leader_epoch": appended.leader_epoch,
     }))
     .into_response())
+}
+
+/// `acks` of a produce request: all (the default, or -1), 1 or 0.
+fn parse_acks(q: &HashMap<String, String>) -> Result<Acks, ApiError> {
+    Ok(match q.get("acks").map(String::as_str) {
+        None | Some("all") | Some("-1") => Acks::All,
+        Some("1") => Acks::Leader,
+        Some("0") => Acks::None,
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "`acks` must be 0, 1 or all, got `{other}`"
+            )));
+        }
+    })
+}
+
+/// An `acks=all` produce's wait in the purgatory: until the ISR holds the append
+/// (an error when storage fails, leadership is lost, the ISR shrank below
+/// min.insync.replicas, or time runs out).
+async fn await_isr(
+    node: &ReplicaManager,
+    part: &Partition,
+    appended: &Appended,
+) -> Result<(), ApiError> {
+    let (topic, partition) = (&part.tp.topic, part.tp.partition);
+    let deadline = Instant::now() + ACK_TIMEOUT;
+    let status = part
+        .purgatory
+        .wait_until(deadline, || {
+            if part.log_dir.failing().is_some() {
+                // Its storage fails: no acknowledgement while it lasts.
+                return Some(AckStatus::StorageFailing);
+            }
+            match part
+                .read()
+                .ack_status(appended.end_offset, appended.leader_epoch)
+            {
+                AckStatus::Pending => None,
+                other => Some(other),
+            }
+        })
+        .await;
+    let name = format!("{topic}-{partition}");
+    match status {
+        Some(AckStatus::StorageFailing) => Err(storage_failing(part, appended.base_offset)),
+        Some(AckStatus::Committed) => Ok(()),
+        Some(AckStatus::CommittedBelowMinIsr) => {
+            let (isr, min_insync) = {
+                let r = part.read();
+                let min = r.state().map_or(0, |s| s.min_insync_replicas);
+                (r.isr().to_vec(), min)
+            };
+            node.emit(&Event::NotEnoughReplicas {
+                topic: part.tp.topic.clone(),
+                partition: part.tp.partition,
+                isr_size: isr.len(),
+                min_insync,
+                after_append: true,
+            });
+            Err(ApiError::new(
+                Code::NotEnoughReplicasAfterAppend,
+                format!("{name}: written, but the ISR {isr:?} shrank below min.insync.replicas"),
+            )
+            .with("isr", isr))
+        }
+        Some(AckStatus::LeadershipLost) => Err(ApiError::new(
+            Code::RequestTimedOut,
+            format!(
+                "{name}: leadership lost while waiting for the ISR; the write at offset \
+                     {} may or may not survive",
+                appended.base_offset
+            ),
+        )),
+        Some(AckStatus::Pending) | None => Err(ApiError::new(
+            Code::RequestTimedOut,
+            format!(
+                "{name}: the ISR did not replicate offset {} within {ACK_TIMEOUT:?}",
+                appended.base_offset
+            ),
+        )),
+    }
 }
 
 /// The leader's append, with the `if_value` check judged under the same lock. Refused

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::json;
 use tokio::time::Instant;
 
+use super::super::partitions::{Partition, ReplicaManager};
 use super::{
     ACK_TIMEOUT, ApiResult, MAX_RECORDS, Shared, parse_bool, parse_partition, parse_u64, path,
     query, refused, replica_error,
@@ -74,22 +75,7 @@ pub(super) async fn read_key(
     let (topic, key) = path(p)?;
     let q = query(q)?;
     let linearizable = parse_bool(&q, "linearizable")?;
-    let partitions = match node.ctx().topic_size(&topic).await {
-        Ok(Some(n)) => n,
-        Ok(None) => {
-            return Err(ApiError::new(
-                Code::UnknownTopicOrPartition,
-                format!("topic `{topic}` is unknown (to this broker and the controller)"),
-            ));
-        }
-        Err(e) => {
-            return Err(ApiError::new(
-                Code::RequestTimedOut,
-                format!("cannot learn how many partitions `{topic}` has: {e}"),
-            ));
-        }
-    };
-    let partition = partition_for_key(&key, partitions);
+    let partition = key_partition(&node, &topic, &key).await?;
     let part = node.require(&topic, partition).map_err(|_| {
         ApiError::new(
             Code::NotLeader,
@@ -126,42 +112,7 @@ pub(super) async fn read_key(
     };
     // PLANTED BUG (stale-read): with `--bug stale-read` the leadership check is skipped.
     if linearizable && !node.ctx().config.bugs.has(Bug::StaleRead) {
-        match node
-            .ctx()
-            .confirm_leadership(&topic, partition, epoch)
-            .await
-        {
-            Ok(state) if state.leader == node.ctx().id && state.leader_epoch == epoch => {}
-            Ok(state) => {
-                node.emit(&Event::fenced(Api::Read, FenceReason::NotLeader, &part.tp));
-                return Err(ApiError::new(
-                    Code::NotLeader,
-                    format!(
-                        "{topic}-{partition}: the controller names broker {} leader",
-                        state.leader
-                    ),
-                )
-                .with("leader", state.leader));
-            }
-            Err(CallError::Api(e)) if e.code == Code::NotLeader => {
-                node.emit(&Event::fenced(Api::Read, FenceReason::NotLeader, &part.tp));
-                let leader = e.extra.get("leader").cloned().unwrap_or(json!(-1));
-                return Err(ApiError::new(
-                    Code::NotLeader,
-                    format!(
-                        "{topic}-{partition}: leadership not confirmed: {}",
-                        e.message
-                    ),
-                )
-                .with("leader", leader));
-            }
-            Err(e) => {
-                return Err(ApiError::new(
-                    Code::RequestTimedOut,
-                    format!("{topic}-{partition}: could not confirm leadership: {e}"),
-                ));
-            }
-        }
+        confirm_leadership(&node, &part, epoch).await?;
     }
     let (offset, value) = match found {
         Some((o, v)) => (Some(o), v),
@@ -174,6 +125,67 @@ pub(super) async fn read_key(
         offset,
     })
     .into_response())
+}
+
+/// The partition of `topic` where `key` lives (the topic's size asked of the
+/// controller when this broker does not know it).
+async fn key_partition(node: &ReplicaManager, topic: &str, key: &str) -> Result<u32, ApiError> {
+    let partitions = match node.ctx().topic_size(topic).await {
+        Ok(Some(n)) => n,
+        Ok(None) => {
+            return Err(ApiError::new(
+                Code::UnknownTopicOrPartition,
+                format!("topic `{topic}` is unknown (to this broker and the controller)"),
+            ));
+        }
+        Err(e) => {
+            return Err(ApiError::new(
+                Code::RequestTimedOut,
+                format!("cannot learn how many partitions `{topic}` has: {e}"),
+            ));
+        }
+    };
+    Ok(partition_for_key(key, partitions))
+}
+
+/// A linearizable read's last check: the controller still names this broker the
+/// leader at `epoch` (a deposed leader must not answer from its stale copy).
+async fn confirm_leadership(
+    node: &ReplicaManager,
+    part: &Partition,
+    epoch: i32,
+) -> Result<(), ApiError> {
+    let (topic, partition) = (&part.tp.topic, part.tp.partition);
+    match node.ctx().confirm_leadership(topic, partition, epoch).await {
+        Ok(state) if state.leader == node.ctx().id && state.leader_epoch == epoch => Ok(()),
+        Ok(state) => {
+            node.emit(&Event::fenced(Api::Read, FenceReason::NotLeader, &part.tp));
+            Err(ApiError::new(
+                Code::NotLeader,
+                format!(
+                    "{topic}-{partition}: the controller names broker {} leader",
+                    state.leader
+                ),
+            )
+            .with("leader", state.leader))
+        }
+        Err(CallError::Api(e)) if e.code == Code::NotLeader => {
+            node.emit(&Event::fenced(Api::Read, FenceReason::NotLeader, &part.tp));
+            let leader = e.extra.get("leader").cloned().unwrap_or(json!(-1));
+            Err(ApiError::new(
+                Code::NotLeader,
+                format!(
+                    "{topic}-{partition}: leadership not confirmed: {}",
+                    e.message
+                ),
+            )
+            .with("leader", leader))
+        }
+        Err(e) => Err(ApiError::new(
+            Code::RequestTimedOut,
+            format!("{topic}-{partition}: could not confirm leadership: {e}"),
+        )),
+    }
 }
 
 /// A register-view answer (its value exactly as written).

@@ -99,6 +99,7 @@ fn lanes(ops: &[&Op], axis: &TimeAxis) -> (BTreeMap<u64, usize>, Vec<Vec<u64>>) 
     (lane_of, members)
 }
 
+/// A lane's label: its processes, the first three of them.
 fn lane_label(procs: &[u64]) -> String {
     let shown: Vec<String> = procs.iter().take(3).map(|p| p.to_string()).collect();
     let more = if procs.len() > 3 { ", …" } else { "" };
@@ -122,20 +123,8 @@ pub fn timeline(
         .iter()
         .filter(|op| axis.contains(op.invoke_time, op_end(op, &axis)))
         .collect();
-    let (lane_of, members) = lanes(&visible, &axis);
-    let nlanes = members.len().max(1);
-    let lane_h = if nlanes <= 24 {
-        16.0
-    } else {
-        (480.0 / nlanes as f64).max(4.0)
-    };
-    let bar_h = (lane_h - 3.0).max(2.0);
-    let band = label_band(&axis, faults);
-    // A solid strip per fault between the labels and the lanes, so faults stay
-    // visible where operations cover the lanes.
-    let top = band + STRIP;
-    let height = nlanes as f64 * lane_h;
-    let total = top + height + AXIS + 4.0;
+    let layout = Layout::new(&visible, axis, faults);
+    let total = layout.top + layout.height + AXIS + 4.0;
     let mut out = String::new();
     open(
         &mut out,
@@ -144,125 +133,228 @@ pub fn timeline(
         total,
         "timeline of operations per process",
     );
-    fault_labels(&mut out, &axis, faults, band);
-    for p in faults
-        .periods
-        .iter()
-        .filter(|p| axis.contains(p.start, p.end))
-    {
-        let x0 = axis.x(p.start);
-        let x1 = axis.x(p.end).max(x0 + 2.0);
-        let _ = write!(
-            out,
-            r#"<rect class="fault-strip {}" x="{x0:.1}" y="{band:.1}" width="{:.1}" height="{:.1}"/>"#,
-            p.family.class(),
-            x1 - x0,
-            STRIP - 1.0
-        );
-    }
-    for (l, procs) in members.iter().enumerate() {
-        let y = top + l as f64 * lane_h;
-        if l % 2 == 1 {
-            let _ = write!(
-                out,
-                r#"<rect class="lane" x="{LEFT}" y="{y:.1}" width="{:.1}" height="{lane_h:.1}"/>"#,
-                plot_width()
-            );
-        }
-        if lane_h >= 10.0 || l % (12.0 / lane_h).ceil() as usize == 0 {
-            let _ = write!(
-                out,
-                r#"<text class="lane-label" x="{:.1}" y="{:.1}">{}</text>"#,
-                LEFT - 6.0,
-                y + lane_h.min(12.0) - 2.0,
-                escape(&lane_label(procs))
-            );
-        }
-    }
-    let y_of = |op: &Op| top + lane_of[&op.process] as f64 * lane_h + (lane_h - bar_h) / 2.0;
+    fault_labels(&mut out, &axis, faults, layout.band);
+    layout.fault_strip(&mut out, faults);
+    layout.lane_rows(&mut out);
     if visible.len() <= DETAIL_LIMIT {
+        layout.each_op(&mut out, &visible, highlight);
+    } else {
+        layout.bucketed(&mut out, &visible);
+    }
+    // Faults tint the operations they overlap; highlighted operations stay on top.
+    fault_shading(&mut out, &axis, faults, layout.top, layout.height);
+    layout.highlighted(&mut out, &visible, highlight, id_prefix);
+    time_axis(&mut out, &axis, layout.top + layout.height + 2.0);
+    out.push_str("</svg>");
+    out
+}
+
+/// Where a timeline's parts go: its axis, its lanes and which process is in
+/// which, and the heights of the fault labels, the fault strip, lanes and bars.
+struct Layout {
+    axis: TimeAxis,
+    lane_of: BTreeMap<u64, usize>,
+    members: Vec<Vec<u64>>,
+    nlanes: usize,
+    lane_h: f64,
+    bar_h: f64,
+    /// The fault labels' band, above the strip.
+    band: f64,
+    /// Where the lanes start.
+    top: f64,
+    /// The lanes' height.
+    height: f64,
+}
+
+impl Layout {
+    /// The layout of the operations `visible` over `axis`, with `faults`' labels.
+    fn new(visible: &[&Op], axis: TimeAxis, faults: &Faults) -> Layout {
+        let (lane_of, members) = lanes(visible, &axis);
+        let nlanes = members.len().max(1);
+        let lane_h = if nlanes <= 24 {
+            16.0
+        } else {
+            (480.0 / nlanes as f64).max(4.0)
+        };
+        let bar_h = (lane_h - 3.0).max(2.0);
+        let band = label_band(&axis, faults);
+        // A solid strip per fault between the labels and the lanes, so faults stay
+        // visible where operations cover the lanes.
+        let top = band + STRIP;
+        let height = nlanes as f64 * lane_h;
+        Layout {
+            axis,
+            lane_of,
+            members,
+            nlanes,
+            lane_h,
+            bar_h,
+            band,
+            top,
+            height,
+        }
+    }
+
+    /// The fault strip: a solid mark per fault period between labels and lanes.
+    fn fault_strip(&self, out: &mut String, faults: &Faults) {
+        let (axis, band) = (&self.axis, self.band);
+        for p in faults
+            .periods
+            .iter()
+            .filter(|p| axis.contains(p.start, p.end))
+        {
+            let x0 = axis.x(p.start);
+            let x1 = axis.x(p.end).max(x0 + 2.0);
+            let _ = write!(
+                out,
+                r#"<rect class="fault-strip {}" x="{x0:.1}" y="{band:.1}" width="{:.1}" height="{:.1}"/>"#,
+                p.family.class(),
+                x1 - x0,
+                STRIP - 1.0
+            );
+        }
+    }
+
+    /// The lanes: every other one shaded, each labelled with its processes where
+    /// there is room for the label.
+    fn lane_rows(&self, out: &mut String) {
+        let lane_h = self.lane_h;
+        for (l, procs) in self.members.iter().enumerate() {
+            let y = self.top + l as f64 * lane_h;
+            if l % 2 == 1 {
+                let _ = write!(
+                    out,
+                    r#"<rect class="lane" x="{LEFT}" y="{y:.1}" width="{:.1}" height="{lane_h:.1}"/>"#,
+                    plot_width()
+                );
+            }
+            if lane_h >= 10.0 || l % (12.0 / lane_h).ceil() as usize == 0 {
+                let _ = write!(
+                    out,
+                    r#"<text class="lane-label" x="{:.1}" y="{:.1}">{}</text>"#,
+                    LEFT - 6.0,
+                    y + lane_h.min(12.0) - 2.0,
+                    escape(&lane_label(procs))
+                );
+            }
+        }
+    }
+
+    /// The top of an operation's bar, in its process's lane.
+    fn y_of(&self, op: &Op) -> f64 {
+        self.top + self.lane_of[&op.process] as f64 * self.lane_h + (self.lane_h - self.bar_h) / 2.0
+    }
+
+    /// Every operation not highlighted, as a bar with its tooltip.
+    fn each_op(&self, out: &mut String, visible: &[&Op], highlight: &BTreeSet<u64>) {
+        let (axis, bar_h) = (&self.axis, self.bar_h);
         for op in visible
             .iter()
             .filter(|op| !highlight.contains(&op.invoke_index))
         {
             let x0 = axis.x(op.invoke_time);
-            let x1 = axis.x(op_end(op, &axis)).max(x0 + 1.0);
+            let x1 = axis.x(op_end(op, axis)).max(x0 + 1.0);
             let _ = write!(
                 out,
                 r#"<rect class="{}" x="{x0:.1}" y="{:.1}" width="{:.1}" height="{bar_h:.1}"><title>{}</title></rect>"#,
                 outcome_class(op.outcome),
-                y_of(op),
+                self.y_of(op),
                 x1 - x0,
                 escape(&op_text(op))
             );
         }
-    } else {
-        // One mark per lane per 2-pixel column, coloured by its most common
-        // outcome; thin ticks flag columns with any fail (below) or info (above).
+    }
+
+    /// Too many operations to draw one by one: one mark per lane per 2-pixel
+    /// column, coloured by its most common outcome; thin ticks flag columns with
+    /// any fail (below) or info (above).
+    fn bucketed(&self, out: &mut String, visible: &[&Op]) {
         let columns = (plot_width() / 2.0) as usize;
-        let mut grid = vec![[0u32; 3]; nlanes * columns];
-        for op in &visible {
-            let lane = lane_of[&op.process];
-            let a = axis.bucket(op.invoke_time, columns);
+        let grid = self.grid(visible, columns);
+        let colw = plot_width() / columns as f64;
+        let (lane_h, bar_h) = (self.lane_h, self.bar_h);
+        for lane in 0..self.nlanes {
+            let row = &grid[lane * columns..(lane + 1) * columns];
+            let y = self.top + lane as f64 * lane_h + (lane_h - bar_h) / 2.0;
+            let tick = (bar_h / 4.0).clamp(1.0, 3.0);
+            let layers = [(0, y, bar_h), (1, y + bar_h - tick, tick), (2, y, tick)];
+            for (layer, ly, lh) in layers {
+                layer_marks(out, row, layer, ly, lh, colw);
+            }
+        }
+    }
+
+    /// The operations counted by outcome in each lane's `columns` columns, lane
+    /// after lane: an operation counts in every column it spans.
+    fn grid(&self, visible: &[&Op], columns: usize) -> Vec<[u32; 3]> {
+        let mut grid = vec![[0u32; 3]; self.nlanes * columns];
+        for op in visible {
+            let lane = self.lane_of[&op.process];
+            let a = self.axis.bucket(op.invoke_time, columns);
             let b = match op.complete_time {
-                Some(t) => axis.bucket(t, columns),
+                Some(t) => self.axis.bucket(t, columns),
                 None => a,
             };
             for cell in &mut grid[lane * columns + a..=lane * columns + b] {
                 cell[outcome_slot(op.outcome)] += 1;
             }
         }
-        let colw = plot_width() / columns as f64;
-        for lane in 0..nlanes {
-            let row = &grid[lane * columns..(lane + 1) * columns];
-            let y = top + lane as f64 * lane_h + (lane_h - bar_h) / 2.0;
-            let tick = (bar_h / 4.0).clamp(1.0, 3.0);
-            let layers = [(0, y, bar_h), (1, y + bar_h - tick, tick), (2, y, tick)];
-            for (layer, ly, lh) in layers {
-                let class_of = |c: &[u32; 3]| cell_class(layer, c);
-                let mut c = 0;
-                while c < columns {
-                    let Some(k) = class_of(&row[c]) else {
-                        c += 1;
-                        continue;
-                    };
-                    let start = c;
-                    while c < columns && class_of(&row[c]) == Some(k) {
-                        c += 1;
-                    }
-                    let _ = write!(
-                        out,
-                        r#"<rect class="{}" x="{:.1}" y="{ly:.1}" width="{:.1}" height="{lh:.1}"/>"#,
-                        ["ok", "fail", "info"][k],
-                        LEFT + start as f64 * colw,
-                        (c - start) as f64 * colw
-                    );
-                }
-            }
+        grid
+    }
+
+    /// The highlighted operations, outlined on top, each with the `id` an anomaly
+    /// links to.
+    fn highlighted(
+        &self,
+        out: &mut String,
+        visible: &[&Op],
+        highlight: &BTreeSet<u64>,
+        id_prefix: &str,
+    ) {
+        let (axis, bar_h) = (&self.axis, self.bar_h);
+        for op in visible
+            .iter()
+            .filter(|op| highlight.contains(&op.invoke_index))
+        {
+            let x0 = axis.x(op.invoke_time);
+            let x1 = axis.x(op_end(op, axis)).max(x0 + 3.0);
+            let _ = write!(
+                out,
+                r#"<rect id="{id_prefix}op-{}" class="hl {}" x="{x0:.1}" y="{:.1}" width="{:.1}" height="{bar_h:.1}"><title>[{}] {}</title></rect>"#,
+                op.invoke_index,
+                outcome_class(op.outcome),
+                self.y_of(op),
+                x1 - x0,
+                op.invoke_index,
+                escape(&op_text(op))
+            );
         }
     }
-    // Faults tint the operations they overlap; highlighted operations stay on top.
-    fault_shading(&mut out, &axis, faults, top, height);
-    for op in visible
-        .iter()
-        .filter(|op| highlight.contains(&op.invoke_index))
-    {
-        let x0 = axis.x(op.invoke_time);
-        let x1 = axis.x(op_end(op, &axis)).max(x0 + 3.0);
+}
+
+/// One layer of a bucketed lane's `row` of cells, at height `ly`, `lh` high: a
+/// mark for each run of neighbouring columns of one class (see [`cell_class`]).
+fn layer_marks(out: &mut String, row: &[[u32; 3]], layer: usize, ly: f64, lh: f64, colw: f64) {
+    let columns = row.len();
+    let class_of = |c: &[u32; 3]| cell_class(layer, c);
+    let mut c = 0;
+    while c < columns {
+        let Some(k) = class_of(&row[c]) else {
+            c += 1;
+            continue;
+        };
+        let start = c;
+        while c < columns && class_of(&row[c]) == Some(k) {
+            c += 1;
+        }
         let _ = write!(
             out,
-            r#"<rect id="{id_prefix}op-{}" class="hl {}" x="{x0:.1}" y="{:.1}" width="{:.1}" height="{bar_h:.1}"><title>[{}] {}</title></rect>"#,
-            op.invoke_index,
-            outcome_class(op.outcome),
-            y_of(op),
-            x1 - x0,
-            op.invoke_index,
-            escape(&op_text(op))
+            r#"<rect class="{}" x="{:.1}" y="{ly:.1}" width="{:.1}" height="{lh:.1}"/>"#,
+            ["ok", "fail", "info"][k],
+            LEFT + start as f64 * colw,
+            (c - start) as f64 * colw
         );
     }
-    time_axis(&mut out, &axis, top + height + 2.0);
-    out.push_str("</svg>");
-    out
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use std::time::Duration;
 
+use workloads::api::PartitionMetadata;
+
 use super::api::{DebugPartitions, Metadata};
 use super::{Cluster, POLL};
 use crate::error::HarnessError;
@@ -29,74 +31,101 @@ pub fn check(
         }
     }
     for (topic, p) in meta.partitions() {
-        let name = format!("{topic}-{}", p.partition);
-        if p.leader < 0 {
-            problems.push(format!("{name}: no leader"));
-        }
-        let mut isr = p.isr.clone();
-        isr.sort();
-        let mut all = p.replicas.clone();
-        all.sort();
-        if isr != all {
-            problems.push(format!(
-                "{name}: ISR {:?} is not all replicas {:?}",
-                p.isr, p.replicas
-            ));
-        }
-        let mut ends = Vec::new();
-        for &r in &p.replicas {
-            let state = match replicas.get(&r) {
-                Some(Ok(debug)) => debug
-                    .partitions
-                    .iter()
-                    .find(|s| s.topic == topic && s.partition == p.partition),
-                Some(Err(e)) => {
-                    problems.push(format!("{name}: replica {r} cannot be read: {e}"));
-                    continue;
-                }
-                None => {
-                    problems.push(format!("{name}: replica {r} is not a node of this cluster"));
-                    continue;
-                }
-            };
-            let Some(s) = state else {
-                problems.push(format!("{name}: replica {r} does not hold the partition"));
-                continue;
-            };
-            if s.leader_epoch != p.leader_epoch {
-                problems.push(format!(
-                    "{name}: replica {r} is at leader epoch {}, the controller at {}",
-                    s.leader_epoch, p.leader_epoch
-                ));
-            }
-            let role = if r == p.leader { "leader" } else { "follower" };
-            if s.role != role {
-                problems.push(format!("{name}: replica {r} is {}, not {role}", s.role));
-            }
-            if s.high_watermark != s.log_end_offset {
-                problems.push(format!(
-                    "{name}: replica {r} has HW {} != LEO {}",
-                    s.high_watermark, s.log_end_offset
-                ));
-            }
-            ends.push((r, s.log_end_offset, s.high_watermark));
-        }
-        if ends
-            .windows(2)
-            .any(|w| (w[0].1, w[0].2) != (w[1].1, w[1].2))
-        {
-            let each: Vec<String> = ends
-                .iter()
-                .map(|(r, leo, hw)| format!("{r} at LEO {leo} HW {hw}"))
-                .collect();
-            problems.push(format!("{name}: replicas differ: {}", each.join(", ")));
-        }
+        partition(&mut problems, topic, p, replicas);
     }
     if problems.is_empty() {
         Ok(())
     } else {
         Err(problems.join("; "))
     }
+}
+
+/// What keeps one partition from having converged, added to `problems`: no
+/// leader, an ISR short of the replicas, a replica not caught up or not in step
+/// with the controller, replicas whose ends differ.
+fn partition(
+    problems: &mut Vec<String>,
+    topic: &str,
+    p: &PartitionMetadata,
+    replicas: &BTreeMap<i32, Result<DebugPartitions, String>>,
+) {
+    let name = format!("{topic}-{}", p.partition);
+    if p.leader < 0 {
+        problems.push(format!("{name}: no leader"));
+    }
+    let mut isr = p.isr.clone();
+    isr.sort();
+    let mut all = p.replicas.clone();
+    all.sort();
+    if isr != all {
+        problems.push(format!(
+            "{name}: ISR {:?} is not all replicas {:?}",
+            p.isr, p.replicas
+        ));
+    }
+    let mut ends = Vec::new();
+    for &r in &p.replicas {
+        if let Some(end) = replica(problems, &name, topic, p, r, replicas) {
+            ends.push(end);
+        }
+    }
+    if ends
+        .windows(2)
+        .any(|w| (w[0].1, w[0].2) != (w[1].1, w[1].2))
+    {
+        let each: Vec<String> = ends
+            .iter()
+            .map(|(r, leo, hw)| format!("{r} at LEO {leo} HW {hw}"))
+            .collect();
+        problems.push(format!("{name}: replicas differ: {}", each.join(", ")));
+    }
+}
+
+/// What keeps replica `r` of partition `p` (called `name`) from having
+/// converged, added to `problems`; its LEO and HW if it holds the partition.
+fn replica(
+    problems: &mut Vec<String>,
+    name: &str,
+    topic: &str,
+    p: &PartitionMetadata,
+    r: i32,
+    replicas: &BTreeMap<i32, Result<DebugPartitions, String>>,
+) -> Option<(i32, u64, u64)> {
+    let state = match replicas.get(&r) {
+        Some(Ok(debug)) => debug
+            .partitions
+            .iter()
+            .find(|s| s.topic == topic && s.partition == p.partition),
+        Some(Err(e)) => {
+            problems.push(format!("{name}: replica {r} cannot be read: {e}"));
+            return None;
+        }
+        None => {
+            problems.push(format!("{name}: replica {r} is not a node of this cluster"));
+            return None;
+        }
+    };
+    let Some(s) = state else {
+        problems.push(format!("{name}: replica {r} does not hold the partition"));
+        return None;
+    };
+    if s.leader_epoch != p.leader_epoch {
+        problems.push(format!(
+            "{name}: replica {r} is at leader epoch {}, the controller at {}",
+            s.leader_epoch, p.leader_epoch
+        ));
+    }
+    let role = if r == p.leader { "leader" } else { "follower" };
+    if s.role != role {
+        problems.push(format!("{name}: replica {r} is {}, not {role}", s.role));
+    }
+    if s.high_watermark != s.log_end_offset {
+        problems.push(format!(
+            "{name}: replica {r} has HW {} != LEO {}",
+            s.high_watermark, s.log_end_offset
+        ));
+    }
+    Some((r, s.log_end_offset, s.high_watermark))
 }
 
 impl Cluster {
