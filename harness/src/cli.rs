@@ -32,6 +32,7 @@ impl Cli {
             Command::Export(args) => crate::commands::export::run(args),
             Command::Serve(args) => crate::commands::serve::run(args),
             Command::Selftest(args) => crate::commands::selftest::run(args),
+            Command::Shrink(args) => crate::commands::shrink::run(args),
         }
     }
 }
@@ -75,6 +76,25 @@ With --test-count: the worst outcome of the campaigns, in the order 130, 3, 1, 2
 
 Exit codes: 0 written, 3 the file cannot be written, 64 not a run folder or a malformed history.")]
     Export(crate::commands::export::ExportArgs),
+    /// Reduce a failing run to a minimal reproducer: the fewest faults, the shortest
+    /// holds and run that still show its anomaly.
+    ///
+    /// Plays the run's schedule.json again (`replay --schedule`) as smaller
+    /// candidates — delta debugging over its faults, then shorter holds, then the
+    /// run cut after the first anomaly's witness time — each up to --tries times (a
+    /// candidate reproduces when any try shows an anomaly of a kind the original
+    /// showed). Writes RUN_DIR/shrink/: every attempt, attempts.jsonl,
+    /// minimal-schedule.json (play it with `watermark run --schedule`), summary.json;
+    /// the run's report then names the minimal reproducer.
+    #[command(after_help = "Examples:
+  watermark shrink results/latest                     15 minutes at most, 2 tries at once
+  watermark shrink results/latest --budget 30 --tries 5
+  watermark run --schedule results/latest/shrink/minimal-schedule.json --seed S
+
+Exit codes: 0 a reproducer written (smaller, if one was found), 1 the original schedule did
+not reproduce the failure at all, 3 harness failure, 64 not a failing run folder with a
+schedule.json.")]
+    Shrink(crate::commands::shrink::ShrinkArgs),
     /// Browse the results directory in a web browser.
     Serve(crate::commands::serve::ServeArgs),
     /// Prove the harness finds planted broker bugs, and raises no false alarm.

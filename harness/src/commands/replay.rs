@@ -23,6 +23,15 @@ pub struct ReplayArgs {
     /// the one built alongside watermark].
     #[arg(long, value_name = "PATH")]
     pub broker_bin: Option<PathBuf>,
+
+    /// Play this schedule file instead of the original run's faults (what `watermark
+    /// shrink` tries).
+    #[arg(long, value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
+
+    /// Run for this long instead of the original run's time limit, in seconds.
+    #[arg(long, value_name = "SECS", value_parser = crate::options::parse_positive_secs)]
+    pub time_limit: Option<f64>,
 }
 
 /// Run `watermark replay`.
@@ -36,6 +45,13 @@ pub fn run(args: ReplayArgs) -> Exit {
     };
     let mut options = RunArgs::from(record.options);
     options.seed = Some(record.seed);
+    if let Some(schedule) = args.schedule {
+        options.schedule = Some(schedule);
+        options.scenario = None;
+    }
+    if let Some(t) = args.time_limit {
+        options.time_limit = t;
+    }
     let dir = std::fs::canonicalize(&args.run_dir).unwrap_or_else(|_| args.run_dir.clone());
     match args.results {
         Some(results) => options.results = results,

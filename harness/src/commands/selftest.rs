@@ -16,7 +16,7 @@
 //! A new planted bug needs a [`Bug`] variant and its [`profile`]; both modes then
 //! plant it.
 
-mod detection;
+pub(crate) mod detection;
 mod measure;
 mod tuned;
 
@@ -249,7 +249,7 @@ fn measured(args: &SelftestArgs, setup: Setup) -> Exit {
             return Exit::HarnessFailed;
         }
     };
-    if let Err(e) = measure::stop_on_signal(&STOP) {
+    if let Err(e) = crate::commands::campaign_process::stop_on_signal(&STOP, "watermark selftest") {
         eprintln!("watermark selftest: {e}");
         return Exit::HarnessFailed;
     }

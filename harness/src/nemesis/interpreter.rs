@@ -19,6 +19,7 @@ use super::schedule::{
     Aimed, AimedFault, Condition, Found, Next, Now, ReplicaTest, Role, Source, Step, Taken,
     reassignment_target,
 };
+use super::schedule_file::{Recorder, ScheduleFile};
 use crate::error::{HarnessError, Result};
 use crate::net::Grudge;
 use crate::proc::Proc;
@@ -27,6 +28,9 @@ use crate::system::{self, Reconfiguration, System};
 
 /// How often a kill timed by the cluster's state looks at the metadata.
 const ISR_LOOK_INTERVAL: Duration = Duration::from_millis(25);
+/// Roles seen within this long name a fault's targets in the schedule without
+/// another look.
+const FRESH_VIEW: Duration = Duration::from_millis(250);
 /// How often a wait looks at the system.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -37,6 +41,12 @@ pub struct Interpreter<'a, S: System> {
     topics: Vec<&'static str>,
     coverage: Coverage,
     on_event: &'a mut (dyn FnMut(NemesisEvent) + Send),
+    /// The faults applied, as a schedule file would name them.
+    recorder: Recorder,
+    /// What times in the schedule are counted from (the start of play).
+    start: Instant,
+    /// The last roles seen, and when.
+    last_view: Option<(Instant, ClusterView)>,
 }
 
 impl<'a, S: System> Interpreter<'a, S> {
@@ -51,7 +61,15 @@ impl<'a, S: System> Interpreter<'a, S> {
             topics: topics.to_vec(),
             coverage,
             on_event,
+            recorder: Recorder::default(),
+            start: Instant::now(),
+            last_view: None,
         }
+    }
+
+    /// The faults applied so far, as a schedule file (`schedule.json`).
+    pub fn schedule(&self) -> ScheduleFile {
+        self.recorder.schedule()
     }
 
     /// What the campaign exercised, as observed.
@@ -65,6 +83,7 @@ impl<'a, S: System> Interpreter<'a, S> {
     /// apply ends the schedule with its error, its faults left for `heal_all`.
     pub async fn play(&mut self, source: &mut dyn Source, limit: Duration) -> Result<()> {
         let start = Instant::now();
+        self.start = start;
         let end = (!source.to_the_end()).then_some(start + limit);
         self.look().await;
         loop {
@@ -118,6 +137,7 @@ impl<'a, S: System> Interpreter<'a, S> {
         let view = self.system.roles(&self.topics).await;
         if let Some(v) = &view {
             self.coverage.observe(v);
+            self.last_view = Some((Instant::now(), v.clone()));
         }
         view
     }
@@ -143,6 +163,7 @@ impl<'a, S: System> Interpreter<'a, S> {
             },
             Step::Note(event) => {
                 self.coverage.note(&event);
+                self.recorder.note(&event);
                 (self.on_event)(event);
                 Taken::Noted
             }
@@ -203,8 +224,29 @@ impl<'a, S: System> Interpreter<'a, S> {
         fault_on(&aimed.fault, target, &self.system.procs())
     }
 
+    /// Record `action` in the schedule, with the roles just before it (looked at
+    /// again unless seen within [`FRESH_VIEW`]).
+    async fn record(&mut self, action: &Action) {
+        if Recorder::starts(action)
+            && self
+                .last_view
+                .as_ref()
+                .is_none_or(|(at, _)| at.elapsed() > FRESH_VIEW)
+            && let Some(v) = self.system.roles(&self.topics).await
+        {
+            self.last_view = Some((Instant::now(), v));
+        }
+        let view = self.last_view.as_ref().map(|(_, v)| v);
+        let procs = self.system.procs();
+        self.recorder
+            .applied(self.start.elapsed(), action, view, &procs);
+        // What it does changes the roles: the next fault looks again.
+        self.last_view = None;
+    }
+
     /// Apply one action to the system and record it.
     async fn act(&mut self, action: &Action) -> Result<()> {
+        self.record(action).await;
         let s = &mut *self.system;
         match action {
             Action::Kill(p) => s.kill(&[*p]).await?,

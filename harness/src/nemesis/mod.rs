@@ -30,6 +30,7 @@ mod package;
 pub mod patterns;
 mod scenario;
 pub mod schedule;
+pub mod schedule_file;
 
 pub use action::{Action, Script};
 pub use coverage::{Coverage, Transition};

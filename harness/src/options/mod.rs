@@ -23,6 +23,7 @@ use crate::error::HarnessError;
 use crate::names::{Names, by_name};
 pub use broker_config::{Bug, Settings, Truncation};
 
+use crate::nemesis::schedule_file::ScheduleFile;
 use crate::nemesis::{FaultKind, Scenario};
 
 /// Options of `watermark run`, as typed. [`RunArgs::resolve`] checks them and fills
@@ -149,6 +150,14 @@ pub struct RunArgs {
     /// --time-limit does not apply.
     #[arg(long, value_name = "NAME", value_parser = Names::<Scenario>::new("scenario"))]
     pub scenario: Option<Scenario>,
+
+    /// Play the faults of a schedule file instead of drawing them: a run folder's
+    /// schedule.json (every run writes one), or one written by hand
+    /// (docs/faults.md#schedule-files). Each fault's target is a role (`leader of
+    /// queue/0`, `active-controller`) resolved against the live cluster when its
+    /// time comes; --nemesis then only sets the campaign's defaults.
+    #[arg(long, value_name = "FILE", conflicts_with = "scenario")]
+    pub schedule: Option<PathBuf>,
 
     /// A broker process that dies on its own (a panic, an abort, an exit) is noted,
     /// not a `crash` anomaly: the run is judged on its history alone.
@@ -284,8 +293,16 @@ impl RunArgs {
             None => fault_list::resolve(&self.nemesis).map_err(ResolveError::Usage)?,
         };
         let concurrency = self.clients().map_err(ResolveError::Usage)?;
+        let schedule_file = self.schedule_file().map_err(ResolveError::Usage)?;
         let broker_bin = locate(self.broker_bin.as_deref()).map_err(ResolveError::Harness)?;
-        let broker = self.campaign_settings(&nemesis);
+        let mut needs = nemesis.clone();
+        if schedule_file
+            .as_ref()
+            .is_some_and(ScheduleFile::loses_unflushed)
+        {
+            needs.push(FaultKind::LoseUnflushed);
+        }
+        let broker = self.campaign_settings(&needs);
         Ok(Resolved {
             nodes: self.nodes,
             partitions: self.partitions,
@@ -317,9 +334,25 @@ impl RunArgs {
             // otherwise judge the stale reads plain reads are allowed.
             linearizable_reads: self.linearizable_reads || self.workload == WorkloadKind::Mixed,
             scenario: self.scenario,
+            schedule: self
+                .schedule
+                .map(|p| std::fs::canonicalize(&p).unwrap_or(p)),
+            schedule_file,
             allow_crashes: self.allow_crashes,
             broker,
         })
+    }
+
+    /// The schedule file `--schedule` names, read (Err: why not, and where).
+    fn schedule_file(&self) -> Result<Option<ScheduleFile>, String> {
+        let Some(path) = &self.schedule else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("--schedule {}: cannot read it: {e}", path.display()))?;
+        ScheduleFile::parse(&text)
+            .map(Some)
+            .map_err(|e| format!("--schedule {}: {e}", path.display()))
     }
 
     /// Options that cannot go together.
@@ -475,6 +508,7 @@ impl From<Resolved> for RunArgs {
             broker_bin: Some(r.broker_bin),
             linearizable_reads: r.linearizable_reads,
             scenario: r.scenario,
+            schedule: r.schedule,
             allow_crashes: r.allow_crashes,
             broker: r.broker,
         }

@@ -14,6 +14,7 @@ use workloads::queue::QueueConfig;
 use workloads::register::RegisterConfig;
 
 use super::{AcksArg, Settings, Truncation, WorkloadKind, fault_list};
+use crate::nemesis::schedule_file::ScheduleFile;
 use crate::nemesis::{FaultKind, PackageSettings, Scenario, Timeouts, Transition};
 
 /// The options of a run with every default resolved: what the campaign runs with,
@@ -54,6 +55,12 @@ pub struct Resolved {
     pub broker_bin: PathBuf,
     pub linearizable_reads: bool,
     pub scenario: Option<Scenario>,
+    /// The schedule file played instead of drawn faults (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<PathBuf>,
+    /// That file, read.
+    #[serde(skip)]
+    pub schedule_file: Option<ScheduleFile>,
     /// Crashes of broker processes are noted, not anomalies (false in older run.json
     /// files).
     #[serde(default)]

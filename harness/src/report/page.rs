@@ -1,9 +1,11 @@
 //! `report.html`: one self-contained page a person reads when a campaign fails.
 //!
-//! Top to bottom: the verdict and configuration; each anomaly in words with its
+//! Top to bottom: the verdict (and, once `watermark shrink` ran, its minimal
+//! reproducer); each anomaly in words with its
 //! operations (linked to their marks on the timeline) and a close-up timeline of
 //! the moments around it; for non-linearizable keys a Porcupine-style picture of
-//! the longest linearizable prefix and the operation that cannot follow it; then
+//! the longest linearizable prefix and the operation that cannot follow it; the
+//! configuration, folded behind a line of its essentials, and the checkers; then
 //! the whole run — operations per process, latency and throughput — with fault
 //! periods shaded. No script, font or image is fetched: CSS and SVG are inline.
 
@@ -101,9 +103,10 @@ pub fn render(data: &RunData) -> String {
     for w in &data.warnings {
         let _ = write!(out, r#"<p class="warn">{}</p>"#, escape(w));
     }
+    shrunk(&mut out, data);
+    anomalies::section(&mut out, data, &anomalies, &links, &faults, end);
     configuration(&mut out, data);
     checkers(&mut out, data);
-    anomalies::section(&mut out, data, &anomalies, &links, &faults, end);
     whole_run(&mut out, data, &links, &faults, end);
     fault_table(&mut out, &periods, &marks);
     super::coverage::section(&mut out, data);
@@ -118,7 +121,7 @@ pub fn render(data: &RunData) -> String {
 fn files(out: &mut String, data: &RunData) {
     let Some(history) = data.config.get("history").and_then(Value::as_str) else {
         out.push_str(
-            r#"<h2 id="files">Files</h2><p>Raw files of this run: <a href="run.json">run.json</a> · <a href="history.jsonl">history.jsonl</a> · <a href="results.json">results.json</a> · <a href="junit.xml">junit.xml</a> · <a href="nodes/">nodes/</a> · <a href="watermark.log">watermark.log</a></p>"#,
+            r#"<h2 id="files">Files</h2><p>Raw files of this run: <a href="run.json">run.json</a> · <a href="history.jsonl">history.jsonl</a> · <a href="results.json">results.json</a> · <a href="schedule.json">schedule.json</a> · <a href="junit.xml">junit.xml</a> · <a href="nodes/">nodes/</a> · <a href="watermark.log">watermark.log</a></p>"#,
         );
         return;
     };
@@ -179,8 +182,35 @@ fn header(out: &mut String, data: &RunData, anomalies: &[(&str, &Anomaly)]) {
     }
 }
 
+/// The minimal reproducer `watermark shrink` found (`shrink/summary.json`).
+fn shrunk(out: &mut String, data: &RunData) {
+    let Some(summary) = std::fs::read_to_string(data.dir.join("shrink").join("summary.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+    else {
+        return;
+    };
+    let (o, m) = (&summary["original"], &summary["minimal"]);
+    let line = match m.as_object() {
+        Some(_) => format!(
+            r#"minimal reproducer: {} faults, {} s, reproduced {} of {} (of {} faults, {} s) — <a href="shrink/minimal-schedule.json">shrink/minimal-schedule.json</a>"#,
+            m["faults"], m["seconds"], m["reproduced"], m["tries"], o["faults"], o["seconds"]
+        ),
+        None => "watermark shrink: the original schedule did not reproduce the failure".to_string(),
+    };
+    let _ = write!(out, r#"<p class="warn" id="shrink">{line}</p>"#);
+}
+
 fn configuration(out: &mut String, data: &RunData) {
-    out.push_str(r#"<h2 id="configuration">Configuration</h2><table class="config">"#);
+    let essentials: Vec<String> = ["workload", "seed", "started_at"]
+        .iter()
+        .filter_map(|k| data.config_str(k).map(|v| format!("{k} {v}")))
+        .collect();
+    let _ = write!(
+        out,
+        r#"<h2 id="configuration">Configuration</h2><details><summary>{}</summary><table class="config">"#,
+        escape(&essentials.join(" · "))
+    );
     let row = |out: &mut String, k: &str, v: &str| {
         let _ = write!(
             out,
@@ -222,7 +252,7 @@ fn configuration(out: &mut String, data: &RunData) {
             row(out, k, &short(v, 300));
         }
     }
-    out.push_str("</table>");
+    out.push_str("</table></details>");
 }
 
 fn checkers(out: &mut String, data: &RunData) {

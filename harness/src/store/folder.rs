@@ -104,6 +104,18 @@ impl RunFolder {
         self.path.join("watermark.log")
     }
 
+    /// The faults the nemesis applied, as a schedule file (`--schedule` plays it).
+    pub fn schedule_json(&self) -> PathBuf {
+        self.path.join("schedule.json")
+    }
+
+    /// Write the run's schedule (durably and atomically).
+    pub fn write_schedule(&self, text: &str) -> Result<()> {
+        let path = self.schedule_json();
+        write_atomic(&path, text.as_bytes())
+            .map_err(|e| HarnessError::new(format!("cannot write {}: {e}", path.display())))
+    }
+
     pub fn results_json(&self) -> PathBuf {
         self.path.join("results.json")
     }

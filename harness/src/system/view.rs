@@ -59,6 +59,13 @@ pub struct ClusterView {
 }
 
 impl ClusterView {
+    /// Partition `partition` of `topic`, if the view shows it.
+    pub fn partition(&self, topic: &str, partition: u32) -> Option<&PartitionView> {
+        self.partitions
+            .iter()
+            .find(|p| p.topic == topic && p.partition == partition)
+    }
+
     /// The view of `topics` in the controller's metadata (None: no answer).
     pub fn new(nodes: &[i32], metadata: Option<&Metadata>, topics: &[&str]) -> ClusterView {
         let Some(meta) = metadata else {

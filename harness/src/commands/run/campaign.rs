@@ -19,6 +19,7 @@ use crate::console::progress::{self, Progress};
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
 use crate::judge::crashes;
+use crate::nemesis::schedule_file::{ScheduleFile, ScheduleSource};
 use crate::nemesis::{
     Aimed, Coverage, FaultList, Interpreter, NemesisEvent, Package, Planner, Source,
 };
@@ -54,7 +55,7 @@ pub(super) async fn campaign_inner(
     let (mut cluster, crash_recorder, workload) =
         start(args, folder, &history, &mut progress).await?;
     let mut notes = Vec::new();
-    let coverage = clients_and_faults(
+    let (coverage, schedule) = clients_and_faults(
         args,
         &mut cluster,
         &*workload,
@@ -63,6 +64,7 @@ pub(super) async fn campaign_inner(
         &mut notes,
     )
     .await?;
+    folder.write_schedule(&schedule.to_text())?;
     let complete = end_of_run(
         cluster,
         &*workload,
@@ -167,7 +169,8 @@ fn verdict(
 /// [`schedule`]) until the time limit. The nemesis ends its faults at the limit; the
 /// clients stop then too, letting operations in flight complete (a scenario's
 /// script runs to its end instead). A nemesis that failed is noted; clients that do
-/// not stop are a harness failure. Returns the coverage the nemesis observed.
+/// not stop are a harness failure. Returns the coverage the nemesis observed and
+/// the schedule it played.
 async fn clients_and_faults(
     args: &Resolved,
     cluster: &mut Cluster,
@@ -175,7 +178,7 @@ async fn clients_and_faults(
     history: &Arc<History>,
     progress: &mut Progress,
     notes: &mut Vec<String>,
-) -> Result<Coverage> {
+) -> Result<(Coverage, ScheduleFile)> {
     let limit = args.time_limit();
     let tally = history.tally();
     let since_ms = SystemTime::now()
@@ -186,7 +189,7 @@ async fn clients_and_faults(
     progress.begin_running();
     let (stop_tx, stop_rx) = watch::channel(false);
     let clients = tokio::spawn(workload.run(history.clone(), stop_rx));
-    let coverage = {
+    let (coverage, schedule) = {
         let (history, fault_tally) = (history.clone(), tally.clone());
         let mut on_event = move |e: NemesisEvent| {
             if !e.is_decision() {
@@ -221,12 +224,13 @@ async fn clients_and_faults(
         if let Err(e) = result {
             notes.push(format!("the nemesis failed: {e}"));
         }
-        nemesis.into_coverage()
+        let schedule = nemesis.schedule();
+        (nemesis.into_coverage(), schedule)
     };
     let _ = stop_tx.send(true);
     progress.phase("waiting for operations in flight");
     match tokio::time::timeout(WORKLOAD_STOP_TIMEOUT, clients).await {
-        Ok(Ok(())) => Ok(coverage),
+        Ok(Ok(())) => Ok((coverage, schedule)),
         Ok(Err(e)) => Err(HarnessError::new(format!("the workload task failed: {e}"))),
         Err(_) => Err(HarnessError::new(format!(
             "client operations still running {}s after the time limit",
@@ -235,11 +239,14 @@ async fn clients_and_faults(
     }
 }
 
-/// The campaign's schedule of faults: a scenario's script, the replication
-/// package, or a fault list's random schedule.
+/// The campaign's schedule of faults: a schedule file, a scenario's script, the
+/// replication package, or a fault list's random schedule.
 fn schedule(args: &Resolved, cluster: &Cluster, workload: &dyn Workload) -> Box<dyn Source> {
     let topic = workload.topics()[0];
     let nodes = cluster.node_ids();
+    if let Some(file) = &args.schedule_file {
+        return Box::new(ScheduleSource::new(file.clone(), &cluster.procs(), &nodes));
+    }
     if let Some(scenario) = args.scenario {
         return Box::new(scenario.script(topic, &nodes, args.dedicated_controller));
     }

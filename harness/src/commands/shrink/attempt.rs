@@ -1,0 +1,145 @@
+//! One candidate of a shrink: a schedule written into its folder and played by
+//! `watermark replay RUN_DIR --schedule … --time-limit …` up to K times, `jobs` at
+//! once, until one try shows an anomaly of a kind the original showed.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::commands::campaign_process::{read_outcome_of, spawn_and_wait};
+use crate::nemesis::schedule_file::ScheduleFile;
+
+/// What is asked of each try.
+pub struct Trial<'a> {
+    pub watermark: &'a Path,
+    pub run_dir: &'a Path,
+    /// The anomaly kinds of the original run: a try showing one reproduces it.
+    pub kinds: &'a [String],
+    pub tries: u32,
+    pub jobs: u32,
+    pub stop: &'a AtomicBool,
+}
+
+/// How a candidate went: a row of `shrink/attempts.jsonl`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    pub number: usize,
+    /// What it tried: `original`, `faults`, `holds`, `time`, `confirm`.
+    pub phase: &'static str,
+    pub faults: usize,
+    pub seconds: f64,
+    pub tries: u32,
+    /// Tries that showed one of the original's anomaly kinds.
+    pub reproduced: u32,
+    /// The anomaly kinds the tries showed.
+    pub kinds: Vec<String>,
+    /// When the earliest anomaly of a reproducing try was witnessed (seconds).
+    pub detected: Option<f64>,
+    pub detected_at_end: bool,
+    pub folder: PathBuf,
+    pub elapsed_s: f64,
+}
+
+impl Trial<'_> {
+    /// Play `schedule` for `seconds` in `folder`; with `all`, every try (to count
+    /// how often it reproduces), else until one reproduces.
+    pub fn run(
+        &self,
+        number: usize,
+        phase: &'static str,
+        schedule: &ScheduleFile,
+        seconds: f64,
+        folder: &Path,
+        all: bool,
+    ) -> Attempt {
+        let t = Instant::now();
+        let mut attempt = Attempt {
+            number,
+            phase,
+            faults: schedule.faults.len(),
+            seconds,
+            tries: 0,
+            reproduced: 0,
+            kinds: Vec::new(),
+            detected: None,
+            detected_at_end: false,
+            folder: folder.to_path_buf(),
+            elapsed_s: 0.0,
+        };
+        let file = folder.join("schedule.json");
+        if std::fs::create_dir_all(folder)
+            .and_then(|()| std::fs::write(&file, schedule.to_text()))
+            .is_err()
+        {
+            return attempt;
+        }
+        while attempt.tries < self.tries && (all || attempt.reproduced == 0) {
+            if self.stop.load(std::sync::atomic::Ordering::SeqCst) {
+                break;
+            }
+            let batch = self.jobs.min(self.tries - attempt.tries).max(1);
+            let outcomes: Vec<_> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..batch)
+                    .map(|k| {
+                        let dir = folder.join(format!("try-{}", attempt.tries + k + 1));
+                        let file = &file;
+                        s.spawn(move || self.one(&dir, file, seconds))
+                    })
+                    .collect();
+                handles.into_iter().filter_map(|h| h.join().ok()).collect()
+            });
+            attempt.tries += batch;
+            for (kinds, detected) in outcomes {
+                let hit = kinds.iter().any(|k| self.kinds.contains(k));
+                if hit {
+                    attempt.reproduced += 1;
+                    if let Some(d) = detected
+                        && attempt.detected.is_none_or(|best| d.seconds < best)
+                    {
+                        attempt.detected = Some(d.seconds);
+                        attempt.detected_at_end = d.at_end;
+                    }
+                }
+                attempt.kinds.extend(kinds);
+            }
+        }
+        attempt.kinds.sort();
+        attempt.kinds.dedup();
+        attempt.elapsed_s = t.elapsed().as_secs_f64();
+        attempt
+    }
+
+    /// One try: its anomaly kinds and when it detected them.
+    fn one(
+        &self,
+        dir: &Path,
+        schedule: &Path,
+        seconds: f64,
+    ) -> (
+        Vec<String>,
+        Option<crate::commands::selftest::detection::Detection>,
+    ) {
+        let args: Vec<String> = vec![
+            "replay".into(),
+            self.run_dir.display().to_string(),
+            "--schedule".into(),
+            schedule.display().to_string(),
+            "--time-limit".into(),
+            format!("{seconds}"),
+            "--results".into(),
+            dir.display().to_string(),
+        ];
+        match spawn_and_wait(self.watermark, dir, &args, seconds, self.stop) {
+            Ok(1) => std::fs::canonicalize(dir.join("latest"))
+                .map(|f| read_outcome_of(&f, Some(self.kinds)))
+                .unwrap_or_default(),
+            Ok(_) => (Vec::new(), None),
+            Err(e) => {
+                eprintln!("watermark shrink: {}: {e}", dir.display());
+                (Vec::new(), None)
+            }
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! `watermark shrink RUN_DIR`: a failing campaign reduced to a minimal reproducer.
+//! The run's `schedule.json` is played again (`watermark replay --schedule`) as
+//! smaller and shorter candidates, each up to K times — real processes are not
+//! deterministic, so a candidate reproduces when any try shows an anomaly of a kind
+//! the original showed: first the whole schedule (does it reproduce at all?), then
+//! the run cut after the first anomaly was witnessed, then subsets of the faults
+//! ([`ddmin`]), then shorter holds, then the time cut again; the minimal schedule
+//! is played K more times to say how reliably it reproduces.
+//!
+//! Everything lands in `RUN_DIR/shrink/`: each attempt's folder (its schedule and
+//! its tries' run folders), `attempts.jsonl` (a row each), `minimal-schedule.json`,
+//! `summary.json`; the run's report then shows the minimal reproducer.
+
+mod attempt;
+mod ddmin;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::commands::campaign_process::read_outcome;
+use crate::exit::Exit;
+use crate::nemesis::schedule_file::ScheduleFile;
+use crate::store::RunRecord;
+use attempt::{Attempt, Trial};
+use ddmin::{Tested, ddmin};
+
+/// Seconds a run is given past the first anomaly's witness time.
+const WITNESS_MARGIN: f64 = 5.0;
+/// The shortest time limit a candidate gets.
+const MIN_SECONDS: f64 = 5.0;
+/// What a try costs beyond its time limit (start, end of run, checking), for the
+/// budget's estimates.
+const TRY_OVERHEAD: f64 = 25.0;
+
+/// Options of `watermark shrink`.
+#[derive(Debug, clap::Args)]
+pub struct ShrinkArgs {
+    /// The failing run folder (e.g. results/latest).
+    pub run_dir: PathBuf,
+
+    /// Tries of each candidate: it reproduces when any one shows an anomaly of a
+    /// kind the original showed.
+    #[arg(long, value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub tries: u32,
+
+    /// The search stops after this many minutes with the smallest reproducer found
+    /// (the last confirmation included).
+    #[arg(long, value_name = "MINUTES", default_value_t = 15.0)]
+    pub budget: f64,
+
+    /// Tries run at once (each its own cluster).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub jobs: u32,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// What the search has found so far.
+struct Search<'a> {
+    trial: Trial<'a>,
+    root: PathBuf,
+    attempts: Vec<Attempt>,
+    started: Instant,
+    budget: Duration,
+    /// The smallest reproducing schedule, its time limit and witness time.
+    best: ScheduleFile,
+    seconds: f64,
+    detected: Option<f64>,
+}
+
+impl Search<'_> {
+    /// What one more candidate of `seconds` may cost.
+    fn estimate(&self, seconds: f64, tries: u32) -> Duration {
+        let rounds = tries.div_ceil(self.trial.jobs);
+        Duration::from_secs_f64((seconds + TRY_OVERHEAD) * rounds as f64)
+    }
+
+    /// Whether the budget allows a candidate of `seconds`, keeping room for the
+    /// final confirmation.
+    fn affords(&self, seconds: f64) -> bool {
+        let needed = self.estimate(seconds, self.trial.tries)
+            + self.estimate(self.seconds, self.trial.tries);
+        self.started.elapsed() + needed <= self.budget
+            && !STOP.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn attempt(
+        &mut self,
+        phase: &'static str,
+        s: &ScheduleFile,
+        seconds: f64,
+        all: bool,
+    ) -> Attempt {
+        let n = self.attempts.len() + 1;
+        let folder = self.root.join(format!("attempt-{n:03}"));
+        let a = self.trial.run(n, phase, s, seconds, &folder, all);
+        eprintln!(
+            "watermark shrink: [{:>4.0}s] attempt {n} ({phase}): {} faults, {seconds:.0} s: {} of {} tries reproduced{}",
+            self.started.elapsed().as_secs_f64(),
+            a.faults,
+            a.reproduced,
+            a.tries,
+            if a.kinds.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", a.kinds.join(", "))
+            }
+        );
+        let line = serde_json::to_string(&a).unwrap_or_default();
+        let _ = append_line(&self.root.join("attempts.jsonl"), &line);
+        self.attempts.push(a.clone());
+        a
+    }
+
+    /// Try `s` for `seconds`; adopt it when it reproduces.
+    fn test(&mut self, phase: &'static str, s: &ScheduleFile, seconds: f64) -> Tested {
+        if !self.affords(seconds) {
+            return Tested::OutOfBudget;
+        }
+        let a = self.attempt(phase, s, seconds, false);
+        if a.reproduced > 0 {
+            self.best = s.clone();
+            self.seconds = seconds;
+            if a.detected.is_some() && !a.detected_at_end {
+                self.detected = a.detected;
+            }
+            Tested::Fails
+        } else {
+            Tested::Passes
+        }
+    }
+
+    /// The run cut after the first anomaly was witnessed (faults starting later
+    /// dropped), if that is shorter.
+    fn cut_time(&mut self) {
+        let Some(d) = self.detected else { return };
+        let seconds = (d + WITNESS_MARGIN).ceil().max(MIN_SECONDS);
+        if seconds >= self.seconds {
+            return;
+        }
+        let mut s = self.best.clone();
+        s.faults.retain(|e| e.at.as_secs_f64() < seconds);
+        self.test("time", &s, seconds);
+    }
+
+    fn shrink_faults(&mut self) {
+        let all: Vec<usize> = (0..self.best.faults.len()).collect();
+        let base = self.best.clone();
+        let seconds = self.seconds;
+        let keep = ddmin(all, |subset| {
+            let s = ScheduleFile {
+                faults: subset.iter().map(|&i| base.faults[i].clone()).collect(),
+            };
+            self.test("faults", &s, seconds)
+        });
+        // `best` follows every adopted candidate; ddmin's answer is the last of them.
+        debug_assert_eq!(keep.len(), self.best.faults.len());
+    }
+
+    /// Halve every hold at once, then each alone.
+    fn shrink_holds(&mut self) {
+        let halved = |s: &ScheduleFile, only: Option<usize>| {
+            let mut s = s.clone();
+            for (i, e) in s.faults.iter_mut().enumerate() {
+                if only.is_none_or(|o| o == i)
+                    && let Some(d) = e.lasts
+                    && d > Duration::from_secs(1)
+                {
+                    e.lasts = Some(d / 2);
+                }
+            }
+            s
+        };
+        let all = halved(&self.best, None);
+        if all != self.best && self.test("holds", &all, self.seconds) == Tested::Fails {
+            return;
+        }
+        for i in 0..self.best.faults.len() {
+            let one = halved(&self.best, Some(i));
+            if one != self.best && self.test("holds", &one, self.seconds) == Tested::OutOfBudget {
+                return;
+            }
+        }
+    }
+}
+
+fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    writeln!(f, "{line}")
+}
+
+/// The original run's failure: its anomaly kinds, and its schedule.
+fn original(run_dir: &Path) -> Result<(RunRecord, Vec<String>, Option<f64>, ScheduleFile), String> {
+    let record = RunRecord::load(run_dir).map_err(|e| e.to_string())?;
+    let (kinds, detected) = read_outcome(run_dir);
+    if kinds.is_empty() {
+        return Err(format!(
+            "{} shows no anomaly (results.json): only a failing run can be shrunk",
+            run_dir.display()
+        ));
+    }
+    let path = run_dir.join("schedule.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "cannot read {}: {e} (runs of older versions write none)",
+            path.display()
+        )
+    })?;
+    let schedule = ScheduleFile::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let detected = detected.filter(|d| !d.at_end).map(|d| d.seconds);
+    Ok((record, kinds, detected, schedule))
+}
+
+/// Run `watermark shrink`.
+pub fn run(args: ShrinkArgs) -> Exit {
+    let (record, kinds, detected, schedule) = match original(&args.run_dir) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("watermark shrink: {e}");
+            return Exit::Usage;
+        }
+    };
+    if !(args.budget > 0.0 && args.budget.is_finite()) {
+        eprintln!("watermark shrink: --budget must be a positive number of minutes");
+        return Exit::Usage;
+    }
+    let watermark = match std::env::current_exe() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("watermark shrink: cannot find its own executable: {e}");
+            return Exit::HarnessFailed;
+        }
+    };
+    let run_dir = std::fs::canonicalize(&args.run_dir).unwrap_or(args.run_dir.clone());
+    let root = run_dir.join("shrink");
+    if root.exists() {
+        let old = run_dir.join(format!("shrink.{}", chrono_stamp()));
+        if let Err(e) = std::fs::rename(&root, &old) {
+            eprintln!(
+                "watermark shrink: cannot move the earlier {} aside: {e}",
+                root.display()
+            );
+            return Exit::HarnessFailed;
+        }
+        eprintln!(
+            "watermark shrink: the earlier shrink/ is now {}",
+            old.display()
+        );
+    }
+    if let Err(e) = std::fs::create_dir_all(&root) {
+        eprintln!("watermark shrink: cannot create {}: {e}", root.display());
+        return Exit::HarnessFailed;
+    }
+    if let Err(e) = crate::commands::campaign_process::stop_on_signal(&STOP, "watermark shrink") {
+        eprintln!("watermark shrink: {e}");
+    }
+    let seconds = record.options.time_limit;
+    eprintln!(
+        "watermark shrink: {}: {} faults, {seconds:.0} s, anomalies {}; {} tries a candidate, {} at once, {} min at most",
+        run_dir.display(),
+        schedule.faults.len(),
+        kinds.join(", "),
+        args.tries,
+        args.jobs,
+        args.budget
+    );
+    let mut search = Search {
+        trial: Trial {
+            watermark: &watermark,
+            run_dir: &run_dir,
+            kinds: &kinds,
+            tries: args.tries,
+            jobs: args.jobs,
+            stop: &STOP,
+        },
+        root: root.clone(),
+        attempts: Vec::new(),
+        started: Instant::now(),
+        budget: Duration::from_secs_f64(args.budget * 60.0),
+        best: schedule.clone(),
+        seconds,
+        detected,
+    };
+    let first = search.attempt("original", &schedule, seconds, false);
+    if first.reproduced == 0 {
+        eprintln!(
+            "watermark shrink: the original schedule did not reproduce {} in {} tries: the failure depends on timing this replay did not meet; nothing to shrink",
+            kinds.join(" or "),
+            first.tries
+        );
+        write_summary(&search, &schedule, seconds, None);
+        return Exit::Invalid;
+    }
+    if let Some(d) = first.detected.filter(|_| !first.detected_at_end) {
+        search.detected = Some(search.detected.map_or(d, |o: f64| o.min(d)));
+    }
+    search.cut_time();
+    search.shrink_faults();
+    search.shrink_holds();
+    search.cut_time();
+    let best = search.best.clone();
+    let confirm = search.attempt("confirm", &best, search.seconds, true);
+    write_summary(&search, &schedule, seconds, Some(&confirm));
+    let _ = std::fs::write(root.join("minimal-schedule.json"), best.to_text());
+    if let Err(e) = crate::report::write_reports(&run_dir) {
+        eprintln!("watermark shrink: the report was not rewritten: {e}");
+    }
+    eprintln!(
+        "watermark shrink: minimal reproducer: {} faults, {:.0} s, reproduced {} of {} (was {} faults, {seconds:.0} s) — {}",
+        best.faults.len(),
+        search.seconds,
+        confirm.reproduced,
+        confirm.tries,
+        schedule.faults.len(),
+        root.join("minimal-schedule.json").display()
+    );
+    Exit::Valid
+}
+
+fn write_summary(
+    search: &Search<'_>,
+    original: &ScheduleFile,
+    seconds: f64,
+    confirm: Option<&Attempt>,
+) {
+    let summary = json!({
+        "run": search.trial.run_dir,
+        "kinds": search.trial.kinds,
+        "original": {"faults": original.faults.len(), "seconds": seconds},
+        "minimal": confirm.map(|c| json!({
+            "faults": c.faults,
+            "seconds": c.seconds,
+            "tries": c.tries,
+            "reproduced": c.reproduced,
+            "folder": c.folder,
+        })),
+        "reproduced": confirm.is_some(),
+        "attempts": search.attempts.len(),
+        "elapsed_s": search.started.elapsed().as_secs_f64(),
+    });
+    let _ = crate::store::write_json(&search.root.join("summary.json"), &summary);
+}
+
+/// Seconds since the epoch, to name a folder set aside.
+fn chrono_stamp() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

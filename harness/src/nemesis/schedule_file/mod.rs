@@ -1,0 +1,303 @@
+//! Fault schedules as data (`schedule.json`, `watermark run --schedule FILE`):
+//! every campaign writes the faults it applied — each with its time from the
+//! workload's start, its target as a role ([`Target`]: `leader of queue/0`,
+//! `active-controller`) and as the process it was, how long it lasted, and the
+//! decision that made it — and a run given a schedule plays exactly those faults,
+//! resolving each role against the live cluster when its time comes. The format is
+//! written to be read and written by hand (docs/faults.md, "Schedule files"):
+//!
+//! ```json
+//! {"schedule": 1, "faults": [
+//! {"at": 5, "fault": "kill", "target": "leader of queue/0", "for": 4},
+//! {"at": 12, "fault": "partition", "isolate": "active-controller", "for": 6}
+//! ]}
+//! ```
+//!
+//! - `parse`: reading a file, every error naming its line and field;
+//! - `record`: the schedule of a campaign, from the steps the interpreter applied;
+//! - `source`: a file played as a schedule source.
+
+mod parse;
+mod record;
+mod source;
+mod target;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::fault::Degradation;
+use crate::system::DiskMode;
+
+pub use parse::ScheduleError;
+pub use record::Recorder;
+pub use source::ScheduleSource;
+pub use target::Target;
+
+/// The version a schedule file states (`"schedule": 1`).
+pub const VERSION: u64 = 1;
+
+/// A schedule: the faults in the order they start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScheduleFile {
+    pub faults: Vec<Entry>,
+}
+
+/// One fault of a schedule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// When it starts, from the workload's start.
+    pub at: Duration,
+    /// How long until its end is applied (None: it has no end, or it lasts to the
+    /// end of the run).
+    pub lasts: Option<Duration>,
+    pub fault: Spec,
+    /// Recorded, not played: the process its target was when it was applied.
+    pub process: Option<String>,
+    /// Recorded, not played: the decision that made it (a pattern and its variant).
+    pub trigger: Option<String>,
+    /// The line of the file it was read from (0: made, not read).
+    pub line: usize,
+}
+
+/// What a fault does, on targets named by role or id.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Spec {
+    Kill(Target),
+    Pause(Target),
+    /// SIGKILL of a node run with the page cache simulated: its unflushed bytes lost.
+    LoseUnflushed(Target),
+    /// Hold the process's answers to the clients.
+    HoldAnswers(Target),
+    CrashAll,
+    Partition {
+        shape: String,
+        links: Links,
+    },
+    Degrade {
+        targets: Vec<Target>,
+        between: bool,
+        how: Degradation,
+        seed: u64,
+    },
+    Disk {
+        target: Target,
+        mode: DiskMode,
+    },
+    Reassign {
+        topic: String,
+        partition: u32,
+        replicas: Vec<i32>,
+    },
+    AddPartitions {
+        topic: String,
+        count: u32,
+    },
+}
+
+/// The links a partition cuts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Links {
+    /// Every link to and from the target.
+    Isolate(Target),
+    /// These directed links.
+    Cut(Vec<(Target, Target)>),
+}
+
+impl Spec {
+    /// Its name in the file (as in the history: `kill`, `partition`, `slow`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Spec::Kill(_) => "kill",
+            Spec::Pause(_) => "pause",
+            Spec::LoseUnflushed(_) => "lose-unflushed",
+            Spec::HoldAnswers(_) => "hold-answers",
+            Spec::CrashAll => "crash-all",
+            Spec::Partition { .. } => "partition",
+            Spec::Degrade { how, .. } => match how {
+                Degradation::Slow { .. } => "slow",
+                Degradation::Flaky { .. } => "flaky",
+                Degradation::Throttle { .. } => "throttle",
+            },
+            Spec::Disk { .. } => "disk",
+            Spec::Reassign { .. } => "reassign",
+            Spec::AddPartitions { .. } => "add-partitions",
+        }
+    }
+
+    /// The partition its first target's role is of (a leader's, a follower's).
+    pub fn partition(&self) -> Option<(&str, u32)> {
+        fn role(t: &Target) -> Option<(&str, u32)> {
+            match t {
+                Target::LeaderOf { topic, partition }
+                | Target::FollowerOf {
+                    topic, partition, ..
+                } => Some((topic.as_str(), *partition)),
+                _ => None,
+            }
+        }
+        match self {
+            Spec::Kill(t)
+            | Spec::Pause(t)
+            | Spec::LoseUnflushed(t)
+            | Spec::HoldAnswers(t)
+            | Spec::Disk { target: t, .. }
+            | Spec::Partition {
+                links: Links::Isolate(t),
+                ..
+            } => role(t),
+            Spec::Partition {
+                links: Links::Cut(pairs),
+                ..
+            } => pairs.iter().find_map(|(a, b)| role(a).or(role(b))),
+            Spec::Degrade { targets, .. } => targets.iter().find_map(role),
+            Spec::Reassign {
+                topic, partition, ..
+            } => Some((topic.as_str(), *partition)),
+            Spec::CrashAll | Spec::AddPartitions { .. } => None,
+        }
+    }
+
+    /// Its fields in the file, but for `fault`, in the order they are written.
+    fn fields(&self) -> Vec<(&'static str, Value)> {
+        let t = |t: &Target| json!(t.to_string());
+        match self {
+            Spec::Kill(x) | Spec::Pause(x) | Spec::LoseUnflushed(x) | Spec::HoldAnswers(x) => {
+                vec![("target", t(x))]
+            }
+            Spec::CrashAll => Vec::new(),
+            Spec::Partition { shape, links } => {
+                let links = match links {
+                    Links::Isolate(x) => ("isolate", t(x)),
+                    Links::Cut(pairs) => (
+                        "cut",
+                        pairs.iter().map(|(a, b)| json!([t(a), t(b)])).collect(),
+                    ),
+                };
+                vec![links, ("shape", json!(shape))]
+            }
+            Spec::Degrade {
+                targets,
+                between,
+                how,
+                seed,
+            } => {
+                let mut v = vec![("targets", targets.iter().map(t).collect::<Value>())];
+                if *between {
+                    v.push(("between", json!(true)));
+                }
+                match *how {
+                    Degradation::Slow {
+                        delay_ms,
+                        jitter_ms,
+                    } => v.extend([
+                        ("delay_ms", json!(delay_ms)),
+                        ("jitter_ms", json!(jitter_ms)),
+                    ]),
+                    Degradation::Flaky {
+                        reset_pct,
+                        loss_pct,
+                    } => v.extend([
+                        ("reset_pct", json!(reset_pct)),
+                        ("loss_pct", json!(loss_pct)),
+                    ]),
+                    Degradation::Throttle { bytes_per_s } => {
+                        v.push(("bytes_per_s", json!(bytes_per_s)))
+                    }
+                }
+                v.push(("seed", json!(seed)));
+                v
+            }
+            Spec::Disk { target, mode } => {
+                vec![("target", t(target)), ("mode", json!(mode.as_str()))]
+            }
+            Spec::Reassign {
+                topic,
+                partition,
+                replicas,
+            } => vec![
+                ("partition", json!(format!("{topic}/{partition}"))),
+                ("replicas", json!(replicas)),
+            ],
+            Spec::AddPartitions { topic, count } => {
+                vec![("topic", json!(topic)), ("count", json!(count))]
+            }
+        }
+    }
+}
+
+/// Seconds as the file writes them: to the millisecond.
+fn seconds(d: Duration) -> Value {
+    json!((d.as_millis() as f64) / 1000.0)
+}
+
+impl Entry {
+    /// Its fields in the order the file writes them: `at`, `fault`, what it
+    /// does, `for`, then what was recorded.
+    fn fields(&self) -> Vec<(&'static str, Value)> {
+        let mut v = vec![
+            ("at", seconds(self.at)),
+            ("fault", json!(self.fault.name())),
+        ];
+        v.extend(self.fault.fields());
+        if let Some(d) = self.lasts {
+            v.push(("for", seconds(d)));
+        }
+        if let Some(p) = &self.process {
+            v.push(("process", json!(p)));
+        }
+        if let Some(t) = &self.trigger {
+            v.push(("trigger", json!(t)));
+        }
+        v
+    }
+
+    /// The entry as one line of the file.
+    pub fn to_line(&self) -> String {
+        let fields: Vec<String> = self
+            .fields()
+            .into_iter()
+            .map(|(k, v)| format!("{}: {v}", json!(k)))
+            .collect();
+        format!("{{{}}}", fields.join(", "))
+    }
+}
+
+impl ScheduleFile {
+    /// The file's text: one fault a line, so that a line number names a fault.
+    pub fn to_text(&self) -> String {
+        let mut out = format!("{{\"schedule\": {VERSION}, \"faults\": [\n");
+        for (i, e) in self.faults.iter().enumerate() {
+            out.push_str(&e.to_line());
+            out.push_str(if i + 1 < self.faults.len() {
+                ",\n"
+            } else {
+                "\n"
+            });
+        }
+        out.push_str("]}\n");
+        out
+    }
+
+    /// Read a file's text (see [`parse`]).
+    pub fn parse(text: &str) -> Result<ScheduleFile, ScheduleError> {
+        parse::parse(text)
+    }
+
+    /// How long it runs: the last start or end.
+    pub fn length(&self) -> Duration {
+        self.faults
+            .iter()
+            .map(|e| e.at + e.lasts.unwrap_or_default())
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// Whether some fault loses unflushed bytes (the brokers then simulate a page
+    /// cache).
+    pub fn loses_unflushed(&self) -> bool {
+        self.faults
+            .iter()
+            .any(|e| matches!(e.fault, Spec::LoseUnflushed(_)))
+    }
+}

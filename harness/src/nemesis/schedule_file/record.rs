@@ -1,0 +1,252 @@
+//! A campaign's schedule, as it was played: the interpreter hands each applied step
+//! to a [`Recorder`], which pairs each fault with the step that ended it and names
+//! its targets by the roles they had just before it ([`Target::of`]), aimed as the
+//! decision that made it named them (the partition of a `plan`).
+
+use std::time::Duration;
+
+use super::{Entry, Links, ScheduleFile, Spec, Target};
+use crate::nemesis::action::Action;
+use crate::nemesis::fault::NemesisEvent;
+use crate::net::Grudge;
+use crate::proc::Proc;
+use crate::system::Reconfiguration;
+use crate::system::view::ClusterView;
+
+/// The faults applied so far, each with its end once applied.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    entries: Vec<Entry>,
+    /// Faults in force: the entry, and the action its end undoes.
+    open: Vec<(usize, Action)>,
+    /// The partition and the words of the last decision.
+    hint: Option<(String, u32)>,
+    trigger: Option<String>,
+}
+
+impl Recorder {
+    /// A decision: the faults that follow are its (until the next).
+    pub fn note(&mut self, event: &NemesisEvent) {
+        if event.f != "plan" {
+            return;
+        }
+        let v = &event.value;
+        self.hint = v["topic"]
+            .as_str()
+            .zip(v["partition"].as_u64())
+            .map(|(t, p)| (t.to_string(), p as u32));
+        if let Some(t) = v["trigger"].as_str() {
+            self.trigger = Some(t.to_string());
+            return;
+        }
+        self.trigger = v["pattern"].as_str().map(|p| {
+            let variant = v["roles"]["variant"].as_str();
+            match variant {
+                Some(var) => format!("{p} ({var})"),
+                None => p.to_string(),
+            }
+        });
+    }
+
+    /// Whether `action` starts a fault (and so wants the roles before it applies).
+    pub fn starts(action: &Action) -> bool {
+        action.undo().is_some() || matches!(action, Action::Reconfigure { .. })
+    }
+
+    /// `action` was applied `at` from the start, with the system seen as `view`
+    /// just before it, among `procs`.
+    pub fn applied(
+        &mut self,
+        at: Duration,
+        action: &Action,
+        view: Option<&ClusterView>,
+        procs: &[Proc],
+    ) {
+        if let Some(i) = self.open.iter().rposition(|(_, a)| action.undoes(a)) {
+            let (entry, _) = self.open.remove(i);
+            let e = &mut self.entries[entry];
+            e.lasts = Some(at.saturating_sub(e.at));
+            return;
+        }
+        let hint = self.hint.as_ref().map(|(t, p)| (t.as_str(), *p));
+        let role = |p: Proc| Target::of(p, view, hint);
+        let (fault, touched): (Spec, Vec<Proc>) = match action {
+            Action::Kill(p) => (Spec::Kill(role(*p)), vec![*p]),
+            Action::KillOnceInIsr { leader, .. } => {
+                let p = Proc::Node(*leader);
+                (Spec::Kill(role(p)), vec![p])
+            }
+            Action::LoseUnflushed(id) => {
+                let p = Proc::Node(*id);
+                (Spec::LoseUnflushed(role(p)), vec![p])
+            }
+            Action::CrashAll(_) => (Spec::CrashAll, Vec::new()),
+            Action::Pause(p) => (Spec::Pause(role(*p)), vec![*p]),
+            Action::HoldAnswers(p) => (Spec::HoldAnswers(role(*p)), vec![*p]),
+            Action::Cut { shape, grudge } => {
+                let (links, touched) = match isolated(grudge, procs) {
+                    Some(p) => (Links::Isolate(role(p)), vec![p]),
+                    None => (
+                        Links::Cut(
+                            grudge
+                                .cut
+                                .iter()
+                                .map(|&(a, b)| (role(a), role(b)))
+                                .collect(),
+                        ),
+                        grudge.affected(),
+                    ),
+                };
+                let spec = Spec::Partition {
+                    shape: shape.clone(),
+                    links,
+                };
+                (spec, touched)
+            }
+            Action::Degrade {
+                procs: on,
+                between,
+                how,
+                seed,
+            } => {
+                let spec = Spec::Degrade {
+                    targets: on.iter().map(|&p| role(p)).collect(),
+                    between: *between,
+                    how: *how,
+                    seed: *seed,
+                };
+                (spec, on.clone())
+            }
+            Action::Disk { node, mode, .. } => {
+                let p = Proc::Node(*node);
+                let spec = Spec::Disk {
+                    target: role(p),
+                    mode: *mode,
+                };
+                (spec, vec![p])
+            }
+            Action::Reconfigure { change, .. } => match change {
+                Reconfiguration::Reassign {
+                    topic,
+                    partition,
+                    replicas,
+                    ..
+                } => {
+                    let spec = Spec::Reassign {
+                        topic: topic.clone(),
+                        partition: *partition,
+                        replicas: replicas.clone(),
+                    };
+                    (spec, Vec::new())
+                }
+                Reconfiguration::AddPartitions { topic, count } if *count > 0 => {
+                    let spec = Spec::AddPartitions {
+                        topic: topic.clone(),
+                        count: *count,
+                    };
+                    (spec, Vec::new())
+                }
+                _ => return,
+            },
+            // An end whose start is not recorded (ended by the end of the run).
+            _ => return,
+        };
+        let process = (!touched.is_empty()).then(|| {
+            touched
+                .iter()
+                .map(Proc::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
+        self.entries.push(Entry {
+            at,
+            lasts: None,
+            fault,
+            process,
+            trigger: self.trigger.clone(),
+            line: 0,
+        });
+        if action.undo().is_some() {
+            self.open.push((self.entries.len() - 1, action.clone()));
+        }
+    }
+
+    /// The schedule so far (faults still in force have no end).
+    pub fn schedule(&self) -> ScheduleFile {
+        ScheduleFile {
+            faults: self.entries.clone(),
+        }
+    }
+}
+
+/// The process a grudge cuts off from every other one, if that is its shape.
+fn isolated(grudge: &Grudge, procs: &[Proc]) -> Option<Proc> {
+    let mut want = grudge.cut.clone();
+    want.sort();
+    grudge.affected().into_iter().find(|&p| {
+        let mut shape = Grudge::isolate(p, procs).cut;
+        shape.sort();
+        shape == want
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::system::view::PartitionView;
+
+    fn view() -> ClusterView {
+        ClusterView {
+            nodes: vec![1, 2, 3],
+            alive: vec![1, 2, 3],
+            topics: vec!["queue".into()],
+            partitions: vec![PartitionView {
+                topic: "queue".into(),
+                partition: 0,
+                leader: Some(2),
+                leader_epoch: 1,
+                isr: vec![1, 2, 3],
+                replicas: vec![2, 3, 1],
+                adding: vec![],
+                removing: vec![],
+            }],
+            controller: Some(Proc::Node(1)),
+            controller_epoch: 1,
+        }
+    }
+
+    #[test]
+    fn faults_are_named_by_role_and_paired_with_their_ends() {
+        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
+        let v = view();
+        let mut r = Recorder::default();
+        let s = Duration::from_secs;
+        r.applied(s(1), &Action::Kill(Proc::Node(2)), Some(&v), &procs);
+        let cut = Action::Cut {
+            shape: "isolate-controller".into(),
+            grudge: Grudge::isolate(Proc::Node(1), &procs),
+        };
+        r.applied(s(2), &cut, Some(&v), &procs);
+        r.applied(s(3), &Action::Pause(Proc::Node(3)), Some(&v), &procs);
+        r.applied(s(4), &Action::Restart(Proc::Node(2)), Some(&v), &procs);
+        r.applied(s(6), &cut.undo().unwrap(), Some(&v), &procs);
+        let f = r.schedule().faults;
+        assert_eq!(f.len(), 3);
+        let field = |e: &Entry, k: &str| {
+            e.fault
+                .fields()
+                .into_iter()
+                .find(|(f, _)| *f == k)
+                .map(|(_, v)| v)
+                .unwrap()
+        };
+        assert_eq!(field(&f[0], "target"), "leader of queue/0");
+        assert_eq!(f[0].lasts, Some(s(3)));
+        assert_eq!(f[0].process.as_deref(), Some("node 2"));
+        assert_eq!(field(&f[1], "isolate"), "active-controller");
+        assert_eq!(f[1].process.as_deref(), Some("node 1"));
+        assert_eq!(f[1].lasts, Some(s(4)));
+        assert_eq!(field(&f[2], "target"), "follower of queue/0");
+        assert_eq!(f[2].lasts, None, "still in force");
+    }
+}

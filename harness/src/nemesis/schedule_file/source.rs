@@ -1,0 +1,293 @@
+//! A schedule file played as a source: each fault at its time, its targets resolved
+//! against the cluster as seen just then, its end at its time after that; a fault
+//! whose role names no process when it is due (no leader at that moment) is skipped
+//! and the skip noted. What is still in force at the time limit is ended then.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{Links, ScheduleFile, Spec, Target};
+use crate::nemesis::action::Action;
+use crate::nemesis::fault::NemesisEvent;
+use crate::nemesis::schedule::{Next, Now, Source, Step, Taken};
+use crate::net::Grudge;
+use crate::proc::Proc;
+use crate::system::Reconfiguration;
+use crate::system::view::ClusterView;
+
+/// How long a reassignment in a schedule waits for one in progress to end.
+const REASSIGN_SETTLE: Duration = Duration::from_secs(3);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Moment {
+    Start(usize),
+    End(usize),
+}
+
+/// A schedule file as a source.
+#[derive(Debug)]
+pub struct ScheduleSource {
+    file: ScheduleFile,
+    /// Every start and end, in time order.
+    moments: Vec<(Duration, Moment)>,
+    next: usize,
+    /// Each fault as it was applied (None: not yet, skipped, or ended).
+    in_force: Vec<Option<Action>>,
+    procs: Vec<Proc>,
+    nodes: Vec<i32>,
+    /// The fault whose note was just handed out, to apply next.
+    queued: Option<Action>,
+}
+
+impl ScheduleSource {
+    /// `file` on a cluster of `procs` (its nodes `nodes`).
+    pub fn new(file: ScheduleFile, procs: &[Proc], nodes: &[i32]) -> ScheduleSource {
+        let mut moments = Vec::new();
+        for (i, e) in file.faults.iter().enumerate() {
+            moments.push((e.at, Moment::Start(i)));
+            if let Some(d) = e.lasts {
+                moments.push((e.at + d, Moment::End(i)));
+            }
+        }
+        // Stable: a fault's end after its start, and ties in the file's order.
+        moments.sort_by_key(|&(t, _)| t);
+        ScheduleSource {
+            in_force: vec![None; file.faults.len()],
+            file,
+            moments,
+            next: 0,
+            procs: procs.to_vec(),
+            nodes: nodes.to_vec(),
+            queued: None,
+        }
+    }
+
+    /// The action fault `i` is on the cluster seen as `view` (Err: which target
+    /// names no process now).
+    fn resolve(&self, i: usize, view: Option<&ClusterView>) -> Result<Action, String> {
+        let e = &self.file.faults[i];
+        let one = |t: &Target| t.resolve(view, &self.procs).ok_or_else(|| t.to_string());
+        let node = |t: &Target| match one(t)? {
+            Proc::Node(id) => Ok(id),
+            Proc::Controller => Err(format!("{t} (not a broker)")),
+        };
+        Ok(match &e.fault {
+            Spec::Kill(t) => Action::Kill(one(t)?),
+            Spec::Pause(t) => Action::Pause(one(t)?),
+            Spec::LoseUnflushed(t) => Action::LoseUnflushed(node(t)?),
+            Spec::HoldAnswers(t) => Action::HoldAnswers(one(t)?),
+            Spec::CrashAll => Action::CrashAll(self.nodes.clone()),
+            Spec::Partition { shape, links } => {
+                let grudge = match links {
+                    Links::Isolate(t) => Grudge::isolate(one(t)?, &self.procs),
+                    Links::Cut(pairs) => {
+                        let mut cut = Vec::new();
+                        for (a, b) in pairs {
+                            let (a, b) = (one(a)?, one(b)?);
+                            if a != b && !cut.contains(&(a, b)) {
+                                cut.push((a, b));
+                            }
+                        }
+                        Grudge { cut }
+                    }
+                };
+                Action::Cut {
+                    shape: shape.clone(),
+                    grudge,
+                }
+            }
+            Spec::Degrade {
+                targets,
+                between,
+                how,
+                seed,
+            } => {
+                let mut procs = Vec::new();
+                for t in targets {
+                    let p = one(t)?;
+                    if !procs.contains(&p) {
+                        procs.push(p);
+                    }
+                }
+                Action::Degrade {
+                    procs,
+                    between: *between,
+                    how: *how,
+                    seed: *seed,
+                }
+            }
+            Spec::Disk { target, mode } => Action::Disk {
+                node: node(target)?,
+                mode: *mode,
+                for_ms: e.lasts.map_or(10_000, |d| d.as_millis() as u64),
+            },
+            Spec::Reassign {
+                topic,
+                partition,
+                replicas,
+            } => Action::Reconfigure {
+                change: Reconfiguration::Reassign {
+                    topic: topic.clone(),
+                    partition: *partition,
+                    replicas: replicas.clone(),
+                    from: view
+                        .and_then(|v| v.partition(topic, *partition))
+                        .map(|p| p.replicas.clone())
+                        .unwrap_or_default(),
+                },
+                settle: REASSIGN_SETTLE,
+            },
+            Spec::AddPartitions { topic, count } => Action::Reconfigure {
+                change: Reconfiguration::AddPartitions {
+                    topic: topic.clone(),
+                    count: *count,
+                },
+                settle: Duration::ZERO,
+            },
+        })
+    }
+}
+
+impl ScheduleSource {
+    /// The decision to apply fault `i` (a `plan`): its line, its target's role,
+    /// and the partition that role is of, so that the run's own schedule names the
+    /// target as this one did.
+    fn decision(&self, i: usize) -> NemesisEvent {
+        let e = &self.file.faults[i];
+        let mut v = json!({
+            "schedule": "fault",
+            "line": e.line,
+            "fault": e.fault.name(),
+            "trigger": e.trigger.clone().unwrap_or_else(|| format!("schedule line {}", e.line)),
+        });
+        if let Some((topic, partition)) = e.fault.partition() {
+            v["topic"] = json!(topic);
+            v["partition"] = json!(partition);
+        }
+        NemesisEvent::new("plan", v)
+    }
+}
+
+impl Source for ScheduleSource {
+    fn wants_look(&self) -> bool {
+        true
+    }
+
+    fn next(&mut self, now: &Now<'_>) -> Next {
+        if let Some(action) = self.queued.take() {
+            return Next::Now(Step::Act(action));
+        }
+        loop {
+            let Some(&(t, moment)) = self.moments.get(self.next) else {
+                return Next::Done;
+            };
+            if t > now.elapsed {
+                return Next::Wait(t - now.elapsed);
+            }
+            self.next += 1;
+            match moment {
+                Moment::Start(i) => {
+                    return match self.resolve(i, now.view) {
+                        Ok(action) => {
+                            if action.undo().is_some() {
+                                self.in_force[i] = Some(action.clone());
+                            }
+                            self.queued = Some(action);
+                            Next::Now(Step::Note(self.decision(i)))
+                        }
+                        Err(target) => {
+                            let e = &self.file.faults[i];
+                            Next::Now(Step::Note(NemesisEvent::new(
+                                "plan",
+                                json!({
+                                    "schedule": "skipped",
+                                    "fault": e.fault.name(),
+                                    "line": e.line,
+                                    "why": format!("{target} names no process now"),
+                                }),
+                            )))
+                        }
+                    };
+                }
+                Moment::End(i) => {
+                    if let Some(undo) = self.in_force[i].take().and_then(|a| a.undo()) {
+                        return Next::Now(Step::Act(undo));
+                    }
+                }
+            }
+        }
+    }
+
+    fn taken(&mut self, _: Taken) {}
+
+    fn wind_down(&mut self) -> Vec<Step> {
+        self.in_force
+            .iter_mut()
+            .rev()
+            .filter_map(|a| a.take().and_then(|a| a.undo()))
+            .map(Step::Act)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nemesis::coverage::Coverage;
+
+    #[test]
+    fn faults_are_played_at_their_times_and_ended_after_their_length() {
+        let text = "{\"schedule\": 1, \"faults\": [\n\
+            {\"at\": 1, \"fault\": \"kill\", \"target\": \"node 2\", \"for\": 2},\n\
+            {\"at\": 1.5, \"fault\": \"pause\", \"target\": \"leader of queue/0\"}\n]}";
+        let file = ScheduleFile::parse(text).unwrap();
+        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
+        let mut s = ScheduleSource::new(file, &procs, &[1, 2, 3]);
+        let cov = Coverage::new(0);
+        let at = |ms| Now {
+            elapsed: Duration::from_millis(ms),
+            left: None,
+            view: None,
+            coverage: &cov,
+        };
+        assert_eq!(s.next(&at(0)), Next::Wait(Duration::from_secs(1)));
+        assert!(matches!(s.next(&at(1000)), Next::Now(Step::Note(_))));
+        assert_eq!(
+            s.next(&at(1000)),
+            Next::Now(Step::Act(Action::Kill(Proc::Node(2))))
+        );
+        // No view: the leader names no process, so the pause is skipped and noted.
+        assert!(matches!(s.next(&at(1500)), Next::Now(Step::Note(_))));
+        assert_eq!(s.next(&at(1600)), Next::Wait(Duration::from_millis(1400)));
+        assert_eq!(
+            s.next(&at(3000)),
+            Next::Now(Step::Act(Action::Restart(Proc::Node(2))))
+        );
+        assert_eq!(s.next(&at(3100)), Next::Done);
+        assert!(s.wind_down().is_empty());
+    }
+
+    #[test]
+    fn what_is_in_force_at_the_limit_is_ended() {
+        let text = r#"{"schedule": 1, "faults": [{"at": 0, "fault": "pause", "target": "n3"}]}"#;
+        let file = ScheduleFile::parse(text).unwrap();
+        let mut s = ScheduleSource::new(file, &[Proc::Node(3)], &[3]);
+        let cov = Coverage::new(0);
+        let now = Now {
+            elapsed: Duration::ZERO,
+            left: None,
+            view: None,
+            coverage: &cov,
+        };
+        assert!(matches!(s.next(&now), Next::Now(Step::Note(_))));
+        assert_eq!(
+            s.next(&now),
+            Next::Now(Step::Act(Action::Pause(Proc::Node(3))))
+        );
+        assert_eq!(
+            s.wind_down(),
+            vec![Step::Act(Action::Resume(Proc::Node(3)))]
+        );
+    }
+}

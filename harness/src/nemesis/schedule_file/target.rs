@@ -1,0 +1,224 @@
+//! The processes a schedule file names, by role or by id: `leader of queue/0`,
+//! `follower of queue/0` (the first the controller would elect), `follower 2 of
+//! queue/0`, `active-controller`, `node 3`, `controller` (the dedicated controller
+//! process). A role is resolved against the cluster when the fault is applied, so a
+//! replay strikes what mattered rather than whichever process held it before.
+
+use std::fmt;
+
+use crate::proc::Proc;
+use crate::system::view::{ClusterView, PartitionView};
+
+/// A process named in a schedule file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Node(i32),
+    /// The dedicated controller process (`--dedicated-controller`).
+    Controller,
+    ActiveController,
+    LeaderOf {
+        topic: String,
+        partition: u32,
+    },
+    /// The follower `index` (0: the first) in the order the controller would elect.
+    FollowerOf {
+        topic: String,
+        partition: u32,
+        index: usize,
+    },
+}
+
+impl Target {
+    /// Read a target's text.
+    pub fn parse(text: &str) -> Result<Target, String> {
+        let t = text.trim();
+        let bad = || {
+            format!(
+                "`{text}` names no process: write `node N`, `controller`, `active-controller`, \
+                 `leader of TOPIC/P`, `follower of TOPIC/P` or `follower K of TOPIC/P`"
+            )
+        };
+        if t == "controller" {
+            return Ok(Target::Controller);
+        }
+        if t == "active-controller" {
+            return Ok(Target::ActiveController);
+        }
+        if let Some(id) = t.strip_prefix("node ").or(t.strip_prefix('n')) {
+            return id.trim().parse().map(Target::Node).map_err(|_| bad());
+        }
+        if let Ok(id) = t.parse() {
+            return Ok(Target::Node(id));
+        }
+        let (role, tp) = t.split_once(" of ").ok_or_else(bad)?;
+        let (topic, partition) = partition_ref(tp).map_err(|e| format!("`{text}`: {e}"))?;
+        match role.split_whitespace().collect::<Vec<_>>().as_slice() {
+            ["leader"] => Ok(Target::LeaderOf { topic, partition }),
+            ["follower"] => Ok(Target::FollowerOf {
+                topic,
+                partition,
+                index: 0,
+            }),
+            ["follower", k] => match k.parse::<usize>() {
+                Ok(k) if k >= 1 => Ok(Target::FollowerOf {
+                    topic,
+                    partition,
+                    index: k - 1,
+                }),
+                _ => Err(format!("`{text}`: a follower is counted from 1")),
+            },
+            _ => Err(bad()),
+        }
+    }
+
+    /// The process this names in `view` now, among `procs` (None: none now — no
+    /// leader, fewer followers, no controller answering, not in this cluster).
+    pub fn resolve(&self, view: Option<&ClusterView>, procs: &[Proc]) -> Option<Proc> {
+        let found = match self {
+            Target::Node(id) => Proc::Node(*id),
+            Target::Controller => Proc::Controller,
+            Target::ActiveController => view?.controller?,
+            Target::LeaderOf { topic, partition } => {
+                Proc::Node(view?.partition(topic, *partition)?.leader?)
+            }
+            Target::FollowerOf {
+                topic,
+                partition,
+                index,
+            } => Proc::Node(
+                *view?
+                    .partition(topic, *partition)?
+                    .followers()
+                    .get(*index)?,
+            ),
+        };
+        procs.contains(&found).then_some(found)
+    }
+
+    /// The role `p` plays in `view`, as a replay should aim at it: the leader of the
+    /// partition a decision named (`hint`), else the active controller, else the
+    /// leader of another partition, else a follower of the hinted partition (or of
+    /// the first it follows), else the process itself.
+    pub fn of(p: Proc, view: Option<&ClusterView>, hint: Option<(&str, u32)>) -> Target {
+        let Some(view) = view else {
+            return Target::fixed(p);
+        };
+        let hinted = hint.and_then(|(t, n)| view.partition(t, n));
+        if let Some(h) = hinted
+            && h.leader.map(Proc::Node) == Some(p)
+        {
+            return Target::LeaderOf {
+                topic: h.topic.clone(),
+                partition: h.partition,
+            };
+        }
+        if view.controller == Some(p) {
+            return Target::ActiveController;
+        }
+        if let Some(q) = view
+            .partitions
+            .iter()
+            .find(|q| q.leader.map(Proc::Node) == Some(p))
+        {
+            return Target::LeaderOf {
+                topic: q.topic.clone(),
+                partition: q.partition,
+            };
+        }
+        let Proc::Node(id) = p else {
+            return Target::fixed(p);
+        };
+        let follows = |q: &PartitionView| q.followers().iter().position(|&f| f == id);
+        let followed = hinted.and_then(|h| follows(h).map(|i| (h, i))).or_else(|| {
+            view.partitions
+                .iter()
+                .find_map(|q| follows(q).map(|i| (q, i)))
+        });
+        match followed {
+            Some((q, index)) => Target::FollowerOf {
+                topic: q.topic.clone(),
+                partition: q.partition,
+                index,
+            },
+            None => Target::fixed(p),
+        }
+    }
+
+    fn fixed(p: Proc) -> Target {
+        match p {
+            Proc::Node(id) => Target::Node(id),
+            Proc::Controller => Target::Controller,
+        }
+    }
+}
+
+/// `TOPIC/P`.
+pub fn partition_ref(text: &str) -> Result<(String, u32), String> {
+    let (topic, p) = text
+        .trim()
+        .rsplit_once('/')
+        .ok_or_else(|| format!("`{text}` names no partition: write TOPIC/P, e.g. queue/0"))?;
+    let partition = p
+        .parse()
+        .map_err(|_| format!("`{text}`: the partition `{p}` is not a number"))?;
+    if topic.is_empty() {
+        return Err(format!("`{text}`: no topic before the `/`"));
+    }
+    Ok((topic.to_string(), partition))
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Node(id) => write!(f, "node {id}"),
+            Target::Controller => f.write_str("controller"),
+            Target::ActiveController => f.write_str("active-controller"),
+            Target::LeaderOf { topic, partition } => write!(f, "leader of {topic}/{partition}"),
+            Target::FollowerOf {
+                topic,
+                partition,
+                index: 0,
+            } => write!(f, "follower of {topic}/{partition}"),
+            Target::FollowerOf {
+                topic,
+                partition,
+                index,
+            } => write!(f, "follower {} of {topic}/{partition}", index + 1),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_read_back_as_they_are_written() {
+        for text in [
+            "node 3",
+            "controller",
+            "active-controller",
+            "leader of queue/0",
+            "follower of r/2",
+            "follower 2 of queue/1",
+        ] {
+            assert_eq!(Target::parse(text).unwrap().to_string(), text);
+        }
+        assert_eq!(Target::parse("n2").unwrap(), Target::Node(2));
+        assert_eq!(Target::parse("2").unwrap(), Target::Node(2));
+    }
+
+    #[test]
+    fn a_bad_target_says_what_can_be_written() {
+        for text in [
+            "leader",
+            "leader of queue",
+            "follower 0 of q/0",
+            "boss of q/0",
+            "nx",
+        ] {
+            let e = Target::parse(text).unwrap_err();
+            assert!(e.contains(text), "{e}");
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! Schedules as data, end to end over real brokers: a schedule written by hand is
+//! played by role (the leader killed is whichever node leads when its time comes)
+//! and the run's own schedule.json names it so again; a malformed one is refused
+//! before anything starts, naming its line and field.
+//!
+//! Every wait is bounded; the watermark process is killed on the way out and its
+//! brokers die with it (PR_SET_PDEATHSIG).
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{assert_no_process_left, read_json, run_folder, text, watermark};
+
+#[test]
+fn a_malformed_schedule_is_refused_naming_its_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.json");
+    std::fs::write(
+        &file,
+        "{\"schedule\": 1, \"faults\": [\n\
+         {\"at\": 1, \"fault\": \"kill\", \"target\": \"node 1\", \"for\": 1},\n\
+         {\"at\": 2, \"fault\": \"kill\", \"target\": \"the boss\"}\n]}\n",
+    )
+    .unwrap();
+    let results = dir.path().join("results");
+    let out = watermark(
+        &[
+            "run",
+            "--schedule",
+            file.to_str().unwrap(),
+            "--results",
+            results.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("line 3")
+            && stderr.contains("field `target`")
+            && stderr.contains("the boss"),
+        "{stderr}"
+    );
+    assert!(!results.exists(), "nothing started");
+    for args in [
+        &["run", "--schedule", "/nonexistent/schedule.json"][..],
+        &["shrink", "/nonexistent/run-folder"],
+    ] {
+        let out = watermark(args, Duration::from_secs(30));
+        assert_eq!(out.status.code(), Some(64), "{args:?}\n{}", text(&out));
+    }
+}
+
+#[test]
+fn a_hand_written_schedule_is_played_by_role_and_recorded_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("schedule.json");
+    std::fs::write(
+        &file,
+        r#"{"schedule": 1, "faults": [
+            {"at": 2, "fault": "kill", "target": "leader of queue/0", "for": 2.5},
+            {"at": 6, "fault": "pause", "target": "follower of queue/0", "for": 1}
+        ]}"#,
+    )
+    .unwrap();
+    let results = dir.path().join("results");
+    let out = watermark(
+        &[
+            "run",
+            "--workload",
+            "queue",
+            "--partitions",
+            "1",
+            "--time-limit",
+            "9",
+            "--rate",
+            "50",
+            "--seed",
+            "3",
+            "--schedule",
+            file.to_str().unwrap(),
+            "--results",
+            results.to_str().unwrap(),
+        ],
+        Duration::from_secs(240),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let folder = run_folder(&results);
+    let history = std::fs::read_to_string(folder.join("history.jsonl")).unwrap();
+    let nemesis: Vec<Value> = history
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["process"] == "nemesis" && e["f"] != "plan")
+        .collect();
+    let fs: Vec<&str> = nemesis.iter().map(|e| e["f"].as_str().unwrap()).collect();
+    assert_eq!(fs, ["kill", "restart", "pause", "resume"], "{nemesis:?}");
+    let secs = |i: usize| nemesis[i]["time"].as_u64().unwrap() as f64 / 1e9;
+    // On the history's clock (zero before the cluster starts), in the schedule's order
+    // and about its gaps apart.
+    assert!((secs(1) - secs(0) - 2.5).abs() < 1.0, "{nemesis:?}");
+    assert!(secs(2) - secs(0) > 3.0, "{nemesis:?}");
+
+    // The run's schedule names the faults by role, with the process each was.
+    let text = std::fs::read_to_string(folder.join("schedule.json")).unwrap();
+    let recorded: Value = serde_json::from_str(&text).unwrap();
+    let faults = recorded["faults"].as_array().unwrap();
+    assert_eq!(faults.len(), 2, "{text}");
+    assert_eq!(faults[0]["fault"], "kill");
+    assert_eq!(faults[0]["target"], "leader of queue/0", "{text}");
+    let killed = nemesis[0]["value"][0].as_i64().unwrap();
+    assert_eq!(faults[0]["process"], format!("node {killed}"), "{text}");
+    assert!(
+        (faults[0]["for"].as_f64().unwrap() - 2.5).abs() < 0.5,
+        "{text}"
+    );
+    assert_eq!(faults[1]["fault"], "pause");
+    assert_eq!(
+        read_json(&folder.join("run.json"))["options"]["schedule"],
+        file.canonicalize().unwrap().to_str().unwrap()
+    );
+    assert_no_process_left(results.to_str().unwrap());
+}
