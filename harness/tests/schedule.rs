@@ -122,3 +122,83 @@ fn a_hand_written_schedule_is_played_by_role_and_recorded_so() {
     );
     assert_no_process_left(results.to_str().unwrap());
 }
+
+#[test]
+fn a_corpus_plays_each_file_as_a_campaign_with_its_own_seed_into_one_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    std::fs::write(
+        corpus.join("a-kill.json"),
+        r#"{"schedule": 1, "seed": 21, "time_limit": 4, "faults": [
+            {"at": 1, "fault": "kill", "target": "follower of queue/0", "for": 1.5}]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        corpus.join("b-none.json"),
+        r#"{"schedule": 1, "faults": []}"#,
+    )
+    .unwrap();
+    std::fs::write(corpus.join("README.md"), "not a case").unwrap();
+    let results = dir.path().join("results");
+    let out = watermark(
+        &[
+            "run",
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "--workload",
+            "queue",
+            "--partitions",
+            "1",
+            "--rate",
+            "50",
+            "--time-limit",
+            "3",
+            "--seed",
+            "5",
+            "--results",
+            results.to_str().unwrap(),
+        ],
+        Duration::from_secs(300),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let folder = std::fs::read_dir(&results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("corpus-corpus-")
+        })
+        .expect("a corpus folder");
+    let summary = read_json(&folder.join("summary.json"));
+    let cases = summary["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2, "{summary}");
+    assert_eq!(
+        (cases[0]["case"].as_str(), cases[0]["seed"].as_u64()),
+        (Some("a-kill"), Some(21))
+    );
+    assert_eq!(
+        (cases[1]["case"].as_str(), cases[1]["seed"].as_u64()),
+        (Some("b-none"), Some(5))
+    );
+    for c in cases {
+        assert_eq!(
+            (
+                c["outcome"].as_str(),
+                c["tries"].as_u64(),
+                c["failed_tries"].as_u64()
+            ),
+            (Some("valid"), Some(1), Some(0)),
+            "{c}"
+        );
+    }
+    let xml = std::fs::read_to_string(folder.join("junit.xml")).unwrap();
+    assert!(
+        xml.contains("a-kill: ") && xml.contains("b-none: "),
+        "{xml}"
+    );
+    assert_no_process_left(results.to_str().unwrap());
+}

@@ -3,7 +3,9 @@
 //! kept on failure); its campaign step, run by bash as a runner would run it,
 //! calls `watermark` with arguments its command-line parser accepts for every cell
 //! of the matrix; and, shortened to one 2-second campaign per workload, it runs
-//! for real and leaves the junit.xml the publishing step looks for.
+//! for real and leaves the junit.xml the publishing step looks for. The corpus job
+//! runs on every event, on a corpus whose every file reads; the exploration job
+//! only nightly, and it shrinks each failing run once.
 //!
 //! Every wait is bounded; each script runs in its own process group, killed whole
 //! if it overruns.
@@ -275,4 +277,118 @@ fn the_campaign_step_runs_and_leaves_the_junit_the_publisher_reads() {
         assert!(report.tests > 0, "{xml}");
     }
     assert!(workloads.is_empty(), "not run: {workloads:?}");
+}
+
+/// A stub `watermark` in `dir/bin` that records its arguments (one call a line
+/// group in args.txt) instead of running.
+fn stub_bin(dir: &Path) {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(
+        bin.join("watermark"),
+        "#!/bin/sh\nprintf '%s\\n' \"$@\" >> args.txt\nprintf -- '--\\n' >> args.txt\n",
+    )
+    .unwrap();
+    std::fs::write(bin.join("broker"), "#!/bin/sh\n").unwrap();
+    // Executable, as the job's first step leaves them.
+    use std::os::unix::fs::PermissionsExt;
+    for name in ["watermark", "broker"] {
+        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// The calls the stub recorded, each accepted by watermark's parser.
+fn recorded_calls(dir: &Path) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(dir.join("args.txt")).unwrap_or_default();
+    let calls: Vec<Vec<String>> = text
+        .split("--\n")
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| {
+            std::iter::once("watermark".to_string())
+                .chain(c.lines().map(String::from))
+                .collect()
+        })
+        .collect();
+    for argv in &calls {
+        if let Err(e) = Cli::try_parse_from(argv) {
+            panic!("watermark refuses {argv:?}:\n{e}");
+        }
+    }
+    calls
+}
+
+#[test]
+fn the_corpus_blocks_every_change_and_exploration_runs_nightly_and_shrinks() {
+    let wf = workflow();
+    let corpus = job(&wf, "corpus");
+    assert_eq!(corpus["needs"], "build");
+    assert!(corpus.get("if").is_none(), "the corpus runs on every event");
+    let publish = step(corpus, "action-junit-report");
+    assert_eq!(
+        publish["with"]["report_paths"],
+        "results/corpus-*/junit.xml"
+    );
+    let campaigns = job(&wf, "campaigns");
+    let only = text(&campaigns["if"]);
+    assert!(
+        only.contains("schedule") && !only.contains("pull_request"),
+        "{only}"
+    );
+
+    // The corpus step, as a runner runs it, calls watermark with arguments it takes,
+    // on a corpus every file of which reads.
+    let dir = tempfile::tempdir().unwrap();
+    stub_bin(dir.path());
+    let script = text(&step(corpus, "Corpus")["run"]);
+    let out = bash(
+        dir.path(),
+        &script,
+        &BTreeMap::new(),
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let calls = recorded_calls(dir.path());
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let at = calls[0].iter().position(|a| a == "--corpus").unwrap();
+    let folder = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(&calls[0][at + 1]);
+    let files: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert!(!files.is_empty(), "no case in {}", folder.display());
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        watermark::nemesis::schedule_file::ScheduleFile::parse(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    }
+
+    // The shrink step shrinks each failing run once (not again through `latest`).
+    let dir = tempfile::tempdir().unwrap();
+    stub_bin(dir.path());
+    let series = dir.path().join("results/tests-queue-x");
+    for (name, outcome) in [("queue-a", "invalid"), ("queue-b", "valid")] {
+        std::fs::create_dir_all(series.join(name)).unwrap();
+        std::fs::write(
+            series.join(name).join("run.json"),
+            format!("{{\"outcome\": \"{outcome}\"}}"),
+        )
+        .unwrap();
+    }
+    std::os::unix::fs::symlink("queue-a", series.join("latest")).unwrap();
+    let script = text(&step(campaigns, "Shrink")["run"]);
+    let out = bash(
+        dir.path(),
+        &script,
+        &BTreeMap::new(),
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let calls = recorded_calls(dir.path());
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0][1], "shrink");
+    assert!(calls[0][2].ends_with("queue-a/"), "{calls:?}");
+    let keep = step(campaigns, "minimal schedules");
+    assert!(text(&keep["with"]["path"]).ends_with("shrink/minimal-schedule.json"));
 }

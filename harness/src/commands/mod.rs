@@ -4,6 +4,7 @@
 
 pub(crate) mod campaign_process;
 pub(crate) mod check;
+pub(crate) mod corpus;
 pub(crate) mod export;
 pub(crate) mod replay;
 pub(crate) mod run;

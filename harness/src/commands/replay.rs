@@ -50,7 +50,7 @@ pub fn run(args: ReplayArgs) -> Exit {
         options.scenario = None;
     }
     if let Some(t) = args.time_limit {
-        options.time_limit = t;
+        options.time_limit = Some(t);
     }
     let dir = std::fs::canonicalize(&args.run_dir).unwrap_or_else(|_| args.run_dir.clone());
     match args.results {

@@ -38,10 +38,24 @@ pub struct RunCommand {
     /// With --test-count: stop at the first campaign that finds anomalies.
     #[arg(long, requires = "test_count")]
     pub until_invalid: bool,
+
+    /// Run a regression corpus: every schedule file (*.json) of DIR as one
+    /// campaign of a series, with one summary and one JUnit suite (a test case per
+    /// file). A case with anomalies fails at once; one that ends unknown or with a
+    /// harness failure is tried again (--corpus-tries).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["test_count", "schedule", "scenario"])]
+    pub corpus: Option<PathBuf>,
+
+    /// With --corpus: tries of a case that ends unknown or with a harness failure.
+    #[arg(long, value_name = "K", default_value_t = 3, requires = "corpus", value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub corpus_tries: u32,
 }
 
 /// Run `watermark run`, one campaign or a series.
 pub fn run(command: RunCommand) -> Exit {
+    if let Some(dir) = &command.corpus {
+        return crate::commands::corpus::run(dir, command.args, command.corpus_tries);
+    }
     let Some(count) = command.test_count else {
         return crate::commands::run::run(command.args);
     };
@@ -78,6 +92,14 @@ pub struct CampaignRow {
     /// Anomalies found, by kind.
     pub anomalies: BTreeMap<String, u64>,
     pub seconds: f64,
+    /// A corpus's case: the schedule file's name, the tries it took, and how many
+    /// of them did not end valid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tries: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_tries: Option<u32>,
 }
 
 /// summary.json.
@@ -150,7 +172,7 @@ impl Series {
         }
         outln!("{}", table(&rows).trim_end());
         self.write_summary(&args, &root, started, &rows, worst, true);
-        if let Err(e) = write_junit(&root, &args, &rows) {
+        if let Err(e) = write_junit(&root, &args.workload.to_string(), &rows) {
             errln!("watermark run: no junit.xml for the series: {e}");
         }
         let tally: Vec<String> = [
@@ -249,13 +271,13 @@ fn severity(e: Exit) -> u8 {
     }
 }
 
-fn worse(a: Exit, b: Exit) -> Exit {
+pub fn worse(a: Exit, b: Exit) -> Exit {
     if severity(b) > severity(a) { b } else { a }
 }
 
 /// The row of the campaign that just ended: its run folder is the series
 /// folder's `latest`.
-fn row(root: &Path, seed: u64, exit: Exit, seconds: f64) -> CampaignRow {
+pub fn row(root: &Path, seed: u64, exit: Exit, seconds: f64) -> CampaignRow {
     let folder = std::fs::read_link(root.join("latest"))
         .ok()
         .map(|p| p.to_string_lossy().into_owned())
@@ -273,6 +295,9 @@ fn row(root: &Path, seed: u64, exit: Exit, seconds: f64) -> CampaignRow {
         anomalies: dir.as_deref().map(anomalies).unwrap_or_default(),
         folder,
         seconds,
+        case: None,
+        tries: None,
+        failed_tries: None,
     }
 }
 
@@ -342,9 +367,17 @@ pub fn table(rows: &[CampaignRow]) -> String {
         } else {
             kinds.join(", ")
         };
+        let number = match (&r.case, r.tries) {
+            (Some(case), Some(t)) => format!(
+                "{} {case} ({}/{t} failed)",
+                i + 1,
+                r.failed_tries.unwrap_or(0)
+            ),
+            _ => (i + 1).to_string(),
+        };
         out.push_str(&format!(
             "{:<9} {:<21} {:<15} {:<17} {:<9} {kinds}\n",
-            i + 1,
+            number,
             r.seed,
             verdict,
             ops,
@@ -355,12 +388,15 @@ pub fn table(rows: &[CampaignRow]) -> String {
 }
 
 /// One JUnit suite for the whole series: each campaign's test cases, named after
-/// its seed (`seed 43: queue lost-write`); a campaign without a verdict is one
-/// errored case giving the reason.
-fn write_junit(root: &Path, args: &Resolved, rows: &[CampaignRow]) -> Result<(), String> {
+/// its seed (`seed 43: queue lost-write`) or its corpus case (`kip101: …`); a
+/// campaign without a verdict is one errored case giving the reason.
+pub fn write_junit(root: &Path, workload: &str, rows: &[CampaignRow]) -> Result<(), String> {
     let mut cases = Vec::new();
     for r in rows {
-        let prefix = format!("seed {}: ", r.seed);
+        let prefix = match &r.case {
+            Some(case) => format!("{case}: "),
+            None => format!("seed {}: ", r.seed),
+        };
         let dir = r.folder.as_ref().map(|f| root.join(f));
         let results = dir
             .as_ref()
@@ -381,8 +417,8 @@ fn write_junit(root: &Path, args: &Resolved, rows: &[CampaignRow]) -> Result<(),
         }
     }
     let config = serde_json::json!({
-        "workload": args.workload.to_string(),
-        "seed": args.seed,
+        "workload": workload,
+        "seed": rows.first().map(|r| r.seed),
     });
     let name = crate::report::folder::folder_name(root);
     let xml = junit::render_series(&name, &config, cases)?;
@@ -414,6 +450,9 @@ mod tests {
             operations: [("ok".to_string(), 10), ("info".to_string(), 2)].into(),
             anomalies: kinds.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
             seconds: 12.34,
+            case: None,
+            tries: None,
+            failed_tries: None,
         };
         let t = table(&[r(42, "valid", &[]), r(43, "invalid", &[("lost-write", 3)])]);
         let lines: Vec<&str> = t.trim().lines().collect();

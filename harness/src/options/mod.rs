@@ -106,9 +106,10 @@ pub struct RunArgs {
     #[arg(allow_negative_numbers = true, long, value_name = "SECS", default_value_t = 5.0, value_parser = parse_positive_secs)]
     pub nemesis_interval: f64,
 
-    /// Seconds of workload and faults before the cluster is healed and checked.
-    #[arg(allow_negative_numbers = true, short = 't', long, value_name = "SECS", default_value_t = 60.0, value_parser = parse_positive_secs)]
-    pub time_limit: f64,
+    /// Seconds of workload and faults before the cluster is healed and checked
+    /// [default: 60, or the `time_limit` of the --schedule file].
+    #[arg(allow_negative_numbers = true, short = 't', long, value_name = "SECS", value_parser = parse_positive_secs)]
+    pub time_limit: Option<f64>,
 
     /// The checker's budget in seconds at the end of the run; past it the verdict
     /// is unknown (exit 2). Its memory budget is a quarter of the machine's memory.
@@ -215,6 +216,9 @@ impl WorkloadKind {
 /// `--checker-time-limit` when not given (and in a run.json written before it
 /// existed).
 pub const DEFAULT_CHECKER_TIME_LIMIT: f64 = 120.0;
+/// A campaign's seconds of workload and faults when neither `--time-limit` nor the
+/// schedule file says.
+pub const DEFAULT_TIME_LIMIT: f64 = 60.0;
 
 by_name!(
     AcksArg => "acks",
@@ -321,12 +325,16 @@ impl RunArgs {
             workload: self.workload,
             nemesis,
             nemesis_interval: self.nemesis_interval,
-            time_limit: self.time_limit,
+            time_limit: self
+                .time_limit
+                .or(schedule_file.as_ref().and_then(|f| f.time_limit))
+                .unwrap_or(DEFAULT_TIME_LIMIT),
             checker_time_limit: self.checker_time_limit,
             rate: self.rate,
             concurrency,
             seed: self
                 .seed
+                .or(schedule_file.as_ref().and_then(|f| f.seed))
                 .unwrap_or_else(|| u64::from(rand::random::<u32>())),
             results: self.results,
             broker_bin,
@@ -499,7 +507,7 @@ impl From<Resolved> for RunArgs {
             workload: r.workload,
             nemesis: fault_list::entries(&r.nemesis),
             nemesis_interval: r.nemesis_interval,
-            time_limit: r.time_limit,
+            time_limit: Some(r.time_limit),
             checker_time_limit: r.checker_time_limit,
             rate: r.rate,
             concurrency: Some(Concurrency::Total(r.concurrency)),

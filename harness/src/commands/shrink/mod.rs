@@ -153,6 +153,7 @@ impl Search<'_> {
         let keep = ddmin(all, |subset| {
             let s = ScheduleFile {
                 faults: subset.iter().map(|&i| base.faults[i].clone()).collect(),
+                ..ScheduleFile::default()
             };
             self.test("faults", &s, seconds)
         });
@@ -305,8 +306,11 @@ pub fn run(args: ShrinkArgs) -> Exit {
     search.shrink_faults();
     search.shrink_holds();
     search.cut_time();
-    let best = search.best.clone();
+    let mut best = search.best.clone();
     let confirm = search.attempt("confirm", &best, search.seconds, true);
+    // The reproducer says the seed and length it reproduces with.
+    best.seed = Some(record.seed);
+    best.time_limit = Some(search.seconds);
     write_summary(&search, &schedule, seconds, Some(&confirm));
     let _ = std::fs::write(root.join("minimal-schedule.json"), best.to_text());
     if let Err(e) = crate::report::write_reports(&run_dir) {

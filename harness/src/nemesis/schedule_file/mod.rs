@@ -37,10 +37,15 @@ pub use target::Target;
 /// The version a schedule file states (`"schedule": 1`).
 pub const VERSION: u64 = 1;
 
-/// A schedule: the faults in the order they start.
+/// A schedule: the faults in the order they start, and optionally the seed and
+/// length of the run it reproduces (what `watermark shrink` writes; `--seed` and
+/// `--time-limit` take precedence).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ScheduleFile {
     pub faults: Vec<Entry>,
+    pub seed: Option<u64>,
+    /// Seconds.
+    pub time_limit: Option<f64>,
 }
 
 /// One fault of a schedule.
@@ -266,7 +271,14 @@ impl Entry {
 impl ScheduleFile {
     /// The file's text: one fault a line, so that a line number names a fault.
     pub fn to_text(&self) -> String {
-        let mut out = format!("{{\"schedule\": {VERSION}, \"faults\": [\n");
+        let mut out = format!("{{\"schedule\": {VERSION}, ");
+        if let Some(seed) = self.seed {
+            out.push_str(&format!("\"seed\": {seed}, "));
+        }
+        if let Some(t) = self.time_limit {
+            out.push_str(&format!("\"time_limit\": {}, ", json!(t)));
+        }
+        out.push_str("\"faults\": [\n");
         for (i, e) in self.faults.iter().enumerate() {
             out.push_str(&e.to_line());
             out.push_str(if i + 1 < self.faults.len() {

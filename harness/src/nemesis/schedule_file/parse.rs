@@ -70,10 +70,13 @@ pub fn parse(text: &str) -> Result<ScheduleFile, ScheduleError> {
     })?;
     let line = |raw: &RawValue| line_of(text, offset_in(text, raw.get()));
     for (key, raw) in &top {
-        if key != "schedule" && key != "faults" {
+        if !["schedule", "faults", "seed", "time_limit"].contains(&key.as_str()) {
             return Err(at_line(
                 line(raw),
-                format!("unknown field `{key}` (a schedule has `schedule` and `faults`)"),
+                format!(
+                    "unknown field `{key}` (a schedule has `schedule`, `faults`, and optionally \
+                     `seed` and `time_limit`)"
+                ),
             ));
         }
     }
@@ -104,6 +107,30 @@ pub fn parse(text: &str) -> Result<ScheduleFile, ScheduleError> {
             "field `faults`: expected a list of faults".into(),
         )
     })?;
+    let seed = match top.get("seed") {
+        None => None,
+        Some(raw) => Some(raw.get().trim().parse::<u64>().map_err(|_| {
+            at_line(
+                line(raw),
+                format!("field `seed`: expected a whole number, got {}", raw.get()),
+            )
+        })?),
+    };
+    let time_limit = match top.get("time_limit") {
+        None => None,
+        Some(raw) => match raw.get().trim().parse::<f64>() {
+            Ok(t) if t > 0.0 && t <= 86_400.0 => Some(t),
+            _ => {
+                return Err(at_line(
+                    line(raw),
+                    format!(
+                        "field `time_limit`: expected seconds in (0, 86400], got {}",
+                        raw.get()
+                    ),
+                ));
+            }
+        },
+    };
     let mut out = Vec::with_capacity(raws.len());
     for (i, raw) in raws.into_iter().enumerate() {
         let base = line(raw);
@@ -130,7 +157,11 @@ pub fn parse(text: &str) -> Result<ScheduleFile, ScheduleError> {
         };
         out.push(entry(fields)?);
     }
-    Ok(ScheduleFile { faults: out })
+    Ok(ScheduleFile {
+        faults: out,
+        seed,
+        time_limit,
+    })
 }
 
 /// One fault's fields as they are read, to name each in an error.

@@ -175,6 +175,7 @@ impl Recorder {
     pub fn schedule(&self) -> ScheduleFile {
         ScheduleFile {
             faults: self.entries.clone(),
+            ..ScheduleFile::default()
         }
     }
 }
