@@ -345,7 +345,8 @@ fn write_summary(
             "reproduced": c.reproduced,
             "folder": c.folder,
         })),
-        "reproduced": confirm.is_some(),
+        // Whether the original schedule reproduced the failure at all.
+        "original_reproduced": confirm.is_some(),
         "attempts": search.attempts.len(),
         "elapsed_s": search.started.elapsed().as_secs_f64(),
     });
