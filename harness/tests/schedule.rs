@@ -44,6 +44,31 @@ fn a_malformed_schedule_is_refused_naming_its_line_and_field() {
         "{stderr}"
     );
     assert!(!results.exists(), "nothing started");
+    // A scenario file's step with a field it does not take.
+    std::fs::write(
+        &file,
+        "{\"schedule\": 1, \"scenario\": \"mine\", \"script\": [\n\
+         {\"step\": \"sleep\", \"for\": 1},\n\
+         {\"step\": \"await\", \"untill\": {\"is\": \"committed\", \"records\": 1}, \"within\": 1}\n]}\n",
+    )
+    .unwrap();
+    let out = watermark(
+        &[
+            "run",
+            "--schedule",
+            file.to_str().unwrap(),
+            "--results",
+            results.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("line 3") && stderr.contains("`untill`"),
+        "{stderr}"
+    );
+    assert!(!results.exists(), "nothing started");
     for args in [
         &["run", "--schedule", "/nonexistent/schedule.json"][..],
         &["shrink", "/nonexistent/run-folder"],
