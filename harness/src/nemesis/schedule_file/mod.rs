@@ -69,6 +69,15 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Spec {
     Kill(Target),
+    /// Kill `target` as soon as `follower` is in the ISR of the partition (or after
+    /// `within`): a kill the replication package times by the cluster's state.
+    KillOnceInIsr {
+        target: Target,
+        follower: Target,
+        topic: String,
+        partition: u32,
+        within: Duration,
+    },
     Pause(Target),
     /// SIGKILL of a node run with the page cache simulated: its unflushed bytes lost.
     LoseUnflushed(Target),
@@ -113,7 +122,7 @@ impl Spec {
     /// Its name in the file (as in the history: `kill`, `partition`, `slow`, …).
     pub fn name(&self) -> &'static str {
         match self {
-            Spec::Kill(_) => "kill",
+            Spec::Kill(_) | Spec::KillOnceInIsr { .. } => "kill",
             Spec::Pause(_) => "pause",
             Spec::LoseUnflushed(_) => "lose-unflushed",
             Spec::HoldAnswers(_) => "hold-answers",
@@ -158,6 +167,9 @@ impl Spec {
             Spec::Degrade { targets, .. } => targets.iter().find_map(role),
             Spec::Reassign {
                 topic, partition, ..
+            }
+            | Spec::KillOnceInIsr {
+                topic, partition, ..
             } => Some((topic.as_str(), *partition)),
             Spec::CrashAll | Spec::AddPartitions { .. } => None,
         }
@@ -170,6 +182,18 @@ impl Spec {
             Spec::Kill(x) | Spec::Pause(x) | Spec::LoseUnflushed(x) | Spec::HoldAnswers(x) => {
                 vec![("target", t(x))]
             }
+            Spec::KillOnceInIsr {
+                target,
+                follower,
+                topic,
+                partition,
+                within,
+            } => vec![
+                ("target", t(target)),
+                ("once_in_isr", t(follower)),
+                ("of", json!(format!("{topic}/{partition}"))),
+                ("within", seconds(*within)),
+            ],
             Spec::CrashAll => Vec::new(),
             Spec::Partition { shape, links } => {
                 let links = match links {

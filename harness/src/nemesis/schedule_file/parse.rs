@@ -315,6 +315,22 @@ const KINDS: &str = "kill, pause, lose-unflushed, hold-answers, crash-all, parti
 fn spec(f: &mut Fields<'_>) -> Result<Spec, ScheduleError> {
     let kind = f.kind.clone();
     Ok(match kind.as_str() {
+        "kill" if f.map.contains_key("once_in_isr") => {
+            let target = f.target("target")?;
+            let follower = f.target("once_in_isr")?;
+            let of = f.string("of")?;
+            let of = f.required("of", of, "the partition whose ISR it waits on: TOPIC/P")?;
+            let (topic, partition) = partition_ref(&of).map_err(|e| f.err("of", e))?;
+            let within = f.seconds("within")?;
+            let within = f.required("within", within, "how long it waits: seconds")?;
+            Spec::KillOnceInIsr {
+                target,
+                follower,
+                topic,
+                partition,
+                within,
+            }
+        }
         "kill" => Spec::Kill(f.target("target")?),
         "pause" => Spec::Pause(f.target("target")?),
         "lose-unflushed" => Spec::LoseUnflushed(f.target("target")?),

@@ -12,14 +12,26 @@ const HAND_WRITTEN: &str = r#"{
     {"at": 30, "fault": "partition", "shape": "bridge", "cut": [["node 1", "node 2"]], "for": 2},
     {"at": 33, "fault": "disk", "target": "node 2", "mode": "eio", "for": 1.5},
     {"at": 40, "fault": "reassign", "partition": "queue/1", "replicas": [3, 1]},
-    {"at": 41, "fault": "crash-all", "for": 3}
+    {"at": 41, "fault": "crash-all", "for": 3},
+    {"at": 50, "fault": "kill", "target": "leader of queue/0", "once_in_isr": "follower 2 of queue/0",
+     "of": "queue/0", "within": 1.2, "for": 2.5}
   ]
 }"#;
 
 #[test]
 fn a_hand_written_schedule_reads_and_writes_back_the_same() {
     let file = parse(HAND_WRITTEN).unwrap();
-    assert_eq!(file.faults.len(), 7);
+    assert_eq!(file.faults.len(), 8);
+    assert_eq!(
+        file.faults[7].fault,
+        Spec::KillOnceInIsr {
+            target: Target::parse("leader of queue/0").unwrap(),
+            follower: Target::parse("follower 2 of queue/0").unwrap(),
+            topic: "queue".into(),
+            partition: 0,
+            within: Duration::from_millis(1200),
+        }
+    );
     assert_eq!(file.faults[0].line, 4);
     assert_eq!(file.faults[0].at, Duration::from_secs(5));
     assert_eq!(file.faults[1].lasts, Some(Duration::from_secs(6)));
@@ -76,6 +88,10 @@ fn a_malformed_schedule_is_refused_naming_the_line_and_the_field() {
         (
             "{\"schedule\": 1, \"faults\": [\n{\"at\": 1, \"fault\": \"kill\", \"target\": \"node 1\"},\n{\"at\": 2, \"fault\": \"kill\", \"target\": \"boss\"}\n]}",
             "line 3: fault 2 (`kill`): field `target`: `boss` names no process",
+        ),
+        (
+            "{\"schedule\": 1, \"faults\": [{\"at\": 1, \"fault\": \"kill\", \"target\": \"node 1\", \"once_in_isr\": \"node 2\", \"of\": \"queue/0\"}]}",
+            "field `within`: missing",
         ),
         (
             "{\"schedule\": 1, \"faults\": [\n{\"fault\": \"kill\", \"target\": \"node 1\"}]}",

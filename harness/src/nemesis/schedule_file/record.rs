@@ -72,9 +72,22 @@ impl Recorder {
         let role = |p: Proc| Target::of(p, view, hint);
         let (fault, touched): (Spec, Vec<Proc>) = match action {
             Action::Kill(p) => (Spec::Kill(role(*p)), vec![*p]),
-            Action::KillOnceInIsr { leader, .. } => {
+            Action::KillOnceInIsr {
+                leader,
+                follower,
+                topic,
+                partition,
+                within,
+            } => {
                 let p = Proc::Node(*leader);
-                (Spec::Kill(role(p)), vec![p])
+                let spec = Spec::KillOnceInIsr {
+                    target: role(p),
+                    follower: role(Proc::Node(*follower)),
+                    topic: topic.clone(),
+                    partition: *partition,
+                    within: *within,
+                };
+                (spec, vec![p])
             }
             Action::LoseUnflushed(id) => {
                 let p = Proc::Node(*id);

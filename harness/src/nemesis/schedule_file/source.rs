@@ -74,6 +74,19 @@ impl ScheduleSource {
         };
         Ok(match &e.fault {
             Spec::Kill(t) => Action::Kill(one(t)?),
+            Spec::KillOnceInIsr {
+                target,
+                follower,
+                topic,
+                partition,
+                within,
+            } => Action::KillOnceInIsr {
+                leader: node(target)?,
+                follower: node(follower)?,
+                topic: topic.clone(),
+                partition: *partition,
+                within: *within,
+            },
             Spec::Pause(t) => Action::Pause(one(t)?),
             Spec::LoseUnflushed(t) => Action::LoseUnflushed(node(t)?),
             Spec::HoldAnswers(t) => Action::HoldAnswers(one(t)?),
