@@ -450,14 +450,16 @@ impl RunArgs {
         match (&self.bin, self.workload.maelstrom()) {
             (Some(bin), None) => {
                 return Err(format!(
-                    "--bin {} runs one of Maelstrom's workloads: -w {MAELSTROM}                      (`{}` is a workload of our broker)",
+                    "--bin {} runs one of Maelstrom's workloads: -w {MAELSTROM} \
+                     (`{}` is a workload of our broker)",
                     bin.display(),
                     self.workload
                 ));
             }
             (None, Some(_)) => {
                 return Err(format!(
-                    "-w {} is a Maelstrom workload: it tests nodes of your own, named                      with --bin PATH",
+                    "-w {} is a Maelstrom workload: it tests nodes of your own, named \
+                     with --bin PATH",
                     self.workload
                 ));
             }
@@ -473,7 +475,9 @@ impl RunArgs {
         for kind in self.nemesis_entries().into_iter().flatten() {
             if !BLACK_BOX_FAULTS.contains(&kind) {
                 return Err(format!(
-                    "--nemesis {kind} needs what a --bin system does not show (a leader, a                      controller, our broker's storage or configuration); with --bin: {},                      or none",
+                    "--nemesis {kind} needs what a --bin system does not show (a leader, a \
+                     controller, our broker's storage or configuration); with --bin: {}, \
+                     or none",
                     allowed.join(", ")
                 ));
             }
@@ -1012,6 +1016,81 @@ mod tests {
         obj.remove("idempotent");
         let old: Resolved = serde_json::from_value(json).unwrap();
         assert_eq!((old.retries, old.idempotent), (0, false));
+    }
+
+    #[test]
+    fn bin_takes_a_maelstrom_workload_and_faults_that_need_no_roles() {
+        let node = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/maelstrom/echo.py");
+        let a = parse(&[
+            "--bin",
+            node,
+            "-w",
+            "lin-kv",
+            "--node-count",
+            "5",
+            "--seed",
+            "1",
+        ])
+        .unwrap();
+        assert_eq!((a.workload, a.nodes), (WorkloadKind::LinKv, 5));
+        assert_eq!(a.nemesis, BLACK_BOX_DEFAULT_FAULTS);
+        assert!(a.bin.as_ref().unwrap().is_absolute());
+        assert_eq!(a.bin_sha256.as_ref().map(String::len), Some(64));
+        assert_eq!(a.broker_bin, PathBuf::new(), "no broker is looked for");
+        let json = serde_json::to_value(&a).unwrap();
+        assert_eq!(json["workload"], "lin-kv");
+        assert_eq!(serde_json::from_value::<Resolved>(json).unwrap(), a);
+        let again = RunArgs::from(a.clone())
+            .resolve_with(|_| panic!("no broker is looked for"))
+            .unwrap();
+        assert_eq!(again, a);
+        let args = parse(&[
+            "--bin",
+            node,
+            "-w",
+            "echo",
+            "--bin-arg",
+            "-x",
+            "--bin-arg",
+            "y",
+        ]);
+        assert_eq!(args.unwrap().bin_args, ["-x", "y"]);
+        for (argv, says) in [
+            (
+                &["--bin", node, "-w", "queue"][..],
+                "runs one of Maelstrom's workloads",
+            ),
+            (&["--bin", node], "runs one of Maelstrom's workloads"),
+            (&["-w", "lin-kv"], "is a Maelstrom workload"),
+            (
+                &["--bin", node, "-w", "echo", "--nemesis", "isolate-leader"],
+                "with --bin: kill",
+            ),
+            (
+                &["--bin", node, "-w", "echo", "--nemesis", "replication"],
+                "a leader",
+            ),
+            (
+                &[
+                    "--bin",
+                    node,
+                    "-w",
+                    "echo",
+                    "--scenario",
+                    "kip101-data-loss",
+                ],
+                "no roles",
+            ),
+            (&["--bin", "/no/such/node", "-w", "echo"], "no such file"),
+        ] {
+            let e = parse(argv).unwrap_err();
+            assert!(e.contains(says), "{argv:?}: {e}");
+        }
+        let plain = parse(&["--seed", "1"]).unwrap();
+        assert_eq!(
+            (plain.bin.as_ref(), plain.nemesis.as_slice()),
+            (None, &[FaultKind::Replication][..])
+        );
     }
 
     #[test]

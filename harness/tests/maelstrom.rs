@@ -1,0 +1,391 @@
+//! `watermark run --bin`: the fixture nodes of fixtures/maelstrom (Python, standard
+//! library only, run through their shebang) under watermark's network, faults and
+//! checkers, over real processes. The correct nodes are judged valid, the broken
+//! ones are caught — each fault that catches one played from a schedule file, so
+//! that it happens whatever the machine's load — a node that breaks the protocol
+//! does not break the harness, and a binary that cannot run is refused before
+//! anything starts. No node outlives its run.
+//!
+//! The campaigns run one at a time (they share two cores with everything else).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{read_json, run_folder, text, watermark};
+
+const LIMIT: Duration = Duration::from_secs(180);
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn fixture(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/maelstrom")
+        .join(name);
+    p.to_string_lossy().into_owned()
+}
+
+/// A campaign of `node` into a fresh results folder: its output and run folder.
+fn campaign(node: &str, args: &[&str]) -> (std::process::Output, PathBuf, tempfile::TempDir) {
+    let results = tempfile::tempdir().unwrap();
+    let bin = fixture(node);
+    let mut all = vec!["run", "--bin", &bin, "--results"];
+    let r = results.path().to_string_lossy().into_owned();
+    all.push(&r);
+    all.extend_from_slice(args);
+    let out = watermark(&all, LIMIT);
+    assert_no_node_left(results.path());
+    let folder = run_folder(results.path());
+    (out, folder, results)
+}
+
+/// A schedule file of these fault lines, in `dir`.
+fn schedule(dir: &Path, faults: &[&str]) -> String {
+    let path = dir.join("schedule-in.json");
+    let text = format!(
+        "{{\"schedule\": 1, \"faults\": [\n{}\n]}}\n",
+        faults.join(",\n")
+    );
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// No process runs in a directory under `root` (every node works in its own,
+/// under the run folder), within a bounded wait.
+fn assert_no_node_left(root: &Path) {
+    let root = std::fs::canonicalize(root).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                let cwd = std::fs::read_link(e.path().join("cwd")).ok()?;
+                cwd.starts_with(&root)
+                    .then(|| format!("{:?} in {}", e.file_name(), cwd.display()))
+            })
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nodes left behind: {left:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn anomalies(results: &Value, checker: &str, kind: &str) -> usize {
+    results["checkers"][checker]["anomalies"]
+        .as_array()
+        .map_or(0, |a| a.iter().filter(|x| x["kind"] == kind).count())
+}
+
+#[test]
+fn echo_nodes_are_valid_and_the_run_folder_has_every_file() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (out, folder, _tmp) = campaign(
+        "echo.py",
+        &[
+            "-w",
+            "echo",
+            "-n",
+            "2",
+            "-t",
+            "4",
+            "--rate",
+            "20",
+            "--nemesis",
+            "none",
+            "--seed",
+            "1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    for f in [
+        "run.json",
+        "history.jsonl",
+        "results.json",
+        "report.html",
+        "junit.xml",
+        "watermark.log",
+        "schedule.json",
+        "messages.jsonl",
+        "nodes/n1/stderr.log",
+        "nodes/n2/stderr.log",
+    ] {
+        assert!(folder.join(f).is_file(), "no {f} in {}", folder.display());
+    }
+    let run = read_json(&folder.join("run.json"));
+    assert_eq!(run["workload"], "echo");
+    assert!(run["options"]["bin"].as_str().unwrap().ends_with("echo.py"));
+    assert_eq!(
+        run["options"]["bin_sha256"].as_str().map(str::len),
+        Some(64)
+    );
+    let results = read_json(&folder.join("results.json"));
+    assert_eq!(results["checkers"]["echo"]["valid"], true);
+    let net = &results["network"];
+    let sent = net["total"]["sent"].as_u64().unwrap();
+    assert!(sent >= 20, "{net}");
+    assert_eq!(net["total"]["dropped"], 0, "{net}");
+    assert!(
+        net["links"]["c1 -> n1"]["sent"].as_u64().unwrap() > 0,
+        "{net}"
+    );
+    let lines = std::fs::read_to_string(folder.join("messages.jsonl")).unwrap();
+    assert_eq!(lines.lines().count() as u64, sent);
+    let first: Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+    assert!(
+        first["sent"].is_u64() && first["body"]["type"].is_string(),
+        "{first}"
+    );
+}
+
+#[test]
+fn unique_ids_are_valid_under_kills_and_duplicates_are_caught() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let kills = schedule(
+        tmp.path(),
+        &[
+            r#"{"at": 1, "fault": "kill", "target": "n1", "for": 1}"#,
+            r#"{"at": 3, "fault": "kill", "target": "n2", "for": 1}"#,
+        ],
+    );
+    let args = [
+        "-w",
+        "unique-ids",
+        "-n",
+        "3",
+        "-t",
+        "5",
+        "--rate",
+        "30",
+        "--seed",
+        "2",
+    ];
+    let mut good = args.to_vec();
+    good.extend(["--schedule", &kills]);
+    let (out, folder, _t1) = campaign("unique_ids.py", &good);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let results = read_json(&folder.join("results.json"));
+    assert_eq!(results["network"]["restarts"], 2, "{}", results["network"]);
+
+    let (out, folder, _t2) = campaign("unique_ids_dup.py", &args);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let results = read_json(&folder.join("results.json"));
+    assert!(anomalies(&results, "unique-ids", "duplicate-id") > 0);
+}
+
+#[test]
+fn raft_lin_kv_is_linearizable_through_a_partition_a_kill_and_a_pause() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let faults = schedule(
+        tmp.path(),
+        &[
+            r#"{"at": 2, "fault": "partition", "isolate": "n1", "for": 3}"#,
+            r#"{"at": 6, "fault": "kill", "target": "n2", "for": 2}"#,
+            r#"{"at": 9, "fault": "pause", "target": "n3", "for": 2}"#,
+        ],
+    );
+    let (out, folder, _t) = campaign(
+        "lin_kv_raft.py",
+        &[
+            "-w",
+            "lin-kv",
+            "-n",
+            "3",
+            "-t",
+            "12",
+            "--rate",
+            "20",
+            "--seed",
+            "3",
+            "--schedule",
+            &faults,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let results = read_json(&folder.join("results.json"));
+    assert_eq!(results["checkers"]["linearizable"]["valid"], true);
+    let net = &results["network"];
+    assert!(
+        net["dropped_by"]["partition"].as_u64().unwrap_or(0) > 0,
+        "{net}"
+    );
+    assert_eq!(net["restarts"], 1, "{net}");
+    for f in ["partition", "heal", "kill", "restart", "pause", "resume"] {
+        assert_eq!(net["nemesis_events"][f], 1, "{f}: {net}");
+    }
+}
+
+#[test]
+fn stale_reads_of_a_partitioned_node_are_nonlinearizable() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let faults = schedule(
+        tmp.path(),
+        &[r#"{"at": 1, "fault": "partition", "isolate": "n1", "for": 7}"#],
+    );
+    let (out, folder, _t) = campaign(
+        "lin_kv_stale.py",
+        &[
+            "-w",
+            "lin-kv",
+            "-n",
+            "3",
+            "-t",
+            "9",
+            "--rate",
+            "30",
+            "--seed",
+            "4",
+            "--schedule",
+            &faults,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let results = read_json(&folder.join("results.json"));
+    assert!(
+        anomalies(&results, "linearizable", "nonlinearizable") > 0,
+        "{results}"
+    );
+}
+
+#[test]
+fn a_lossy_kafka_loses_acknowledged_sends_when_its_nodes_are_killed() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let kills = schedule(
+        tmp.path(),
+        &[
+            r#"{"at": 2, "fault": "kill", "target": "n1", "for": 1}"#,
+            r#"{"at": 4, "fault": "kill", "target": "n2", "for": 1}"#,
+            r#"{"at": 6, "fault": "kill", "target": "n3", "for": 1}"#,
+        ],
+    );
+    let (out, folder, _t) = campaign(
+        "kafka_lossy.py",
+        &[
+            "-w",
+            "kafka",
+            "-n",
+            "3",
+            "-t",
+            "8",
+            "--rate",
+            "30",
+            "--seed",
+            "5",
+            "--schedule",
+            &kills,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let results = read_json(&folder.join("results.json"));
+    assert!(anomalies(&results, "kafka", "lost-write") > 0, "{results}");
+}
+
+#[test]
+fn a_node_that_breaks_the_protocol_and_exits_is_judged_not_fatal() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (out, folder, _t) = campaign(
+        "garbage.py",
+        &[
+            "-w",
+            "echo",
+            "-n",
+            "1",
+            "-t",
+            "5",
+            "--rate",
+            "10",
+            "--nemesis",
+            "none",
+            "--seed",
+            "6",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let results = read_json(&folder.join("results.json"));
+    assert!(
+        anomalies(&results, "protocol", "protocol-error") >= 12,
+        "{results}"
+    );
+    assert!(anomalies(&results, "crashes", "crash") >= 1, "{results}");
+    let history = std::fs::read_to_string(folder.join("history.jsonl")).unwrap();
+    let errors: Vec<Value> = history
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["f"] == "protocol-error")
+        .collect();
+    let said = |needle: &str| {
+        errors
+            .iter()
+            .any(|e| e["value"]["error"].as_str().unwrap().contains(needle))
+    };
+    for needle in [
+        "not JSON",
+        "no `src`",
+        "no `body.type`",
+        "unknown destination",
+        "never sent",
+        "not UTF-8",
+        "longer than",
+    ] {
+        assert!(
+            said(needle),
+            "no protocol error saying {needle}: {errors:#?}"
+        );
+    }
+    assert!(
+        errors
+            .iter()
+            .all(|e| e["value"]["node"] == "n1" && e["time"].is_u64())
+    );
+    let crash = history
+        .lines()
+        .find(|l| l.contains("\"f\":\"crash\""))
+        .unwrap();
+    assert!(
+        crash.contains("exited with code 3") && crash.contains("nodes/n1/stderr.log"),
+        "{crash}"
+    );
+}
+
+#[test]
+fn a_binary_that_cannot_run_is_refused_before_anything_starts() {
+    let results = tempfile::tempdir().unwrap();
+    let r = results.path().to_string_lossy().into_owned();
+    let missing = results
+        .path()
+        .join("no-such-node")
+        .to_string_lossy()
+        .into_owned();
+    let readme = fixture("README.md");
+    for (bin, says) in [(&missing, "no such file"), (&readme, "not executable")] {
+        let out = watermark(&["run", "--bin", bin, "-w", "echo", "--results", &r], LIMIT);
+        assert_eq!(out.status.code(), Some(64), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(says),
+            "{}",
+            text(&out)
+        );
+    }
+    let echo = fixture("echo.py");
+    let out = watermark(
+        &["run", "--bin", &echo, "-w", "register", "--results", &r],
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_dir(results.path()).unwrap().count(),
+        0,
+        "a run folder was made"
+    );
+}
