@@ -356,6 +356,11 @@ fn a_node_that_breaks_the_protocol_and_exits_is_judged_not_fatal() {
         crash.contains("exited with code 3") && crash.contains("nodes/n1/stderr.log"),
         "{crash}"
     );
+    // `watermark check` of the folder judges the protocol errors as the run did.
+    let check = watermark(&["check", folder.to_str().unwrap()], LIMIT);
+    assert_eq!(check.status.code(), Some(1), "{}", text(&check));
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(said.contains("protocol-error"), "{}", text(&check));
 }
 
 #[test]

@@ -119,8 +119,9 @@ pub fn execute_linked(
         tokio::select! {
             ended = campaign(&args, &folder, &mut record) => ended,
             signal = interrupted() => {
+                let who = if args.bin.is_some() { "node" } else { "broker" };
                 errln!(
-                    "\nwatermark: {signal}: stopping; every broker process is killed; \
+                    "\nwatermark: {signal}: stopping; every {who} process is killed; \
                      the history so far is in {}",
                     folder.history().display()
                 );
