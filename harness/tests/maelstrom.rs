@@ -255,6 +255,14 @@ fn stale_reads_of_a_partitioned_node_are_nonlinearizable() {
         anomalies(&results, "linearizable", "nonlinearizable") > 0,
         "{results}"
     );
+    // The report draws the messages around the anomaly's operations, linked to them.
+    let html = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    assert!(
+        html.contains(r#"<h2 id="messages">"#),
+        "no message statistics"
+    );
+    assert!(html.contains(r#"id="messages-0""#), "no message picture");
+    assert!(html.contains("-seq-op-"), "the picture shows no operation");
 }
 
 #[test]
