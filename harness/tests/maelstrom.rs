@@ -182,6 +182,58 @@ fn unique_ids_are_valid_under_kills_and_duplicates_are_caught() {
 }
 
 #[test]
+fn broadcast_survives_a_partition_and_a_kill_and_a_node_that_never_gossips_is_caught() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let faults = schedule(
+        tmp.path(),
+        &[
+            r#"{"at": 1, "fault": "partition", "isolate": "n2", "for": 2}"#,
+            r#"{"at": 3.5, "fault": "kill", "target": "n3", "for": 1}"#,
+        ],
+    );
+    let args = [
+        "-w",
+        "broadcast",
+        "-n",
+        "3",
+        "-t",
+        "6",
+        "--rate",
+        "20",
+        "--seed",
+        "8",
+    ];
+    let mut good = args.to_vec();
+    good.extend(["--schedule", &faults]);
+    let (out, folder, _t1) = campaign("broadcast.py", &good);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let results = read_json(&folder.join("results.json"));
+    let net = &results["network"];
+    assert!(
+        net["dropped_by"]["partition"].as_u64().unwrap_or(0) > 0,
+        "{net}"
+    );
+    assert!(net["between_nodes"].as_u64().unwrap() > 0, "{net}");
+    let history = std::fs::read_to_string(folder.join("history.jsonl")).unwrap();
+    let final_reads = history
+        .lines()
+        .filter(|l| l.contains("\"final-read\"") && l.contains("\"type\":\"ok\""))
+        .count();
+    assert_eq!(final_reads, 3, "every node is read once healed");
+
+    let mut bad = args.to_vec();
+    bad.extend(["--nemesis", "none"]);
+    let (out, folder, _t2) = campaign("broadcast_no_gossip.py", &bad);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let results = read_json(&folder.join("results.json"));
+    assert!(
+        anomalies(&results, "broadcast", "lost-write") > 0,
+        "{results}"
+    );
+}
+
+#[test]
 fn raft_lin_kv_is_linearizable_through_a_partition_a_kill_and_a_pause() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
