@@ -424,6 +424,42 @@ fn a_node_that_breaks_the_protocol_and_exits_is_judged_not_fatal() {
 }
 
 #[test]
+fn a_node_that_exits_before_init_stops_the_run_naming_it_and_its_stderr() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = tmp.path().join("dies.sh");
+    std::fs::write(
+        &node,
+        "#!/bin/sh\necho 'cannot open my config' >&2\nexit 7\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&node, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let results = tmp.path().join("results");
+    let out = watermark(
+        &[
+            "run",
+            "--bin",
+            node.to_str().unwrap(),
+            "-w",
+            "echo",
+            "-t",
+            "2",
+            "--results",
+            results.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("node n1") && said.contains("before answering init"),
+        "{}",
+        text(&out)
+    );
+    assert!(said.contains("cannot open my config"), "{}", text(&out));
+    assert_no_node_left(&results);
+}
+
+#[test]
 fn a_binary_that_cannot_run_is_refused_before_anything_starts() {
     let results = tempfile::tempdir().unwrap();
     let r = results.path().to_string_lossy().into_owned();

@@ -208,6 +208,7 @@ impl MaelstromCluster {
             slots[i].lives
         };
         let proc = node::start(&spec, life, self.tx.clone()).await?;
+        let child = proc.child.clone();
         {
             let mut slots = lock(&self.shared.slots);
             slots[i].proc = Some(proc);
@@ -219,19 +220,25 @@ impl MaelstromCluster {
         }
         let ids = self.node_ids();
         let init = init_message(INIT_CLIENT, &spec.id, &ids, 0);
-        let reply = self
-            .requester()
-            .call(
-                INIT_CLIENT,
-                &spec.id,
-                init.body.clone(),
-                self.init_timeout,
-                true,
-            )
-            .await;
+        let requester = self.requester();
+        let timeout = self.init_timeout;
+        let call = requester.call(INIT_CLIENT, &spec.id, init.body.clone(), timeout, true);
+        // A node that exits before it answers fails at once, not at the timeout.
+        let exited = async {
+            loop {
+                if let Some(status) = child.reap() {
+                    return status;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        let reply = tokio::select! {
+            r = call => r.ok_or_else(|| format!("did not answer init within {timeout:?}")),
+            status = exited => Err(format!("exited ({status}) before answering init")),
+        };
         let why = match reply {
-            None => format!("did not answer init within {:?}", self.init_timeout),
-            Some(body) => {
+            Err(why) => why,
+            Ok(body) => {
                 let mut sent = init.clone();
                 sent.body.msg_id = body.in_reply_to;
                 let answer = Message::new(&spec.id, INIT_CLIENT, body);
