@@ -165,7 +165,7 @@ impl Router {
                     if init {
                         self.deliver(msg, Instant::now(), true, false);
                     } else {
-                        self.route(msg, Instant::now(), false);
+                        self.route(msg, Instant::now());
                     }
                 }
                 Inbound::Cancel { client, msg_id } => {
@@ -267,11 +267,11 @@ impl Router {
                 return self.record(&msg, at, Some("held"), false);
             }
         }
-        self.route(msg, at, true);
+        self.route(msg, at);
     }
 
     /// Carry `msg` through the network: now, later, or not at all.
-    fn route(&mut self, msg: Message, sent: Instant, _from_node: bool) {
+    fn route(&mut self, msg: Message, sent: Instant) {
         let n = self.node_ids.len();
         let between_nodes =
             node_number(&msg.src, n).is_some() && node_number(&msg.dest, n).is_some();
@@ -313,7 +313,7 @@ impl Router {
         if let Some(service) = self.services.get_mut(msg.dest.as_str()) {
             let reply = service.reply(&msg);
             self.record(&msg, sent, None, false);
-            return self.route(reply, Instant::now(), false);
+            return self.route(reply, Instant::now());
         }
         let key = (msg.dest.clone(), msg.body.in_reply_to.unwrap_or(-1));
         match self.pending.remove(&key) {
