@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::Value;
 use support::{read_json, run_folder, text, watermark};
 
-const LIMIT: Duration = Duration::from_secs(180);
+const LIMIT: Duration = Duration::from_secs(300);
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn fixture(name: &str) -> String {
@@ -27,17 +27,37 @@ fn fixture(name: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// A results folder that is removed when the test passes, and kept (its path
+/// printed) when it fails, for its watermark.log and messages.jsonl.
+struct Results(PathBuf);
+
+impl Drop for Results {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("the run is kept in {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
 /// A campaign of `node` into a fresh results folder: its output and run folder.
-fn campaign(node: &str, args: &[&str]) -> (std::process::Output, PathBuf, tempfile::TempDir) {
-    let results = tempfile::tempdir().unwrap();
+fn campaign(node: &str, args: &[&str]) -> (std::process::Output, PathBuf, Results) {
+    let results = Results(
+        tempfile::Builder::new()
+            .prefix("wm-mael-")
+            .tempdir()
+            .unwrap()
+            .keep(),
+    );
     let bin = fixture(node);
     let mut all = vec!["run", "--bin", &bin, "--results"];
-    let r = results.path().to_string_lossy().into_owned();
+    let r = results.0.to_string_lossy().into_owned();
     all.push(&r);
     all.extend_from_slice(args);
     let out = watermark(&all, LIMIT);
-    assert_no_node_left(results.path());
-    let folder = run_folder(results.path());
+    assert_no_node_left(&results.0);
+    let folder = run_folder(&results.0);
     (out, folder, results)
 }
 
@@ -258,6 +278,12 @@ fn raft_lin_kv_is_linearizable_through_a_partition_a_kill_and_a_pause() {
             "20",
             "--seed",
             "3",
+            // One client per node keeps the checker's search small on a loaded
+            // machine, and its budget below the test's own limit.
+            "--concurrency",
+            "3",
+            "--checker-time-limit",
+            "60",
             "--schedule",
             &faults,
         ],
@@ -297,6 +323,12 @@ fn stale_reads_of_a_partitioned_node_are_nonlinearizable() {
             "30",
             "--seed",
             "4",
+            // One client per node keeps the checker's search small on a loaded
+            // machine, and its budget below the test's own limit.
+            "--concurrency",
+            "3",
+            "--checker-time-limit",
+            "60",
             "--schedule",
             &faults,
         ],

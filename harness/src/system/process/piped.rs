@@ -116,11 +116,17 @@ impl PipedChild {
     /// Reap it if it has ended; how it ended.
     pub fn reap(&self) -> Option<ExitStatus> {
         let mut state = self.lock();
-        if state.status.is_none()
-            && let Ok(Some(status)) = state.child.try_wait()
-        {
-            state.status = Some(status);
-            unregister(self.pid);
+        if state.status.is_none() {
+            let ended = match state.child.try_wait() {
+                Ok(status) => status,
+                // Reaped already (ECHILD): it is gone, and no status is left to read;
+                // it counts as killed, so it is never mistaken for a crash.
+                Err(_) => Some(ExitStatus::from_raw(libc::SIGKILL)),
+            };
+            if let Some(status) = ended {
+                state.status = Some(status);
+                unregister(self.pid);
+            }
         }
         state.status
     }
