@@ -253,6 +253,59 @@ fn broadcast_survives_a_partition_and_a_kill_and_a_node_that_never_gossips_is_ca
     );
 }
 
+/// Nodes that keep their state in the harness's services: kafka's logs in lin-kv,
+/// g-counter's sums in seq-kv.
+#[test]
+fn nodes_built_on_the_services_are_valid_through_kills_and_a_partition() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let faults = schedule(
+        tmp.path(),
+        &[
+            r#"{"at": 1, "fault": "kill", "target": "n1", "for": 1}"#,
+            r#"{"at": 2.5, "fault": "partition", "isolate": "n2", "for": 1.5}"#,
+            r#"{"at": 4, "fault": "kill", "target": "n3", "for": 0.5}"#,
+        ],
+    );
+    for (node, workload, service) in [
+        ("kafka.py", "kafka", "lin-kv"),
+        ("g_counter.py", "g-counter", "seq-kv"),
+    ] {
+        let args = [
+            "-w",
+            workload,
+            "-n",
+            "3",
+            "-t",
+            "5",
+            "--rate",
+            "20",
+            "--seed",
+            "9",
+            "--schedule",
+            &faults,
+        ];
+        let (out, folder, _t) = campaign(node, &args);
+        assert_eq!(out.status.code(), Some(0), "{node}: {}", text(&out));
+        let results = read_json(&folder.join("results.json"));
+        let net = &results["network"];
+        assert_eq!(net["restarts"], 2, "{node}: {net}");
+        let to_service = net["links"]["n1 -> ".to_string() + service]["delivered"].as_u64();
+        assert!(
+            to_service.unwrap_or(0) > 0,
+            "{node} never reached {service}: {net}"
+        );
+        let history = std::fs::read_to_string(folder.join("history.jsonl")).unwrap();
+        let finals = ["\"final-poll\"", "\"final-read\""];
+        assert!(
+            history
+                .lines()
+                .any(|l| finals.iter().any(|f| l.contains(f)) && l.contains("\"type\":\"ok\"")),
+            "{node}: no final phase"
+        );
+    }
+}
+
 #[test]
 fn raft_lin_kv_is_linearizable_through_a_partition_a_kill_and_a_pause() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
