@@ -1,7 +1,7 @@
 //! The record of every message the router carried: `messages.jsonl` in the run
 //! folder, one line per message once its fate is known (docs/run-folder.md), and
 //! the statistics the results and the report show — messages in all, per link,
-//! per type, dropped and why, delayed. Times are nanoseconds since the run began,
+//! per type, dropped and why (and when), delayed. Times are nanoseconds since the run began,
 //! on the history's clock, so a message can be set beside the operations it served.
 
 use std::collections::BTreeMap;
@@ -136,6 +136,7 @@ impl MessageLog {
             "sent": self.nanos(c.sent),
             "delivered": c.delivered.map(|d| self.nanos(d)),
             "dropped": c.dropped,
+            "dropped_at": c.dropped.map(|_| self.nanos(Instant::now())),
         });
         self.write(&line);
     }
@@ -222,6 +223,8 @@ mod tests {
         assert_eq!(lines[0]["sent"], 5_000_000);
         assert_eq!(lines[0]["delivered"], 25_000_000);
         assert_eq!(lines[1]["dropped"], "partition");
+        assert!(lines[1]["dropped_at"].as_u64().unwrap() > 0);
+        assert!(lines[0]["dropped_at"].is_null());
         assert_eq!(lines[1]["body"]["type"], "gossip");
         let s = log.stats(4);
         assert_eq!(
