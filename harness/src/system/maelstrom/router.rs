@@ -391,12 +391,5 @@ impl Router {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn clients_are_c_and_a_number() {
-        assert!(is_client("c1") && is_client("c0") && is_client("c42"));
-        assert!(!is_client("c") && !is_client("cx") && !is_client("n1"));
-    }
-}
+#[path = "router_tests.rs"]
+mod tests;
