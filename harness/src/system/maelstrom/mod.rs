@@ -10,10 +10,12 @@
 //! controller cannot be played on it.
 //!
 //! - [`node`]: one node's process, its stdin and stdout threads;
-//! - [`router`]: the task that carries every message;
+//! - [`router`]: the task that carries every message, and what it is told
+//!   (`inbound`);
 //! - [`network`]: the fate of each message (cut, delayed, lost);
 //! - [`messages`]: `messages.jsonl` and the message statistics.
 
+mod inbound;
 pub mod messages;
 pub mod network;
 pub mod node;
@@ -38,10 +40,11 @@ use crate::net::{Conditions, Grudge};
 use crate::proc::Proc;
 use crate::store::History;
 use crate::system::System;
+use inbound::Inbound;
 use messages::{MessageLog, MessageStats};
 use network::Network;
 use node::NodeSpec;
-use router::{Inbound, Router, Shared, Slot, lock};
+use router::{Router, Shared, Slot, lock};
 
 /// The client id the harness initialises nodes from (its clients are c1…cK).
 pub const INIT_CLIENT: &str = "c0";

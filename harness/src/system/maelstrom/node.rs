@@ -20,7 +20,7 @@ use std::time::Instant;
 use maelstrom::message::MAX_LINE_BYTES;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::router::Inbound;
+use super::inbound::Inbound;
 use crate::error::{HarnessError, Result};
 use crate::system::process::piped::PipedChild;
 

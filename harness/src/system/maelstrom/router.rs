@@ -25,6 +25,7 @@ use serde_json::json;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::sync::oneshot;
 
+use super::inbound::Inbound;
 use super::messages::{Carried, MessageLog};
 use super::network::{Fate, Network, node_number};
 use super::node::NodeProc;
@@ -41,40 +42,6 @@ const QUOTED: usize = 200;
 /// How long a node whose output ended may take to exit before the router stops
 /// waiting to reap it.
 const EXIT_AFTER_EOF: Duration = Duration::from_secs(10);
-
-/// What the router is told.
-#[derive(Debug)]
-pub enum Inbound {
-    /// A line node `node` (its index) wrote in life `life`; `too_long`: its length,
-    /// if only its start was kept.
-    Line {
-        node: usize,
-        life: u64,
-        line: Vec<u8>,
-        too_long: Option<usize>,
-        at: Instant,
-    },
-    /// Its output ended.
-    Closed { node: usize, life: u64 },
-    /// A request of the harness (a client, or the `init` of a node): its reply goes
-    /// to `reply`. `init` requests reach a node not yet initialised, and bypass
-    /// the network's faults.
-    Request {
-        msg: Message,
-        reply: oneshot::Sender<Body>,
-        init: bool,
-    },
-    /// The harness gave up waiting for the reply to `msg_id` of `client`.
-    Cancel { client: String, msg_id: i64 },
-    /// A message a degraded link held, now due.
-    Due {
-        msg: Message,
-        sent: Instant,
-        between_nodes: bool,
-    },
-    /// Stop, once every line before this one is handled.
-    Stop(oneshot::Sender<()>),
-}
 
 /// A node's place in the cluster: its running life, if any.
 #[derive(Debug, Default)]
