@@ -12,8 +12,9 @@ use serde_json::Value;
 
 /// The name of the verdict in results.json.
 pub const CHECKER: &str = "protocol";
-/// `f` of a protocol error in the history (process `"nemesis"`).
-pub const EVENT: &str = crate::system::maelstrom::router::PROTOCOL_ERROR;
+/// `f` of a protocol error in the history (process `"nemesis"`), as the router
+/// writes it.
+pub const EVENT: &str = "protocol-error";
 
 /// The `protocol` verdict of a history's protocol errors, or None if it has none.
 pub fn judge(events: &[Event]) -> Option<CheckerResult> {

@@ -34,7 +34,7 @@ use crate::system::process::crash::{Crash, quote};
 use crate::system::process::supervisor::Death;
 
 /// `f` of a protocol error in the history (process `"nemesis"`).
-pub const PROTOCOL_ERROR: &str = "protocol-error";
+pub const PROTOCOL_ERROR: &str = crate::judge::protocol::EVENT;
 /// Protocol errors written into the history per node; past it they are counted.
 const PROTOCOL_ERRORS_RECORDED: u64 = 50;
 /// How much of an offending line a protocol error quotes.
