@@ -125,7 +125,7 @@ impl AnomalyKind {
                 "No order of the operations consistent with real time explains what clients observed."
             }
             AnomalyKind::Crash => {
-                "A broker process died on its own — a panic, an abort, an exit — without the nemesis stopping it: the system under test crashed."
+                "A process of the system under test (a broker, or a node of your own) died on its own — a panic, an abort, an exit — without the nemesis stopping it: the system under test crashed."
             }
             AnomalyKind::NonmonotonicCommit => {
                 "A committed offset was listed lower than one acknowledged before: consumers would re-read or lose their place."

@@ -501,6 +501,10 @@ fn a_node_that_breaks_the_protocol_and_exits_is_judged_not_fatal() {
         crash.contains("exited with code 3") && crash.contains("nodes/n1/stderr.log"),
         "{crash}"
     );
+    // What the node wrote is quoted, never copied raw: no NUL reaches the report.
+    let html = std::fs::read(folder.join("report.html")).unwrap();
+    assert!(!html.contains(&0), "a NUL byte in report.html");
+    assert!(String::from_utf8(html).is_ok(), "report.html is not UTF-8");
     // `watermark check` of the folder judges the protocol errors as the run did.
     let check = watermark(&["check", folder.to_str().unwrap()], LIMIT);
     assert_eq!(check.status.code(), Some(1), "{}", text(&check));

@@ -172,8 +172,18 @@ impl Router {
             return;
         }
         let text = String::from_utf8_lossy(line);
-        let mut quoted: String = text.trim_end().chars().take(QUOTED).collect();
-        if quoted.len() < text.trim_end().len() {
+        let text = text.trim_end();
+        // Control characters (a NUL, an escape) quoted as escapes: the line goes
+        // into the history, the console and the report.
+        let mut quoted: String = text
+            .chars()
+            .take(QUOTED)
+            .map(|c| match c {
+                c if c.is_control() => format!("\\u{{{:04x}}}", c as u32),
+                c => c.to_string(),
+            })
+            .collect();
+        if text.chars().count() > QUOTED {
             quoted.push('…');
         }
         let id = self.node_ids.get(node).cloned().unwrap_or_default();

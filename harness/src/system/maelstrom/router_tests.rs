@@ -98,7 +98,7 @@ impl Bench {
 #[tokio::test]
 async fn lines_that_are_no_message_of_the_node_are_protocol_errors() {
     let mut b = bench().await;
-    b.line("not json at all");
+    b.line("not json\u{0}at all");
     b.line(r#"{"src":"n2","dest":"n1","body":{"type":"x"}}"#);
     b.line(r#"{"src":"n1","dest":"nowhere","body":{"type":"x"}}"#);
     b.line(r#"{"src":"n1","dest":"c3","body":{"type":"read_ok","in_reply_to":5}}"#);
@@ -110,6 +110,7 @@ async fn lines_that_are_no_message_of_the_node_are_protocol_errors() {
         .collect();
     assert_eq!(errors.len(), 5, "{errors:?}");
     assert!(errors[0].contains("not JSON"));
+    assert_eq!(b.errors()[0].value["line"], "not json\\u{0000}at all");
     assert!(errors[1].contains("message from `n2` written by n1"));
     assert!(errors[2].contains("unknown destination `nowhere`"));
     assert!(errors[3].contains("which it never sent"));
