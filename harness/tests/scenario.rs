@@ -1,7 +1,8 @@
 //! `watermark run --scenario` end to end: each KIP-101 and KIP-279 script loses or
 //! diverges data against `--truncation hw` and finds nothing against
 //! `--truncation epoch`, its steps recorded as nemesis events; duplicate-on-retry
-//! writes values twice through the producers' retries, and not with `--retries 0`
+//! writes values twice through the producers' retries (a shipped scenario file
+//! played with `--schedule` as `--scenario` plays it), and not with `--retries 0`
 //! or `--idempotent`; a controller killed in the middle of a leader failover loses
 //! nothing; the seed's two cases on two replicas lose and diverge only under hw; an
 //! unclean election loses what the ISR committed; a leader's crash loses acks=1
@@ -26,9 +27,23 @@ fn scenario(name: &str, truncation: &str) -> (Option<i32>, Vec<String>, Vec<Stri
 
 /// Run `scenario` with `extra` options; as [`scenario`].
 fn scenario_with(name: &str, extra: &[&str]) -> (Option<i32>, Vec<String>, Vec<String>) {
+    let mut args = vec!["--scenario", name];
+    args.extend_from_slice(extra);
+    run_with(&args)
+}
+
+/// Play the scenario file `file` with `extra` options; as [`scenario`].
+fn schedule_with(file: &str, extra: &[&str]) -> (Option<i32>, Vec<String>, Vec<String>) {
+    let mut args = vec!["--schedule", file];
+    args.extend_from_slice(extra);
+    run_with(&args)
+}
+
+/// `watermark run` with `extra` options, seed 1; as [`scenario`].
+fn run_with(extra: &[&str]) -> (Option<i32>, Vec<String>, Vec<String>) {
     let results = tempfile::tempdir().unwrap();
     let dir = results.path().to_str().unwrap();
-    let mut args = vec!["run", "--scenario", name, "--seed", "1", "--results", dir];
+    let mut args = vec!["run", "--seed", "1", "--results", dir];
     args.extend_from_slice(extra);
     let out = watermark(&args, Duration::from_secs(300));
     assert_no_process_left(dir);
@@ -61,7 +76,12 @@ fn nemesis_steps(folder: &Path) -> Vec<String> {
 
 #[test]
 fn kip101_data_loss_loses_acknowledged_writes_only_under_hw_truncation() {
-    let (code, kinds, steps) = scenario("kip101-data-loss", "hw");
+    // The scenario's shipped file played as a schedule: what --scenario plays.
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/kip101-data-loss.json"
+    );
+    let (code, kinds, steps) = schedule_with(file, &["--truncation", "hw"]);
     assert_eq!(code, Some(1), "{kinds:?}");
     assert!(kinds.contains(&"lost-write".to_string()), "{kinds:?}");
     assert_eq!(steps, ["crash-all", "restart", "restart"]);

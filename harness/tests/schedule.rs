@@ -1,7 +1,8 @@
 //! Schedules as data, end to end over real brokers: a schedule written by hand is
 //! played by role (the leader killed is whichever node leads when its time comes)
 //! and the run's own schedule.json names it so again; a malformed one is refused
-//! before anything starts, naming its line and field.
+//! before anything starts, naming its line and field; a failing run shrinks to the
+//! faults that matter.
 //!
 //! Every wait is bounded; the watermark process is killed on the way out and its
 //! brokers die with it (PR_SET_PDEATHSIG).
@@ -41,6 +42,31 @@ fn a_malformed_schedule_is_refused_naming_its_line_and_field() {
         stderr.contains("line 3")
             && stderr.contains("field `target`")
             && stderr.contains("the boss"),
+        "{stderr}"
+    );
+    assert!(!results.exists(), "nothing started");
+    // A scenario file's step with a field it does not take.
+    std::fs::write(
+        &file,
+        "{\"schedule\": 1, \"scenario\": \"mine\", \"script\": [\n\
+         {\"step\": \"sleep\", \"for\": 1},\n\
+         {\"step\": \"await\", \"untill\": {\"is\": \"committed\", \"records\": 1}, \"within\": 1}\n]}\n",
+    )
+    .unwrap();
+    let out = watermark(
+        &[
+            "run",
+            "--schedule",
+            file.to_str().unwrap(),
+            "--results",
+            results.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("line 3") && stderr.contains("`untill`"),
         "{stderr}"
     );
     assert!(!results.exists(), "nothing started");
@@ -201,4 +227,87 @@ fn a_corpus_plays_each_file_as_a_campaign_with_its_own_seed_into_one_suite() {
         "{xml}"
     );
     assert_no_process_left(results.to_str().unwrap());
+}
+
+/// A failing run shrunk end to end: a planted bug a linearizable read catches within
+/// seconds and without any fault (`ack-off-by-one`), under a schedule of two faults
+/// that do not matter; the shrink takes both out and cuts the run short, and the
+/// reproducer it writes states the run's seed and its own length.
+#[test]
+fn a_failing_run_shrinks_to_the_faults_that_matter() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two-faults.json");
+    std::fs::write(
+        &file,
+        "{\"schedule\": 1, \"faults\": [\n\
+         {\"at\": 1, \"fault\": \"pause\", \"target\": \"follower of queue/0\", \"for\": 1},\n\
+         {\"at\": 3, \"fault\": \"kill\", \"target\": \"follower of register/0\", \"for\": 1}\n]}\n",
+    )
+    .unwrap();
+    let results = dir.path().join("results");
+    let r = results.to_str().unwrap();
+    let out = watermark(
+        &[
+            "run",
+            "--bug",
+            "ack-off-by-one",
+            "--schedule",
+            file.to_str().unwrap(),
+            "--time-limit",
+            "20",
+            "--seed",
+            "1",
+            "--results",
+            r,
+        ],
+        Duration::from_secs(180),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let run = run_folder(&results);
+    let out = watermark(
+        &[
+            "shrink",
+            run.to_str().unwrap(),
+            "--tries",
+            "2",
+            "--jobs",
+            "2",
+            "--budget",
+            "6",
+        ],
+        Duration::from_secs(600),
+    );
+    assert_no_process_left(r);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let summary = read_json(&run.join("shrink/summary.json"));
+    assert_eq!(summary["original"]["faults"], 2, "{summary}");
+    assert_eq!(summary["original_reproduced"], true, "{summary}");
+    let minimal = &summary["minimal"];
+    assert!(minimal["faults"].as_u64().unwrap() < 2, "{summary}");
+    assert!(minimal["seconds"].as_f64().unwrap() < 20.0, "{summary}");
+    assert!(minimal["reproduced"].as_u64().unwrap() >= 1, "{summary}");
+    let reproducer = read_json(&run.join("shrink/minimal-schedule.json"));
+    assert_eq!(reproducer["seed"], 1, "{reproducer}");
+    assert_eq!(reproducer["time_limit"], minimal["seconds"], "{reproducer}");
+    let rows = std::fs::read_to_string(run.join("shrink/attempts.jsonl")).unwrap();
+    let phases: Vec<String> = rows
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["phase"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        phases.first().map(String::as_str),
+        Some("original"),
+        "{rows}"
+    );
+    assert_eq!(phases.last().map(String::as_str), Some("confirm"), "{rows}");
+    let report = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(
+        report.contains("minimal reproducer"),
+        "the report shows the shrink"
+    );
 }

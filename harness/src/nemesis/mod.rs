@@ -42,4 +42,5 @@ pub use interpreter::{Interpreter, controller_mark};
 pub use package::{Aimed, Decision, Package, Plan};
 pub use patterns::{PackageSettings, Pattern, Roles, Timeouts};
 pub use scenario::Scenario;
+pub use scenario::file as scenario_file;
 pub use schedule::{Next, Now, Source, Step, Taken};

@@ -24,6 +24,7 @@ use crate::error::HarnessError;
 use crate::names::{Names, by_name};
 pub use broker_config::{Bug, Settings, Truncation};
 
+use crate::nemesis::scenario_file::{Acks, ScenarioFile, ScenarioOptions};
 use crate::nemesis::schedule_file::ScheduleFile;
 use crate::nemesis::{FaultKind, Scenario};
 
@@ -166,10 +167,11 @@ pub struct RunArgs {
     pub linearizable_reads: bool,
 
     /// A fixed fault script instead of the random schedule (--nemesis is then
-    /// ignored). The KIP scripts lose or diverge data under --truncation hw and find
-    /// nothing under epoch; duplicate-on-retry writes a value twice through the
-    /// producer's retries (valid with --retries 0). It runs to its end (its waits are bounded), then the run ends;
-    /// --time-limit does not apply.
+    /// ignored): the scenario file scenarios/NAME.json, built in (--schedule of the
+    /// file plays the same). The KIP scripts lose or diverge data under --truncation
+    /// hw and find nothing under epoch; duplicate-on-retry writes a value twice
+    /// through the producer's retries (valid with --retries 0). It runs to its end
+    /// (its waits are bounded), then the run ends; --time-limit does not apply.
     #[arg(long, value_name = "NAME", value_parser = Names::<Scenario>::new("scenario"))]
     pub scenario: Option<Scenario>,
 
@@ -177,7 +179,9 @@ pub struct RunArgs {
     /// schedule.json (every run writes one), or one written by hand
     /// (docs/faults.md#schedule-files). Each fault's target is a role (`leader of
     /// queue/0`, `active-controller`) resolved against the live cluster when its
-    /// time comes; --nemesis then only sets the campaign's defaults.
+    /// time comes; --nemesis then only sets the campaign's defaults. A scenario file
+    /// (docs/faults.md#scenario-files: a script and its options) is played as
+    /// --scenario plays its own.
     #[arg(long, value_name = "FILE", conflicts_with = "scenario")]
     pub schedule: Option<PathBuf>,
 
@@ -330,11 +334,6 @@ pub const DEFAULT_SESSION_TIMEOUT_MS: u64 = 2000;
 /// fault finds the partitions led by different brokers.
 pub const DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS: u64 = 5_000;
 
-/// `--retries` under `--scenario duplicate-on-retry` (and `duplicate-on-leader-crash`)
-/// when not given: enough for a send whose answer was lost to be retried once the
-/// answers flow again (or on the new leader).
-const DUPLICATE_ON_RETRY_RETRIES: u32 = 5;
-
 /// Why options cannot be resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ResolveError {
@@ -356,16 +355,18 @@ impl RunArgs {
         self,
         locate: impl FnOnce(Option<&std::path::Path>) -> crate::error::Result<PathBuf>,
     ) -> Result<Resolved, ResolveError> {
-        self.refuse_bad_combinations()
+        let (schedule_file, script) = self.schedule_input().map_err(ResolveError::Usage)?;
+        let needs = script.as_ref().map(|s| &s.options);
+        self.refuse_bad_combinations(script.as_ref())
             .map_err(ResolveError::Usage)?;
-        let (replication_factor, min_insync) = self.replication().map_err(ResolveError::Usage)?;
-        let nemesis = match self.scenario {
+        let (replication_factor, min_insync) =
+            self.replication(needs).map_err(ResolveError::Usage)?;
+        let nemesis = match script {
             // The script replaces the random schedule.
             Some(_) => Vec::new(),
             None => fault_list::resolve(&self.nemesis_entries()).map_err(ResolveError::Usage)?,
         };
         let concurrency = self.clients().map_err(ResolveError::Usage)?;
-        let schedule_file = self.schedule_file().map_err(ResolveError::Usage)?;
         // A system of the user's own needs no broker.
         let (broker_bin, bin) = match &self.bin {
             Some(path) => (
@@ -377,29 +378,28 @@ impl RunArgs {
                 None,
             ),
         };
-        let mut needs = nemesis.clone();
+        let mut faults = nemesis.clone();
         if schedule_file
             .as_ref()
             .is_some_and(ScheduleFile::loses_unflushed)
         {
-            needs.push(FaultKind::LoseUnflushed);
+            faults.push(FaultKind::LoseUnflushed);
         }
-        let broker = self.campaign_settings(&needs);
+        let broker = self.campaign_settings(&faults, script.as_ref().map(|s| &s.options));
+        let script_needs = script.as_ref().map(|s| &s.options);
         Ok(Resolved {
             nodes: self.nodes,
             partitions: self.partitions,
             replication_factor,
             min_insync,
-            acks: self.acks(),
-            retries: self.retries.unwrap_or(match self.scenario {
-                Some(s) if s.retries() => DUPLICATE_ON_RETRY_RETRIES,
-                _ => 0,
-            }),
+            acks: self.acks(script_needs),
+            retries: self
+                .retries
+                .or(script_needs.and_then(|s| s.retries))
+                .unwrap_or(0),
             idempotent: self.idempotent,
             dedicated_controller: self.dedicated_controller
-                || self
-                    .scenario
-                    .is_some_and(Scenario::needs_dedicated_controller),
+                || script_needs.is_some_and(|s| s.dedicated_controller),
             workload: self.workload,
             nemesis,
             nemesis_interval: self.nemesis_interval,
@@ -424,6 +424,7 @@ impl RunArgs {
                 .schedule
                 .map(|p| std::fs::canonicalize(&p).unwrap_or(p)),
             schedule_file,
+            script,
             allow_crashes: self.allow_crashes,
             bin_sha256: bin.as_ref().map(|b| b.sha256.clone()),
             bin: bin.map(|b| b.path),
@@ -445,7 +446,7 @@ impl RunArgs {
     /// What --bin needs and refuses: a Maelstrom workload goes with --bin and only
     /// with it; a black box shows no roles (no leader, no controller), and has no
     /// storage or configuration of ours to fault.
-    fn refuse_bad_black_box(&self) -> Result<(), String> {
+    fn refuse_bad_black_box(&self, script: Option<&ScenarioFile>) -> Result<(), String> {
         const MAELSTROM: &str = "echo|unique-ids|broadcast|g-counter|lin-kv|kafka";
         match (&self.bin, self.workload.maelstrom()) {
             (Some(bin), None) => {
@@ -466,9 +467,11 @@ impl RunArgs {
             (None, None) => return Ok(()),
             (Some(_), Some(_)) => {}
         }
-        if let Some(s) = self.scenario {
+        if let Some(script) = script {
             return Err(format!(
-                "--scenario {s} is a script aimed at our broker's leaders and controller;                  a --bin system shows no roles"
+                "scenario {} is a script aimed at our broker's leaders and controller; \
+                 a --bin system shows no roles",
+                script.name
             ));
         }
         let allowed: Vec<String> = BLACK_BOX_FAULTS.iter().map(|k| k.to_string()).collect();
@@ -485,38 +488,47 @@ impl RunArgs {
         Ok(())
     }
 
-    /// The schedule file `--schedule` names, read (Err: why not, and where).
-    fn schedule_file(&self) -> Result<Option<ScheduleFile>, String> {
+    /// What `--scenario` or `--schedule` names, read: a schedule of faults, or a
+    /// scenario's script (Err: why not, and where).
+    fn schedule_input(&self) -> Result<(Option<ScheduleFile>, Option<ScenarioFile>), String> {
+        if let Some(scenario) = self.scenario {
+            return Ok((None, Some(scenario.file()?)));
+        }
         let Some(path) = &self.schedule else {
-            return Ok(None);
+            return Ok((None, None));
         };
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("--schedule {}: cannot read it: {e}", path.display()))?;
-        ScheduleFile::parse(&text)
-            .map(Some)
-            .map_err(|e| format!("--schedule {}: {e}", path.display()))
+        let at = |e: String| format!("--schedule {}: {e}", path.display());
+        if ScenarioFile::is_one(&text) {
+            return Ok((None, Some(ScenarioFile::parse(&text).map_err(at)?)));
+        }
+        let file = ScheduleFile::parse(&text).map_err(|e| at(e.to_string()))?;
+        Ok((Some(file), None))
     }
 
     /// Options that cannot go together.
-    fn refuse_bad_combinations(&self) -> Result<(), String> {
-        self.refuse_bad_black_box()?;
-        if let Some(scenario) = self.scenario {
-            let n = scenario.replicas();
+    fn refuse_bad_combinations(&self, script: Option<&ScenarioFile>) -> Result<(), String> {
+        self.refuse_bad_black_box(script)?;
+        if let Some(script) = script {
+            let n = script.options.replicas();
             if self.nodes < 3 || self.replication_factor.is_some_and(|rf| rf < n) {
                 return Err(format!(
-                    "--scenario {scenario} needs {n} replicas and three brokers: --nodes 3 \
-                     or more and --replication-factor {n} or more"
+                    "scenario {} needs {n} replicas and three brokers: --nodes 3 \
+                     or more and --replication-factor {n} or more",
+                    script.name
                 ));
             }
         }
-        if self.workload == WorkloadKind::Register && self.acks() != AcksArg::All {
+        let needs = script.map(|s| &s.options);
+        if self.workload == WorkloadKind::Register && self.acks(needs) != AcksArg::All {
             return Err(
                 "--workload register writes with acks=all (a register's writes must be \
                  committed to be judged); leave out --acks"
                     .to_string(),
             );
         }
-        if self.idempotent && self.acks() != AcksArg::All {
+        if self.idempotent && self.acks(needs) != AcksArg::All {
             return Err(
                 "--idempotent needs --acks all (as Kafka's enable.idempotence does)".to_string(),
             );
@@ -543,21 +555,23 @@ impl RunArgs {
         Ok(())
     }
 
-    /// The producers' acks: as given, else all (1 under a scenario that shows what
-    /// acks=1 loses).
-    fn acks(&self) -> AcksArg {
-        let one = self.scenario.is_some_and(Scenario::acks_one);
-        self.acks
-            .unwrap_or(if one { AcksArg::One } else { AcksArg::All })
+    /// The producers' acks: as given, else the scenario's (1 in one that shows what
+    /// acks=1 loses), else all.
+    fn acks(&self, script: Option<&ScenarioOptions>) -> AcksArg {
+        let scenario = script.and_then(|s| s.acks).map(|a| match a {
+            Acks::Zero => AcksArg::Zero,
+            Acks::One => AcksArg::One,
+            Acks::All => AcksArg::All,
+        });
+        self.acks.or(scenario).unwrap_or(AcksArg::All)
     }
 
     /// The replication factor and min.insync.replicas, defaults applied (a seed
     /// scenario's two replicas, of which one suffices).
-    fn replication(&self) -> Result<(u32, u32), String> {
-        let scenario = self.scenario.and_then(Scenario::replication);
+    fn replication(&self, script: Option<&ScenarioOptions>) -> Result<(u32, u32), String> {
         let rf = self
             .replication_factor
-            .or(scenario.map(|(rf, _)| rf))
+            .or(script.and_then(|s| s.replication_factor))
             .unwrap_or(self.nodes);
         if rf > self.nodes {
             return Err(format!(
@@ -567,7 +581,7 @@ impl RunArgs {
         }
         let min_insync = self
             .min_insync
-            .or(scenario.map(|(_, m)| m))
+            .or(script.and_then(|s| s.min_insync))
             .unwrap_or(rf.min(2));
         if min_insync > rf {
             return Err(format!(
@@ -603,9 +617,13 @@ impl RunArgs {
     /// the broker's own under a scenario, whose scripts are timed by them) and what
     /// the faults need: the page cache simulated for `lose-unflushed` (and for the
     /// replication package's, with a flush policy), a scenario's own.
-    fn campaign_settings(&self, nemesis: &[FaultKind]) -> Settings {
+    fn campaign_settings(
+        &self,
+        nemesis: &[FaultKind],
+        script: Option<&ScenarioOptions>,
+    ) -> Settings {
         let mut s = self.broker.clone();
-        let campaign = self.scenario.is_none();
+        let campaign = script.is_none();
         s.replica.truncation = Some(s.replica.truncation());
         s.replica.replica_lag_time_max_ms = Some(
             s.replica
@@ -622,8 +640,11 @@ impl RunArgs {
         if crate::nemesis::needs_page_cache(nemesis, s.replica.flush_messages) {
             s.replica.simulate_page_cache = true;
         }
-        if let Some(scenario) = self.scenario {
-            scenario.settings(&mut s.replica);
+        if let Some(script) = script {
+            s.replica.simulate_page_cache |= script.simulate_page_cache;
+            if script.flush_ms.is_some() {
+                s.replica.flush_ms = script.flush_ms;
+            }
         }
         s
     }

@@ -14,6 +14,7 @@ use workloads::queue::QueueConfig;
 use workloads::register::RegisterConfig;
 
 use super::{AcksArg, Settings, Truncation, WorkloadKind, fault_list};
+use crate::nemesis::scenario_file::ScenarioFile;
 use crate::nemesis::schedule_file::ScheduleFile;
 use crate::nemesis::{FaultKind, PackageSettings, Scenario, Timeouts, Transition};
 
@@ -61,6 +62,9 @@ pub struct Resolved {
     /// That file, read.
     #[serde(skip)]
     pub schedule_file: Option<ScheduleFile>,
+    /// The scenario `--scenario` names, or the one `--schedule` holds, read.
+    #[serde(skip)]
+    pub script: Option<ScenarioFile>,
     /// Crashes of broker processes are noted, not anomalies (false in older run.json
     /// files).
     #[serde(default)]
@@ -150,7 +154,7 @@ impl Resolved {
     /// Does the campaign play the replication package (rather than a fault list or
     /// a scenario)?
     pub fn replication_package(&self) -> bool {
-        self.scenario.is_none() && self.nemesis == [FaultKind::Replication]
+        self.script.is_none() && self.nemesis == [FaultKind::Replication]
     }
 
     /// What the replication package may do to a cluster of `nodes` so configured.

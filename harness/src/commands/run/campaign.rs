@@ -254,8 +254,8 @@ fn schedule(args: &Resolved, cluster: &Cluster, workload: &dyn Workload) -> Box<
     if let Some(file) = &args.schedule_file {
         return Box::new(ScheduleSource::new(file.clone(), &cluster.procs(), &nodes));
     }
-    if let Some(scenario) = args.scenario {
-        return Box::new(scenario.script(topic, &nodes, args.dedicated_controller));
+    if let Some(script) = &args.script {
+        return Box::new(script.source(topic, &nodes, args.dedicated_controller));
     }
     if args.replication_package() {
         let mut settings = args.package_settings(&nodes);

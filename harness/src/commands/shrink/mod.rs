@@ -5,7 +5,9 @@
 //! the original showed: first the whole schedule (does it reproduce at all?), then
 //! the run cut after the first anomaly was witnessed, then subsets of the faults
 //! ([`ddmin`]), then shorter holds, then the time cut again; the minimal schedule
-//! is played K more times to say how reliably it reproduces.
+//! is played K more times to say how reliably it reproduces, and when it does in
+//! fewer than two thirds, the schedule adopted before it (a lucky candidate is no
+//! reproducer a user can act on).
 //!
 //! Everything lands in `RUN_DIR/shrink/`: each attempt's folder (its schedule and
 //! its tries' run folders), `attempts.jsonl` (a row each), `minimal-schedule.json`,
@@ -58,6 +60,11 @@ pub struct ShrinkArgs {
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// Whether Ctrl-C asked the search to stop.
+fn stopped() -> bool {
+    STOP.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// What the search has found so far.
 struct Search<'a> {
     trial: Trial<'a>,
@@ -69,6 +76,9 @@ struct Search<'a> {
     best: ScheduleFile,
     seconds: f64,
     detected: Option<f64>,
+    /// Every schedule adopted, with its time limit, the original first: where the
+    /// confirmation steps back to when the smallest reproduces too rarely.
+    adopted: Vec<(ScheduleFile, f64)>,
 }
 
 impl Search<'_> {
@@ -83,8 +93,7 @@ impl Search<'_> {
     fn affords(&self, seconds: f64) -> bool {
         let needed = self.estimate(seconds, self.trial.tries)
             + self.estimate(self.seconds, self.trial.tries);
-        self.started.elapsed() + needed <= self.budget
-            && !STOP.load(std::sync::atomic::Ordering::SeqCst)
+        self.started.elapsed() + needed <= self.budget && !stopped()
     }
 
     fn attempt(
@@ -124,6 +133,7 @@ impl Search<'_> {
         if a.reproduced > 0 {
             self.best = s.clone();
             self.seconds = seconds;
+            self.adopted.push((s.clone(), seconds));
             if a.detected.is_some() && !a.detected_at_end {
                 self.detected = a.detected;
             }
@@ -131,6 +141,37 @@ impl Search<'_> {
         } else {
             Tested::Passes
         }
+    }
+
+    /// Play the smallest schedule adopted K times, and while it reproduces in fewer
+    /// than two thirds of them, the one adopted before it (as the budget allows):
+    /// the first that does, else the one that reproduced most often (the smaller of
+    /// equals). None: nothing was confirmed.
+    fn confirm(&mut self) -> Option<(ScheduleFile, f64, Attempt)> {
+        let mut chosen: Option<(ScheduleFile, f64, Attempt)> = None;
+        let mut seen: Vec<(ScheduleFile, f64)> = Vec::new();
+        for (s, seconds) in self.adopted.clone().into_iter().rev() {
+            if seen.contains(&(s.clone(), seconds)) {
+                continue;
+            }
+            let room = self.started.elapsed() + self.estimate(seconds, self.trial.tries);
+            if chosen.is_some() && (room > self.budget || stopped()) {
+                break;
+            }
+            let a = self.attempt("confirm", &s, seconds, true);
+            let reliable = a.reproduced * 3 >= a.tries * 2;
+            if chosen
+                .as_ref()
+                .is_none_or(|(_, _, c)| a.reproduced > c.reproduced)
+            {
+                chosen = Some((s.clone(), seconds, a));
+            }
+            if reliable {
+                break;
+            }
+            seen.push((s, seconds));
+        }
+        chosen
     }
 
     /// The run cut after the first anomaly was witnessed (faults starting later
@@ -288,6 +329,7 @@ pub fn run(args: ShrinkArgs) -> Exit {
         best: schedule.clone(),
         seconds,
         detected,
+        adopted: vec![(schedule.clone(), seconds)],
     };
     let first = search.attempt("original", &schedule, seconds, false);
     if first.reproduced == 0 {
@@ -306,11 +348,14 @@ pub fn run(args: ShrinkArgs) -> Exit {
     search.shrink_faults();
     search.shrink_holds();
     search.cut_time();
-    let mut best = search.best.clone();
-    let confirm = search.attempt("confirm", &best, search.seconds, true);
+    let Some((mut best, best_seconds, confirm)) = search.confirm() else {
+        eprintln!("watermark shrink: stopped before a reproducer was confirmed");
+        write_summary(&search, &schedule, seconds, None);
+        return Exit::Interrupted;
+    };
     // The reproducer says the seed and length it reproduces with.
     best.seed = Some(record.seed);
-    best.time_limit = Some(search.seconds);
+    best.time_limit = Some(best_seconds);
     write_summary(&search, &schedule, seconds, Some(&confirm));
     let _ = std::fs::write(root.join("minimal-schedule.json"), best.to_text());
     if let Err(e) = crate::report::write_reports(&run_dir) {
@@ -319,7 +364,7 @@ pub fn run(args: ShrinkArgs) -> Exit {
     eprintln!(
         "watermark shrink: minimal reproducer: {} faults, {:.0} s, reproduced {} of {} (was {} faults, {seconds:.0} s) — {}",
         best.faults.len(),
-        search.seconds,
+        best_seconds,
         confirm.reproduced,
         confirm.tries,
         schedule.faults.len(),

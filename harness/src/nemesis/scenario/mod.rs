@@ -15,23 +15,15 @@
 //! Two more show a producer's retry appending a value twice (`duplicate-on-retry`)
 //! and a controller failover in the middle of a leader's (`controller-failover`).
 
-mod controller_failover;
-mod duplicate_on_retry;
-mod kip101_data_loss;
-mod kip101_divergence;
-mod kip279_divergence;
-mod leader_crash;
+pub mod file;
+#[cfg(test)]
+mod file_tests;
 pub mod script;
-mod seed;
-mod unclean_election;
 
-use std::time::Duration;
-
-use broker_config::ReplicaSettings;
 use clap::ValueEnum;
 
 use crate::names::by_name;
-use script::{Cond, Instr, Num, Ref, ScriptSource, Test};
+use file::ScenarioFile;
 
 /// The scripts `--scenario` accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -131,181 +123,41 @@ pub enum Scenario {
 by_name!(Scenario => "scenario");
 
 impl Scenario {
-    /// Does the script need the controller as a process of its own? The divergence
-    /// scripts take two of three brokers out of action around the failover they
-    /// stage (a follower cut from its peers that must still reach the controller; a
-    /// stalled leader while both followers go down), which, with every broker a
-    /// voter, would leave no majority to elect a controller at the moment the KIP's
-    /// timeline needs one.
-    /// The seed's cases cut a follower from its leader, which must still reach
-    /// the controller; `unclean-election` kills two of three brokers.
-    pub fn needs_dedicated_controller(self) -> bool {
-        matches!(
-            self,
-            Scenario::Kip101Divergence
-                | Scenario::Kip279Divergence
-                | Scenario::SeedHwLoss
-                | Scenario::SeedHwDivergence
-                | Scenario::UncleanElection
-        )
-    }
-
-    /// The replicas of partition 0 the script plays with: the seed's two, or three.
-    pub fn replicas(self) -> u32 {
+    /// Its file's text, as shipped in the repository's `scenarios/` folder.
+    fn text(self) -> &'static str {
         match self {
-            Scenario::SeedHwLoss | Scenario::SeedHwDivergence => 2,
-            _ => 3,
-        }
-    }
-
-    /// The topics' replication factor and min.insync.replicas unless given: the
-    /// seed's cases have two replicas, of which one suffices.
-    pub fn replication(self) -> Option<(u32, u32)> {
-        (self.replicas() == 2).then_some((2, 1))
-    }
-
-    /// The producers' acks unless given.
-    pub fn acks_one(self) -> bool {
-        self == Scenario::Acks1LeaderCrash
-    }
-
-    /// Does the script need the producers to retry (5 times, unless given)?
-    pub fn retries(self) -> bool {
-        matches!(
-            self,
-            Scenario::DuplicateOnRetry | Scenario::DuplicateOnLeaderCrash
-        )
-    }
-
-    /// What the script needs of every broker's replicas.
-    pub fn settings(self, replica: &mut ReplicaSettings) {
-        match self {
-            // The followers must lose their unflushed bytes when killed: the last
-            // second's, so the new leader soon writes past the old leader's end.
+            Scenario::Kip101DataLoss => include_str!("../../../../scenarios/kip101-data-loss.json"),
             Scenario::Kip101Divergence => {
-                replica.simulate_page_cache = true;
-                replica.flush_ms = Some(1000);
+                include_str!("../../../../scenarios/kip101-divergence.json")
             }
-            // B loses its unflushed records in the power cut: up to two seconds'
-            // worth, more than the half second A's HW checkpoint lags behind.
+            Scenario::Kip279Divergence => {
+                include_str!("../../../../scenarios/kip279-divergence.json")
+            }
+            Scenario::DuplicateOnRetry => {
+                include_str!("../../../../scenarios/duplicate-on-retry.json")
+            }
+            Scenario::ControllerFailover => {
+                include_str!("../../../../scenarios/controller-failover.json")
+            }
+            Scenario::SeedHwLoss => include_str!("../../../../scenarios/seed-hw-loss.json"),
             Scenario::SeedHwDivergence => {
-                replica.simulate_page_cache = true;
-                replica.flush_ms = Some(2000);
+                include_str!("../../../../scenarios/seed-hw-divergence.json")
             }
-            _ => {}
+            Scenario::UncleanElection => {
+                include_str!("../../../../scenarios/unclean-election.json")
+            }
+            Scenario::Acks1LeaderCrash => {
+                include_str!("../../../../scenarios/acks1-leader-crash.json")
+            }
+            Scenario::DuplicateOnLeaderCrash => {
+                include_str!("../../../../scenarios/duplicate-on-leader-crash.json")
+            }
         }
     }
 
-    /// The script, on partition 0 of `topic`, in a cluster of `nodes` (with a
-    /// dedicated controller or not).
-    pub fn script(self, topic: &str, nodes: &[i32], dedicated_controller: bool) -> ScriptSource {
-        let instrs = match self {
-            Scenario::Kip101DataLoss => kip101_data_loss::script(),
-            Scenario::Kip101Divergence => kip101_divergence::script(),
-            Scenario::Kip279Divergence => kip279_divergence::script(),
-            Scenario::DuplicateOnRetry => duplicate_on_retry::script(),
-            Scenario::ControllerFailover => {
-                controller_failover::script(nodes.len(), dedicated_controller)
-            }
-            Scenario::SeedHwLoss => seed::hw_loss(),
-            Scenario::SeedHwDivergence => seed::hw_divergence(),
-            Scenario::UncleanElection => unclean_election::script(),
-            Scenario::Acks1LeaderCrash => leader_crash::acks1(),
-            Scenario::DuplicateOnLeaderCrash => leader_crash::duplicate(),
-        };
-        ScriptSource::new(topic, 0, nodes, instrs)
-    }
-}
-
-/// How long a script waits for the first leader and committed records.
-const WARM_UP: Duration = Duration::from_secs(30);
-/// How long a script waits for the controller to move leadership.
-const FAILOVER: Duration = Duration::from_secs(15);
-/// How long a script waits for the new leader to take writes.
-const NEW_WRITES: Duration = Duration::from_secs(15);
-/// Records the partition must hold, committed, before a script strikes.
-const MIN_COMMITTED: u64 = 100;
-/// Records a new leader should write past the old leader's end before it returns.
-const OVERWRITE: u64 = 20;
-
-/// Every script starts so: wait until partition 0 has a leader with
-/// `MIN_COMMITTED` committed records, bound to `start` (its leader, the followers,
-/// its log end), on three replicas or more.
-fn warm_up() -> Vec<Instr> {
-    warm_up_on(3)
-}
-
-/// [`warm_up`] on `replicas` replicas or more.
-fn warm_up_on(replicas: usize) -> Vec<Instr> {
-    vec![
-        Instr::Await {
-            until: Cond::Committed(MIN_COMMITTED),
-            within: WARM_UP,
-            bind: Some("start"),
-            or_fail: Some(format!(
-                "scenario: partition 0 had no leader with {MIN_COMMITTED} committed records \
-                 within {WARM_UP:?}"
-            )),
-        },
-        Instr::Replicas {
-            name: "start",
-            at_least: replicas,
-            or_fail: format!("scenario: partition 0 needs {replicas} replicas or more"),
-        },
-    ]
-}
-
-/// Wait until `node`'s log reaches `OVERWRITE` records past the log end bound to
-/// `end` — if the leader it names was found.
-fn new_writes(node: &'static str, end: &'static str) -> Instr {
-    Instr::IfBound(
-        vec![node],
-        vec![Instr::Await {
-            until: Cond::Replica(
-                Ref::Is(node),
-                Test::LeoAtLeast(Num {
-                    leo_of: end,
-                    plus: OVERWRITE,
-                }),
-            ),
-            within: NEW_WRITES,
-            bind: None,
-            or_fail: None,
-        }],
-    )
-}
-
-/// Wait for a new leader than the one bound to `from`, bound to `bind`.
-fn leader_moved(from: Ref, bind: &'static str) -> Instr {
-    Instr::Await {
-        until: Cond::LeaderMoved {
-            from,
-            running: false,
-            above_epoch_of: None,
-        },
-        within: FAILOVER,
-        bind: Some(bind),
-        or_fail: None,
-    }
-}
-
-/// Wait, at most `within`, for `until`, binding nothing.
-fn wait(until: Cond, within: Duration) -> Instr {
-    Instr::Await {
-        until,
-        within,
-        bind: None,
-        or_fail: None,
-    }
-}
-
-/// Look once at `node`'s replica, bound to `bind`.
-fn look(node: Ref, bind: &'static str) -> Instr {
-    Instr::Await {
-        until: Cond::Replica(node, Test::Any),
-        within: Duration::ZERO,
-        bind: Some(bind),
-        or_fail: None,
+    /// Its file, read (built in, and each read by a test: an error says which).
+    pub fn file(self) -> Result<ScenarioFile, String> {
+        ScenarioFile::parse(self.text()).map_err(|e| format!("scenarios/{self}.json: {e}"))
     }
 }
 
@@ -314,14 +166,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_divergence_script_needs_the_page_cache_simulation() {
-        let needs = |s: Scenario| {
-            let mut r = ReplicaSettings::default();
-            s.settings(&mut r);
-            r.simulate_page_cache
-        };
-        assert!(!needs(Scenario::Kip101DataLoss));
-        assert!(!needs(Scenario::Kip279Divergence));
-        assert!(needs(Scenario::Kip101Divergence));
+    fn every_scenario_has_its_file_named_after_it_and_opening_with_its_help() {
+        for s in Scenario::value_variants() {
+            let f = ScenarioFile::parse(s.text()).unwrap_or_else(|e| panic!("{s:?}: {e}"));
+            let v = s.to_possible_value().unwrap();
+            assert_eq!(f.name, v.get_name());
+            let help = v.get_help().unwrap().to_string();
+            assert!(
+                f.about.starts_with(&help),
+                "{}: {} / {help}",
+                f.name,
+                f.about
+            );
+            assert!(!f.script.is_empty());
+            assert_eq!(ScenarioFile::parse(&f.to_text()).unwrap(), f, "{}", f.name);
+        }
+    }
+
+    #[test]
+    fn the_seeds_cases_play_with_two_replicas_and_the_kip_divergences_need_the_page_cache() {
+        let f = |s: Scenario| s.file().unwrap().options;
+        assert_eq!(f(Scenario::SeedHwLoss).replicas(), 2);
+        assert_eq!(f(Scenario::SeedHwLoss).min_insync, Some(1));
+        assert_eq!(f(Scenario::Kip101DataLoss).replicas(), 3);
+        assert!(f(Scenario::Kip101Divergence).simulate_page_cache);
+        assert!(!f(Scenario::Kip279Divergence).simulate_page_cache);
+        assert!(f(Scenario::Kip279Divergence).dedicated_controller);
+        assert_eq!(f(Scenario::DuplicateOnRetry).retries, Some(5));
     }
 }

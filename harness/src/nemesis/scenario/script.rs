@@ -26,7 +26,7 @@ pub enum Instr {
     Await {
         until: Cond,
         within: Duration,
-        bind: Option<&'static str>,
+        bind: Option<String>,
         or_fail: Option<String>,
     },
     /// A fault operation.
@@ -34,14 +34,16 @@ pub enum Instr {
     /// Let time pass.
     Sleep(Duration),
     /// These instructions only if every name is bound.
-    IfBound(Vec<&'static str>, Vec<Instr>),
+    IfBound(Vec<String>, Vec<Instr>),
     /// These instructions only if the two name different processes.
     IfDiffer(Ref, Ref, Vec<Instr>),
     /// The first instructions if `cond` holds now, else the others.
     If(Cond, Vec<Instr>, Vec<Instr>),
+    /// Nothing: a note for who reads the script.
+    Note(String),
     /// Fail unless the partition found under the name has this many replicas.
     Replicas {
-        name: &'static str,
+        name: String,
         at_least: usize,
         or_fail: String,
     },
@@ -61,8 +63,8 @@ pub enum Op {
     Restart(Ref),
     /// Restart it if it is down (else nothing, and nothing recorded).
     RestartIfDown(Ref),
-    Cut(&'static str, Links),
-    Heal(&'static str, Links),
+    Cut(String, Links),
+    Heal(String, Links),
     HoldAnswers(Ref),
     ReleaseAnswers(Ref),
 }
@@ -78,17 +80,19 @@ pub enum Links {
     Between(Ref, Ref),
 }
 
-/// Processes a script names.
-#[derive(Debug, Clone, PartialEq)]
+/// Processes a script names; written in a file as `start`, `followers of start`,
+/// `follower 0 of start`, `all but followers of start`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum Ref {
     /// The process bound to a name: a leader found, a new leader, the controller.
-    Is(&'static str),
+    Is(String),
     /// The followers of the partition found under the name (replicas but the
     /// leader, in replica order), or one of them.
-    Followers(&'static str),
-    Follower(&'static str, usize),
+    Followers(String),
+    Follower(String, usize),
     /// Every node but the partition's followers found under the name.
-    AllButFollowers(&'static str),
+    AllButFollowers(String),
 }
 
 /// A condition with its targets and numbers named.
@@ -103,17 +107,21 @@ pub enum Cond {
     LeaderMoved {
         from: Ref,
         running: bool,
-        above_epoch_of: Option<&'static str>,
+        above_epoch_of: Option<String>,
     },
     /// A replica's state passes the test (found: the state).
     Replica(Ref, Test),
     IsrWithout(Ref),
     /// The active controller (found: it, and its epoch), marked as the target of `fault`.
     ActiveController {
-        fault: &'static str,
+        fault: String,
     },
     Down(Ref),
     RunningAtMost(usize),
+    /// No more than half the nodes run (no majority of controller voters).
+    NoMajorityRunning,
+    /// The controller is a process of its own (decided by the script alone).
+    DedicatedController,
 }
 
 /// A test of a replica's state.
@@ -129,10 +137,64 @@ pub enum Test {
 
 /// A number from the bindings: the log end offset of the replica state bound to a
 /// name (0 if unbound), plus a constant.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Num {
-    pub leo_of: &'static str,
+    pub leo_of: String,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub plus: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl std::fmt::Display for Ref {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ref::Is(name) => write!(f, "{name}"),
+            Ref::Followers(name) => write!(f, "followers of {name}"),
+            Ref::Follower(name, i) => write!(f, "follower {i} of {name}"),
+            Ref::AllButFollowers(name) => write!(f, "all but followers of {name}"),
+        }
+    }
+}
+
+impl From<Ref> for String {
+    fn from(r: Ref) -> String {
+        r.to_string()
+    }
+}
+
+impl TryFrom<String> for Ref {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Ref, String> {
+        let name = |n: &str| {
+            let ok = !n.is_empty() && !n.contains(' ');
+            ok.then(|| n.to_string()).ok_or_else(|| {
+                format!(
+                    "`{text}` names no process: write a name a step bound (`start`), \
+                     `followers of NAME`, `follower K of NAME` or `all but followers of NAME`"
+                )
+            })
+        };
+        if let Some(rest) = text.strip_prefix("all but followers of ") {
+            return Ok(Ref::AllButFollowers(name(rest)?));
+        }
+        if let Some(rest) = text.strip_prefix("followers of ") {
+            return Ok(Ref::Followers(name(rest)?));
+        }
+        if let Some(rest) = text.strip_prefix("follower ")
+            && let Some((k, of)) = rest.split_once(" of ")
+        {
+            let k = k
+                .parse()
+                .map_err(|_| format!("`{text}`: `{k}` is not a follower's index (0, 1, …)"))?;
+            return Ok(Ref::Follower(name(of)?, k));
+        }
+        Ok(Ref::Is(name(&text)?))
+    }
 }
 
 /// What a name is bound to.
@@ -152,7 +214,7 @@ enum Bound {
 #[derive(Debug, Clone, PartialEq)]
 enum Pending {
     Nothing,
-    Bind(Option<&'static str>, Option<String>),
+    Bind(Option<String>, Option<String>),
     Branch(Vec<Instr>, Vec<Instr>),
 }
 
@@ -162,25 +224,39 @@ pub struct ScriptSource {
     topic: String,
     partition: u32,
     nodes: Vec<i32>,
+    /// The controller is a process of its own.
+    dedicated: bool,
     /// The instructions left: a stack of blocks, each the rest of a block.
     stack: Vec<std::vec::IntoIter<Instr>>,
-    bound: BTreeMap<&'static str, Bound>,
+    bound: BTreeMap<String, Bound>,
     pending: Pending,
     failed: Option<String>,
 }
 
 impl ScriptSource {
-    /// `instrs` on partition `partition` of `topic`, in a cluster of `nodes`.
-    pub fn new(topic: &str, partition: u32, nodes: &[i32], instrs: Vec<Instr>) -> ScriptSource {
+    /// `instrs` on partition `partition` of `topic`, in a cluster of `nodes` (with
+    /// the controller a process of its own: `dedicated`).
+    pub fn new(
+        topic: &str,
+        partition: u32,
+        nodes: &[i32],
+        dedicated: bool,
+        instrs: Vec<Instr>,
+    ) -> ScriptSource {
         ScriptSource {
             topic: topic.to_string(),
             partition,
             nodes: nodes.to_vec(),
+            dedicated,
             stack: vec![instrs.into_iter()],
             bound: BTreeMap::new(),
             pending: Pending::Nothing,
             failed: None,
         }
+    }
+
+    pub fn instrs(&self) -> Vec<Instr> {
+        self.stack[0].clone().collect()
     }
 
     fn next_instr(&mut self) -> Option<Instr> {
@@ -237,7 +313,7 @@ impl ScriptSource {
     }
 
     fn num(&self, n: &Num) -> u64 {
-        let leo = match self.bound.get(n.leo_of) {
+        let leo = match self.bound.get(&n.leo_of) {
             Some(Bound::Replica(s)) => s.leo,
             Some(Bound::Partition { seen, .. }) => seen.leo,
             _ => 0,
@@ -287,10 +363,12 @@ impl ScriptSource {
                 partition,
                 from: self.node(from),
                 running: *running,
-                above_epoch: above_epoch_of.and_then(|name| match self.bound.get(name) {
-                    Some(Bound::Controller(_, epoch)) => Some(*epoch),
-                    _ => None,
-                }),
+                above_epoch: above_epoch_of
+                    .as_ref()
+                    .and_then(|name| match self.bound.get(name) {
+                        Some(Bound::Controller(_, epoch)) => Some(*epoch),
+                        _ => None,
+                    }),
             },
             Cond::Replica(r, test) => Condition::Replica {
                 node: self.node(r),
@@ -315,6 +393,9 @@ impl ScriptSource {
             },
             Cond::Down(r) => Condition::Down(self.one(r)),
             Cond::RunningAtMost(n) => Condition::RunningAtMost(*n),
+            Cond::NoMajorityRunning => Condition::RunningAtMost(self.nodes.len() / 2),
+            // Decided by the script (see `next`); as a condition, one that holds now.
+            Cond::DedicatedController => Condition::RunningAtMost(usize::MAX),
         }
     }
 
@@ -395,6 +476,11 @@ impl Source for ScriptSource {
                         self.stack.push(then.into_iter());
                     }
                 }
+                Instr::Note(_) => {}
+                Instr::If(Cond::DedicatedController, then, otherwise) => {
+                    let block = if self.dedicated { then } else { otherwise };
+                    self.stack.push(block.into_iter());
+                }
                 Instr::If(cond, then, otherwise) => {
                     self.pending = Pending::Branch(then, otherwise);
                     let until = self.condition(&cond);
@@ -408,7 +494,7 @@ impl Source for ScriptSource {
                     at_least,
                     or_fail,
                 } => {
-                    let n = match self.bound.get(name) {
+                    let n = match self.bound.get(&name) {
                         Some(Bound::Partition { replicas, .. }) => replicas.len(),
                         _ => 0,
                     };
