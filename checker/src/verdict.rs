@@ -91,6 +91,7 @@ pub enum AnomalyKind {
     EchoMismatch,
     CounterOutOfRange,
     Crash,
+    ProtocolError,
 }
 
 impl AnomalyKind {
@@ -124,7 +125,7 @@ impl AnomalyKind {
                 "No order of the operations consistent with real time explains what clients observed."
             }
             AnomalyKind::Crash => {
-                "A broker process died on its own — a panic, an abort, an exit — without the nemesis stopping it: the system under test crashed."
+                "A process of the system under test (a broker, or a node of your own) died on its own — a panic, an abort, an exit — without the nemesis stopping it: the system under test crashed."
             }
             AnomalyKind::NonmonotonicCommit => {
                 "A committed offset was listed lower than one acknowledged before: consumers would re-read or lose their place."
@@ -136,11 +137,14 @@ impl AnomalyKind {
             AnomalyKind::CounterOutOfRange => {
                 "A counter read a value that no set of the adds could sum to."
             }
+            AnomalyKind::ProtocolError => {
+                "A node wrote what Maelstrom's protocol does not allow — a line that is no message, a message from another id, to an unknown destination, or in reply to no request: the system under test broke the protocol."
+            }
         }
     }
 
     /// Every kind, in the order results list them.
-    pub const ALL: [AnomalyKind; 15] = [
+    pub const ALL: [AnomalyKind; 16] = [
         AnomalyKind::LostWrite,
         AnomalyKind::InconsistentOffsets,
         AnomalyKind::Duplicate,
@@ -156,6 +160,7 @@ impl AnomalyKind {
         AnomalyKind::EchoMismatch,
         AnomalyKind::CounterOutOfRange,
         AnomalyKind::Crash,
+        AnomalyKind::ProtocolError,
     ];
 
     /// The name in results.json (docs/anomalies.md).
@@ -176,6 +181,7 @@ impl AnomalyKind {
             AnomalyKind::EchoMismatch => "echo-mismatch",
             AnomalyKind::CounterOutOfRange => "counter-out-of-range",
             AnomalyKind::Crash => "crash",
+            AnomalyKind::ProtocolError => "protocol-error",
         }
     }
 }

@@ -164,6 +164,7 @@ mod tests {
             AnomalyKind::DuplicateId,
             AnomalyKind::EchoMismatch,
             AnomalyKind::CounterOutOfRange,
+            AnomalyKind::ProtocolError,
         ];
         assert!(others.iter().all(|k| !kinds.contains(k)));
         assert_eq!(kinds.len() + others.len(), AnomalyKind::ALL.len());

@@ -15,6 +15,7 @@
 //! a write no read may ever see — the register's reads go to the leader alone).
 
 pub(crate) mod crashes;
+pub(crate) mod protocol;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -32,19 +33,26 @@ impl WorkloadKind {
     /// What a single workload's operations are checked as: the queue analysis, or
     /// each key of the register against the cas-register model. A mixed campaign
     /// has one of each ([`WorkloadKind::parts`]).
+    /// lin-kv's operations have the register's shapes: the same model. The other
+    /// Maelstrom workloads have checks of their own, no model.
     pub fn model(self) -> Option<Model> {
         match self {
             WorkloadKind::Queue => Some(Model::Queue),
-            WorkloadKind::Register => Some(Model::CasRegister),
-            WorkloadKind::Mixed => None,
+            WorkloadKind::Register | WorkloadKind::LinKv => Some(Model::CasRegister),
+            _ => None,
         }
     }
 
     /// The name of a single workload's checker, its key in results.json.
     pub fn checker(self) -> &'static str {
         match self {
-            WorkloadKind::Register => workloads::register::CHECKER,
+            WorkloadKind::Register | WorkloadKind::LinKv => workloads::register::CHECKER,
             WorkloadKind::Queue | WorkloadKind::Mixed => workloads::queue::CHECKER,
+            WorkloadKind::Echo => "echo",
+            WorkloadKind::UniqueIds => "unique-ids",
+            WorkloadKind::Broadcast => "broadcast",
+            WorkloadKind::GCounter => "g-counter",
+            WorkloadKind::Kafka => "kafka",
         }
     }
 
@@ -54,8 +62,33 @@ impl WorkloadKind {
             WorkloadKind::Queue => &workloads::queue::OPERATIONS,
             WorkloadKind::Register => &workloads::register::OPERATIONS,
             WorkloadKind::Mixed => &[],
+            _ => self.maelstrom().map_or(&[], |w| w.operations()),
         }
     }
+}
+
+/// Judge a Maelstrom workload's history (the nemesis's events, protocol errors
+/// and crashes among it, are skipped by every check): lin-kv per key for
+/// linearizability, as the register; the others by their own checks.
+fn judge_maelstrom(
+    kind: WorkloadKind,
+    format: Format,
+    events: &[Event],
+    options: &Options,
+) -> Result<Results, CheckError> {
+    use checker::maelstrom as m;
+    let check = match kind {
+        WorkloadKind::Echo => m::echo::check,
+        WorkloadKind::UniqueIds => m::unique_ids::check,
+        WorkloadKind::Broadcast => m::broadcast::check,
+        WorkloadKind::GCounter => m::g_counter::check,
+        WorkloadKind::Kafka => m::kafka::check,
+        _ => return checker::check::check(format, events, Model::CasRegister, &[], options),
+    };
+    Ok(Results::new(BTreeMap::from([(
+        kind.checker().to_string(),
+        check(events),
+    )])))
 }
 
 /// Judge the history of a run of `kind`: each of its workloads by its own checker,
@@ -67,6 +100,9 @@ pub fn judge(
     replicas: &[ReplicaLog],
     options: &Options,
 ) -> Result<Results, CheckError> {
+    if kind.maelstrom().is_some() {
+        return judge_maelstrom(kind, format, events, options);
+    }
     let mut checkers = BTreeMap::new();
     for &part in kind.parts() {
         let model = part.model().unwrap_or(Model::Queue);

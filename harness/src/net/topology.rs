@@ -41,6 +41,11 @@ pub enum Topology {
 by_name!(Topology => "topology");
 
 impl Topology {
+    /// Does the shape aim at a role (a leader, the controller)?
+    pub fn needs_roles(self) -> bool {
+        matches!(self, Topology::IsolateLeader | Topology::IsolateController)
+    }
+
     /// The grudge of this shape over `all`, drawn from `rng` where the shape is random.
     /// `isolate-leader` needs the cluster's state (who leads): it is empty here, and
     /// the nemesis fills it in when it applies the fault.

@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 
+mod bin;
 mod fault_list;
 mod parse;
 mod resolved;
@@ -37,8 +38,9 @@ use crate::nemesis::{FaultKind, Scenario};
     mut_arg("leader_imbalance_check_interval_ms", |a| a.help(REBALANCE_HELP)),
 )]
 pub struct RunArgs {
-    /// Number of broker nodes (ids 1..=N), each its own OS process.
-    #[arg(allow_negative_numbers = true, short = 'n', long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
+    /// Number of broker nodes (ids 1..=N), each its own OS process; with --bin, of
+    /// the binary's nodes (n1..nN).
+    #[arg(allow_negative_numbers = true, short = 'n', long, visible_alias = "node-count", value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
     pub nodes: u32,
 
     /// Partitions of the workload's topic.
@@ -83,24 +85,43 @@ pub struct RunArgs {
     #[arg(long)]
     pub dedicated_controller: bool,
 
-    /// What the clients do: `mixed` (both of the others at once, the clients split
-    /// between them, the register's reads linearizable), `queue` (producers and
-    /// consumers on a partitioned topic) or `register` (reads, writes and
-    /// compare-and-set on keys, checked for linearizability).
+    /// What the clients do. On our broker: `mixed` (both of the next two at once,
+    /// the clients split between them, the register's reads linearizable), `queue`
+    /// (producers and consumers on a partitioned topic) or `register` (reads,
+    /// writes and compare-and-set on keys, checked for linearizability). With
+    /// --bin, one of Maelstrom's workloads: `echo`, `unique-ids`, `broadcast`,
+    /// `g-counter`, `lin-kv`, `kafka` (docs/maelstrom.md).
     #[arg(short = 'w', long, value_enum, default_value_t = WorkloadKind::Mixed)]
     pub workload: WorkloadKind,
 
+    /// Test your own system instead of our broker: run N copies of this executable
+    /// (any language; a script with a shebang too) as Maelstrom nodes, speaking
+    /// Maelstrom's protocol on stdin and stdout, with watermark as their network
+    /// (docs/maelstrom.md). Needs a Maelstrom workload (-w).
+    #[arg(long, value_name = "PATH")]
+    pub bin: Option<PathBuf>,
+
+    /// An argument for the --bin executable (repeat it for more, in order).
+    #[arg(
+        long = "bin-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "bin"
+    )]
+    pub bin_args: Vec<String>,
+
     /// Faults to schedule: `replication` (fault patterns aimed at the replication
     /// protocol, favouring what the campaign has not exercised yet), or a
-    /// comma-separated list of faults drawn uniformly, or none.
+    /// comma-separated list of faults drawn uniformly, or none [default:
+    /// replication; with --bin, partition,kill,pause: a black box shows no roles
+    /// to aim at, so --bin takes kill, pause, partition, crash-all, slow, flaky].
     #[arg(
         long,
         value_name = "LIST",
-        default_value = "replication",
         value_delimiter = ',',
         value_parser = Names::<FaultKind>::new("fault").or("none", "no faults at all (on its own)")
     )]
-    pub nemesis: Vec<Option<FaultKind>>,
+    pub nemesis: Option<Vec<Option<FaultKind>>>,
 
     /// Mean seconds between faults of a fault list (each is drawn with jitter from
     /// the seed); the replication package times its faults by the cluster's timeouts.
@@ -196,13 +217,26 @@ impl AcksArg {
     }
 }
 
-/// `--workload`: what the clients do.
+/// `--workload`: what the clients do — on our broker, or (`--bin`) one of
+/// Maelstrom's workloads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum WorkloadKind {
     /// The queue and the register at once, each judged by its own checker.
     Mixed,
     Queue,
     Register,
+    /// Maelstrom's echo (--bin).
+    Echo,
+    /// Maelstrom's unique-ids (--bin).
+    UniqueIds,
+    /// Maelstrom's broadcast (--bin).
+    Broadcast,
+    /// Maelstrom's g-counter (--bin).
+    GCounter,
+    /// Maelstrom's lin-kv (--bin).
+    LinKv,
+    /// Maelstrom's kafka (--bin).
+    Kafka,
 }
 
 impl WorkloadKind {
@@ -213,9 +247,43 @@ impl WorkloadKind {
             WorkloadKind::Mixed => &[WorkloadKind::Queue, WorkloadKind::Register],
             WorkloadKind::Queue => &[WorkloadKind::Queue],
             WorkloadKind::Register => &[WorkloadKind::Register],
+            WorkloadKind::Echo => &[WorkloadKind::Echo],
+            WorkloadKind::UniqueIds => &[WorkloadKind::UniqueIds],
+            WorkloadKind::Broadcast => &[WorkloadKind::Broadcast],
+            WorkloadKind::GCounter => &[WorkloadKind::GCounter],
+            WorkloadKind::LinKv => &[WorkloadKind::LinKv],
+            WorkloadKind::Kafka => &[WorkloadKind::Kafka],
+        }
+    }
+
+    /// The Maelstrom workload this names, if it names one (it runs with --bin).
+    pub fn maelstrom(self) -> Option<maelstrom::workload::Workload> {
+        use maelstrom::workload::Workload as M;
+        match self {
+            WorkloadKind::Mixed | WorkloadKind::Queue | WorkloadKind::Register => None,
+            WorkloadKind::Echo => Some(M::Echo),
+            WorkloadKind::UniqueIds => Some(M::UniqueIds),
+            WorkloadKind::Broadcast => Some(M::Broadcast),
+            WorkloadKind::GCounter => Some(M::GCounter),
+            WorkloadKind::LinKv => Some(M::LinKv),
+            WorkloadKind::Kafka => Some(M::Kafka),
         }
     }
 }
+
+/// The faults a black box (--bin) can be given: none needs a role.
+pub const BLACK_BOX_FAULTS: [FaultKind; 6] = [
+    FaultKind::Kill,
+    FaultKind::Pause,
+    FaultKind::Partition,
+    FaultKind::CrashAll,
+    FaultKind::Slow,
+    FaultKind::Flaky,
+];
+
+/// `--nemesis` with --bin when not given.
+pub const BLACK_BOX_DEFAULT_FAULTS: [FaultKind; 3] =
+    [FaultKind::Partition, FaultKind::Kill, FaultKind::Pause];
 
 /// `--checker-time-limit` when not given (and in a run.json written before it
 /// existed).
@@ -296,10 +364,20 @@ impl RunArgs {
         let nemesis = match script {
             // The script replaces the random schedule.
             Some(_) => Vec::new(),
-            None => fault_list::resolve(&self.nemesis).map_err(ResolveError::Usage)?,
+            None => fault_list::resolve(&self.nemesis_entries()).map_err(ResolveError::Usage)?,
         };
         let concurrency = self.clients().map_err(ResolveError::Usage)?;
-        let broker_bin = locate(self.broker_bin.as_deref()).map_err(ResolveError::Harness)?;
+        // A system of the user's own needs no broker.
+        let (broker_bin, bin) = match &self.bin {
+            Some(path) => (
+                PathBuf::new(),
+                Some(bin::resolve(path).map_err(ResolveError::Usage)?),
+            ),
+            None => (
+                locate(self.broker_bin.as_deref()).map_err(ResolveError::Harness)?,
+                None,
+            ),
+        };
         let mut faults = nemesis.clone();
         if schedule_file
             .as_ref()
@@ -348,8 +426,66 @@ impl RunArgs {
             schedule_file,
             script,
             allow_crashes: self.allow_crashes,
+            bin_sha256: bin.as_ref().map(|b| b.sha256.clone()),
+            bin: bin.map(|b| b.path),
+            bin_args: self.bin_args,
             broker,
         })
+    }
+
+    /// `--nemesis` as typed, or its default: the replication package for our
+    /// broker, a mix of partitions, kills and pauses for a black box (--bin).
+    fn nemesis_entries(&self) -> Vec<Option<FaultKind>> {
+        match (&self.nemesis, &self.bin) {
+            (Some(typed), _) => typed.clone(),
+            (None, Some(_)) => BLACK_BOX_DEFAULT_FAULTS.map(Some).to_vec(),
+            (None, None) => vec![Some(FaultKind::Replication)],
+        }
+    }
+
+    /// What --bin needs and refuses: a Maelstrom workload goes with --bin and only
+    /// with it; a black box shows no roles (no leader, no controller), and has no
+    /// storage or configuration of ours to fault.
+    fn refuse_bad_black_box(&self, script: Option<&ScenarioFile>) -> Result<(), String> {
+        const MAELSTROM: &str = "echo|unique-ids|broadcast|g-counter|lin-kv|kafka";
+        match (&self.bin, self.workload.maelstrom()) {
+            (Some(bin), None) => {
+                return Err(format!(
+                    "--bin {} runs one of Maelstrom's workloads: -w {MAELSTROM} \
+                     (`{}` is a workload of our broker)",
+                    bin.display(),
+                    self.workload
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(format!(
+                    "-w {} is a Maelstrom workload: it tests nodes of your own, named \
+                     with --bin PATH",
+                    self.workload
+                ));
+            }
+            (None, None) => return Ok(()),
+            (Some(_), Some(_)) => {}
+        }
+        if let Some(script) = script {
+            return Err(format!(
+                "scenario {} is a script aimed at our broker's leaders and controller; \
+                 a --bin system shows no roles",
+                script.name
+            ));
+        }
+        let allowed: Vec<String> = BLACK_BOX_FAULTS.iter().map(|k| k.to_string()).collect();
+        for kind in self.nemesis_entries().into_iter().flatten() {
+            if !BLACK_BOX_FAULTS.contains(&kind) {
+                return Err(format!(
+                    "--nemesis {kind} needs what a --bin system does not show (a leader, a \
+                     controller, our broker's storage or configuration); with --bin: {}, \
+                     or none",
+                    allowed.join(", ")
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// What `--scenario` or `--schedule` names, read: a schedule of faults, or a
@@ -373,6 +509,7 @@ impl RunArgs {
 
     /// Options that cannot go together.
     fn refuse_bad_combinations(&self, script: Option<&ScenarioFile>) -> Result<(), String> {
+        self.refuse_bad_black_box(script)?;
         if let Some(script) = script {
             let n = script.options.replicas();
             if self.nodes < 3 || self.replication_factor.is_some_and(|rf| rf < n) {
@@ -397,7 +534,9 @@ impl RunArgs {
             );
         }
         if self.workload == WorkloadKind::Register
-            && self.nemesis.contains(&Some(FaultKind::AddPartitions))
+            && self
+                .nemesis_entries()
+                .contains(&Some(FaultKind::AddPartitions))
         {
             return Err(
                 "--nemesis add-partitions grows the queue's topic: --workload queue or \
@@ -524,7 +663,7 @@ impl From<Resolved> for RunArgs {
             idempotent: r.idempotent,
             dedicated_controller: r.dedicated_controller,
             workload: r.workload,
-            nemesis: fault_list::entries(&r.nemesis),
+            nemesis: Some(fault_list::entries(&r.nemesis)),
             nemesis_interval: r.nemesis_interval,
             time_limit: Some(r.time_limit),
             checker_time_limit: r.checker_time_limit,
@@ -532,7 +671,9 @@ impl From<Resolved> for RunArgs {
             concurrency: Some(Concurrency::Total(r.concurrency)),
             seed: Some(r.seed),
             results: r.results,
-            broker_bin: Some(r.broker_bin),
+            broker_bin: r.bin.is_none().then_some(r.broker_bin),
+            bin: r.bin,
+            bin_args: r.bin_args,
             linearizable_reads: r.linearizable_reads,
             scenario: r.scenario,
             schedule: r.schedule,
@@ -896,6 +1037,81 @@ mod tests {
         obj.remove("idempotent");
         let old: Resolved = serde_json::from_value(json).unwrap();
         assert_eq!((old.retries, old.idempotent), (0, false));
+    }
+
+    #[test]
+    fn bin_takes_a_maelstrom_workload_and_faults_that_need_no_roles() {
+        let node = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/maelstrom/echo.py");
+        let a = parse(&[
+            "--bin",
+            node,
+            "-w",
+            "lin-kv",
+            "--node-count",
+            "5",
+            "--seed",
+            "1",
+        ])
+        .unwrap();
+        assert_eq!((a.workload, a.nodes), (WorkloadKind::LinKv, 5));
+        assert_eq!(a.nemesis, BLACK_BOX_DEFAULT_FAULTS);
+        assert!(a.bin.as_ref().unwrap().is_absolute());
+        assert_eq!(a.bin_sha256.as_ref().map(String::len), Some(64));
+        assert_eq!(a.broker_bin, PathBuf::new(), "no broker is looked for");
+        let json = serde_json::to_value(&a).unwrap();
+        assert_eq!(json["workload"], "lin-kv");
+        assert_eq!(serde_json::from_value::<Resolved>(json).unwrap(), a);
+        let again = RunArgs::from(a.clone())
+            .resolve_with(|_| panic!("no broker is looked for"))
+            .unwrap();
+        assert_eq!(again, a);
+        let args = parse(&[
+            "--bin",
+            node,
+            "-w",
+            "echo",
+            "--bin-arg",
+            "-x",
+            "--bin-arg",
+            "y",
+        ]);
+        assert_eq!(args.unwrap().bin_args, ["-x", "y"]);
+        for (argv, says) in [
+            (
+                &["--bin", node, "-w", "queue"][..],
+                "runs one of Maelstrom's workloads",
+            ),
+            (&["--bin", node], "runs one of Maelstrom's workloads"),
+            (&["-w", "lin-kv"], "is a Maelstrom workload"),
+            (
+                &["--bin", node, "-w", "echo", "--nemesis", "isolate-leader"],
+                "with --bin: kill",
+            ),
+            (
+                &["--bin", node, "-w", "echo", "--nemesis", "replication"],
+                "a leader",
+            ),
+            (
+                &[
+                    "--bin",
+                    node,
+                    "-w",
+                    "echo",
+                    "--scenario",
+                    "kip101-data-loss",
+                ],
+                "no roles",
+            ),
+            (&["--bin", "/no/such/node", "-w", "echo"], "no such file"),
+        ] {
+            let e = parse(argv).unwrap_err();
+            assert!(e.contains(says), "{argv:?}: {e}");
+        }
+        let plain = parse(&["--seed", "1"]).unwrap();
+        assert_eq!(
+            (plain.bin.as_ref(), plain.nemesis.as_slice()),
+            (None, &[FaultKind::Replication][..])
+        );
     }
 
     #[test]

@@ -69,6 +69,16 @@ pub struct Resolved {
     /// files).
     #[serde(default)]
     pub allow_crashes: bool,
+    /// The executable of the system under test, when it is the user's own
+    /// (`--bin`: Maelstrom's protocol); absent: our broker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bin: Option<PathBuf>,
+    /// Its arguments (`--bin-arg`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bin_args: Vec<String>,
+    /// The SHA-256 of its bytes when the run began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bin_sha256: Option<String>,
     /// What every broker is given: a setting left out is the broker's own default
     /// (a session timeout absent from an older run.json, or under a scenario, too).
     #[serde(flatten)]
@@ -98,9 +108,10 @@ impl Resolved {
     /// The workload to run, its clients reaching the cluster as `client` says. A
     /// mixed campaign splits its workers between the queue and the register
     /// ([`split_workers`]); `rate` and `concurrency` stay the campaign's totals.
-    pub fn workload(&self, client: ClientConfig) -> Box<dyn Workload> {
+    /// A Maelstrom workload has no such clients: None (it runs with --bin).
+    pub fn workload(&self, client: ClientConfig) -> Option<Box<dyn Workload>> {
         let all = 0..self.concurrency;
-        match self.workload {
+        Some(match self.workload {
             WorkloadKind::Queue => Box::new(self.queue(all, client)),
             WorkloadKind::Register => Box::new(self.register(all, client)),
             WorkloadKind::Mixed => {
@@ -110,7 +121,8 @@ impl Resolved {
                     register: self.register(register, client),
                 })
             }
-        }
+            _ => return None,
+        })
     }
 
     fn queue(&self, workers: Range<u32>, client: ClientConfig) -> QueueConfig {

@@ -1,7 +1,8 @@
 //! The anomalies in words: for each kind what it means, then each anomaly with its
 //! place (partition, key, offsets, values), the operations involved (linked to their
 //! marks on the timeline), a close-up timeline of the moments around it, and — for a
-//! key that is not linearizable — the [`linearization`] picture.
+//! key that is not linearizable — the [`linearization`] picture; for a Maelstrom
+//! system, the messages around its operations (`super::messages`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -12,6 +13,7 @@ use checker::verdict::{Anomaly, AnomalyKind, OpRef};
 use super::charts::{self, Faults, TimeAxis};
 use super::folder::RunData;
 use super::linearization;
+use super::messages::Messages;
 use super::text::{OpLinks, escape, short};
 
 /// Anomalies explained one by one (shared among the kinds); the rest are counted.
@@ -104,6 +106,7 @@ pub(super) fn section(
     links: &OpLinks,
     faults: &Faults,
     end: u64,
+    messages: Option<&Messages>,
 ) {
     out.push_str(r#"<h2 id="anomalies">Anomalies</h2>"#);
     if anomalies.is_empty() {
@@ -130,23 +133,44 @@ pub(super) fn section(
         for (k, &n) in g.shown.iter().enumerate() {
             let close_up = k < CLOSE_UPS_PER_KIND && close_ups < MAX_CLOSE_UPS;
             close_ups += close_up as usize;
-            anomaly(out, n, anomalies[n], data, links, faults, end, close_up);
+            let view = View {
+                data,
+                links,
+                faults,
+                end,
+                messages,
+            };
+            anomaly(out, n, anomalies[n], &view, close_up);
         }
     }
 }
 
-/// One anomaly in words, with its operations (and a close-up timeline).
-#[allow(clippy::too_many_arguments)]
+/// What every anomaly's section draws from.
+struct View<'a> {
+    data: &'a RunData,
+    links: &'a OpLinks<'a>,
+    faults: &'a Faults<'a>,
+    end: u64,
+    /// A Maelstrom run's messages.
+    messages: Option<&'a Messages>,
+}
+
+/// One anomaly in words, with its operations (and a close-up timeline, and the
+/// messages around its operations).
 fn anomaly(
     out: &mut String,
     n: usize,
     (checker, a): (&str, &Anomaly),
-    data: &RunData,
-    links: &OpLinks,
-    faults: &Faults,
-    end: u64,
+    view: &View,
     with_close_up: bool,
 ) {
+    let View {
+        data,
+        links,
+        faults,
+        end,
+        messages,
+    } = *view;
     let _ = write!(
         out,
         r#"<section class="anomaly" id="anomaly-{n}" data-kind="{kind}"><h3>{kind}{} <small>({})</small></h3><p>{}</p><p class="meaning">{}</p>"#,
@@ -160,6 +184,10 @@ fn anomaly(
     involved(out, a, links);
     if with_close_up {
         close_up(out, n, a, data, links, faults, end);
+        if let Some(m) = messages {
+            let clients = data.config["options"]["concurrency"].as_u64().unwrap_or(1);
+            super::messages::diagram(out, n, a, m, links, clients);
+        }
     }
     if let Some(e) = &a.explanation {
         linearization::picture(out, n, e, links);

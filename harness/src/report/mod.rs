@@ -24,6 +24,7 @@ pub mod folder;
 mod history;
 pub(crate) mod junit;
 mod linearization;
+mod messages;
 pub mod page;
 pub(crate) mod text;
 

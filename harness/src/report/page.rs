@@ -7,7 +7,9 @@
 //! the longest linearizable prefix and the operation that cannot follow it; the
 //! configuration, folded behind a line of its essentials, and the checkers; then
 //! the whole run — operations per process, latency and throughput — with fault
-//! periods shaded. No script, font or image is fetched: CSS and SVG are inline.
+//! periods shaded; for a Maelstrom system (`--bin`) its messages, and around each
+//! anomaly's operations a sequence picture of them. No script, font or image is
+//! fetched: CSS and SVG are inline.
 
 use std::fmt::Write as _;
 
@@ -104,12 +106,22 @@ pub fn render(data: &RunData) -> String {
         let _ = write!(out, r#"<p class="warn">{}</p>"#, escape(w));
     }
     shrunk(&mut out, data);
-    anomalies::section(&mut out, data, &anomalies, &links, &faults, end);
+    let messages = super::messages::Messages::read(&data.dir);
+    anomalies::section(
+        &mut out,
+        data,
+        &anomalies,
+        &links,
+        &faults,
+        end,
+        messages.as_ref(),
+    );
     configuration(&mut out, data);
     checkers(&mut out, data);
     whole_run(&mut out, data, &links, &faults, end);
     fault_table(&mut out, &periods, &marks);
     super::coverage::section(&mut out, data);
+    super::messages::section(&mut out, &data.dir);
     replicas(&mut out, data);
     files(&mut out, data);
     out.push_str("</main></body></html>\n");

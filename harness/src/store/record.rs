@@ -72,10 +72,13 @@ impl RunRecord {
             seed: args.seed,
             options: args.clone(),
             command_line,
-            broker_bin: Some(args.broker_bin.clone()),
+            broker_bin: args.bin.is_none().then(|| args.broker_bin.clone()),
             versions: Versions {
                 watermark: env!("CARGO_PKG_VERSION").to_string(),
-                broker: broker_version(&args.broker_bin),
+                broker: match args.bin {
+                    None => broker_version(&args.broker_bin),
+                    Some(_) => None,
+                },
             },
             started_at: rfc3339(started),
             ended_at: None,

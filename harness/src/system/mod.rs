@@ -18,9 +18,12 @@
 //!   drop, `PR_SET_PDEATHSIG`) and the crashes of those that die on their own;
 //! - [`view`]: the roles a system shows at one moment;
 //! - [`broker`]: our broker's cluster: its processes behind a proxy on every link,
-//!   its API, its event lines.
+//!   its API, its event lines;
+//! - [`maelstrom`]: any binary that speaks Maelstrom's protocol, the harness its
+//!   network.
 
 pub mod broker;
+pub mod maelstrom;
 pub mod process;
 pub mod view;
 

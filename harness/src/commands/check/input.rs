@@ -11,8 +11,8 @@ use checker::queue::ReplicaLog;
 
 use crate::store::FinalLogs;
 
-/// The `crash` events of a history.jsonl, read a line at a time (only lines that
-/// mention a crash are parsed).
+/// The `crash` and `protocol-error` events of a history.jsonl (what the harness
+/// judges itself), read a line at a time (only lines that mention one are parsed).
 pub(super) fn crash_events(
     input: impl std::io::BufRead,
     shown: &str,
@@ -20,7 +20,9 @@ pub(super) fn crash_events(
     let mut crashes = Vec::new();
     for line in input.lines() {
         let line = line.map_err(|e| format!("cannot read {shown}: {e}"))?;
-        if !line.contains(crate::judge::crashes::EVENT) {
+        if !line.contains(crate::judge::crashes::EVENT)
+            && !line.contains(crate::judge::protocol::EVENT)
+        {
             continue;
         }
         // A torn or malformed line was already reported by the reading above.
@@ -31,8 +33,10 @@ pub(super) fn crash_events(
     Ok(crashes)
 }
 
+/// A crash or a protocol error: an event the harness judges itself.
 pub(super) fn is_crash(e: &checker::history::Event) -> bool {
-    e.process == checker::history::Process::Nemesis && e.f == crate::judge::crashes::EVENT
+    e.process == checker::history::Process::Nemesis
+        && (e.f == crate::judge::crashes::EVENT || e.f == crate::judge::protocol::EVENT)
 }
 
 /// The beginning of a history file (its first MiB, whole lines where it can), to

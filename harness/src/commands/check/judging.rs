@@ -66,11 +66,15 @@ pub(crate) fn judge(
         .map_err(|e| at(&input.shown, &e))?;
     let disorder = disorder_note(&input.shown, &read.disorders, judging.lenient)?;
     let models = input.checked_models(&plan, &read)?;
-    let checked_as = models
+    let mut checked_as = models
         .iter()
         .map(|m| m.name())
         .collect::<Vec<_>>()
         .join(" and ");
+    if let (true, Some(w)) = (models.is_empty(), input.workload) {
+        // A Maelstrom workload is checked by its own check, not against a model.
+        checked_as = w.to_string();
+    }
     let options = options(judging, &models)?;
     let events = match (keep_events, read.parsed()) {
         (true, Some(p)) => p.events.clone(),
@@ -256,7 +260,8 @@ impl Input {
             .map_err(|e| failed(e.message, e.line))
     }
 
-    /// The harness's own verdict on the processes it watched, as the run judged it.
+    /// The harness's own verdicts on the processes it watched (crashes, protocol
+    /// errors), as the run judged them.
     fn judge_crashes(
         &self,
         results: &mut Results,
@@ -281,6 +286,7 @@ impl Input {
             &crashes,
             judging.allow_crashes || allowed_by_run,
         );
+        crate::judge::protocol::add_verdict(results, &crashes);
         Ok(())
     }
 }

@@ -121,10 +121,17 @@ async fn start(
     let crash_recorder = cluster
         .take_crash_reports()
         .map(|reports| crashes::record(reports, history.clone()));
-    let workload = args.workload(ClientConfig::new(
-        cluster.client_addrs(),
-        cluster.controller_addr(),
-    ));
+    let workload = args
+        .workload(ClientConfig::new(
+            cluster.client_addrs(),
+            cluster.controller_addr(),
+        ))
+        .ok_or_else(|| {
+            HarnessError::new(format!(
+                "-w {} is a Maelstrom workload: it runs with --bin",
+                args.workload
+            ))
+        })?;
     progress.phase(match workload.topics() {
         [_] => "creating the topic",
         _ => "creating the topics",

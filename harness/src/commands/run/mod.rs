@@ -14,11 +14,15 @@
 //! ([`Workload`]): nothing here depends on which, but for the checkers its kind
 //! names ([`judge`](crate::judge)).
 //!
+//! With `--bin`, the system under test is the user's own, speaking Maelstrom's
+//! protocol: the same run folder and end, its own campaign (`maelstrom`).
+//!
 //! Whatever happens, no broker process outlives the campaign: the cluster kills its
 //! processes when dropped, and Ctrl-C / SIGTERM stop the campaign, kill every child
 //! and exit 130, leaving the history streamed so far readable by `watermark check`.
 
 mod campaign;
+mod maelstrom;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -115,8 +119,9 @@ pub fn execute_linked(
         tokio::select! {
             ended = campaign(&args, &folder, &mut record) => ended,
             signal = interrupted() => {
+                let who = if args.bin.is_some() { "node" } else { "broker" };
                 errln!(
-                    "\nwatermark: {signal}: stopping; every broker process is killed; \
+                    "\nwatermark: {signal}: stopping; every {who} process is killed; \
                      the history so far is in {}",
                     folder.history().display()
                 );
@@ -198,12 +203,20 @@ async fn campaign(
     folder: &RunFolder,
     record: &mut RunRecord,
 ) -> (Exit, Option<String>) {
-    match campaign::campaign_inner(args, folder, record).await {
+    let ran = match args.bin {
+        None => campaign::campaign_inner(args, folder, record).await,
+        Some(_) => maelstrom::campaign_inner(args, folder, record).await,
+    };
+    match ran {
         Ok(exit) => (exit, None),
         Err(e) => {
             errln!("watermark run: {e}");
+            let logs = match args.bin {
+                None => "the brokers' logs (nodes/*/broker.log)",
+                Some(_) => "the nodes' stderr (nodes/*/stderr.log) and messages.jsonl",
+            };
             errln!(
-                "watermark run: the run folder {} holds the brokers' logs (nodes/*/broker.log)",
+                "watermark run: the run folder {} holds {logs}",
                 folder.path.display()
             );
             (Exit::HarnessFailed, Some(e.to_string()))

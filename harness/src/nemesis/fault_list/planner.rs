@@ -16,6 +16,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::Fault;
 use crate::nemesis::fault::{Degradation, FaultKind};
+use crate::net::Topology;
 use crate::proc::Proc;
 use crate::system::DiskMode;
 
@@ -51,6 +52,9 @@ pub struct Planner {
     dedicated_controller: bool,
     /// Partitions added so far (at most [`MAX_ADDED_PARTITIONS`]).
     added: u32,
+    /// The system shows roles (a controller, leaders) to aim at; a black box
+    /// does not, and its faults hit nodes drawn among all.
+    roles: bool,
 }
 
 /// The most partitions `add-partitions` adds in one campaign.
@@ -79,7 +83,16 @@ impl Planner {
             active: Vec::new(),
             dedicated_controller: false,
             added: 0,
+            roles: true,
         }
+    }
+
+    /// The same schedule for a system that shows no roles (a black box): kills and
+    /// pauses hit nodes only, partitions take the shapes that need no leader or
+    /// controller.
+    pub fn without_roles(mut self) -> Planner {
+        self.roles = false;
+        self
     }
 
     /// The same schedule for a cluster whose controller is a dedicated process: it
@@ -110,7 +123,9 @@ impl Planner {
     /// the time of the fault, which the nemesis resolves to the broker it runs in
     /// unless it is dedicated.
     fn kill_targets(&self) -> Vec<Proc> {
-        std::iter::once(Proc::Controller)
+        self.roles
+            .then_some(Proc::Controller)
+            .into_iter()
             .chain(self.nodes.iter().map(|&id| Proc::Node(id)))
             .collect()
     }
@@ -251,7 +266,13 @@ impl Planner {
                 Fault::CrashAll(order)
             }
             FaultKind::Partition | FaultKind::IsolateLeader | FaultKind::IsolateController => {
-                let topology = *kind.topologies().choose(&mut self.rng).expect("not empty");
+                let shapes: Vec<Topology> = kind
+                    .topologies()
+                    .iter()
+                    .copied()
+                    .filter(|t| self.roles || !t.needs_roles())
+                    .collect();
+                let topology = *shapes.choose(&mut self.rng)?;
                 let partition = self.rng.random_range(0..self.partitions);
                 let grudge = topology.draw(&all, &mut self.rng);
                 Fault::Partition {

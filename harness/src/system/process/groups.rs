@@ -47,6 +47,26 @@ pub fn install_panic_hook() {
     }));
 }
 
+/// Make the child killed by the kernel when the harness dies (`PR_SET_PDEATHSIG`),
+/// and exit at once if the harness is already gone when it starts.
+pub(super) fn die_with_harness(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The harness died between fork and prctl: nobody will kill us.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
 struct SpawnRequest {
     cmd: Command,
     reply: oneshot::Sender<std::io::Result<Child>>,

@@ -43,7 +43,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::sync::oneshot;
 
-use super::groups::{signal_group, spawn, unregister};
+use super::groups::{die_with_harness, signal_group, spawn, unregister};
 use crate::error::{HarnessError, Result};
 
 /// What to run, and how to run it again after a kill.
@@ -327,20 +327,7 @@ impl Supervised {
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log.try_clone()?))
             .process_group(0);
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The harness died between fork and prctl: nobody will kill us.
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
+        die_with_harness(&mut cmd);
         let mut child = spawn(cmd).await.map_err(|e| {
             HarnessError::new(format!(
                 "cannot start {} ({}): {e}",
