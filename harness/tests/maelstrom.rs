@@ -241,6 +241,16 @@ fn broadcast_survives_a_partition_and_a_kill_and_a_node_that_never_gossips_is_ca
         .filter(|l| l.contains("\"final-read\"") && l.contains("\"type\":\"ok\""))
         .count();
     assert_eq!(final_reads, 3, "every node is read once healed");
+    // Maelstrom's topology before any request, and again to the restarted node.
+    let messages = std::fs::read_to_string(folder.join("messages.jsonl")).unwrap();
+    let mut topologies: Vec<String> = messages
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["body"]["type"] == "topology")
+        .filter_map(|m| m["dest"].as_str().map(String::from))
+        .collect();
+    topologies.sort();
+    assert_eq!(topologies, ["n1", "n2", "n3", "n3"], "{topologies:?}");
 
     let mut bad = args.to_vec();
     bad.extend(["--nemesis", "none"]);

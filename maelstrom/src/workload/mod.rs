@@ -108,6 +108,18 @@ impl Workload {
         }
     }
 
+    /// What every node is sent once it answered `init`, before any client request
+    /// (and again after each restart), if the workload sends anything: broadcast's
+    /// `topology` (Maelstrom's default grid), which nodes may need before they gossip.
+    pub fn setup(self, node_ids: &[String]) -> Option<Body> {
+        match self {
+            Workload::Broadcast => Some(broadcast::topology_body(
+                &broadcast::Topology::DEFAULT.neighbours(node_ids),
+            )),
+            _ => None,
+        }
+    }
+
     /// The requests after healing, if the workload has any.
     pub fn final_phase(self, node_ids: &[String]) -> Option<Box<dyn FinalPhase>> {
         match self {

@@ -64,6 +64,9 @@ pub struct MaelstromConfig {
     pub seed: u64,
     /// How long a node may take to answer `init`.
     pub init_timeout: Duration,
+    /// What each node is sent after `init` (broadcast's `topology`), and must answer
+    /// with its `_ok`.
+    pub setup: Option<Body>,
 }
 
 /// The running cluster; dropping it kills every node.
@@ -76,6 +79,7 @@ pub struct MaelstromCluster {
     router: Option<JoinHandle<()>>,
     next_id: Arc<AtomicI64>,
     init_timeout: Duration,
+    setup: Option<Body>,
 }
 
 /// What a client (or the init) of the harness holds to send requests.
@@ -170,6 +174,7 @@ impl MaelstromCluster {
             router: Some(router),
             next_id: Arc::new(AtomicI64::new(1)),
             init_timeout: config.init_timeout,
+            setup: config.setup,
         };
         for i in 0..config.nodes {
             cluster.launch(i).await?;
@@ -203,6 +208,30 @@ impl MaelstromCluster {
     }
 
     /// Start node `i` (a new life) and initialise it.
+    /// Send node `id` the workload's setup, if any (Err: why it was not taken).
+    async fn set_up(&self, id: &str) -> std::result::Result<(), String> {
+        let Some(body) = self.setup.clone() else {
+            return Ok(());
+        };
+        let kind = body.kind.clone();
+        let timeout = self.init_timeout;
+        let reply = self
+            .requester()
+            .call(INIT_CLIENT, id, body, timeout, true)
+            .await
+            .ok_or_else(|| format!("did not answer {kind} within {timeout:?}"))?;
+        if let Some(e) = maelstrom::error::ErrorReply::from_body(&reply) {
+            return Err(format!("refused {kind}: {}", e.describe()));
+        }
+        if reply.kind != format!("{kind}_ok") {
+            return Err(format!(
+                "answered {kind} with {}, not {kind}_ok",
+                reply.kind
+            ));
+        }
+        Ok(())
+    }
+
     async fn launch(&mut self, i: usize) -> Result<()> {
         let spec = self.specs[i].clone();
         let life = {
@@ -246,10 +275,13 @@ impl MaelstromCluster {
                 sent.body.msg_id = body.in_reply_to;
                 let answer = Message::new(&spec.id, INIT_CLIENT, body);
                 match check_init_ok(&sent, &answer) {
-                    Ok(()) => {
-                        lock(&self.shared.slots)[i].ready = true;
-                        return Ok(());
-                    }
+                    Ok(()) => match self.set_up(&spec.id).await {
+                        Ok(()) => {
+                            lock(&self.shared.slots)[i].ready = true;
+                            return Ok(());
+                        }
+                        Err(why) => why,
+                    },
                     Err(e) => e.to_string(),
                 }
             }

@@ -78,6 +78,7 @@ pub(super) async fn campaign_inner(
         origin,
         seed: args.seed,
         init_timeout: INIT_TIMEOUT,
+        setup: workload.setup(&maelstrom::init::node_ids(args.nodes as usize)),
     };
     let mut cluster = MaelstromCluster::start(config, args.concurrency, history.clone())
         .await
