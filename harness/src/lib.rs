@@ -25,5 +25,5 @@ pub mod net;
 mod options;
 pub mod proc;
 pub mod report;
-mod store;
+pub mod store;
 pub mod system;
