@@ -212,7 +212,10 @@ impl Router {
             // Written by a life killed since: it never left the node.
             return;
         }
-        if msg.src != me {
+        // A node may relay a client's request as it came (Maelstrom's own Raft demo
+        // proxies a request to the leader, which answers the client): its `src` is
+        // then the client's. It may not speak for another node or a service.
+        if msg.src != me && !is_client(&msg.src) {
             let e = format!("message from `{}` written by {me}", msg.src);
             return self.protocol_error(node, line, e);
         }
@@ -244,15 +247,21 @@ impl Router {
                 return self.record(&msg, at, Some("held"), false);
             }
         }
-        self.route(msg, at);
+        self.route_from(&me, msg, at);
     }
 
     /// Carry `msg` through the network: now, later, or not at all.
     fn route(&mut self, msg: Message, sent: Instant) {
+        let from = msg.src.clone();
+        self.route_from(&from, msg, sent)
+    }
+
+    /// [`Router::route`] over the link from `from` (the node that wrote it, which
+    /// for a relayed request is not its `src`).
+    fn route_from(&mut self, from: &str, msg: Message, sent: Instant) {
         let n = self.node_ids.len();
-        let between_nodes =
-            node_number(&msg.src, n).is_some() && node_number(&msg.dest, n).is_some();
-        let fate = lock(&self.shared.net).fate(&msg.src, &msg.dest);
+        let between_nodes = node_number(from, n).is_some() && node_number(&msg.dest, n).is_some();
+        let fate = lock(&self.shared.net).fate(from, &msg.dest);
         match fate {
             Fate::Drop(why) => self.record(&msg, sent, Some(why), between_nodes),
             Fate::Deliver(d) if d.is_zero() => self.deliver(msg, sent, false, between_nodes),

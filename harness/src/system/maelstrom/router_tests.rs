@@ -162,3 +162,18 @@ async fn services_answer_through_the_network_and_partitions_cut_nodes() {
     let s = lock(&b.shared.log).stats(0);
     assert_eq!(s.between_nodes, 2);
 }
+
+#[tokio::test]
+async fn a_node_may_relay_a_clients_request_over_its_own_link() {
+    let mut b = bench().await;
+    // n1 passes c3's request on as it came (Maelstrom's Raft demo proxies so): no
+    // protocol error, and it travels n1's link — a partition of n1 drops it.
+    let all = [Proc::Node(1), Proc::Node(2)];
+    lock(&b.shared.net).cut(&crate::net::Grudge::isolate(Proc::Node(1), &all));
+    b.line(r#"{"src":"c3","dest":"n2","body":{"type":"read","msg_id":5,"key":1}}"#);
+    assert!(b.errors().is_empty(), "{:?}", b.errors());
+    assert_eq!(b.dropped("partition"), 1);
+    // Speaking for a service is still refused.
+    b.line(r#"{"src":"lin-kv","dest":"n2","body":{"type":"read_ok","in_reply_to":1}}"#);
+    assert_eq!(b.errors().len(), 1);
+}
