@@ -82,6 +82,9 @@ pub struct Router {
     stderr: Vec<(String, PathBuf)>,
     pending: HashMap<(String, i64), oneshot::Sender<Body>>,
     abandoned: HashSet<(String, i64)>,
+    /// Requests answered: another answer to one is recorded as dropped
+    /// (`answered`), as Maelstrom's clients ignore it, not as an error.
+    answered: HashSet<(String, i64)>,
     services: HashMap<&'static str, Service>,
     history: Arc<History>,
     errors: HashMap<usize, u64>,
@@ -108,6 +111,7 @@ impl Router {
             stderr,
             pending: HashMap::new(),
             abandoned: HashSet::new(),
+            answered: HashSet::new(),
             services,
             history,
             errors: HashMap::new(),
@@ -232,6 +236,9 @@ impl Router {
             if self.abandoned.contains(&key) {
                 return self.record(&msg, at, Some("late"), false);
             }
+            if self.answered.contains(&key) {
+                return self.record(&msg, at, Some("answered"), false);
+            }
             if !self.pending.contains_key(&key) {
                 self.record(&msg, at, Some("no request"), false);
                 let e = match msg.body.in_reply_to {
@@ -305,6 +312,7 @@ impl Router {
         match self.pending.remove(&key) {
             Some(waiting) => {
                 let _ = waiting.send(msg.body.clone());
+                self.answered.insert(key);
                 self.record(&msg, sent, None, false);
             }
             None => self.record(&msg, sent, Some("late"), false),

@@ -43,8 +43,10 @@ const INIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a client waits for a reply before its operation is in doubt.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long the healed cluster is left alone before the final phase: time for a
-/// gossip to spread, a leader to be elected, a restarted node to catch up.
-const SETTLE: Duration = Duration::from_secs(3);
+/// gossip to spread, a leader to be elected, a restarted node to catch up —
+/// Maelstrom's own wait for recovery, which nodes written for it are tuned to (some
+/// share their state every few seconds).
+const SETTLE: Duration = Duration::from_secs(10);
 /// How long the final phase may take.
 const FINAL_PHASE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long in-flight operations may take to finish after the time limit.
