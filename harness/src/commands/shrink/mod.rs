@@ -348,9 +348,12 @@ pub fn run(args: ShrinkArgs) -> Exit {
     search.shrink_faults();
     search.shrink_holds();
     search.cut_time();
-    let Some((mut best, best_seconds, confirm)) = search.confirm() else {
-        eprintln!("watermark shrink: stopped before a reproducer was confirmed");
-        write_summary(&search, &schedule, seconds, None);
+    let confirmed = search.confirm();
+    let Some((mut best, best_seconds, confirm)) = confirmed.filter(|_| !stopped()) else {
+        eprintln!(
+            "watermark shrink: stopped before a reproducer was confirmed; the attempts so far are in {}",
+            root.join("attempts.jsonl").display()
+        );
         return Exit::Interrupted;
     };
     // The reproducer says the seed and length it reproduces with.
