@@ -14,62 +14,46 @@ use std::time::Duration;
 use serde_json::Value;
 use support::{assert_no_process_left, read_json, run_folder, text, watermark};
 
-#[test]
-fn a_malformed_schedule_is_refused_naming_its_line_and_field() {
+/// `watermark run --schedule` of a file holding `contents`: refused with exit 64 before
+/// anything started; its stderr.
+fn refused(contents: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bad.json");
-    std::fs::write(
-        &file,
-        "{\"schedule\": 1, \"faults\": [\n\
-         {\"at\": 1, \"fault\": \"kill\", \"target\": \"node 1\", \"for\": 1},\n\
-         {\"at\": 2, \"fault\": \"kill\", \"target\": \"the boss\"}\n]}\n",
-    )
-    .unwrap();
+    std::fs::write(&file, contents).unwrap();
     let results = dir.path().join("results");
+    let (file, r) = (file.to_str().unwrap(), results.to_str().unwrap());
     let out = watermark(
-        &[
-            "run",
-            "--schedule",
-            file.to_str().unwrap(),
-            "--results",
-            results.to_str().unwrap(),
-        ],
+        &["run", "--schedule", file, "--results", r],
         Duration::from_secs(30),
     );
     assert_eq!(out.status.code(), Some(64), "{}", text(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!results.exists(), "nothing started");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_malformed_schedule_is_refused_naming_its_line_and_field() {
+    let stderr = refused(
+        "{\"schedule\": 1, \"faults\": [\n\
+         {\"at\": 1, \"fault\": \"kill\", \"target\": \"node 1\", \"for\": 1},\n\
+         {\"at\": 2, \"fault\": \"kill\", \"target\": \"the boss\"}\n]}\n",
+    );
     assert!(
         stderr.contains("line 3")
             && stderr.contains("field `target`")
             && stderr.contains("the boss"),
         "{stderr}"
     );
-    assert!(!results.exists(), "nothing started");
     // A scenario file's step with a field it does not take.
-    std::fs::write(
-        &file,
+    let stderr = refused(
         "{\"schedule\": 1, \"scenario\": \"mine\", \"script\": [\n\
          {\"step\": \"sleep\", \"for\": 1},\n\
          {\"step\": \"await\", \"untill\": {\"is\": \"committed\", \"records\": 1}, \"within\": 1}\n]}\n",
-    )
-    .unwrap();
-    let out = watermark(
-        &[
-            "run",
-            "--schedule",
-            file.to_str().unwrap(),
-            "--results",
-            results.to_str().unwrap(),
-        ],
-        Duration::from_secs(30),
     );
-    assert_eq!(out.status.code(), Some(64), "{}", text(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("line 3") && stderr.contains("`untill`"),
         "{stderr}"
     );
-    assert!(!results.exists(), "nothing started");
     for args in [
         &["run", "--schedule", "/nonexistent/schedule.json"][..],
         &["shrink", "/nonexistent/run-folder"],
