@@ -390,6 +390,15 @@ impl Results {
         Results { valid, checkers }
     }
 
+    /// Add (or replace) one checker's result, folding the validity again.
+    pub fn insert(&mut self, name: &str, result: CheckerResult) {
+        self.checkers.insert(name.to_string(), result);
+        self.valid = self
+            .checkers
+            .values()
+            .fold(Validity::Valid, |v, c| v.and(c.valid));
+    }
+
     /// The verdict for a terminal: one line per checker, then each anomaly (the
     /// first ten of each kind) with its operations and, for non-linearizable
     /// histories, the search's explanation.

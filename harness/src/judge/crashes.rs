@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use checker::history::{Event, EventType, Process};
-use checker::verdict::{Anomaly, AnomalyKind, CheckerResult, Results, Validity};
+use checker::verdict::{Anomaly, AnomalyKind, CheckerResult, Results};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
@@ -91,11 +91,7 @@ pub fn judge(events: &[Event], allow: bool) -> Option<CheckerResult> {
 /// folding the run's validity again.
 pub fn add_verdict(results: &mut Results, events: &[Event], allow: bool) {
     if let Some(verdict) = judge(events, allow) {
-        results.checkers.insert(CHECKER.to_string(), verdict);
-        results.valid = results
-            .checkers
-            .values()
-            .fold(Validity::Valid, |v, c| v.and(c.valid));
+        results.insert(CHECKER, verdict);
     }
 }
 
@@ -127,6 +123,7 @@ fn anomaly(e: &Event) -> Anomaly {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use checker::verdict::Validity;
     use serde_json::json;
 
     fn crash_event(index: u64, node: Value) -> Event {

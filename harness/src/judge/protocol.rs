@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use checker::history::{Event, Process};
-use checker::verdict::{Anomaly, AnomalyKind, CheckerResult, Results, Validity};
+use checker::verdict::{Anomaly, AnomalyKind, CheckerResult, Results};
 use serde_json::Value;
 
 /// The name of the verdict in results.json.
@@ -34,11 +34,7 @@ pub fn judge(events: &[Event]) -> Option<CheckerResult> {
 /// error), folding the run's validity again.
 pub fn add_verdict(results: &mut Results, events: &[Event]) {
     if let Some(verdict) = judge(events) {
-        results.checkers.insert(CHECKER.to_string(), verdict);
-        results.valid = results
-            .checkers
-            .values()
-            .fold(Validity::Valid, |v, c| v.and(c.valid));
+        results.insert(CHECKER, verdict);
     }
 }
 
@@ -63,6 +59,7 @@ fn anomaly(e: &Event) -> Anomaly {
 mod tests {
     use super::*;
     use checker::history::EventType;
+    use checker::verdict::Validity;
     use serde_json::json;
 
     #[test]

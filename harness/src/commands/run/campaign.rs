@@ -33,10 +33,6 @@ use crate::system::broker::{Cluster, ClusterConfig};
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the healed cluster may take to converge (full ISR, HW = LEO).
 const CONVERGE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long the workload's final step (the queue's drain) may take.
-const FINAL_STEP_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long in-flight operations may take to finish after the time limit.
-const WORKLOAD_STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The campaign: the system started with the workload's topics ([`start`]), the
 /// clients and the faults until the time limit ([`clients_and_faults`]), the end of
@@ -236,14 +232,8 @@ async fn clients_and_faults(
     };
     let _ = stop_tx.send(true);
     progress.phase("waiting for operations in flight");
-    match tokio::time::timeout(WORKLOAD_STOP_TIMEOUT, clients).await {
-        Ok(Ok(())) => Ok((coverage, schedule)),
-        Ok(Err(e)) => Err(HarnessError::new(format!("the workload task failed: {e}"))),
-        Err(_) => Err(HarnessError::new(format!(
-            "client operations still running {}s after the time limit",
-            WORKLOAD_STOP_TIMEOUT.as_secs()
-        ))),
-    }
+    super::clients_stopped(clients, "the workload task").await?;
+    Ok((coverage, schedule))
 }
 
 /// The campaign's schedule of faults: a schedule file, a scenario's script, the
@@ -304,7 +294,7 @@ async fn end_of_run<S: System>(
     }
     if let Some(step) = workload.final_step() {
         progress.phase(step);
-        let deadline = Instant::now() + FINAL_STEP_TIMEOUT;
+        let deadline = Instant::now() + super::FINAL_STEP_TIMEOUT;
         if let Err(e) = workload
             .finish(history, history.first_free_process(), deadline)
             .await

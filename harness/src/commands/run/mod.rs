@@ -24,6 +24,28 @@
 mod campaign;
 mod maelstrom;
 
+/// How long the workload's final step (the queue's drain, the final reads) may take.
+const FINAL_STEP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long in-flight operations may take to finish after the time limit.
+const CLIENTS_STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Wait, at most [`CLIENTS_STOP_TIMEOUT`], for the clients (told to stop) to finish
+/// the operations in flight; `task` names them in an error.
+async fn clients_stopped(
+    clients: tokio::task::JoinHandle<()>,
+    task: &str,
+) -> crate::error::Result<()> {
+    use crate::error::HarnessError;
+    match tokio::time::timeout(CLIENTS_STOP_TIMEOUT, clients).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(HarnessError::new(format!("{task} failed: {e}"))),
+        Err(_) => Err(HarnessError::new(format!(
+            "client operations still running {}s after the time limit",
+            CLIENTS_STOP_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 

@@ -255,10 +255,6 @@ impl ScriptSource {
         }
     }
 
-    pub fn instrs(&self) -> Vec<Instr> {
-        self.stack[0].clone().collect()
-    }
-
     fn next_instr(&mut self) -> Option<Instr> {
         while let Some(block) = self.stack.last_mut() {
             match block.next() {
@@ -394,7 +390,8 @@ impl ScriptSource {
             Cond::Down(r) => Condition::Down(self.one(r)),
             Cond::RunningAtMost(n) => Condition::RunningAtMost(*n),
             Cond::NoMajorityRunning => Condition::RunningAtMost(self.nodes.len() / 2),
-            // Decided by the script (see `next`); as a condition, one that holds now.
+            // Never asked of the system: `next` decides it from the script's own
+            // knowledge; as a condition, one that holds now.
             Cond::DedicatedController => Condition::RunningAtMost(usize::MAX),
         }
     }
@@ -445,6 +442,16 @@ impl Source for ScriptSource {
         }
         while let Some(instr) = self.next_instr() {
             match instr {
+                // Decided by the script alone: nothing to ask the system.
+                Instr::Await {
+                    until: Cond::DedicatedController,
+                    or_fail,
+                    ..
+                } => {
+                    if let (false, Some(why)) = (self.dedicated, or_fail) {
+                        return Next::Fail(why);
+                    }
+                }
                 Instr::Await {
                     until,
                     within,

@@ -49,7 +49,7 @@ pub fn install_panic_hook() {
 
 /// Make the child killed by the kernel when the harness dies (`PR_SET_PDEATHSIG`),
 /// and exit at once if the harness is already gone when it starts.
-pub(super) fn die_with_harness(cmd: &mut Command) {
+pub fn die_with_harness(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.

@@ -8,4 +8,4 @@ mod groups;
 pub mod piped;
 pub mod supervisor;
 
-pub use groups::{install_panic_hook, kill_all, live_groups};
+pub use groups::{die_with_harness, install_panic_hook, kill_all, live_groups};

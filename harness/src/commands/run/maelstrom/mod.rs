@@ -47,10 +47,6 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// Maelstrom's own wait for recovery, which nodes written for it are tuned to (some
 /// share their state every few seconds).
 const SETTLE: Duration = Duration::from_secs(10);
-/// How long the final phase may take.
-const FINAL_PHASE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long in-flight operations may take to finish after the time limit.
-const CLIENTS_STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The campaign: see the module doc.
 pub(super) async fn campaign_inner(
@@ -212,14 +208,8 @@ async fn clients_and_faults(
     };
     let _ = stop_tx.send(true);
     progress.phase("waiting for operations in flight");
-    match tokio::time::timeout(CLIENTS_STOP_TIMEOUT, running).await {
-        Ok(Ok(())) => Ok(schedule),
-        Ok(Err(e)) => Err(HarnessError::new(format!("the clients failed: {e}"))),
-        Err(_) => Err(HarnessError::new(format!(
-            "client operations still running {}s after the time limit",
-            CLIENTS_STOP_TIMEOUT.as_secs()
-        ))),
-    }
+    super::clients_stopped(running, "the clients").await?;
+    Ok(schedule)
 }
 
 /// The faults: a schedule file, or the fault list drawn without roles.
@@ -255,7 +245,7 @@ async fn end_of_run(
     tokio::time::sleep(SETTLE).await;
     progress.phase("the final phase");
     let client = format!("c{}", args.concurrency + 1);
-    let deadline = Instant::now() + FINAL_PHASE_TIMEOUT;
+    let deadline = Instant::now() + super::FINAL_STEP_TIMEOUT;
     let requester = cluster.requester();
     match clients::final_phase(
         phase,
