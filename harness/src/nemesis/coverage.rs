@@ -135,6 +135,9 @@ pub struct Coverage {
     /// How often the nemesis chose each of its patterns.
     #[serde(default)]
     pub patterns: BTreeMap<String, u64>,
+    /// How often a pattern had each kind of overlapping fault beside it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub overlaps: BTreeMap<String, u64>,
     /// Transitions this configuration can reach that never happened.
     #[serde(default)]
     pub unseen: Vec<Transition>,
@@ -268,12 +271,17 @@ impl Coverage {
         }
     }
 
-    /// Take in a decision the history records: a `plan` counts its pattern.
+    /// Take in a decision the history records: a `plan` counts its pattern, and
+    /// its overlapping fault's kind.
     pub fn note(&mut self, decision: &NemesisEvent) {
-        if decision.f == "plan"
-            && let Some(p) = decision.value["pattern"].as_str()
-        {
+        if decision.f != "plan" {
+            return;
+        }
+        if let Some(p) = decision.value["pattern"].as_str() {
             *self.patterns.entry(p.to_string()).or_default() += 1;
+        }
+        if let Some(k) = decision.value["overlap"]["kind"].as_str() {
+            *self.overlaps.entry(k.to_string()).or_default() += 1;
         }
     }
 
@@ -296,6 +304,7 @@ impl Coverage {
         fresh.add_all(&events::read_all(root));
         fresh.leader_changes_observed = self.leader_changes_observed;
         fresh.patterns = std::mem::take(&mut self.patterns);
+        fresh.overlaps = std::mem::take(&mut self.overlaps);
         fresh.epochs = std::mem::take(&mut self.epochs);
         *self = fresh;
     }
@@ -382,6 +391,14 @@ impl Coverage {
                 .map(|(p, n)| format!("{p} {n}"))
                 .collect();
             out.push_str(&format!("  nemesis patterns: {}\n", chosen.join(", ")));
+        }
+        if !self.overlaps.is_empty() {
+            let overlaps: Vec<String> = self
+                .overlaps
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            out.push_str(&format!("  overlapping faults: {}\n", overlaps.join(", ")));
         }
         if !self.unseen.is_empty() {
             let unseen: Vec<String> = self.unseen.iter().map(|t| t.to_string()).collect();

@@ -108,6 +108,20 @@ fn decisions(out: &mut String, data: &RunData, c: &Coverage) {
                     .collect()
             })
             .unwrap_or_default();
+        let mut steps = steps;
+        if let Some(o) = v["overlap"].as_object() {
+            let when = match o.get("after_step").and_then(Value::as_u64) {
+                Some(i) => format!("step {} taken", i + 1),
+                None => "the start".to_string(),
+            };
+            let ms = |k: &str| o.get(k).and_then(Value::as_u64).unwrap_or(0) as f64 / 1000.0;
+            steps.push(format!(
+                "overlap: {} {:.1}s after {when}, held {:.1}s",
+                o.get("kind").and_then(Value::as_str).unwrap_or("?"),
+                ms("after_ms"),
+                ms("hold_ms")
+            ));
+        }
         let _ = write!(
             out,
             r#"<tr class="decision"><td>{}</td><td>{:.1} s</td><td>{}</td><td>{}</td><td class="mono">{}</td><td class="mono">{}</td></tr>"#,

@@ -38,6 +38,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
+use super::overlap::{self, Overlap};
 use crate::nemesis::action::Script;
 use crate::nemesis::coverage::{Coverage, Transition};
 use crate::nemesis::fault::NemesisEvent;
@@ -73,6 +74,8 @@ pub struct Plan {
     /// The processes in each role, and the pattern's variant.
     pub roles: Roles,
     pub script: Script,
+    /// A fault started while the script plays, if the seed drew one.
+    pub overlap: Option<Overlap>,
     /// What the cluster looked like when the decision was made.
     pub observed: Value,
 }
@@ -90,6 +93,7 @@ impl Plan {
                 "partition": self.partition,
                 "roles": self.roles.to_json(),
                 "steps": self.script.to_json(),
+                "overlap": self.overlap.as_ref().map(Overlap::to_json),
                 "observed": self.observed,
             }),
         )
@@ -100,6 +104,9 @@ impl Plan {
 #[derive(Debug, Clone)]
 pub struct Aimed {
     rng: ChaCha8Rng,
+    /// Draws the overlaps: a stream of its own, so that the patterns a seed draws
+    /// do not depend on them.
+    overlaps: ChaCha8Rng,
     settings: PackageSettings,
     reachable: BTreeSet<Transition>,
     /// How often each pattern played so far, by name: its variants play in turn.
@@ -120,6 +127,7 @@ impl Aimed {
         Aimed {
             // Its own stream: the fault lists' planner draws from the plain seed.
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7321),
+            overlaps: ChaCha8Rng::seed_from_u64(seed ^ 0x6f76_6572_6c61_7073),
             settings,
             reachable,
             chosen: BTreeMap::new(),
@@ -396,6 +404,13 @@ impl Aimed {
         for t in pattern.targets().iter().filter(|t| unseen.contains(t)) {
             *self.tries.entry(*t).or_default() += 1;
         }
+        let overlap = overlap::draw(
+            &mut self.overlaps,
+            &script,
+            target.map(|p| (p.topic.as_str(), p.partition)),
+            &self.settings.nodes,
+            &self.settings.timeouts,
+        );
         Plan {
             number: self.decisions,
             pattern,
@@ -404,6 +419,7 @@ impl Aimed {
             partition: target.map(|p| p.partition),
             roles,
             script,
+            overlap,
             observed: view.to_json(),
         }
     }
