@@ -202,6 +202,15 @@ fn options_of_the_other_mode_and_bad_values_are_usage_errors() {
         &["selftest", "--jobs", "0"],
         &["selftest", "--seeds", "0"],
         &["selftest", "--campaign-time-limit", "-3"],
+        &["selftest", "--list"],
+        &["selftest", "--mutants", "--tuned"],
+        &[
+            "selftest",
+            "--mutants",
+            "--mutants-from",
+            "examples/mutants",
+        ],
+        &["selftest", "--mutant-files", "broker/src/log/*.rs"],
     ] {
         let out = watermark(args, Duration::from_secs(30));
         assert_eq!(out.status.code(), Some(64), "{args:?}\n{}", text(&out));
@@ -221,5 +230,45 @@ fn an_unknown_bug_is_a_usage_error_naming_the_known_ones() {
     assert!(
         stderr.contains("typo") && stderr.contains("isr-unchecked"),
         "{stderr}"
+    );
+}
+
+/// The shipped example mutants, listed: one per patch, each naming the file it
+/// changes and showing its diff; a folder without patches is refused.
+#[test]
+fn a_folder_of_mutants_is_listed_without_running_anything() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mutants");
+    let out = watermark(
+        &["selftest", "--mutants-from", dir, "--list"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "m001 broker/src/controller/state/isr.rs: alter-partition-ignores-the-partition-epoch"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("+        if hw != self.high_watermark {"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("4 mutants"), "{stdout}");
+    let empty = tempfile::tempdir().unwrap();
+    let out = watermark(
+        &[
+            "selftest",
+            "--mutants-from",
+            empty.path().to_str().unwrap(),
+            "--list",
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("no *.diff or *.patch"),
+        "{}",
+        text(&out)
     );
 }

@@ -18,6 +18,7 @@
 
 pub(crate) mod detection;
 mod measure;
+mod mutants;
 mod tuned;
 
 use std::path::PathBuf;
@@ -80,8 +81,43 @@ pub struct SelftestArgs {
     pub results: PathBuf,
 
     /// The broker executable [default: the `broker` built alongside watermark].
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["mutants", "mutants_from"])]
     pub broker_bin: Option<PathBuf>,
+
+    /// Measure the mutation score instead (docs/selftest.md#the-mutation-score):
+    /// cargo-mutants mutates --mutant-files of the broker and runs its unit tests
+    /// on each mutant; every mutant they miss is built as a broker of its own and
+    /// gets --seeds default campaigns, beside the clean broker built the same way.
+    /// Needs cargo-mutants (`cargo install cargo-mutants`) and the source tree.
+    #[arg(long, conflicts_with = "tuned")]
+    pub mutants: bool,
+
+    /// Measure the mutation score on the patches of DIR instead (`*.diff`,
+    /// `*.patch`: unified diffs against the source tree's root, one mutant each).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["tuned", "mutants"])]
+    pub mutants_from: Option<PathBuf>,
+
+    /// --mutants: the files to mutate, comma-separated globs relative to the source
+    /// tree [default: the replication core: broker/src/replica/*.rs,
+    /// broker/src/node/api/produce.rs, broker/src/node/api/read.rs,
+    /// broker/src/controller/state/*.rs].
+    #[arg(
+        long,
+        value_name = "GLOBS",
+        value_delimiter = ',',
+        requires = "mutants"
+    )]
+    pub mutant_files: Vec<String>,
+
+    /// With --mutants or --mutants-from: list the mutants (with --mutants, every
+    /// one cargo-mutants generates, before its unit tests) and run nothing.
+    #[arg(long)]
+    pub list: bool,
+
+    /// The source tree to mutate [default: the one watermark was built from, if it
+    /// is still there, else the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub source: Option<PathBuf>,
 }
 
 /// The campaign that can reveal a bug (`--tuned`): `watermark run` options besides
@@ -225,6 +261,13 @@ impl Setup {
 
 /// Run `watermark selftest`.
 pub fn run(args: SelftestArgs) -> Exit {
+    if args.mutants || args.mutants_from.is_some() {
+        return mutation_score(&args);
+    }
+    if args.list {
+        eprintln!("watermark selftest: --list goes with --mutants or --mutants-from");
+        return Exit::Usage;
+    }
     let setup = match Setup::new(&args) {
         Ok(s) => s,
         Err(e) => {
@@ -265,13 +308,26 @@ fn measured(args: &SelftestArgs, setup: Setup) -> Exit {
         args.jobs,
         setup.root.display()
     );
+    let rows = setup
+        .bugs
+        .iter()
+        .map(|&b| measure::RowSpec {
+            name: b.to_string(),
+            bug: Some(b),
+            broker_bin: setup.broker_bin.clone(),
+        })
+        .chain([measure::RowSpec {
+            name: "clean".into(),
+            bug: None,
+            broker_bin: setup.broker_bin.clone(),
+        }])
+        .collect();
     let plan = measure::Plan {
-        bugs: setup.bugs,
+        rows,
         seeds,
         campaign_time_limit: args.campaign_time_limit,
         jobs: args.jobs,
         root: setup.root.clone(),
-        broker_bin: setup.broker_bin,
         watermark,
     };
     let rows = measure::run(&plan, &STOP);
@@ -305,6 +361,180 @@ fn measured(args: &SelftestArgs, setup: Setup) -> Exit {
         Exit::Valid
     } else {
         println!("selftest: FAILED (see the table: pass NO)");
+        Exit::Invalid
+    }
+}
+
+/// `--mutants`, `--mutants-from`: the mutants, each one's broker, K default
+/// campaigns of each and of the clean broker, the table and the score.
+fn mutation_score(args: &SelftestArgs) -> Exit {
+    static STOP: AtomicBool = AtomicBool::new(false);
+    let fail = |e: String| {
+        eprintln!("watermark selftest: {e}");
+        Exit::HarnessFailed
+    };
+    let Some(source) = args.source.clone().or_else(mutants::default_source) else {
+        return fail("no source tree to mutate here: pass --source DIR".into());
+    };
+    let files: Vec<String> = if args.mutant_files.is_empty() {
+        mutants::DEFAULT_FILES
+            .iter()
+            .map(|f| f.to_string())
+            .collect()
+    } else {
+        args.mutant_files.clone()
+    };
+    let seed = args
+        .seed
+        .unwrap_or_else(|| u64::from(rand::random::<u32>()));
+    let stamp = crate::store::compact_timestamp(SystemTime::now());
+    let root = args
+        .results
+        .join(format!("selftest-mutants-{stamp}-s{seed}"));
+    let found = match (&args.mutants_from, args.list) {
+        (Some(dir), _) => mutants::from_dir(dir),
+        (None, true) => mutants::listed(&source, &files),
+        (None, false) => {
+            if let Err(e) = std::fs::create_dir_all(&root) {
+                return fail(format!("cannot create {}: {e}", root.display()));
+            }
+            eprintln!(
+                "watermark selftest: cargo-mutants on {} of {} (the broker's unit tests on every mutant)",
+                files.join(", "),
+                source.display()
+            );
+            mutants::surviving(&source, &files, &root.join("cargo-mutants"), args.jobs)
+        }
+    };
+    let found = match found {
+        Ok(m) => m,
+        Err(e) => return fail(e),
+    };
+    if args.list {
+        for m in &found {
+            println!(
+                "{} {}: {}\n{}",
+                m.id,
+                m.file,
+                m.description,
+                m.diff.trim_end()
+            );
+        }
+        println!("{} mutants", found.len());
+        return Exit::Valid;
+    }
+    if let Err(e) = crate::commands::campaign_process::stop_on_signal(&STOP, "watermark selftest") {
+        return fail(e.to_string());
+    }
+    let watermark = match std::env::current_exe() {
+        Ok(w) => w,
+        Err(e) => return fail(format!("cannot find the watermark executable: {e}")),
+    };
+    let workshop = match mutants::Workshop::new(&source, &root) {
+        Ok(w) => w,
+        Err(e) => return fail(e),
+    };
+    eprintln!(
+        "watermark selftest: seed {seed}: {} mutants, each built as a broker of its own, then {} \
+         default campaign(s) of {} s each and of the clean broker, {} at once, folder {}",
+        found.len(),
+        args.seeds,
+        args.campaign_time_limit,
+        args.jobs,
+        root.display()
+    );
+    let clean = match workshop.clean() {
+        Ok(bin) => bin,
+        Err(e) => return fail(format!("the clean broker: {e}")),
+    };
+    let mut rows = vec![measure::RowSpec {
+        name: "clean".into(),
+        bug: None,
+        broker_bin: clean,
+    }];
+    let mut built: Vec<Result<usize, String>> = Vec::new();
+    for m in &found {
+        if STOP.load(Ordering::SeqCst) {
+            return Exit::Interrupted;
+        }
+        match workshop.mutant(m) {
+            Ok(bin) => {
+                eprintln!(
+                    "watermark selftest: built {} ({}: {})",
+                    m.id, m.file, m.description
+                );
+                built.push(Ok(rows.len()));
+                rows.push(measure::RowSpec {
+                    name: m.id.clone(),
+                    bug: None,
+                    broker_bin: bin,
+                });
+            }
+            Err(e) => {
+                eprintln!("watermark selftest: {} left out: {e}", m.id);
+                built.push(Err(e));
+            }
+        }
+    }
+    let plan = measure::Plan {
+        rows,
+        seeds: (0..u64::from(args.seeds))
+            .map(|i| seed.wrapping_add(i))
+            .collect(),
+        campaign_time_limit: args.campaign_time_limit,
+        jobs: args.jobs,
+        root: root.clone(),
+        watermark,
+    };
+    let ran = measure::run(&plan, &STOP);
+    let fared: Vec<mutants::Fared<'_>> = found
+        .iter()
+        .zip(&built)
+        .map(|(mutant, b)| mutants::Fared {
+            mutant,
+            row: match b {
+                Ok(i) => Ok(&ran[*i]),
+                Err(e) => Err(e.as_str()),
+            },
+        })
+        .collect();
+    print!("{}", mutants::table(&fared, ran.first()));
+    let (caught, run) = mutants::score(&fared);
+    let report = serde_json::json!({
+        "mode": "mutants",
+        "source": source,
+        "files": files,
+        "seeds": plan.seeds,
+        "campaign_time_limit": args.campaign_time_limit,
+        "jobs": args.jobs,
+        "score": {"caught": caught, "mutants": run},
+        "clean": ran.first().map(|r| measure::ReportRow::new(r, args.min_rate)),
+        "mutants": fared.iter().map(|f| {
+            let mut v = serde_json::to_value(f.mutant).unwrap_or_default();
+            match f.row {
+                Ok(r) => {
+                    v["figures"] = serde_json::to_value(r.figures()).unwrap_or_default();
+                    v["kinds"] = serde_json::json!(r.kinds());
+                    v["campaigns"] = serde_json::to_value(&r.campaigns).unwrap_or_default();
+                }
+                Err(e) => v["error"] = serde_json::json!(e),
+            }
+            v
+        }).collect::<Vec<_>>(),
+    });
+    if let Err(e) = crate::store::write_json(&root.join("selftest.json"), &report) {
+        eprintln!("watermark selftest: {e}");
+    }
+    println!("self-test folder: {}", root.display());
+    let clean_valid = ran.first().is_some_and(|r| r.passed(args.min_rate));
+    if STOP.load(Ordering::SeqCst) {
+        Exit::Interrupted
+    } else if clean_valid {
+        Exit::Valid
+    } else {
+        println!(
+            "selftest: the clean broker was not valid in every campaign: the score means nothing"
+        );
         Exit::Invalid
     }
 }

@@ -139,6 +139,18 @@ impl Row {
         }
     }
 
+    /// The distinct anomaly kinds its campaigns found, sorted.
+    pub fn kinds(&self) -> Vec<String> {
+        let mut kinds: Vec<String> = self
+            .campaigns
+            .iter()
+            .flat_map(|c| c.anomalies.iter().cloned())
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        kinds
+    }
+
     /// Whether the row passes: a bug caught in at least `min_rate` of its
     /// campaigns (and at least once); the clean broker valid in every one.
     pub fn passed(&self, min_rate: f64) -> bool {

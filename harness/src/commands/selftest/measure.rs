@@ -25,9 +25,19 @@ use super::detection::{Campaign, Figures, Row};
 use crate::commands::campaign_process::{read_outcome, spawn_and_wait};
 use crate::options::Bug;
 
+/// One row of the table: a planted bug, a mutated broker, or the clean broker.
+pub struct RowSpec {
+    /// The bug's name, the mutant's, or `clean`.
+    pub name: String,
+    /// The bug planted (`--bug`).
+    pub bug: Option<Bug>,
+    /// The broker its campaigns run.
+    pub broker_bin: PathBuf,
+}
+
 /// What to measure.
 pub struct Plan {
-    pub bugs: Vec<Bug>,
+    pub rows: Vec<RowSpec>,
     pub seeds: Vec<u64>,
     /// `--time-limit` of each campaign.
     pub campaign_time_limit: f64,
@@ -35,7 +45,6 @@ pub struct Plan {
     pub jobs: u32,
     /// Where each row's campaigns go (`<root>/<row>/seed-<S>/`).
     pub root: PathBuf,
-    pub broker_bin: PathBuf,
     /// The `watermark` executable the campaigns run.
     pub watermark: PathBuf,
 }
@@ -74,28 +83,20 @@ impl<'a> ReportRow<'a> {
     }
 }
 
-/// One campaign to run: the row it belongs to, the bug planted (none: clean), the seed.
+/// One campaign to run: the row it belongs to, and the seed.
 struct Job {
     row: usize,
-    bug: Option<Bug>,
     seed: usize,
 }
 
 /// Run every campaign of the plan, `jobs` at once; returns the rows (each campaign
 /// in seed order) and whether the self-test was interrupted.
 pub fn run(plan: &Plan, stop: &AtomicBool) -> Vec<Row> {
-    let names: Vec<String> = plan
-        .bugs
-        .iter()
-        .map(|b| b.to_string())
-        .chain(["clean".to_string()])
-        .collect();
+    let names: Vec<String> = plan.rows.iter().map(|r| r.name.clone()).collect();
     let mut queue = VecDeque::new();
-    for (row, name) in names.iter().enumerate() {
-        let bug = plan.bugs.get(row).copied();
-        debug_assert!(bug.is_some() || name == "clean");
+    for row in 0..plan.rows.len() {
         for seed in 0..plan.seeds.len() {
-            queue.push_back(Job { row, bug, seed });
+            queue.push_back(Job { row, seed });
         }
     }
     let total = queue.len();
@@ -123,14 +124,7 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Vec<Row> {
                         "[{n}/{total}] {} seed {}",
                         names[job.row], plan.seeds[job.seed]
                     );
-                    let c = campaign(
-                        plan,
-                        &names[job.row],
-                        job.bug,
-                        plan.seeds[job.seed],
-                        &tag,
-                        stop,
-                    );
+                    let c = campaign(plan, &plan.rows[job.row], plan.seeds[job.seed], &tag, stop);
                     done.lock().unwrap_or_else(|e| e.into_inner())[job.row][job.seed] = Some(c);
                 }
             });
@@ -148,15 +142,8 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Vec<Row> {
 }
 
 /// Run one campaign as a `watermark run` process and read how it ended.
-fn campaign(
-    plan: &Plan,
-    row: &str,
-    bug: Option<Bug>,
-    seed: u64,
-    tag: &str,
-    stop: &AtomicBool,
-) -> Campaign {
-    let dir = plan.root.join(row).join(format!("seed-{seed}"));
+fn campaign(plan: &Plan, row: &RowSpec, seed: u64, tag: &str, stop: &AtomicBool) -> Campaign {
+    let dir = plan.root.join(&row.name).join(format!("seed-{seed}"));
     let mut args: Vec<String> = vec![
         "run".into(),
         "--seed".into(),
@@ -166,9 +153,9 @@ fn campaign(
         "--results".into(),
         dir.display().to_string(),
         "--broker-bin".into(),
-        plan.broker_bin.display().to_string(),
+        row.broker_bin.display().to_string(),
     ];
-    if let Some(bug) = bug {
+    if let Some(bug) = row.bug {
         args.extend(["--bug".into(), bug.to_string()]);
     }
     let t = Instant::now();
