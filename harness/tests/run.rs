@@ -127,16 +127,46 @@ fn a_default_run_is_valid_and_leaves_a_complete_run_folder() {
         count("write", "ok") + count("cas", "ok") > 50,
         "too few writes"
     );
-    // Workers 0..3 run the queue, 3..6 the register: process p is worker p mod 6.
+    // Workers 0..3 run the queue, 3..6 the register: process p is worker p mod 6;
+    // the burst producers, processes from 2^20 on, only send.
+    let burst = 1u64 << 20;
     for e in events.iter().filter(|e| e["process"].is_u64()) {
-        let worker = e["process"].as_u64().unwrap() % 6;
+        let p = e["process"].as_u64().unwrap();
         let f = e["f"].as_str().unwrap();
         match f {
-            "send" | "poll" => assert!(worker < 3, "{e}"),
-            "read" | "write" | "cas" => assert!(worker >= 3, "{e}"),
-            _ => assert_eq!(f, "final-poll"),
+            _ if f == "final-poll" => {}
+            "send" if p >= burst => {}
+            _ if p >= burst => panic!("a burst producer only sends: {e}"),
+            "send" | "poll" => assert!(p % 6 < 3, "{e}"),
+            "read" | "write" | "cas" => assert!(p % 6 >= 3, "{e}"),
+            _ => panic!("unexpected operation {e}"),
         }
     }
+    // Kafka's default producers beside plain ones, and a load burst within 20 s.
+    assert_eq!(run["options"]["producers"], "kafka-default");
+    assert_eq!(run["options"]["burst_producers"], 16);
+    let sends = |pred: &dyn Fn(&Value) -> bool| {
+        events
+            .iter()
+            .filter(|e| e["f"] == "send" && e["type"] == "ok" && pred(e))
+            .count()
+    };
+    assert!(
+        sends(&|e| e["process"].as_u64().is_some_and(|p| p >= burst)) > 100,
+        "no load burst in 20 s"
+    );
+    assert!(
+        sends(&|e| e["value"]["producer"].is_u64()) > 50,
+        "no idempotent producer's send"
+    );
+    assert!(
+        sends(&|e| e["process"]
+            .as_u64()
+            .is_some_and(|p| p < burst && p % 3 == 1)
+            && !e["value"]["producer"].is_u64())
+            > 10,
+        "no plain producer's send"
+    );
     assert!(
         count("final-poll", "ok") >= 2,
         "no final drain of both partitions"

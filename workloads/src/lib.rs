@@ -12,6 +12,7 @@
 //! - `pacing`: how a worker paces its operations, shared by both.
 
 pub mod api;
+pub mod burst;
 pub mod client;
 pub mod mixed;
 mod pacing;

@@ -20,8 +20,10 @@ use tokio::sync::watch;
 
 use checker::history::EventType;
 
-use crate::client::{Acks, Client, ClientConfig, Outcome};
+use crate::burst;
+use crate::client::{Client, ClientConfig, Outcome};
 use crate::pacing::{Draws, Ended, Pacer, run_workers};
+pub use crate::producer::Producers;
 use crate::producer::{Policy, Producer, Sent};
 use crate::recorder::Recorder;
 use crate::workload::{BoxFuture, Workload};
@@ -48,12 +50,11 @@ const SEND_PROBABILITY: f64 = 0.5;
 #[derive(Debug, Clone)]
 pub struct QueueConfig {
     pub partitions: u32,
-    pub acks: Acks,
-    /// Attempts after the first for a send whose outcome is unknown (Kafka's
-    /// producer `retries`; 0: a send without an answer ends `info`).
-    pub retries: u32,
-    /// Send as an idempotent producer (Kafka's `enable.idempotence`).
-    pub idempotent: bool,
+    /// How each worker's producer sends.
+    pub producers: Producers,
+    /// Producers that send as fast as the cluster answers during the load bursts
+    /// (`crate::burst`; 0: no bursts).
+    pub burst_producers: u32,
     /// Number of concurrent workers of the campaign (of every workload it runs).
     pub concurrency: u32,
     /// The workers this workload runs, of `concurrency`: all of them (`0..concurrency`),
@@ -177,7 +178,8 @@ pub async fn run(
         partitions.clone(),
         stop.clone(),
     ));
-    run_workers(config.workers.clone(), |w| {
+    let started = Instant::now();
+    let workers = run_workers(config.workers.clone(), |w| {
         let partitions = partitions.clone();
         worker(
             config.clone(),
@@ -186,8 +188,18 @@ pub async fn run(
             stop.clone(),
             partitions,
         )
-    })
-    .await;
+    });
+    let bursts = run_workers(0..config.burst_producers, |b| {
+        burst_producer(
+            config.clone(),
+            b,
+            recorder.clone(),
+            stop.clone(),
+            partitions.clone(),
+            started,
+        )
+    });
+    tokio::join!(workers, bursts);
     watcher.abort();
 }
 
@@ -235,11 +247,7 @@ async fn worker(
         Ok(c) => c,
         Err(_) => return process,
     };
-    let policy = Policy {
-        acks: config.acks,
-        retries: config.retries,
-        idempotent: config.idempotent,
-    };
+    let policy: Policy = config.producers.policy(w - config.workers.start);
     let mut producer = Producer::new(policy);
     let mut offsets = vec![0u64; config.partitions as usize];
     let mut pacer = Pacer::new(generator.draws.delay());
@@ -284,6 +292,60 @@ async fn worker(
         }
         let delay = generator.draws.delay();
         pacer.next(&ended, delay, || generator.draws.jitter());
+    }
+}
+
+/// Burst producer `b`: during each load burst ([`burst::Schedule`]) it sends to
+/// a partition drawn from its own stream, one send after the other; between
+/// bursts it waits. Returns the last process number it used.
+async fn burst_producer(
+    config: QueueConfig,
+    b: u32,
+    recorder: std::sync::Arc<dyn Recorder>,
+    mut stop: watch::Receiver<bool>,
+    partitions: Arc<AtomicU32>,
+    started: Instant,
+) -> u64 {
+    let n = u64::from(config.burst_producers.max(1));
+    let mut schedule = burst::Schedule::new(config.seed, started);
+    let mut process = burst::PROCESS_BASE + u64::from(b);
+    let client_seed = config.seed ^ 0x6275_7273_7400_0000;
+    let Ok(mut client) = Client::new(config.client.clone(), client_seed ^ process) else {
+        return process;
+    };
+    let policy = config.producers.policy(b);
+    let mut producer = Producer::new(policy);
+    let mut draws = Draws::new(config.seed ^ 0x0062_7572_7374, b, 1, 1.0);
+    let mut pacer = Pacer::new(Duration::ZERO);
+    let mut sends = 0u64;
+    loop {
+        let wait = schedule.until_burst();
+        if !wait.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop.wait_for(|s| *s) => {}
+            }
+        }
+        if !pacer.wait(&mut stop).await {
+            return process;
+        }
+        let partition = draws
+            .ops
+            .random_range(0..partitions.load(Ordering::Relaxed).max(1));
+        let value = burst::VALUE_BASE + u64::from(b) + n * sends;
+        sends += 1;
+        let jitter = || draws.jitter();
+        let sent = producer.send(&mut client, TOPIC, partition, value, &stop, jitter);
+        let ended = record_send(&*recorder, process, partition, value, sent).await;
+        if ended.crashed {
+            process += n;
+            match Client::new(config.client.clone(), client_seed ^ process) {
+                Ok(c) => client = c,
+                Err(_) => return process,
+            }
+            producer = Producer::new(policy);
+        }
+        pacer.next(&ended, Duration::ZERO, || draws.jitter());
     }
 }
 

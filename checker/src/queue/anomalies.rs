@@ -150,10 +150,18 @@ fn duplicates(a: &Analysis) -> Vec<Anomaly> {
         // The send that carried the value: its retries are the usual cause.
         let send = a.sent.get(&(p, v)).map(|&i| &a.sends[i]);
         let cause = match send {
-            Some(s) if s.attempts > 1 => format!(
-                "; its send was attempted {} times (a retry appended it again)",
-                s.attempts
-            ),
+            Some(s) if s.attempts > 1 => match s.producer {
+                Some(id) => format!(
+                    "; its send was attempted {} times by idempotent producer {id} \
+                     (a retry the leader should have recognised by its sequence number \
+                     appended it again)",
+                    s.attempts
+                ),
+                None => format!(
+                    "; its send was attempted {} times (a retry appended it again)",
+                    s.attempts
+                ),
+            },
             Some(_) => "; its send was attempted once".to_string(),
             None => String::new(),
         };

@@ -110,6 +110,8 @@ pub(super) struct Send {
     pub(super) offset: Option<i64>,
     /// Attempts the producer made (its completion's `attempts`; 1 without one).
     pub(super) attempts: u32,
+    /// The idempotent producer's id (its completion's `producer`), if it was one.
+    pub(super) producer: Option<i64>,
 }
 
 /// An `ok` `poll` or `final-poll` operation.

@@ -376,6 +376,7 @@ impl QueueHistory {
                         value,
                         offset: None,
                         attempts: 1,
+                        producer: None,
                     });
                     Ok(self.sends.len() - 1)
                 }
@@ -429,7 +430,8 @@ impl QueueHistory {
                 let s = &mut self.sends[i];
                 s.op.complete_index = Some(at.index);
                 s.op.outcome = outcome;
-                let [offset, attempts] = value.ints(["offset", "attempts"]);
+                let [offset, attempts, producer] = value.ints(["offset", "attempts", "producer"]);
+                s.producer = producer;
                 if outcome == Outcome::Ok {
                     s.offset = offset;
                 }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use checker::verdict::{Results, Validity};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+pub use crate::store::OkRates;
 use crate::store::Tally;
 
 /// Interval between plain progress lines when stderr is not a terminal.
@@ -124,6 +125,7 @@ pub fn summary(
     results: &Results,
     notes: &[String],
     counts: (u64, u64, u64),
+    rates: OkRates,
     run_dir: &Path,
 ) -> String {
     let mut out = String::new();
@@ -134,8 +136,11 @@ pub fn summary(
     };
     out.push_str(&format!("verdict: {verdict}\n"));
     out.push_str(&format!(
-        "operations: {} ok, {} fail, {} info\n",
-        counts.0, counts.1, counts.2
+        "operations: {} ok, {} fail, {} info ({})\n",
+        counts.0,
+        counts.1,
+        counts.2,
+        rates.describe()
     ));
     for (name, c) in &results.checkers {
         out.push_str(&format!("checker {name}: {}", c.valid));
@@ -228,7 +233,13 @@ mod tests {
             "linearizable".to_string(),
             CheckerResult::from_anomalies(vec![a]),
         );
-        let s = summary(&Results::new(checkers), &[], (3, 0, 0), Path::new("r"));
+        let s = summary(
+            &Results::new(checkers),
+            &[],
+            (3, 0, 0),
+            OkRates::default(),
+            Path::new("r"),
+        );
         assert!(s.contains("nonlinearizable: 1"), "{s}");
         assert!(s.contains("key \"k7\""), "{s}");
         assert!(
@@ -260,6 +271,7 @@ mod tests {
             &r,
             &["cluster did not converge".into()],
             (10, 2, 1),
+            OkRates { peak: 9, median: 3 },
             Path::new("results/x"),
         );
         assert!(s.starts_with("verdict: INVALID"), "{s}");
@@ -268,5 +280,6 @@ mod tests {
         assert!(!s.contains("send of 9"), "{s}");
         assert!(s.contains("note: cluster did not converge"), "{s}");
         assert!(s.contains("run folder: results/x"), "{s}");
+        assert!(s.contains("peak 9 ok/s, median 3 ok/s"), "{s}");
     }
 }

@@ -18,7 +18,7 @@ use clap::ValueEnum;
 pub use parse::Concurrency;
 pub(crate) use parse::parse_positive_secs;
 use parse::{MAX_CONCURRENCY, parse_concurrency, parse_positive};
-pub use resolved::Resolved;
+pub use resolved::{ProducerMix, Resolved};
 
 use crate::error::HarnessError;
 use crate::names::{Names, by_name};
@@ -141,6 +141,12 @@ pub struct RunArgs {
     /// Target client operations per second, over all clients.
     #[arg(allow_negative_numbers = true, long, value_name = "OPS_PER_SEC", default_value_t = 200.0, value_parser = parse_positive)]
     pub rate: f64,
+
+    /// Producers that join the queue's clients in its load bursts (every 8–20 s,
+    /// 2–5 s long, drawn from the seed), each sending as fast as the cluster
+    /// answers; 0: a steady rate only [default: 16; 0 under --scenario].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=256))]
+    pub burst_producers: Option<u32>,
 
     /// Concurrent clients: a number, or `Kn` for K per node (`2n` with 3 nodes is
     /// 6, as in Jepsen) [default: 2n].
@@ -292,6 +298,10 @@ pub const DEFAULT_CHECKER_TIME_LIMIT: f64 = 120.0;
 /// schedule file says.
 pub const DEFAULT_TIME_LIMIT: f64 = 60.0;
 
+/// `--burst-producers` unless given: enough in flight to take what this
+/// machine's cluster of three answers (docs/running.md#load).
+pub const DEFAULT_BURST_PRODUCERS: u32 = 16;
+
 by_name!(
     AcksArg => "acks",
     WorkloadKind => "workload",
@@ -387,17 +397,31 @@ impl RunArgs {
         }
         let broker = self.campaign_settings(&faults, script.as_ref().map(|s| &s.options));
         let script_needs = script.as_ref().map(|s| &s.options);
+        let acks = self.acks(script_needs);
+        let retries = self.retries.or(script_needs.and_then(|s| s.retries));
+        // Kafka's default producers unless the producers were set: by an option,
+        // by a scenario (its assertions assume the producers it names), or by acks
+        // other than all (Kafka's default idempotence needs all).
+        let producers =
+            if retries.is_none() && !self.idempotent && script.is_none() && acks == AcksArg::All {
+                ProducerMix::KafkaDefault
+            } else {
+                ProducerMix::Given
+            };
         Ok(Resolved {
             nodes: self.nodes,
             partitions: self.partitions,
             replication_factor,
             min_insync,
-            acks: self.acks(script_needs),
-            retries: self
-                .retries
-                .or(script_needs.and_then(|s| s.retries))
-                .unwrap_or(0),
+            acks,
+            retries: retries.unwrap_or(0),
             idempotent: self.idempotent,
+            producers,
+            burst_producers: self.burst_producers.unwrap_or(if script.is_some() {
+                0
+            } else {
+                DEFAULT_BURST_PRODUCERS
+            }),
             dedicated_controller: self.dedicated_controller
                 || script_needs.is_some_and(|s| s.dedicated_controller),
             workload: self.workload,
@@ -659,7 +683,8 @@ impl From<Resolved> for RunArgs {
             replication_factor: Some(r.replication_factor),
             min_insync: Some(r.min_insync),
             acks: Some(r.acks),
-            retries: Some(r.retries),
+            // Kafka's default producers are what no producer option resolves to.
+            retries: (r.producers == ProducerMix::Given).then_some(r.retries),
             idempotent: r.idempotent,
             dedicated_controller: r.dedicated_controller,
             workload: r.workload,
@@ -668,6 +693,7 @@ impl From<Resolved> for RunArgs {
             time_limit: Some(r.time_limit),
             checker_time_limit: r.checker_time_limit,
             rate: r.rate,
+            burst_producers: Some(r.burst_producers),
             concurrency: Some(Concurrency::Total(r.concurrency)),
             seed: Some(r.seed),
             results: r.results,
@@ -1035,8 +1061,32 @@ mod tests {
         let obj = json.as_object_mut().unwrap();
         obj.remove("retries");
         obj.remove("idempotent");
+        obj.remove("producers");
         let old: Resolved = serde_json::from_value(json).unwrap();
         assert_eq!((old.retries, old.idempotent), (0, false));
+        assert_eq!(old.producers, ProducerMix::Given);
+    }
+
+    #[test]
+    fn producers_are_kafkas_default_unless_an_option_or_a_scenario_sets_them() {
+        let default = parse(&["--seed", "1"]).unwrap();
+        assert_eq!(default.producers, ProducerMix::KafkaDefault);
+        for given in [
+            &["--retries", "0"][..],
+            &["--retries", "3"],
+            &["--idempotent"],
+            &["--acks", "1"],
+            &["--scenario", "kip101-truncation"],
+        ] {
+            let r = parse(given).unwrap();
+            assert_eq!(r.producers, ProducerMix::Given, "{given:?}");
+        }
+        // Replayed, a run keeps its producers.
+        for argv in [&["--seed", "1"][..], &["--retries", "0"]] {
+            let r = parse(argv).unwrap();
+            let again = RunArgs::from(r.clone()).resolve_with(|_| Ok("broker".into()));
+            assert_eq!(again.unwrap().producers, r.producers, "{argv:?}");
+        }
     }
 
     #[test]

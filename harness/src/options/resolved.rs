@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use workloads::Workload;
 use workloads::client::ClientConfig;
 use workloads::mixed::{Mixed, split_workers};
+use workloads::producer::{Policy, Producers, Retries};
 use workloads::queue::QueueConfig;
 use workloads::register::RegisterConfig;
 
@@ -36,6 +37,15 @@ pub struct Resolved {
     /// Queue producers are idempotent (absent from older run.json files: no).
     #[serde(default)]
     pub idempotent: bool,
+    /// Which producers the queue runs: Kafka's default producer beside plain ones
+    /// (the default), or every one as `retries` and `idempotent` say (`given`:
+    /// either option given, a scenario, acks other than all; older run.json files).
+    #[serde(default)]
+    pub producers: ProducerMix,
+    /// Producers sending flat out during the queue's load bursts (absent from
+    /// older run.json files: none, no bursts).
+    #[serde(default)]
+    pub burst_producers: u32,
     /// The controller quorum is one dedicated process, not every broker (absent
     /// from older run.json files: no).
     #[serde(default)]
@@ -85,6 +95,18 @@ pub struct Resolved {
     pub broker: Settings,
 }
 
+/// Which producers a run's queue workload has (run.json's `producers`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProducerMix {
+    /// Every producer as `--acks`, `--retries`, `--idempotent` say.
+    #[default]
+    Given,
+    /// Kafka's default producer (idempotent, acks=all, retrying within its delivery
+    /// timeout) on every other worker, a plain one (retries 0) on the rest.
+    KafkaDefault,
+}
+
 fn default_checker_time_limit() -> f64 {
     super::DEFAULT_CHECKER_TIME_LIMIT
 }
@@ -125,12 +147,24 @@ impl Resolved {
         })
     }
 
+    /// The queue's producers, from `producers`.
+    pub fn producers(&self) -> Producers {
+        match self.producers {
+            ProducerMix::KafkaDefault => Producers::KafkaDefault,
+            ProducerMix::Given => Producers::All(Policy {
+                acks: self.acks.to_client(),
+                retries: Retries::Count(self.retries),
+                idempotent: self.idempotent,
+                retry_refusals: false,
+            }),
+        }
+    }
+
     fn queue(&self, workers: Range<u32>, client: ClientConfig) -> QueueConfig {
         QueueConfig {
             partitions: self.partitions,
-            acks: self.acks.to_client(),
-            retries: self.retries,
-            idempotent: self.idempotent,
+            producers: self.producers(),
+            burst_producers: self.burst_producers,
             concurrency: self.concurrency,
             workers,
             rate: self.rate,

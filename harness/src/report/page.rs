@@ -350,7 +350,18 @@ fn whole_run(out: &mut String, data: &RunData, links: &OpLinks, faults: &Faults,
         }
     );
     out.push_str(&charts::latency(&data.ops, axis, faults));
-    out.push_str(r#"<h2 id="throughput">Throughput</h2><p>Completions per second: <span class="legend"><span><i class="sw ok"></i>ok</span><span><i class="sw fail"></i>fail</span><span><i class="sw info"></i>info</span></span></p>"#);
+    let rates = crate::store::OkRates::of(
+        data.ops
+            .iter()
+            .filter(|op| op.outcome == checker::history::Outcome::Ok)
+            .filter_map(|op| op.complete_time),
+    );
+    let _ = write!(
+        out,
+        r#"<h2 id="throughput">Throughput</h2><p id="ok-rates">Acknowledged operations: {}.</p>"#,
+        rates.describe()
+    );
+    out.push_str(r#"<p>Completions per second: <span class="legend"><span><i class="sw ok"></i>ok</span><span><i class="sw fail"></i>fail</span><span><i class="sw info"></i>info</span></span></p>"#);
     out.push_str(&charts::throughput(&data.ops, axis, faults));
 }
 

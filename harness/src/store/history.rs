@@ -139,6 +139,18 @@ impl History {
 
     /// A client process number no event so far used (one past the highest), for
     /// operations that must not be mistaken for any client's.
+    /// Acknowledged operations per second so far.
+    pub fn ok_rates(&self) -> super::OkRates {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        super::OkRates::of(
+            inner
+                .events
+                .iter()
+                .filter(|e| matches!(e.process, Process::Client(_)) && e.kind == EventType::Ok)
+                .map(|e| e.time),
+        )
+    }
+
     pub fn first_free_process(&self) -> u64 {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner

@@ -24,5 +24,5 @@ pub use final_logs::FinalLogs;
 pub use folder::RunFolder;
 pub use history::{History, HistoryFile};
 pub use record::RunRecord;
-pub use tally::Tally;
+pub use tally::{OkRates, Tally};
 pub use timestamp::{compact_timestamp, rfc3339_millis};

@@ -127,6 +127,41 @@ impl Tally {
     }
 }
 
+/// Acknowledged operations per second over a run: the busiest second's count and
+/// the median second's (the load bursts' peak against the steady rate).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OkRates {
+    pub peak: u64,
+    pub median: u64,
+}
+
+impl OkRates {
+    /// From the completion times (ns since the run started) of the `ok` operations.
+    pub fn of(times: impl IntoIterator<Item = u64>) -> OkRates {
+        let mut seconds: Vec<u64> = Vec::new();
+        for t in times {
+            let s = (t / 1_000_000_000) as usize;
+            if s >= seconds.len() {
+                seconds.resize(s + 1, 0);
+            }
+            seconds[s] += 1;
+        }
+        // The seconds before the first completion are the cluster's start.
+        let first = seconds.iter().position(|&n| n > 0).unwrap_or(seconds.len());
+        let mut busy = seconds.split_off(first);
+        busy.sort_unstable();
+        OkRates {
+            peak: busy.last().copied().unwrap_or(0),
+            median: busy.get(busy.len() / 2).copied().unwrap_or(0),
+        }
+    }
+
+    /// For a summary: `peak 2410 ok/s, median 190 ok/s`.
+    pub fn describe(&self) -> String {
+        format!("peak {} ok/s, median {} ok/s", self.peak, self.median)
+    }
+}
+
 /// A nemesis event's targets as text: node ids and `controller`.
 fn targets(value: &Value) -> Vec<String> {
     match value {
@@ -205,5 +240,29 @@ mod tests {
         assert_eq!(t.faults(), "partition one-way");
         t.nemesis("heal", &json!(null));
         assert_eq!(t.faults(), "none");
+    }
+}
+
+#[cfg(test)]
+mod rate_tests {
+    use super::*;
+
+    #[test]
+    fn the_busiest_and_the_median_second_of_the_acknowledged_operations() {
+        let s = 1_000_000_000u64;
+        // Nothing in second 0; 2 in second 1, 5 in second 2, 1 in second 4.
+        let times = [
+            s + 1,
+            s + 2,
+            2 * s,
+            2 * s + 1,
+            2 * s + 2,
+            2 * s + 3,
+            2 * s + 4,
+            4 * s,
+        ];
+        let r = OkRates::of(times);
+        assert_eq!((r.peak, r.median), (5, 2));
+        assert_eq!(OkRates::of([]), OkRates::default());
     }
 }

@@ -82,7 +82,14 @@ pub(super) async fn campaign_inner(
     progress.finish();
     outln!(
         "{}",
-        progress::summary(&results.0, &notes, tally.counts(), &folder.path).trim_end()
+        progress::summary(
+            &results.0,
+            &notes,
+            tally.counts(),
+            history.ok_rates(),
+            &folder.path,
+        )
+        .trim_end()
     );
     for line in results.1.summary().lines() {
         outln!("{line}");

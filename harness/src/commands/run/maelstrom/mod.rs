@@ -137,7 +137,14 @@ pub(super) async fn campaign_inner(
     progress.finish();
     outln!(
         "{}",
-        progress::summary(&results, &notes, tally.counts(), &folder.path).trim_end()
+        progress::summary(
+            &results,
+            &notes,
+            tally.counts(),
+            history.ok_rates(),
+            &folder.path,
+        )
+        .trim_end()
     );
     outln!(
         "messages: {} sent, {} delivered, {} dropped ({} between nodes, {} per operation); {} node restarts, {} protocol errors",

@@ -1,0 +1,171 @@
+//! The most acknowledged operations per second the harness drives into a cluster,
+//! against the broker alone, measured in the same run on the same three brokers:
+//! the load bursts of a campaign can reach no more than the first figure.
+//!
+//! - **broker alone**: closed-loop producers (`acks=all`, one send in flight each)
+//!   straight to the brokers' own ports, nothing recorded;
+//! - **through the harness**: the same producers as a campaign's burst producers
+//!   run — through the link proxies every client byte passes, each send recorded as
+//!   an invocation and a completion in a history file (`history.jsonl`), as Kafka's
+//!   default producer (idempotent, retrying) on every other one.
+//!
+//! `cargo bench -p watermark --bench load` (BENCH_SECS sets each measurement's
+//! length, default 10; BENCH_CLIENTS the producers, default 16 as
+//! `--burst-producers`).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use checker::history::EventType;
+use serde_json::json;
+use tokio::sync::watch;
+use watermark::proc::Proc;
+use watermark::store::{History, HistoryFile, Tally};
+use watermark::system::broker::{Cluster, ClusterConfig};
+use workloads::client::{Acks, Client, ClientConfig, Outcome};
+use workloads::producer::{Producer, Producers};
+use workloads::recorder::Recorder;
+
+/// The broker built in this profile (cargo bench builds release).
+fn broker_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "broker",
+            "--bin",
+            "broker",
+            "--target-dir",
+        ])
+        .arg(profile_dir.parent().unwrap())
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .status()
+        .expect("run cargo build -p broker");
+    assert!(status.success(), "cargo build -p broker failed");
+    profile_dir.join("broker")
+}
+
+fn env_or(name: &str, default: f64) -> f64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// `clients` producers for `secs` (after a second's warmup) on `nodes`; with a
+/// `recorder`, each send recorded and sent as the campaign's producers send.
+/// Returns the acknowledged sends per second and the sends that failed.
+async fn measure(
+    nodes: BTreeMap<i32, SocketAddr>,
+    clients: u32,
+    secs: f64,
+    recorder: Option<Arc<dyn Recorder>>,
+) -> (f64, u64) {
+    let warmup = Duration::from_secs(1);
+    let start = Instant::now();
+    let (from, end) = (
+        start + warmup,
+        start + warmup + Duration::from_secs_f64(secs),
+    );
+    let (_stop_tx, stop) = watch::channel(false);
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let (nodes, recorder, stop) = (nodes.clone(), recorder.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            let config = ClientConfig::new(nodes, None);
+            let mut client = Client::new(config, u64::from(c)).unwrap();
+            let mut producer = Producer::new(Producers::KafkaDefault.policy(c));
+            let (mut ok, mut failed, mut n) = (0u64, 0u64, 0u64);
+            loop {
+                let now = Instant::now();
+                if now >= end {
+                    break;
+                }
+                let value = u64::from(c) + u64::from(clients) * n;
+                n += 1;
+                let partition = (n % 2) as u32;
+                let done = match &recorder {
+                    None => matches!(
+                        client
+                            .produce("queue", partition, json!(value), Acks::All)
+                            .await,
+                        Outcome::Ok(_)
+                    ),
+                    Some(r) => {
+                        let process = u64::from(c);
+                        let v = json!({"partition": partition, "value": value});
+                        r.record(process, EventType::Invoke, "send", v.clone(), None);
+                        let sent = producer
+                            .send(&mut client, "queue", partition, value, &stop, || 1.0)
+                            .await;
+                        let ok = matches!(sent.outcome, Outcome::Ok(_));
+                        let kind = if ok { EventType::Ok } else { EventType::Fail };
+                        r.record(process, kind, "send", sent.annotate(v), None);
+                        ok
+                    }
+                };
+                if now >= from {
+                    if done {
+                        ok += 1;
+                    } else {
+                        failed += 1;
+                    }
+                }
+            }
+            (ok, failed)
+        }));
+    }
+    let (mut ok, mut failed) = (0, 0);
+    for t in tasks {
+        let (o, f) = t.await.unwrap();
+        ok += o;
+        failed += f;
+    }
+    (ok as f64 / secs, failed)
+}
+
+fn main() {
+    let secs = env_or("BENCH_SECS", 10.0);
+    let clients = env_or("BENCH_CLIENTS", 16.0) as u32;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = ClusterConfig {
+        broker_bin: broker_bin(),
+        nodes: 3,
+        root: dir.path().join("cluster"),
+        settings: Default::default(),
+        dedicated_controller: false,
+        start_timeout: Duration::from_secs(60),
+    };
+    rt.block_on(async {
+        let cluster = Cluster::start(config).await.unwrap();
+        cluster.create_topic("queue", 2, 3, 2).await.unwrap();
+        let direct: BTreeMap<i32, SocketAddr> = cluster
+            .node_ids()
+            .into_iter()
+            .map(|id| (id, cluster.real_addr(Proc::Node(id)).unwrap()))
+            .collect();
+        let proxied = cluster.client_addrs();
+        let file = HistoryFile::create(&dir.path().join("history.jsonl"), Instant::now()).unwrap();
+        let history: Arc<dyn Recorder> = Arc::new(History::new(file, Arc::new(Tally::default())));
+        println!(
+            "{clients} producers, {secs} s each, 3 nodes, 2 partitions, replication factor 3, acks=all"
+        );
+        let (alone, alone_failed) = measure(direct, clients, secs, None).await;
+        println!("broker alone          {alone:>9.0} ok/s   ({alone_failed} failed)");
+        let (harness, harness_failed) = measure(proxied, clients, secs, Some(history)).await;
+        println!("through the harness   {harness:>9.0} ok/s   ({harness_failed} failed)");
+        println!("ratio harness/broker alone: {:.3}", harness / alone);
+        drop(cluster);
+    });
+}

@@ -1,0 +1,118 @@
+//! Load bursts: the queue workload's rate varies over a campaign. Between steady
+//! phases at the campaign's rate come bursts in which extra producers send as fast
+//! as the cluster answers (each with one send in flight), so that the leader's log
+//! grows by many records between two fetches: followers' fetches and consumers'
+//! polls carry many records, the purgatory holds many produce requests, and the
+//! paths only a busy partition reaches run.
+//!
+//! When the bursts come is drawn from the seed ([`Bursts`]): the first a few
+//! seconds in, then one every 8–20 s, each 2–5 s long. Burst producers are
+//! producers like the workload's own (Kafka's default producer on every other one,
+//! as [`crate::producer::Producers`] says) with process numbers and values of their
+//! own, far above the workers': a burst's sends are recorded as any other.
+
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// The first process number of the burst producers: producer `b` of `n` is
+/// process `PROCESS_BASE + b`, then `+ n` after each `info`.
+pub const PROCESS_BASE: u64 = 1 << 20;
+
+/// The first value burst producers send: producer `b` of `n` sends
+/// `VALUE_BASE + b`, `VALUE_BASE + b + n`, … — unique across the run.
+pub const VALUE_BASE: u64 = 1 << 40;
+
+/// When the bursts come, from the workload's start: a seeded, endless sequence.
+#[derive(Debug, Clone)]
+pub struct Bursts {
+    rng: ChaCha8Rng,
+    /// The end of the last burst drawn.
+    end: Duration,
+}
+
+impl Bursts {
+    pub fn new(seed: u64) -> Bursts {
+        Bursts {
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6275_7273_7473),
+            end: Duration::ZERO,
+        }
+    }
+
+    /// The next burst: its start and end from the workload's start.
+    pub fn next_burst(&mut self) -> (Duration, Duration) {
+        let gap = if self.end.is_zero() {
+            self.rng.random_range(4_000..8_000)
+        } else {
+            self.rng.random_range(8_000..20_000)
+        };
+        let start = self.end + Duration::from_millis(gap);
+        self.end = start + Duration::from_millis(self.rng.random_range(2_000..5_000));
+        (start, self.end)
+    }
+}
+
+/// The burst a producer is in or waits for, against the workload's start.
+#[derive(Debug)]
+pub struct Schedule {
+    started: Instant,
+    bursts: Bursts,
+    current: (Duration, Duration),
+}
+
+impl Schedule {
+    pub fn new(seed: u64, started: Instant) -> Schedule {
+        let mut bursts = Bursts::new(seed);
+        let current = bursts.next_burst();
+        Schedule {
+            started,
+            bursts,
+            current,
+        }
+    }
+
+    /// How long until the next burst starts (zero: one is on now).
+    pub fn until_burst(&mut self) -> Duration {
+        let now = self.started.elapsed();
+        while now >= self.current.1 {
+            self.current = self.bursts.next_burst();
+        }
+        self.current.0.saturating_sub(now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bursts_come_every_few_seconds_for_a_few_seconds_the_same_for_a_seed() {
+        let mut a = Bursts::new(9);
+        let mut b = Bursts::new(9);
+        let mut last_end = Duration::ZERO;
+        for i in 0..20 {
+            let (start, end) = a.next_burst();
+            assert_eq!((start, end), b.next_burst());
+            let gap = start - last_end;
+            let first = Duration::from_secs(4)..Duration::from_secs(8);
+            let later = Duration::from_secs(8)..Duration::from_secs(20);
+            assert!(if i == 0 { first } else { later }.contains(&gap), "{gap:?}");
+            assert!((Duration::from_secs(2)..Duration::from_secs(5)).contains(&(end - start)));
+            last_end = end;
+        }
+        assert_ne!(Bursts::new(10).next_burst(), Bursts::new(9).next_burst());
+    }
+
+    #[test]
+    fn a_schedule_says_how_long_until_the_burst_and_zero_during_it() {
+        let long_ago = Instant::now().checked_sub(Duration::from_secs(3600));
+        let Some(started) = long_ago else { return };
+        let mut s = Schedule::new(1, started);
+        // An hour in, the schedule has moved on to a burst around now.
+        assert!(s.until_burst() < Duration::from_secs(20));
+        let mut fresh = Schedule::new(1, Instant::now());
+        let wait = fresh.until_burst();
+        assert!((Duration::from_secs(3)..Duration::from_secs(8)).contains(&wait));
+    }
+}
