@@ -81,6 +81,7 @@ pub enum AnomalyKind {
     Duplicate,
     Unexpected,
     AbortedRead,
+    UncommittedRead,
     PollSkip,
     NonmonotonicPoll,
     NonmonotonicSend,
@@ -108,6 +109,9 @@ impl AnomalyKind {
             AnomalyKind::Unexpected => "A poll returned a value that no client ever sent.",
             AnomalyKind::AbortedRead => {
                 "A poll saw the value of a send that was told it failed: a failed write became visible."
+            }
+            AnomalyKind::UncommittedRead => {
+                "A poll returned a record at or above the high watermark its own answer gave: the broker served a record not yet committed."
             }
             AnomalyKind::PollSkip => {
                 "A poll skipped offsets that the final log holds: a consumer would silently miss records."
@@ -144,12 +148,13 @@ impl AnomalyKind {
     }
 
     /// Every kind, in the order results list them.
-    pub const ALL: [AnomalyKind; 16] = [
+    pub const ALL: [AnomalyKind; 17] = [
         AnomalyKind::LostWrite,
         AnomalyKind::InconsistentOffsets,
         AnomalyKind::Duplicate,
         AnomalyKind::Unexpected,
         AnomalyKind::AbortedRead,
+        AnomalyKind::UncommittedRead,
         AnomalyKind::PollSkip,
         AnomalyKind::NonmonotonicPoll,
         AnomalyKind::NonmonotonicSend,
@@ -171,6 +176,7 @@ impl AnomalyKind {
             AnomalyKind::Duplicate => "duplicate",
             AnomalyKind::Unexpected => "unexpected",
             AnomalyKind::AbortedRead => "aborted-read",
+            AnomalyKind::UncommittedRead => "uncommitted-read",
             AnomalyKind::PollSkip => "poll-skip",
             AnomalyKind::NonmonotonicPoll => "nonmonotonic-poll",
             AnomalyKind::NonmonotonicSend => "nonmonotonic-send",

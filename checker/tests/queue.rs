@@ -259,6 +259,50 @@ fn aborted_read() {
 }
 
 #[test]
+fn uncommitted_read_past_the_high_watermark_of_its_own_answer() {
+    let mut h = H::default();
+    // The poll says the HW is 1 and returns offset 1 too; the value is committed
+    // later at the same offset, so no other check sees it.
+    h.send_ok(0, 0, 1, 0)
+        .send_ok(0, 0, 2, 1)
+        .push(
+            1,
+            EventType::Invoke,
+            "poll",
+            json!({"partition": 0, "offset": 0}),
+        )
+        .push(
+            1,
+            EventType::Ok,
+            "poll",
+            json!({"partition": 0, "records": [[0, 1], [1, 2]], "high_watermark": 1}),
+        )
+        .final_poll(0, &[(0, 1), (1, 2)]);
+    let r = h.check();
+    let a = only(&r, AnomalyKind::UncommittedRead).clone();
+    assert_eq!(a.offsets, vec![1]);
+    assert_eq!(a.ops[0].f, "poll");
+    assert_eq!(kinds(&r), [AnomalyKind::UncommittedRead]);
+    // Below the HW it answered with: fine.
+    let mut ok = H::default();
+    ok.send_ok(0, 0, 1, 0)
+        .push(
+            1,
+            EventType::Invoke,
+            "poll",
+            json!({"partition": 0, "offset": 0}),
+        )
+        .push(
+            1,
+            EventType::Ok,
+            "poll",
+            json!({"partition": 0, "records": [[0, 1]], "high_watermark": 1}),
+        )
+        .final_poll(0, &[(0, 1)]);
+    assert!(ok.check().anomalies.is_empty());
+}
+
+#[test]
 fn poll_skip() {
     let mut h = H::default();
     h.send_ok(0, 0, 1, 0)

@@ -7,7 +7,7 @@
 //!
 //! When the bursts come is drawn from the seed ([`Bursts`]): the first a few
 //! seconds in, then one every 8–20 s, each 2–5 s long. Burst producers are
-//! producers like the workload's own (Kafka's default producer on every other one,
+//! producers like the workload's own (Kafka's default producer on every third one,
 //! as [`crate::producer::Producers`] says) with process numbers and values of their
 //! own, far above the workers': a burst's sends are recorded as any other.
 

@@ -15,12 +15,13 @@ use crate::verdict::{Anomaly, AnomalyKind, OpRef};
 pub(super) type Check = fn(&Analysis<'_>) -> Vec<Anomaly>;
 
 /// Every queue check, by the kind it finds.
-pub(super) const CHECKS: [(AnomalyKind, Check); 9] = [
+pub(super) const CHECKS: [(AnomalyKind, Check); 10] = [
     (AnomalyKind::LostWrite, lost_writes),
     (AnomalyKind::InconsistentOffsets, inconsistent_offsets),
     (AnomalyKind::Duplicate, duplicates),
     (AnomalyKind::Unexpected, unexpected),
     (AnomalyKind::AbortedRead, aborted_reads),
+    (AnomalyKind::UncommittedRead, uncommitted_reads),
     (AnomalyKind::PollSkip, poll_skips),
     (AnomalyKind::NonmonotonicPoll, nonmonotonic_polls),
     (AnomalyKind::NonmonotonicSend, nonmonotonic_sends),
@@ -296,6 +297,39 @@ fn nonmonotonic_polls(a: &Analysis) -> Vec<Anomaly> {
             ),
         );
         x.offsets = disorder;
+        x.ops = vec![p.op_ref(a.records, &a.names)];
+        anomalies.push(x);
+    }
+    anomalies
+}
+
+/// uncommitted-read: a poll answered with a high watermark `hw` returned a record at
+/// offset `hw` or above. A poll serves committed records only (below the HW), and
+/// the answer's HW and records are read together: a record at or past it was not
+/// committed when served, whatever became of it later (a retry may write the same
+/// value at the same offset again, hiding the read from every other check).
+fn uncommitted_reads(a: &Analysis) -> Vec<Anomaly> {
+    let mut anomalies = Vec::new();
+    for p in a.polls {
+        let Some(hw) = p.high_watermark else { continue };
+        let past: Vec<i64> = p
+            .offsets(a.records)
+            .iter()
+            .copied()
+            .filter(|&o| o >= hw)
+            .collect();
+        if past.is_empty() {
+            continue;
+        }
+        let mut x = anomaly(
+            AnomalyKind::UncommittedRead,
+            p.partition,
+            format!(
+                "poll from offset {} answered high watermark {hw} but returned offsets {past:?}",
+                p.from
+            ),
+        );
+        x.offsets = past;
         x.ops = vec![p.op_ref(a.records, &a.names)];
         anomalies.push(x);
     }

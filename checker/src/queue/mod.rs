@@ -71,6 +71,11 @@ impl From<PairError> for QueueError {
     }
 }
 
+/// Every kind of anomaly the queue analysis looks for, in the order it reports them.
+pub fn kinds() -> Vec<crate::verdict::AnomalyKind> {
+    anomalies::CHECKS.iter().map(|(kind, _)| *kind).collect()
+}
+
 /// Analyse a queue history (docs/history.md) against the replicas' final logs.
 ///
 /// `replicas` may be empty (no run folder): replica-divergence is then not judged,

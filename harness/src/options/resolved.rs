@@ -103,7 +103,7 @@ pub enum ProducerMix {
     #[default]
     Given,
     /// Kafka's default producer (idempotent, acks=all, retrying within its delivery
-    /// timeout) on every other worker, a plain one (retries 0) on the rest.
+    /// timeout) on every third worker, a plain one (retries 0) on the rest.
     KafkaDefault,
 }
 

@@ -16,22 +16,10 @@ use super::folder::RunData;
 /// Anomalies spelled out in a failure's body.
 const MAX_DETAILED: usize = 50;
 
-const QUEUE_KINDS: [AnomalyKind; 9] = [
-    AnomalyKind::LostWrite,
-    AnomalyKind::InconsistentOffsets,
-    AnomalyKind::Duplicate,
-    AnomalyKind::Unexpected,
-    AnomalyKind::AbortedRead,
-    AnomalyKind::PollSkip,
-    AnomalyKind::NonmonotonicPoll,
-    AnomalyKind::NonmonotonicSend,
-    AnomalyKind::ReplicaDivergence,
-];
-
 /// The kinds a checker looks for (by its name), plus any kind it reported.
 fn kinds_of(name: &str, c: &CheckerResult) -> Vec<AnomalyKind> {
     let mut kinds: Vec<AnomalyKind> = if name.contains("queue") {
-        QUEUE_KINDS.to_vec()
+        checker::queue::kinds()
     } else if name.contains("linear") || name.contains("register") {
         vec![AnomalyKind::Nonlinearizable]
     } else if name == crate::judge::crashes::CHECKER {
