@@ -390,14 +390,14 @@ async fn write_side(
     // Under a throttle: when the bytes written so far have gone at the allowed rate.
     let mut free_at = Instant::now();
     while let Some((due, chunk)) = rx.recv().await {
-        tokio::time::sleep_until(due).await;
+        pause_until(due).await;
         let mut pending = &chunk[..];
         while !pending.is_empty() {
             wait_healed(&mut cut).await;
             let throttle = shared.conditions.borrow().throttle;
             let len = match throttle {
                 Some(rate) => {
-                    tokio::time::sleep_until(free_at).await;
+                    pause_until(free_at).await;
                     pending.len().min(piece(rate))
                 }
                 None => pending.len(),
@@ -418,6 +418,15 @@ async fn write_side(
         }
     }
     to.shutdown().await
+}
+
+/// Sleep until `at`, or not at all when it has come: tokio's timer rounds a
+/// deadline up to its next millisecond tick, so even a sleep until now would add up
+/// to a millisecond to every chunk of an undegraded link.
+async fn pause_until(at: Instant) {
+    if at > Instant::now() {
+        tokio::time::sleep_until(at).await;
+    }
 }
 
 async fn wait_healed(cut: &mut watch::Receiver<bool>) {
