@@ -1076,7 +1076,7 @@ mod tests {
             &["--retries", "3"],
             &["--idempotent"],
             &["--acks", "1"],
-            &["--scenario", "kip101-truncation"],
+            &["--scenario", "kip101-data-loss"],
         ] {
             let r = parse(given).unwrap();
             assert_eq!(r.producers, ProducerMix::Given, "{given:?}");

@@ -377,6 +377,20 @@ mod tests {
         Aimed::new(1, settings, Default::default())
     }
 
+    /// A package playing a kill of node 1 at 1 s and its restart 3 s later, with
+    /// `overlap` beside them.
+    fn playing(overlap: Overlap) -> Package {
+        let s = Duration::from_secs;
+        let leader = Proc::Node(1);
+        let steps = vec![
+            (s(1), Action::Kill(leader)),
+            (s(3), Action::Restart(leader)),
+        ];
+        let mut package = Package::once(planner(), Vec::new());
+        package.phase = Phase::Playing(Box::new(Play::new(steps, Some(overlap))));
+        package
+    }
+
     /// Play `package` to its end on a clock of its own, an aimed kill resolving
     /// to node 3: each step taken with its time.
     fn play(mut package: Package) -> Vec<(Duration, Action)> {
@@ -421,10 +435,6 @@ mod tests {
     fn a_second_failover_strikes_once_the_pattern_has_its_leader_back_and_ends_after_its_hold() {
         let s = Duration::from_secs;
         let leader = Proc::Node(1);
-        let steps = vec![
-            (s(1), Action::Kill(leader)),
-            (s(3), Action::Restart(leader)),
-        ];
         let overlap = Overlap {
             kind: overlap::Kind::SecondFailover,
             anchor: Anchor::AfterStep(1, Duration::from_millis(500)),
@@ -437,15 +447,7 @@ mod tests {
             }),
             hold: s(2),
         };
-        let mut package = Package::once(planner(), steps);
-        package.phase = Phase::Playing(Box::new(Play::new(
-            vec![
-                (s(1), Action::Kill(leader)),
-                (s(3), Action::Restart(leader)),
-            ],
-            Some(overlap),
-        )));
-        let taken = play(package);
+        let taken = play(playing(overlap));
         let ms = Duration::from_millis;
         assert_eq!(
             taken,
@@ -477,15 +479,7 @@ mod tests {
             step: Step::Act(slow.clone()),
             hold: s(5),
         };
-        let mut package = Package::once(planner(), Vec::new());
-        package.phase = Phase::Playing(Box::new(Play::new(
-            vec![
-                (s(1), Action::Kill(leader)),
-                (s(3), Action::Restart(leader)),
-            ],
-            Some(overlap),
-        )));
-        let taken = play(package);
+        let taken = play(playing(overlap));
         assert_eq!(
             taken,
             vec![
@@ -507,14 +501,7 @@ mod tests {
             step: Step::Act(Action::Pause(Proc::Node(2))),
             hold: s(10),
         };
-        let mut package = Package::once(planner(), Vec::new());
-        package.phase = Phase::Playing(Box::new(Play::new(
-            vec![
-                (s(1), Action::Kill(leader)),
-                (s(3), Action::Restart(leader)),
-            ],
-            Some(overlap),
-        )));
+        let mut package = playing(overlap);
         let coverage = Coverage::new(0);
         let now = Now {
             elapsed: Duration::ZERO,
