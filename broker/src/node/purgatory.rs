@@ -3,18 +3,32 @@
 //! appended (up to `replica.fetch.wait.max.ms`), an `acks=all` produce until the high
 //! watermark covers its records.
 //!
-//! One purgatory per partition. Whoever changes the partition (append, HW move, role
-//! change) calls [`Purgatory::wake`]; every waiter then re-checks its own condition
-//! under the partition lock. A waiter marks the version it has seen before checking,
-//! so a wake between its check and its sleep is never lost.
+//! One purgatory per partition. Whoever changes the partition calls
+//! [`Purgatory::wake`] (the HW, the role, the epoch or the ISR moved: every waiter)
+//! or, when only the log grew, [`Purgatory::wake_fetches`] (only the waiters for
+//! records: under load a leader appends thousands of times a second, and waking
+//! every produce waiting for the HW at each append would only make it look again).
+//! Every waiter then re-checks its own condition under the partition lock. A waiter
+//! marks the versions it has seen before checking, so a wake between its check and
+//! its sleep is never lost.
 
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+/// What a waiter waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waits {
+    /// A change of the partition's state (the HW, the role, the epoch, the ISR).
+    State,
+    /// That, or records appended to the log.
+    StateOrRecords,
+}
+
 /// Waiters of one partition.
 #[derive(Debug)]
 pub struct Purgatory {
-    version: watch::Sender<u64>,
+    state: watch::Sender<u64>,
+    records: watch::Sender<u64>,
 }
 
 impl Default for Purgatory {
@@ -27,29 +41,47 @@ impl Purgatory {
     /// No waiters yet.
     pub fn new() -> Self {
         Purgatory {
-            version: watch::Sender::new(0),
+            state: watch::Sender::new(0),
+            records: watch::Sender::new(0),
         }
     }
 
     /// Something changed: every waiter re-checks its condition.
     pub fn wake(&self) {
-        self.version.send_modify(|v| *v = v.wrapping_add(1));
+        self.state.send_modify(|v| *v = v.wrapping_add(1));
     }
 
-    /// Wait until `check` gives a value, re-checking after every wake, or until
-    /// `deadline` (then `check` runs one last time).
+    /// Only the log grew: the waiters for records re-check theirs.
+    pub fn wake_fetches(&self) {
+        self.records.send_modify(|v| *v = v.wrapping_add(1));
+    }
+
+    /// Wait until `check` gives a value, re-checking after every wake of what it
+    /// `waits` for, or until `deadline` (then `check` runs one last time).
     pub async fn wait_until<T>(
         &self,
         deadline: Instant,
+        waits: Waits,
         mut check: impl FnMut() -> Option<T>,
     ) -> Option<T> {
-        let mut rx = self.version.subscribe();
+        let mut state = self.state.subscribe();
+        let mut records = self.records.subscribe();
         loop {
-            rx.borrow_and_update();
+            state.borrow_and_update();
+            records.borrow_and_update();
             if let Some(t) = check() {
                 return Some(t);
             }
-            match tokio::time::timeout_at(deadline, rx.changed()).await {
+            let woken = async {
+                match waits {
+                    Waits::State => state.changed().await,
+                    Waits::StateOrRecords => tokio::select! {
+                        r = state.changed() => r,
+                        r = records.changed() => r,
+                    },
+                }
+            };
+            match tokio::time::timeout_at(deadline, woken).await {
                 Ok(Ok(())) => continue,
                 _ => return check(),
             }
@@ -72,7 +104,7 @@ mod tests {
         let (p2, v2) = (p.clone(), value.clone());
         let waiter = tokio::spawn(async move {
             let deadline = Instant::now() + Duration::from_secs(60);
-            p2.wait_until(deadline, || {
+            p2.wait_until(deadline, Waits::State, || {
                 let v = v2.load(Ordering::SeqCst);
                 (v > 0).then_some(v)
             })
@@ -92,8 +124,48 @@ mod tests {
     async fn without_a_wake_the_deadline_ends_the_wait() {
         let p = Purgatory::new();
         let deadline = Instant::now() + Duration::from_millis(50);
-        let got: Option<()> = p.wait_until(deadline, || None).await;
+        let got: Option<()> = p.wait_until(deadline, Waits::State, || None).await;
         assert_eq!(got, None);
         assert!(Instant::now() >= deadline);
+    }
+
+    #[tokio::test]
+    async fn records_wake_the_fetches_only_and_a_state_change_wakes_everyone() {
+        let p = Arc::new(Purgatory::new());
+        let checks = Arc::new(AtomicU64::new(0));
+        let waiter = |waits| {
+            let (p, checks) = (p.clone(), checks.clone());
+            tokio::spawn(async move {
+                let deadline = Instant::now() + Duration::from_secs(60);
+                let mut seen = 0;
+                p.wait_until(deadline, waits, || {
+                    checks.fetch_add(1, Ordering::SeqCst);
+                    seen += 1;
+                    // Answers at its second look: the first wake it gets.
+                    (seen > 1).then_some(waits)
+                })
+                .await
+            })
+        };
+        let (fetch, produce) = (waiter(Waits::StateOrRecords), waiter(Waits::State));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        p.wake_fetches();
+        let got = tokio::time::timeout(Duration::from_secs(30), fetch)
+            .await
+            .expect("records wake a fetch")
+            .unwrap();
+        assert_eq!(got, Some(Waits::StateOrRecords));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(
+            checks.load(Ordering::SeqCst),
+            3,
+            "the produce did not look again"
+        );
+        p.wake();
+        let got = tokio::time::timeout(Duration::from_secs(30), produce)
+            .await
+            .expect("a state change wakes a produce")
+            .unwrap();
+        assert_eq!(got, Some(Waits::State));
     }
 }

@@ -80,7 +80,7 @@ impl<L: ReplicaLog> Replica<L> {
             for (offset, stamp) in stamped {
                 self.producers.observe_stamp(offset, stamp);
             }
-            fx.wake = true;
+            fx.appended = true;
         }
         let hw = self.log.log_end_offset().min(resp.high_watermark);
         self.set_high_watermark(hw, &mut fx);

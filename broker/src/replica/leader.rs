@@ -252,7 +252,7 @@ impl<L: ReplicaLog> Replica<L> {
             // In the log, even if the append then failed (to flush): the epoch must
             // cover these records and the followers may fetch them.
             self.assign_epoch(epoch, leo, &mut fx);
-            fx.wake = true;
+            fx.appended = true;
         }
         let base_offset = match appended {
             Ok(base) => base,

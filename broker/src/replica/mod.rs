@@ -148,9 +148,13 @@ pub struct Effects {
     pub checkpoint_epochs: Option<Vec<(LeaderEpoch, u64)>>,
     /// The high watermark moved.
     pub hw_moved: bool,
-    /// Requests waiting on this partition (purgatory) must look again: the log, the
-    /// HW, the role, the leader epoch or the ISR changed.
+    /// Requests waiting on this partition (purgatory) must look again: the HW, the
+    /// role, the leader epoch, the ISR or (by a cut) the log changed.
     pub wake: bool,
+    /// The log grew (and nothing else a waiter looks at changed, unless `wake`
+    /// says so): only the FETCHes waiting for records must look again, not the
+    /// produces waiting for the HW.
+    pub appended: bool,
     /// Start or stop this replica's follower fetch task.
     pub fetch_task: Option<FetchTask>,
     /// Storage errors the replica worked around (the work is retried later), for the

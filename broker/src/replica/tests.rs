@@ -1025,7 +1025,9 @@ fn every_change_of_the_epoch_cache_is_an_epoch_checkpoint() {
     // Appends in the leader's epoch add nothing: it was checkpointed on election.
     let (_, fx) = b.get(1).append_as_leader(vec![(None, rv!(1))], false, 1);
     assert_eq!(fx.checkpoint_epochs, None);
-    assert!(fx.wake);
+    // The HW (ISR [1, 2]) has not moved: the FETCHes waiting for records look
+    // again, not the produces waiting for the HW.
+    assert!(fx.appended && !fx.wake);
     // The follower learns epoch 1 from the records it fetches.
     let req = b.fetch_request(2);
     let resp = b.get(1).fetch_as_leader(&req, 2).0.unwrap();

@@ -15,6 +15,7 @@ use super::{ApiResult, MAX_RECORDS, Shared, json_body, refused};
 use crate::error::{ApiError, Code};
 use crate::events::{Api, Event, FenceReason};
 use crate::node::heartbeat;
+use crate::node::purgatory::Waits;
 use crate::protocol::{EpochEndOffset, Fetch, LeaderAndIsr, OffsetsForLeaderEpoch};
 use crate::replica::{FetchRequest, ReplicaError, Role};
 
@@ -109,7 +110,10 @@ pub(super) async fn fetch(State(node): Shared, body: Result<Bytes, BytesRejectio
             None
         }
     };
-    let resp = match part.purgatory.wait_until(deadline, || ready(false)).await {
+    let resp = part
+        .purgatory
+        .wait_until(deadline, Waits::StateOrRecords, || ready(false));
+    let resp = match resp.await {
         Some(resp) => resp,
         None => ready(true).expect("a final check always answers"),
     };

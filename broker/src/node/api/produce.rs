@@ -21,6 +21,7 @@ use crate::events::{Api, Event};
 use crate::kv::partition_for_key;
 use crate::log::ProducerStamp;
 use crate::node::partitions::{NodeReplica, Partition, ReplicaManager};
+use crate::node::purgatory::Waits;
 use crate::replica::{AckStatus, Appended, Effects, ReplicaError, Role};
 use crate::value::RecordValue;
 
@@ -197,7 +198,7 @@ async fn await_isr(
     let deadline = Instant::now() + ACK_TIMEOUT;
     let status = part
         .purgatory
-        .wait_until(deadline, || {
+        .wait_until(deadline, Waits::State, || {
             if part.log_dir.failing().is_some() {
                 // Its storage fails: no acknowledgement while it lasts.
                 return Some(AckStatus::StorageFailing);

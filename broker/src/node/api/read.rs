@@ -12,6 +12,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::super::partitions::{Partition, ReplicaManager};
+use super::super::purgatory::Waits;
 use super::{
     ACK_TIMEOUT, ApiResult, MAX_RECORDS, Shared, parse_bool, parse_partition, parse_u64, path,
     query, refused, replica_error,
@@ -88,7 +89,7 @@ pub(super) async fn read_key(
     let deadline = Instant::now() + ACK_TIMEOUT;
     let read = part
         .purgatory
-        .wait_until(deadline, || {
+        .wait_until(deadline, Waits::State, || {
             let r = part.read();
             if r.role() != Role::Leader {
                 let e = ReplicaError::NotLeader { leader: r.leader() };

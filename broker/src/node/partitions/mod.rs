@@ -335,6 +335,8 @@ impl ReplicaManager {
         }
         if fx.wake {
             part.purgatory.wake();
+        } else if fx.appended {
+            part.purgatory.wake_fetches();
         }
         answer
     }

@@ -420,3 +420,35 @@ pub fn around(rng: &mut dyn RngCore, base: Duration) -> Duration {
 pub fn ms(rng: &mut dyn RngCore, range: std::ops::Range<u64>) -> Duration {
     Duration::from_millis(rng.random_range(range))
 }
+
+/// Milliseconds drawn from `range` log-uniformly: each decade as likely as the
+/// next, so a race a few milliseconds after a change is drawn as often as one
+/// hundreds of milliseconds on (a uniform draw would almost never hit the first).
+pub fn ms_log(rng: &mut dyn RngCore, range: std::ops::Range<u64>) -> Duration {
+    let (lo, hi) = ((range.start.max(1)) as f64, (range.end.max(2)) as f64);
+    let x = rng.random_range(lo.ln()..hi.ln()).exp();
+    Duration::from_millis((x as u64).clamp(range.start, range.end.saturating_sub(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+
+    #[test]
+    fn a_log_uniform_draw_stays_in_its_range_and_gives_each_decade_its_share() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let draws: Vec<u64> = (0..3000)
+            .map(|_| ms_log(&mut rng, 1..1000).as_millis() as u64)
+            .collect();
+        assert!(draws.iter().all(|&d| (1..1000).contains(&d)));
+        // 1–10, 10–100, 100–1000 ms: a third each (a uniform draw gives the first
+        // one in a hundred).
+        for (lo, hi) in [(1, 10), (10, 100), (100, 1000)] {
+            let share = draws.iter().filter(|&&d| (lo..hi).contains(&d)).count() as f64 / 3000.0;
+            assert!((0.25..0.42).contains(&share), "{lo}..{hi} ms: {share}");
+        }
+    }
+}

@@ -10,7 +10,7 @@
 
 use rand::{Rng, RngCore};
 
-use super::{Aim, PackageSettings, Pattern, Roles, just_past, ms};
+use super::{Aim, PackageSettings, Pattern, Roles, just_past, ms, ms_log};
 use crate::nemesis::action::{Action, Script};
 use crate::nemesis::coverage::Transition::{self, *};
 use crate::nemesis::fault::Degradation;
@@ -93,8 +93,9 @@ impl Pattern for Reassign {
             seed: rng.random(),
         };
         let restore = throttle.undo().expect("a degradation is undone");
-        // While the moved replica catches up, in turn: the leader dies, within the
-        // lag time (the controller must elect from the ISR, which the adding replica
+        // While the moved replica catches up (1 ms to 1 s after the move, log-uniform:
+        // the instant the controller completes it is a window of its own, before the
+        // leader's first ISR check), in turn: the leader dies, within the lag time (the controller must elect from the ISR, which the adding replica
         // is not in yet); or the active controller does (the new one must resume the
         // reassignment with its adding replicas as adding).
         let leader_proc = Proc::Node(leader);
@@ -118,7 +119,7 @@ impl Pattern for Reassign {
             .then(zero, reassign(vec![leader, first], SHRINK_SETTLES))
             .then(zero, throttle)
             .then(zero, reassign(vec![moved, leader, first], zero))
-            .then(ms(rng, 300..1000), Action::Kill(victim))
+            .then(ms_log(rng, 1..1000), Action::Kill(victim))
             .then(back_up, Action::Restart(victim))
             .then(ms(rng, 300..1000), restore)
             .then(ms(rng, 500..1500), reassign(original, BACK_SETTLES));
