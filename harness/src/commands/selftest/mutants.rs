@@ -226,8 +226,10 @@ pub struct Workshop {
 }
 
 impl Workshop {
-    /// Copy `source` under `root`.
+    /// Copy `source` under `root`. Its paths are absolute: cargo runs in the tree,
+    /// and a relative target directory would land inside it.
     pub fn new(source: &Path, root: &Path) -> Result<Workshop, String> {
+        let root = &std::path::absolute(root).map_err(|e| format!("{}: {e}", root.display()))?;
         let tree = root.join("tree");
         copy_tree(source, &tree).map_err(|e| {
             format!(
@@ -499,5 +501,23 @@ mod tests {
             false,
         );
         assert!(e.unwrap_err().contains("does not apply"));
+    }
+
+    /// `watermark selftest` names its folder relative to where it runs, and cargo
+    /// runs in the tree: the workshop's own paths must not depend on either.
+    #[test]
+    fn a_workshop_under_a_relative_folder_keeps_absolute_paths() {
+        let src = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(src.path().join("broker")).unwrap();
+        let dir = tempfile::tempdir_in(".").unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        let root = dir.path().strip_prefix(&cwd).unwrap();
+        assert!(root.is_relative(), "{}", root.display());
+        let w = Workshop::new(src.path(), root).unwrap();
+        for p in [&w.tree, &w.target, &w.bins] {
+            assert!(p.is_absolute(), "{}", p.display());
+        }
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap();
+        assert_eq!(canonical(w.bins.parent().unwrap()), canonical(dir.path()));
     }
 }
