@@ -72,6 +72,29 @@ impl H {
     fn poll(&mut self, p: u64, part: i64, from: i64, records: &[(i64, i64)]) -> &mut Self {
         self.poll_f("poll", p, part, from, records)
     }
+    /// A poll whose answer gives the high watermark `hw`.
+    fn poll_hw(
+        &mut self,
+        p: u64,
+        part: i64,
+        from: i64,
+        records: &[(i64, i64)],
+        hw: i64,
+    ) -> &mut Self {
+        let recs: Vec<Value> = records.iter().map(|(o, v)| json!([o, v])).collect();
+        self.push(
+            p,
+            EventType::Invoke,
+            "poll",
+            json!({"partition": part, "offset": from}),
+        )
+        .push(
+            p,
+            EventType::Ok,
+            "poll",
+            json!({"partition": part, "records": recs, "high_watermark": hw}),
+        )
+    }
     /// A final drain of a partition in one final-poll that read up to the high
     /// watermark, as the workload's drain records it.
     fn final_poll(&mut self, part: i64, records: &[(i64, i64)]) -> &mut Self {
@@ -265,18 +288,7 @@ fn uncommitted_read_past_the_high_watermark_of_its_own_answer() {
     // later at the same offset, so no other check sees it.
     h.send_ok(0, 0, 1, 0)
         .send_ok(0, 0, 2, 1)
-        .push(
-            1,
-            EventType::Invoke,
-            "poll",
-            json!({"partition": 0, "offset": 0}),
-        )
-        .push(
-            1,
-            EventType::Ok,
-            "poll",
-            json!({"partition": 0, "records": [[0, 1], [1, 2]], "high_watermark": 1}),
-        )
+        .poll_hw(1, 0, 0, &[(0, 1), (1, 2)], 1)
         .final_poll(0, &[(0, 1), (1, 2)]);
     let r = h.check();
     let a = only(&r, AnomalyKind::UncommittedRead).clone();
@@ -286,18 +298,7 @@ fn uncommitted_read_past_the_high_watermark_of_its_own_answer() {
     // Below the HW it answered with: fine.
     let mut ok = H::default();
     ok.send_ok(0, 0, 1, 0)
-        .push(
-            1,
-            EventType::Invoke,
-            "poll",
-            json!({"partition": 0, "offset": 0}),
-        )
-        .push(
-            1,
-            EventType::Ok,
-            "poll",
-            json!({"partition": 0, "records": [[0, 1]], "high_watermark": 1}),
-        )
+        .poll_hw(1, 0, 0, &[(0, 1)], 1)
         .final_poll(0, &[(0, 1)]);
     assert!(ok.check().anomalies.is_empty());
 }
