@@ -47,6 +47,29 @@ impl H {
         self.invoke_send(p, part, v)
             .push(p, kind, "send", json!({"partition": part, "value": v}))
     }
+    /// An `f` (poll or final-poll) by `p` from `from`, answered with `records` and,
+    /// when given, the high watermark `hw`.
+    fn answered(
+        &mut self,
+        f: &str,
+        p: u64,
+        (part, from): (i64, i64),
+        records: &[(i64, i64)],
+        hw: Option<i64>,
+    ) -> &mut Self {
+        let recs: Vec<Value> = records.iter().map(|(o, v)| json!([o, v])).collect();
+        let mut answer = json!({"partition": part, "records": recs});
+        if let Some(hw) = hw {
+            answer["high_watermark"] = json!(hw);
+        }
+        self.push(
+            p,
+            EventType::Invoke,
+            f,
+            json!({"partition": part, "offset": from}),
+        )
+        .push(p, EventType::Ok, f, answer)
+    }
     fn poll_f(
         &mut self,
         f: &str,
@@ -55,19 +78,7 @@ impl H {
         from: i64,
         records: &[(i64, i64)],
     ) -> &mut Self {
-        let recs: Vec<Value> = records.iter().map(|(o, v)| json!([o, v])).collect();
-        self.push(
-            p,
-            EventType::Invoke,
-            f,
-            json!({"partition": part, "offset": from}),
-        )
-        .push(
-            p,
-            EventType::Ok,
-            f,
-            json!({"partition": part, "records": recs}),
-        )
+        self.answered(f, p, (part, from), records, None)
     }
     fn poll(&mut self, p: u64, part: i64, from: i64, records: &[(i64, i64)]) -> &mut Self {
         self.poll_f("poll", p, part, from, records)
@@ -81,19 +92,7 @@ impl H {
         records: &[(i64, i64)],
         hw: i64,
     ) -> &mut Self {
-        let recs: Vec<Value> = records.iter().map(|(o, v)| json!([o, v])).collect();
-        self.push(
-            p,
-            EventType::Invoke,
-            "poll",
-            json!({"partition": part, "offset": from}),
-        )
-        .push(
-            p,
-            EventType::Ok,
-            "poll",
-            json!({"partition": part, "records": recs, "high_watermark": hw}),
-        )
+        self.answered("poll", p, (part, from), records, Some(hw))
     }
     /// A final drain of a partition in one final-poll that read up to the high
     /// watermark, as the workload's drain records it.
@@ -103,19 +102,7 @@ impl H {
     }
     /// One final-poll from `from`, answered with high watermark `hw`.
     fn drain_poll(&mut self, part: i64, from: i64, records: &[(i64, i64)], hw: i64) -> &mut Self {
-        let recs: Vec<Value> = records.iter().map(|(o, v)| json!([o, v])).collect();
-        self.push(
-            99,
-            EventType::Invoke,
-            "final-poll",
-            json!({"partition": part, "offset": from}),
-        )
-        .push(
-            99,
-            EventType::Ok,
-            "final-poll",
-            json!({"partition": part, "records": recs, "high_watermark": hw}),
-        )
+        self.answered("final-poll", 99, (part, from), records, Some(hw))
     }
     fn check(&self) -> CheckerResult {
         check(&self.events, &[]).expect("a well-formed history")

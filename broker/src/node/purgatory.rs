@@ -97,6 +97,14 @@ mod tests {
 
     use super::*;
 
+    /// The answer of a waiter that must end `why`, within a bound far past it.
+    async fn joined<T>(waiter: tokio::task::JoinHandle<T>, why: &str) -> T {
+        tokio::time::timeout(Duration::from_secs(30), waiter)
+            .await
+            .expect(why)
+            .unwrap()
+    }
+
     #[tokio::test]
     async fn a_wake_completes_a_waiter_before_its_deadline() {
         let p = Arc::new(Purgatory::new());
@@ -113,10 +121,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(20)).await;
         value.store(7, Ordering::SeqCst);
         p.wake();
-        let got = tokio::time::timeout(Duration::from_secs(30), waiter)
-            .await
-            .expect("woken long before its deadline")
-            .unwrap();
+        let got = joined(waiter, "woken long before its deadline").await;
         assert_eq!(got, Some(7));
     }
 
@@ -150,10 +155,7 @@ mod tests {
         let (fetch, produce) = (waiter(Waits::StateOrRecords), waiter(Waits::State));
         tokio::time::sleep(Duration::from_millis(20)).await;
         p.wake_fetches();
-        let got = tokio::time::timeout(Duration::from_secs(30), fetch)
-            .await
-            .expect("records wake a fetch")
-            .unwrap();
+        let got = joined(fetch, "records wake a fetch").await;
         assert_eq!(got, Some(Waits::StateOrRecords));
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert_eq!(
@@ -162,10 +164,7 @@ mod tests {
             "the produce did not look again"
         );
         p.wake();
-        let got = tokio::time::timeout(Duration::from_secs(30), produce)
-            .await
-            .expect("a state change wakes a produce")
-            .unwrap();
+        let got = joined(produce, "a state change wakes a produce").await;
         assert_eq!(got, Some(Waits::State));
     }
 }

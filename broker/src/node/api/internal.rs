@@ -110,10 +110,10 @@ pub(super) async fn fetch(State(node): Shared, body: Result<Bytes, BytesRejectio
             None
         }
     };
-    let resp = part
+    let waited = part
         .purgatory
         .wait_until(deadline, Waits::StateOrRecords, || ready(false));
-    let resp = match resp.await {
+    let resp = match waited.await {
         Some(resp) => resp,
         None => ready(true).expect("a final check always answers"),
     };

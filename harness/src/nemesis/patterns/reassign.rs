@@ -95,8 +95,9 @@ impl Pattern for Reassign {
         let restore = throttle.undo().expect("a degradation is undone");
         // While the moved replica catches up (1 ms to 1 s after the move, log-uniform:
         // the instant the controller completes it is a window of its own, before the
-        // leader's first ISR check), in turn: the leader dies, within the lag time (the controller must elect from the ISR, which the adding replica
-        // is not in yet); or the active controller does (the new one must resume the
+        // leader's first ISR check), in turn: the leader dies, within the lag time
+        // (the controller must elect from the ISR, which the adding replica is not in
+        // yet); or the active controller does (the new one must resume the
         // reassignment with its adding replicas as adding).
         let leader_proc = Proc::Node(leader);
         let victim = match aim.controller {
