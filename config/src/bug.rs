@@ -56,6 +56,9 @@ pub enum Bug {
     /// At a controller failover, reload a reassignment in progress from its adding
     /// replicas alone, as the whole replica set.
     ReassignForgetOnFailover,
+    /// Count records as flushed after writing them, without the fsync the flush
+    /// policy promises: they sit in the page cache, lost to a power cut.
+    FlushSkipsFsync,
 }
 
 /// Where a bug is planted.
@@ -82,6 +85,17 @@ impl Bug {
             | Bug::ReassignForgetOnFailover => Side::Controller,
             Bug::Abort => Side::Test,
             _ => Side::Node,
+        }
+    }
+}
+
+impl Bug {
+    /// A flush policy the bug needs to show, when the campaign sets none: a bug in
+    /// the flush path is never reached by brokers that never flush.
+    pub fn flush_messages(self) -> Option<u64> {
+        match self {
+            Bug::FlushSkipsFsync => Some(1),
+            _ => None,
         }
     }
 }

@@ -66,6 +66,9 @@ pub struct LogConfig {
     /// PLANTED BUG (`--bug append-undo-lost`): a failed append is not taken back, and
     /// recovery cuts at a repeated offset instead of refusing the log.
     pub append_undo_lost: bool,
+    /// PLANTED BUG (`--bug flush-skips-fsync`): a flush writes the segments and
+    /// counts them flushed, without fsyncing them.
+    pub flush_skips_fsync: bool,
 }
 
 /// Where a log's files ended before an append ([`Log::undo`]).
@@ -233,7 +236,11 @@ impl Log {
     /// came or went).
     fn sync_files(&mut self) -> io::Result<()> {
         for segment in &mut self.segments {
-            segment.sync()?;
+            if self.config.flush_skips_fsync {
+                segment.write_pending()?;
+            } else {
+                segment.sync()?;
+            }
         }
         if self.dir_dirty {
             recovery::sync_dir(&self.dir)?;

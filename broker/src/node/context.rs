@@ -120,6 +120,7 @@ impl Context {
                 segment_bytes: 0,
                 faults: DiskFaults::default(),
                 append_undo_lost: bugs.has(crate::bugs::Bug::AppendUndoLost),
+                flush_skips_fsync: bugs.has(crate::bugs::Bug::FlushSkipsFsync),
             },
             replica_lag_time_max_ms: millis(replica.replica_lag_time_max()),
             storage_failure_timeout_ms: millis(replica.storage_failure_timeout()),
