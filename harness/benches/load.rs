@@ -9,6 +9,10 @@
 //!   an invocation and a completion in a history file (`history.jsonl`), as Kafka's
 //!   default producer (idempotent, retrying) on every other one.
 //!
+//! - **broker alone on the fault filesystem**: the first measurement again, on a
+//!   second cluster whose data dirs are fault filesystems (docs/faults.md): what
+//!   FUSE and the journal of un-fsynced writes cost the broker.
+//!
 //! `cargo bench -p watermark --bench load` (BENCH_SECS sets each measurement's
 //! length, default 10; BENCH_CLIENTS the producers, default 16 as
 //! `--burst-producers`).
@@ -139,16 +143,19 @@ fn main() {
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let config = ClusterConfig {
-        broker_bin: broker_bin(),
+    let bin = broker_bin();
+    let config = |root: &str, fault_fs: bool| ClusterConfig {
+        broker_bin: bin.clone(),
         nodes: 3,
-        root: dir.path().join("cluster"),
+        root: dir.path().join(root),
         settings: Default::default(),
         dedicated_controller: false,
         start_timeout: Duration::from_secs(60),
+        fault_fs,
+        power_cut_on_kill: false,
     };
     rt.block_on(async {
-        let cluster = Cluster::start(config).await.unwrap();
+        let cluster = Cluster::start(config("cluster", false)).await.unwrap();
         cluster.create_topic("queue", 2, 3, 2).await.unwrap();
         let direct: BTreeMap<i32, SocketAddr> = cluster
             .node_ids()
@@ -166,6 +173,17 @@ fn main() {
         let (harness, harness_failed) = measure(proxied, clients, secs, Some(history)).await;
         println!("through the harness   {harness:>9.0} ok/s   ({harness_failed} failed)");
         println!("ratio harness/broker alone: {:.3}", harness / alone);
+        drop(cluster);
+        let cluster = Cluster::start(config("on-faultfs", true)).await.unwrap();
+        cluster.create_topic("queue", 2, 3, 2).await.unwrap();
+        let direct: BTreeMap<i32, SocketAddr> = cluster
+            .node_ids()
+            .into_iter()
+            .map(|id| (id, cluster.real_addr(Proc::Node(id)).unwrap()))
+            .collect();
+        let (on_fs, on_fs_failed) = measure(direct, clients, secs, None).await;
+        println!("broker on faultfs     {on_fs:>9.0} ok/s   ({on_fs_failed} failed)");
+        println!("ratio faultfs/broker alone: {:.3}", on_fs / alone);
         drop(cluster);
     });
 }

@@ -421,6 +421,8 @@ mod real {
             settings: Settings::default(),
             dedicated_controller: false,
             start_timeout: Duration::from_secs(60),
+            fault_fs: false,
+            power_cut_on_kill: false,
         }
     }
 
@@ -575,6 +577,46 @@ mod real {
         assert_eq!(wrong.status().as_u16(), 403);
         cluster.shutdown().await.unwrap();
         assert_nothing_left(dir.path());
+    }
+
+    /// Data dirs on the fault filesystem, every kill a power cut: brokers that never
+    /// fsync (no flush policy) lose a killed node's whole log, recorded file by
+    /// file; the node refetches it, and no mount is left after the shutdown.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_kill_on_the_fault_filesystem_cuts_the_power_and_the_node_refetches() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(dir.path(), 3);
+        cfg.fault_fs = true;
+        cfg.power_cut_on_kill = true;
+        let mut cluster = Cluster::start(cfg).await.unwrap();
+        cluster.create_topic("t", 1, 3, 2).await.unwrap();
+        produce(&cluster, "t", 0, &[1, 2, 3, 4, 5]).await;
+        assert!(cluster.take_losses().is_none(), "nothing killed yet");
+        cluster.kill(&[Proc::Node(3)]).await.unwrap();
+        let cuts = cluster.take_losses().expect("the kill cut the power");
+        let lost = cuts[0]["lost"].as_array().unwrap();
+        let log = lost
+            .iter()
+            .find(|l| l["file"].as_str().unwrap().starts_with("t-0/"))
+            .unwrap_or_else(|| panic!("t-0's log lost its bytes: {cuts}"));
+        assert_eq!(cuts[0]["process"], 3);
+        assert!(log["len_before"].as_u64().unwrap() > 0, "{log}");
+        assert_eq!(log["len_after"], 0, "never fsynced: {log}");
+        cluster.restart(Proc::Node(3)).await.unwrap();
+        cluster
+            .wait_converged(Duration::from_secs(90))
+            .await
+            .unwrap();
+        let replica = cluster.replica(3, "t", 0).await.unwrap();
+        assert_eq!(replica.leo, 5, "refetched from the leader");
+        cluster.shutdown().await.unwrap();
+        assert_nothing_left(dir.path());
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        assert!(
+            !mounts.contains(root.to_str().unwrap()),
+            "a fault filesystem left mounted: {mounts}"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

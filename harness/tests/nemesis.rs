@@ -59,6 +59,8 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
         settings: page_cache(needs_page_cache(kinds, None)),
         dedicated_controller: false,
         start_timeout: Duration::from_secs(60),
+        fault_fs: false,
+        power_cut_on_kill: false,
     };
     let mut cluster = Cluster::start(config).await.unwrap();
     cluster.create_topic("queue", 2, 3, 2).await.unwrap();
@@ -158,6 +160,8 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
         settings: page_cache(true),
         dedicated_controller: false,
         start_timeout: Duration::from_secs(60),
+        fault_fs: false,
+        power_cut_on_kill: false,
     };
     let mut cluster = Cluster::start(config).await.unwrap();
     cluster.create_topic("queue", 2, 3, 2).await.unwrap();
@@ -475,6 +479,8 @@ async fn package_cluster(
         settings: settings.clone(),
         dedicated_controller: false,
         start_timeout: Duration::from_secs(60),
+        fault_fs: false,
+        power_cut_on_kill: false,
     };
     let cluster = Cluster::start(config).await.unwrap();
     cluster

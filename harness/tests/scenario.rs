@@ -71,6 +71,8 @@ fn nemesis_steps(folder: &Path) -> Vec<String> {
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|e| e["process"] == "nemesis")
         .filter_map(|e| e["f"].as_str().map(String::from))
+        // What a kill did to the node's storage, not a step of the script.
+        .filter(|f| f != "power-cut")
         .collect()
 }
 

@@ -29,7 +29,9 @@ pub enum FaultKind {
     IsolateController,
     /// SIGKILL every node at once, restart them in random order.
     CrashAll,
-    /// SIGKILL a node run with `--simulate-page-cache`: its unflushed bytes are lost.
+    /// SIGKILL a node and cut its power: what it wrote and did not fsync is lost
+    /// (every kill then does so; with `--no-fault-fs`, through the brokers'
+    /// `--simulate-page-cache`).
     LoseUnflushed,
     /// Latency with jitter on every link to and from some processes (clients' too).
     Slow,
@@ -38,7 +40,8 @@ pub enum FaultKind {
     /// A bandwidth limit on those links.
     Throttle,
     /// Make a node's disk full (ENOSPC) or failing (EIO) for a while, through its
-    /// `POST /debug/disk` switch, then make it work again.
+    /// fault filesystem (with `--no-fault-fs`, its `POST /debug/disk` switch), then
+    /// make it work again.
     Disk,
     /// Move a partition of the workload's first topic to other replicas (reordered,
     /// one fewer, one more, one swapped), and back later.
@@ -62,8 +65,9 @@ impl FaultKind {
     }
 }
 
-/// Do the faults need the brokers run with `--simulate-page-cache`? `lose-unflushed`
-/// does; so does the replication package when the brokers flush on a policy
+/// Must the kills of nodes lose what was not fsynced (power cuts of the fault
+/// filesystem, or brokers run with `--simulate-page-cache`)? `lose-unflushed`
+/// must; so must the replication package when the brokers flush on a policy
 /// (`--flush-messages`: it then plays `lose-unflushed` too). Without a flush policy
 /// nothing is ever flushed, and a node losing its unflushed bytes would lose its
 /// whole log.
@@ -175,9 +179,10 @@ impl NemesisEvent {
     }
 
     /// A decision of the nemesis (`plan`, or the `active-controller` a fault aimed
-    /// at the controller found): it starts or ends no fault itself.
+    /// at the controller found), or what a fault did (`power-cut`: what a killed
+    /// process's storage lost): it starts or ends no fault itself.
     pub fn is_decision(&self) -> bool {
-        self.f == "plan" || self.f == "active-controller"
+        matches!(self.f.as_str(), "plan" | "active-controller" | "power-cut")
     }
 }
 

@@ -85,6 +85,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub dedicated_controller: bool,
 
+    /// Give each broker a plain data dir instead of the fault filesystem (a FUSE
+    /// filesystem the harness mounts over it, which needs /dev/fuse and root or
+    /// fusermount3). The `disk` fault then goes through the broker's own switch,
+    /// and the brokers simulate their page cache where a fault must lose what was
+    /// not fsynced (docs/faults.md).
+    #[arg(long)]
+    pub no_fault_fs: bool,
+
     /// What the clients do. On our broker: `mixed` (both of the next two at once,
     /// the clients split between them, the register's reads linearizable), `queue`
     /// (producers and consumers on a partitioned topic) or `register` (reads,
@@ -395,7 +403,9 @@ impl RunArgs {
         {
             faults.push(FaultKind::LoseUnflushed);
         }
-        let broker = self.campaign_settings(&faults, script.as_ref().map(|s| &s.options));
+        let fault_fs = !self.no_fault_fs && bin.is_none();
+        let (broker, power_cut_on_kill) =
+            self.campaign_settings(&faults, script.as_ref().map(|s| &s.options), fault_fs);
         let script_needs = script.as_ref().map(|s| &s.options);
         let acks = self.acks(script_needs);
         let retries = self.retries.or(script_needs.and_then(|s| s.retries));
@@ -424,6 +434,8 @@ impl RunArgs {
             }),
             dedicated_controller: self.dedicated_controller
                 || script_needs.is_some_and(|s| s.dedicated_controller),
+            fault_fs,
+            power_cut_on_kill,
             workload: self.workload,
             nemesis,
             nemesis_interval: self.nemesis_interval,
@@ -639,13 +651,16 @@ impl RunArgs {
     /// The brokers' settings as given, with a campaign's defaults where they differ
     /// from the broker's own (shorter timeouts, so that a minute holds more faults;
     /// the broker's own under a scenario, whose scripts are timed by them) and what
-    /// the faults need: the page cache simulated for `lose-unflushed` (and for the
-    /// replication package's, with a flush policy), a scenario's own.
+    /// the faults need: kills that lose what was not fsynced for `lose-unflushed`
+    /// (and for the replication package's, with a flush policy), a scenario's own —
+    /// power cuts of the fault filesystem (true beside the settings), or with
+    /// `--no-fault-fs` the page cache the brokers simulate.
     fn campaign_settings(
         &self,
         nemesis: &[FaultKind],
         script: Option<&ScenarioOptions>,
-    ) -> Settings {
+        fault_fs: bool,
+    ) -> (Settings, bool) {
         let mut s = self.broker.clone();
         let campaign = script.is_none();
         s.replica.truncation = Some(s.replica.truncation());
@@ -661,16 +676,25 @@ impl RunArgs {
                 .leader_imbalance_check_interval_ms
                 .or(Some(DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS));
         }
-        if crate::nemesis::needs_page_cache(nemesis, s.replica.flush_messages) {
-            s.replica.simulate_page_cache = true;
+        // A bug in the flush path needs brokers that flush.
+        if let Some(n) = s.bug.and_then(broker_config::Bug::flush_messages)
+            && s.replica.flush_messages.is_none()
+            && s.replica.flush_ms.is_none()
+        {
+            s.replica.flush_messages = Some(n);
         }
+        let mut lose_unflushed =
+            crate::nemesis::needs_page_cache(nemesis, s.replica.flush_messages);
         if let Some(script) = script {
-            s.replica.simulate_page_cache |= script.simulate_page_cache;
+            lose_unflushed |= script.simulate_page_cache;
             if script.flush_ms.is_some() {
                 s.replica.flush_ms = script.flush_ms;
             }
         }
-        s
+        if lose_unflushed && !fault_fs {
+            s.replica.simulate_page_cache = true;
+        }
+        (s, lose_unflushed && fault_fs)
     }
 }
 
@@ -687,6 +711,7 @@ impl From<Resolved> for RunArgs {
             retries: (r.producers == ProducerMix::Given).then_some(r.retries),
             idempotent: r.idempotent,
             dedicated_controller: r.dedicated_controller,
+            no_fault_fs: !r.fault_fs,
             workload: r.workload,
             nemesis: Some(fault_list::entries(&r.nemesis)),
             nemesis_interval: r.nemesis_interval,
@@ -901,8 +926,10 @@ mod tests {
             (&"1".into(), &"stale-read".into())
         );
         assert_eq!(serde_json::from_value::<Resolved>(json).unwrap(), a);
+        // Power cuts of the fault filesystem: the brokers simulate nothing.
+        assert!(a.fault_fs && a.power_cut_on_kill);
         assert!(
-            a.broker
+            !a.broker
                 .to_args()
                 .contains(&"--simulate-page-cache".to_string())
         );
@@ -948,15 +975,24 @@ mod tests {
     }
 
     #[test]
-    fn the_replication_package_simulates_the_page_cache_only_with_a_flush_policy() {
+    fn the_replication_package_cuts_power_only_with_a_flush_policy() {
         let plain = parse(&["--seed", "1"]).unwrap();
+        assert!(plain.fault_fs && !plain.power_cut_on_kill);
+        let flushing = parse(&["--seed", "1", "--flush-messages", "10"]).unwrap();
+        assert!(flushing.power_cut_on_kill);
+        // A bug in the flush path gets a flush policy of its own.
+        let bug = parse(&["--seed", "1", "--bug", "flush-skips-fsync"]).unwrap();
+        assert_eq!(bug.broker.replica.flush_messages, Some(1));
+        assert!(bug.power_cut_on_kill);
+        let plain = parse(&["--seed", "1", "--no-fault-fs"]).unwrap();
         assert!(
             !plain
                 .broker
                 .to_args()
                 .contains(&"--simulate-page-cache".to_string())
         );
-        let flushing = parse(&["--seed", "1", "--flush-messages", "10"]).unwrap();
+        let flushing = parse(&["--seed", "1", "--flush-messages", "10", "--no-fault-fs"]).unwrap();
+        assert!(!flushing.fault_fs && !flushing.power_cut_on_kill);
         let args = flushing.broker.to_args();
         assert_eq!(
             args.iter()

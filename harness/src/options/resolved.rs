@@ -50,6 +50,14 @@ pub struct Resolved {
     /// from older run.json files: no).
     #[serde(default)]
     pub dedicated_controller: bool,
+    /// Each broker's data dir is a fault filesystem (absent from older run.json
+    /// files: no).
+    #[serde(default)]
+    pub fault_fs: bool,
+    /// Every kill of a broker cuts its power: the fault filesystem drops what it
+    /// did not fsync (`lose-unflushed`, the replication package with a flush policy).
+    #[serde(default)]
+    pub power_cut_on_kill: bool,
     pub workload: WorkloadKind,
     /// The faults to schedule (none: stored as `["none"]`).
     #[serde(with = "fault_list")]
@@ -193,7 +201,7 @@ impl Resolved {
 
     /// What the replication package may do to a cluster of `nodes` so configured.
     pub fn package_settings(&self, nodes: &[i32]) -> PackageSettings {
-        let page_cache = self.broker.replica.simulate_page_cache;
+        let page_cache = self.broker.replica.simulate_page_cache || self.power_cut_on_kill;
         PackageSettings {
             timeouts: Timeouts::of_cluster(&self.broker),
             nodes: nodes.to_vec(),

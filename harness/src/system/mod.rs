@@ -131,6 +131,20 @@ pub trait System {
     /// and take effect), or let them through again.
     fn hold_answers(&mut self, p: Proc, held: bool);
 
+    /// SIGKILL `p` and cut its power: its storage loses what it did not fsync
+    /// (with `torn`, the last write keeps a prefix drawn from it). What was lost,
+    /// for the history.
+    async fn power_cut(&mut self, p: Proc, torn: Option<u64>) -> Result<serde_json::Value> {
+        let _ = (p, torn);
+        Err(unsupported("power cuts"))
+    }
+
+    /// What the kills since the last call dropped from storage, when kills cut
+    /// the power too (None: nothing).
+    fn take_losses(&mut self) -> Option<serde_json::Value> {
+        None
+    }
+
     /// Make node `node`'s storage fail in `mode` for `for_ms` at most.
     async fn fail_storage(&mut self, node: i32, mode: DiskMode, for_ms: u64) -> Result<()> {
         let _ = (node, mode, for_ms);

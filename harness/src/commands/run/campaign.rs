@@ -118,6 +118,8 @@ async fn start(
         settings: args.broker.clone(),
         dedicated_controller: args.dedicated_controller,
         start_timeout: START_TIMEOUT,
+        fault_fs: args.fault_fs,
+        power_cut_on_kill: args.power_cut_on_kill,
     })
     .await
     .map_err(|e| HarnessError::new(format!("the cluster did not start: {e}")))?;

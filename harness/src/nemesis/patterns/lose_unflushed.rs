@@ -1,5 +1,6 @@
 //! `lose-unflushed`: SIGKILL a node that loses its unflushed bytes (runs with a
-//! flush policy only, the brokers simulating their page cache).
+//! flush policy only: a power cut of the node's fault filesystem, or the brokers
+//! simulating their page cache).
 
 use rand::{Rng, RngCore};
 

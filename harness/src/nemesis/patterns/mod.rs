@@ -193,7 +193,8 @@ pub struct PackageSettings {
     pub timeouts: Timeouts,
     /// Every node id.
     pub nodes: Vec<i32>,
-    /// Nodes run with `--simulate-page-cache`: a kill loses unflushed bytes.
+    /// A kill loses what the node did not fsync (a power cut of its fault
+    /// filesystem, or brokers run with `--simulate-page-cache`).
     pub page_cache: bool,
     /// Crashing every node at once loses nothing acknowledged (no page cache
     /// simulated, or every record flushed).

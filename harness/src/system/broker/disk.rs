@@ -1,15 +1,81 @@
-//! The nodes' disk fault switch (`POST /debug/disk`, docs/faults.md): the `disk`
-//! fault makes one node's storage fail for a while, and healing the cluster makes
-//! every node's storage work again.
+//! The nodes' storage faults (docs/faults.md). By default each process's data dir is
+//! a fault filesystem ([`faultfs`]) the harness mounts over `<id>/disk`: the `disk`
+//! fault fails its writes and fsyncs from outside the broker, and a power cut drops
+//! what the broker wrote and did not fsync. With `--no-fault-fs` the data dir is a
+//! plain directory, the `disk` fault goes through the broker's own switch
+//! (`POST /debug/disk`) and the brokers simulate their page cache where a fault
+//! needs it.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
 
 use super::Cluster;
 use crate::error::{HarnessError, Result};
 use crate::proc::Proc;
+use crate::system::DiskMode;
+
+/// Mount a fault filesystem under every process's data dir.
+pub(super) fn mount_all(
+    root: &std::path::Path,
+    procs: &[Proc],
+) -> Result<BTreeMap<Proc, faultfs::Mount>> {
+    faultfs::available().map_err(|why| {
+        HarnessError::new(format!(
+            "{why}; or run with --no-fault-fs (storage faults then go through the broker's own switch)"
+        ))
+    })?;
+    let mut disks = BTreeMap::new();
+    for &p in procs {
+        let dir = root.join(p.key());
+        let mount = faultfs::Mount::new(&dir.join("disk"), &dir.join("data"))
+            .map_err(|e| HarnessError::new(e.to_string()))?;
+        disks.insert(p, mount);
+    }
+    Ok(disks)
+}
+
+/// A power cut's losses, for the history: `[{"file", "lost_bytes", "len_before",
+/// "len_after", "torn": {"offset", "kept"}}]`, files in order.
+fn losses_json(mut losses: Vec<faultfs::FileLoss>) -> Value {
+    losses.sort_by(|a, b| a.path.cmp(&b.path));
+    Value::Array(
+        losses
+            .iter()
+            .map(|l| {
+                let r = &l.restored;
+                let mut v = json!({
+                    "file": l.path.display().to_string(),
+                    "lost_bytes": r.lost_bytes,
+                    "len_before": r.len_before,
+                    "len_after": r.len_after,
+                });
+                if let Some((offset, kept)) = r.torn {
+                    v["torn"] = json!({"offset": offset, "kept": kept});
+                }
+                v
+            })
+            .collect(),
+    )
+}
 
 impl Cluster {
-    /// Make node `id`'s storage fail in `mode` (`enospc`, `eio`) for `for_ms`
-    /// milliseconds, or work again (`ok`, `for_ms` None).
-    pub(super) async fn set_disk(&self, id: i32, mode: &str, for_ms: Option<u64>) -> Result<()> {
+    /// Make node `id`'s storage fail in `mode` for `for_ms` milliseconds.
+    pub(super) async fn set_disk(&self, id: i32, mode: DiskMode, for_ms: u64) -> Result<()> {
+        if let Some(disk) = self.disks.get(&Proc::Node(id)) {
+            let failure = match mode {
+                DiskMode::Enospc => faultfs::Failure::Enospc,
+                DiskMode::Eio => faultfs::Failure::Eio,
+            };
+            disk.control()
+                .fail(failure, Some(std::time::Duration::from_millis(for_ms)));
+            return Ok(());
+        }
+        self.switch_disk(id, mode.as_str(), Some(for_ms)).await
+    }
+
+    /// Through the broker's `POST /debug/disk` switch: `mode` `enospc`, `eio` or `ok`.
+    async fn switch_disk(&self, id: i32, mode: &str, for_ms: Option<u64>) -> Result<()> {
         let addr = self
             .real_addr(Proc::Node(id))
             .ok_or_else(|| HarnessError::new(format!("node {id} is not running")))?;
@@ -21,18 +87,46 @@ impl Cluster {
     /// End a disk fault on node `id`: its storage works again. A node that died
     /// meanwhile (killed, or crashed) restarts with a working disk: nothing to do.
     pub(super) async fn disk_ok(&self, id: i32) -> Result<()> {
-        if self.is_running(Proc::Node(id)) {
-            self.set_disk(id, "ok", None).await?;
+        if let Some(disk) = self.disks.get(&Proc::Node(id)) {
+            disk.control().heal();
+        } else if self.is_running(Proc::Node(id)) {
+            self.switch_disk(id, "ok", None).await?;
         }
         Ok(())
     }
 
-    /// Make every running node's storage work (a node started since works anyway:
-    /// the switch lives in the process).
+    /// Make every node's storage work.
     pub(super) async fn disks_ok(&self) -> Result<()> {
         for id in self.node_ids() {
             self.disk_ok(id).await?;
         }
         Ok(())
+    }
+
+    /// A restarted process gets a working disk, as with the broker's own switch
+    /// (which lives in the process).
+    pub(super) fn disk_replaced(&self, p: Proc) {
+        if let Some(disk) = self.disks.get(&p) {
+            disk.control().heal();
+        }
+    }
+
+    /// The power goes out on `p`, which is dead already: its files lose what it did
+    /// not fsync (torn: the last write keeps a prefix drawn from the seed).
+    pub(super) fn cut_power(&self, p: Proc, torn: Option<u64>) -> Result<Value> {
+        let disk = self.disks.get(&p).ok_or_else(|| {
+            HarnessError::new("a power cut needs the fault filesystem (run without --no-fault-fs)")
+        })?;
+        let losses = disk
+            .control()
+            .power_cut(torn)
+            .map_err(|e| HarnessError::new(format!("power cut on {p}: {e}")))?;
+        Ok(losses_json(losses))
+    }
+
+    /// Does a kill of a node cut its power too (a campaign whose kills must lose
+    /// what was not fsynced, the faults said so)?
+    pub(super) fn kills_cut_power(&self) -> bool {
+        self.config.power_cut_on_kill && !self.disks.is_empty()
     }
 }

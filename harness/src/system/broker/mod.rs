@@ -79,6 +79,11 @@ pub struct ClusterConfig {
     pub dedicated_controller: bool,
     /// How long to wait for the cluster to come up.
     pub start_timeout: Duration,
+    /// Put every process's data dir on a fault filesystem ([`disk`]).
+    pub fault_fs: bool,
+    /// Every kill of a process cuts its power too: its storage loses what it did
+    /// not fsync (needs `fault_fs`).
+    pub power_cut_on_kill: bool,
 }
 
 /// A running cluster. Dropping it kills every process and stops every proxy.
@@ -86,6 +91,11 @@ pub struct Cluster {
     config: ClusterConfig,
     credentials: Credentials,
     members: BTreeMap<Proc, Supervised>,
+    /// Each process's fault filesystem (none with `fault_fs` off); after `members`,
+    /// so that the processes are dead before their data dirs are unmounted.
+    disks: BTreeMap<Proc, faultfs::Mount>,
+    /// What the power cuts of kills since the last look dropped, for the history.
+    losses: Vec<serde_json::Value>,
     /// (from, to) → the proxy `from` uses to reach `to`.
     links: BTreeMap<(Proc, Proc), Link>,
     /// to → the proxy clients use to reach `to`.
@@ -127,7 +137,14 @@ impl Cluster {
             let link = Link::start(None).await?;
             client_links.insert(to, link);
         }
+        let disks = if config.fault_fs {
+            disk::mount_all(&config.root, &procs)?
+        } else {
+            BTreeMap::new()
+        };
         let mut cluster = Cluster {
+            disks,
+            losses: Vec::new(),
             admin: Admin::new(ADMIN_TIMEOUT)?,
             credentials: Credentials::generate(&config.root)?,
             events: events::EventTail::new(&config.root),

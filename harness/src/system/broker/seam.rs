@@ -36,7 +36,25 @@ impl System for Cluster {
             self.member(p)?.kill().await?;
             self.point_links_at(p, None);
         }
+        if self.kills_cut_power() {
+            for &p in procs {
+                let lost = self.cut_power(p, None)?;
+                self.losses
+                    .push(json!({"process": p.to_json(), "lost": lost}));
+            }
+        }
         Ok(())
+    }
+
+    async fn power_cut(&mut self, p: Proc, torn: Option<u64>) -> Result<serde_json::Value> {
+        self.member(p)?.kill().await?;
+        self.point_links_at(p, None);
+        self.cut_power(p, torn)
+    }
+
+    fn take_losses(&mut self) -> Option<serde_json::Value> {
+        (!self.losses.is_empty())
+            .then(|| serde_json::Value::Array(std::mem::take(&mut self.losses)))
     }
 
     /// On the same data dir, listening on a fresh port the proxies are pointed at.
@@ -48,7 +66,8 @@ impl System for Cluster {
         if member.is_running() {
             return Ok(());
         }
-        let addr = member.restart().await?;
+        self.disk_replaced(p);
+        let addr = self.member(p)?.restart().await?;
         self.point_links_at(p, Some(addr));
         Ok(())
     }
@@ -103,7 +122,7 @@ impl System for Cluster {
     }
 
     async fn fail_storage(&mut self, node: i32, mode: DiskMode, for_ms: u64) -> Result<()> {
-        self.set_disk(node, mode.as_str(), Some(for_ms)).await
+        self.set_disk(node, mode, for_ms).await
     }
 
     async fn storage_ok(&mut self, node: i32) -> Result<()> {
