@@ -126,6 +126,21 @@ impl FaultFs {
     fn state(&self) -> MutexGuard<'_, State> {
         lock(&self.0)
     }
+
+    /// Do `f` to the entry `name` of `parent` (its real path), if the disk
+    /// allows `op` now.
+    fn on_entry<T>(
+        &self,
+        op: Op,
+        parent: INodeNo,
+        name: &OsStr,
+        f: impl FnOnce(&mut State, PathBuf) -> Result<T, Errno>,
+    ) -> Result<T, Errno> {
+        let mut s = self.state();
+        check(&mut s, op)?;
+        let path = s.child(parent, name)?;
+        f(&mut s, path)
+    }
 }
 
 impl Filesystem for FaultFs {
@@ -226,24 +241,18 @@ impl Filesystem for FaultFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let mut s = self.state();
-        let r = (|| {
-            check(&mut s, Op::Create)?;
-            let path = s.child(parent, name)?;
+        let r = self.on_entry(Op::Create, parent, name, |s, path| {
             fs::create_dir(&path).map_err(errno)?;
             fs::set_permissions(&path, fs::Permissions::from_mode(mode & !umask & 0o7777))
                 .map_err(errno)?;
             let meta = fs::symlink_metadata(&path).map_err(errno)?;
             Ok(s.inodes.seen(path, &meta))
-        })();
+        });
         entry(reply, r)
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let mut s = self.state();
-        let r = (|| {
-            check(&mut s, Op::Free)?;
-            let path = s.child(parent, name)?;
+        let r = self.on_entry(Op::Free, parent, name, |s, path| {
             let meta = fs::symlink_metadata(&path).map_err(errno)?;
             fs::remove_file(&path).map_err(errno)?;
             if meta.nlink() <= 1 {
@@ -252,19 +261,16 @@ impl Filesystem for FaultFs {
             }
             s.inodes.removed(&path);
             Ok(())
-        })();
+        });
         empty(reply, r)
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let mut s = self.state();
-        let r = (|| {
-            check(&mut s, Op::Free)?;
-            let path = s.child(parent, name)?;
+        let r = self.on_entry(Op::Free, parent, name, |s, path| {
             fs::remove_dir(&path).map_err(errno)?;
             s.inodes.removed(&path);
             Ok(())
-        })();
+        });
         empty(reply, r)
     }
 

@@ -11,8 +11,9 @@
 //!
 //! Metadata (creating, renaming, deleting files and directories) is durable at once:
 //! only file contents are lost. Mounting needs `/dev/fuse` and either root or
-//! `fusermount3`; [`Mount`] unmounts when dropped. A mount left by a process killed
-//! before it could (its files answer ENOTCONN) is unmounted by the next mount at
+//! `fusermount3`; [`Mount`] unmounts when dropped, and a small watcher process
+//! unmounts it should this process die without dropping it (SIGKILL included). A
+//! mount left anyway (its files answer ENOTCONN) is unmounted by the next mount at
 //! the same place.
 
 mod faults;
@@ -146,6 +147,24 @@ pub struct Mount {
     session: Option<fuser::BackgroundSession>,
     control: Control,
     mountpoint: PathBuf,
+    /// Unmounts the mount should this process die without dropping it.
+    watcher: Option<std::process::Child>,
+}
+
+/// A process that unmounts `mountpoint` (lazily) once its stdin closes: when the
+/// [`Mount`] is dropped, or when this process dies, even of SIGKILL — the kernel
+/// closes the pipe either way, and the filesystem's server (a thread of this
+/// process) is gone with it. None if it cannot be started (then a mount left by a
+/// killed process is unmounted by the next mount at the same place).
+fn watcher(mountpoint: &Path) -> Option<std::process::Child> {
+    std::process::Command::new("/bin/sh")
+        .args(["-c", "read -r _; exec umount -l \"$0\" 2>/dev/null"])
+        .arg(mountpoint)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()
 }
 
 /// Can this machine mount a fault filesystem? An error says what is missing.
@@ -211,6 +230,7 @@ impl Mount {
         Ok(Mount {
             session: Some(session),
             control,
+            watcher: watcher(mountpoint),
             mountpoint: mountpoint.to_path_buf(),
         })
     }
@@ -229,10 +249,17 @@ impl Mount {
     }
 
     fn unmount_inner(&mut self) -> io::Result<()> {
-        match self.session.take() {
-            Some(s) => s.umount_and_join(),
+        let r = match self.session.take() {
+            Some(s) => s
+                .umount_and_join()
+                .inspect_err(|_| lazy_unmount(&self.mountpoint)),
             None => Ok(()),
+        };
+        if let Some(mut w) = self.watcher.take() {
+            drop(w.stdin.take());
+            let _ = w.wait();
         }
+        r
     }
 }
 

@@ -143,3 +143,48 @@ fn directories_list_and_rename_through_the_mount() {
             .is_none()
     );
 }
+
+/// The mounting process is SIGKILLed (a harness killed mid-run): its watcher
+/// unmounts the filesystem, whose server died with the process.
+#[test]
+fn a_mount_outlives_no_process_killed_while_it_held_it() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    if let Some(dir) = std::env::var_os("FAULTFS_TEST_HOLD") {
+        let dir = Path::new(&dir);
+        let _mount = Mount::new(&dir.join("real"), &dir.join("data")).unwrap();
+        println!("mounted");
+        std::thread::sleep(Duration::from_secs(120));
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_mount_outlives_no_process_killed_while_it_held_it",
+            "--nocapture",
+        ])
+        .env("FAULTFS_TEST_HOLD", dir.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("mounted") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the child ended");
+    }
+    let data = dir.path().join("data");
+    assert!(mounted(&data));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while mounted(&data) {
+        assert!(
+            Instant::now() < deadline,
+            "still mounted after its process died"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -135,6 +135,15 @@ async fn measure(
     (ok as f64 / secs, failed)
 }
 
+/// Each node's own address, past the proxies.
+fn own_addrs(cluster: &Cluster) -> BTreeMap<i32, SocketAddr> {
+    cluster
+        .node_ids()
+        .into_iter()
+        .map(|id| (id, cluster.real_addr(Proc::Node(id)).unwrap()))
+        .collect()
+}
+
 fn main() {
     let secs = env_or("BENCH_SECS", 10.0);
     let clients = env_or("BENCH_CLIENTS", 16.0) as u32;
@@ -157,11 +166,7 @@ fn main() {
     rt.block_on(async {
         let cluster = Cluster::start(config("cluster", false)).await.unwrap();
         cluster.create_topic("queue", 2, 3, 2).await.unwrap();
-        let direct: BTreeMap<i32, SocketAddr> = cluster
-            .node_ids()
-            .into_iter()
-            .map(|id| (id, cluster.real_addr(Proc::Node(id)).unwrap()))
-            .collect();
+        let direct = own_addrs(&cluster);
         let proxied = cluster.client_addrs();
         let file = HistoryFile::create(&dir.path().join("history.jsonl"), Instant::now()).unwrap();
         let history: Arc<dyn Recorder> = Arc::new(History::new(file, Arc::new(Tally::default())));
@@ -176,11 +181,7 @@ fn main() {
         drop(cluster);
         let cluster = Cluster::start(config("on-faultfs", true)).await.unwrap();
         cluster.create_topic("queue", 2, 3, 2).await.unwrap();
-        let direct: BTreeMap<i32, SocketAddr> = cluster
-            .node_ids()
-            .into_iter()
-            .map(|id| (id, cluster.real_addr(Proc::Node(id)).unwrap()))
-            .collect();
+        let direct = own_addrs(&cluster);
         let (on_fs, on_fs_failed) = measure(direct, clients, secs, None).await;
         println!("broker on faultfs     {on_fs:>9.0} ok/s   ({on_fs_failed} failed)");
         println!("ratio faultfs/broker alone: {:.3}", on_fs / alone);
