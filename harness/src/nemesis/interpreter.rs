@@ -308,10 +308,8 @@ impl<'a, S: System> Interpreter<'a, S> {
         }
         (self.on_event)(action.event());
         // Kills that cut the power too: what each process's storage lost.
-        if let Some(serde_json::Value::Array(cuts)) = s.take_losses() {
-            for cut in cuts {
-                (self.on_event)(NemesisEvent::new("power-cut", cut));
-            }
+        for cut in s.take_losses() {
+            (self.on_event)(NemesisEvent::new("power-cut", cut));
         }
         Ok(())
     }

@@ -131,18 +131,10 @@ pub trait System {
     /// and take effect), or let them through again.
     fn hold_answers(&mut self, p: Proc, held: bool);
 
-    /// SIGKILL `p` and cut its power: its storage loses what it did not fsync
-    /// (with `torn`, the last write keeps a prefix drawn from it). What was lost,
-    /// for the history.
-    async fn power_cut(&mut self, p: Proc, torn: Option<u64>) -> Result<serde_json::Value> {
-        let _ = (p, torn);
-        Err(unsupported("power cuts"))
-    }
-
-    /// What the kills since the last call dropped from storage, when kills cut
-    /// the power too (None: nothing).
-    fn take_losses(&mut self) -> Option<serde_json::Value> {
-        None
+    /// What the kills since the last call dropped from storage, one value per
+    /// process whose power they cut (none: kills cut no power).
+    fn take_losses(&mut self) -> Vec<serde_json::Value> {
+        Vec::new()
     }
 
     /// Make node `node`'s storage fail in `mode` for `for_ms` at most.

@@ -112,14 +112,14 @@ impl Cluster {
     }
 
     /// The power goes out on `p`, which is dead already: its files lose what it did
-    /// not fsync (torn: the last write keeps a prefix drawn from the seed).
-    pub(super) fn cut_power(&self, p: Proc, torn: Option<u64>) -> Result<Value> {
+    /// not fsync.
+    pub(super) fn cut_power(&self, p: Proc) -> Result<Value> {
         let disk = self.disks.get(&p).ok_or_else(|| {
             HarnessError::new("a power cut needs the fault filesystem (run without --no-fault-fs)")
         })?;
         let losses = disk
             .control()
-            .power_cut(torn)
+            .power_cut(None)
             .map_err(|e| HarnessError::new(format!("power cut on {p}: {e}")))?;
         Ok(losses_json(losses))
     }

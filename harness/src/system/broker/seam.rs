@@ -38,7 +38,7 @@ impl System for Cluster {
         }
         if self.kills_cut_power() {
             for &p in procs {
-                let lost = self.cut_power(p, None)?;
+                let lost = self.cut_power(p)?;
                 self.losses
                     .push(json!({"process": p.to_json(), "lost": lost}));
             }
@@ -46,15 +46,8 @@ impl System for Cluster {
         Ok(())
     }
 
-    async fn power_cut(&mut self, p: Proc, torn: Option<u64>) -> Result<serde_json::Value> {
-        self.member(p)?.kill().await?;
-        self.point_links_at(p, None);
-        self.cut_power(p, torn)
-    }
-
-    fn take_losses(&mut self) -> Option<serde_json::Value> {
-        (!self.losses.is_empty())
-            .then(|| serde_json::Value::Array(std::mem::take(&mut self.losses)))
+    fn take_losses(&mut self) -> Vec<serde_json::Value> {
+        std::mem::take(&mut self.losses)
     }
 
     /// On the same data dir, listening on a fresh port the proxies are pointed at.
