@@ -4,7 +4,8 @@
 //!
 //! Layers, each importing only those above it: `protocol`, `error`, `bugs`, `events`
 //! (shared words, and the event lines' shape), `value` (record values kept exactly);
-//! `disk` (the storage fault switch); `fsutil` (durable file replacement); `log`
+//! `disk` (the storage fault switch); `fsutil` (durable file replacement), `checksum`
+//! (the checksum line of the small state files); `log`
 //! (storage); `replica` (the replication rules, pure) and `kv` (the register view
 //! over a log); `rpc`, `server`, `http_errors`, `json_body` (HTTP plumbing); `cli` (the command
 //! line), `auth` (the cluster's credentials); then the two roles, `controller` and
@@ -17,8 +18,11 @@
 
 mod auth;
 mod bugs;
+mod checksum;
 pub mod cli;
 pub mod controller;
+#[cfg(test)]
+mod damage;
 pub mod disk;
 mod error;
 mod events;

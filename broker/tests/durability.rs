@@ -126,7 +126,10 @@ async fn a_restarted_follower_starts_from_its_checkpointed_high_watermark() {
         .path()
         .join(format!("node{follower}/t-0/high-watermark"));
     c.wait_for("the follower to checkpoint HW 20", || async {
-        (std::fs::read_to_string(&checkpoint).ok()? == "0\n20\n").then_some(())
+        (std::fs::read_to_string(&checkpoint)
+            .ok()?
+            .starts_with("0\n20\ncrc32c "))
+        .then_some(())
     })
     .await;
     c.node(follower).kill();
@@ -191,7 +194,10 @@ async fn a_corrupt_high_watermark_checkpoint_is_ignored_with_one_warning() {
     )
     .await;
     c.wait_for("the checkpoint to be rewritten", || async {
-        (std::fs::read_to_string(&checkpoint).ok()? == "0\n5\n").then_some(())
+        (std::fs::read_to_string(&checkpoint)
+            .ok()?
+            .starts_with("0\n5\ncrc32c "))
+        .then_some(())
     })
     .await;
     let log = c.nodes[&follower].log();

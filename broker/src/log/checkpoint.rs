@@ -1,22 +1,30 @@
 //! Checkpoint files (high watermark per partition, leader-epoch cache), written
-//! atomically and durably by [`write_atomic`]: temp file, fsync, rename, fsync the
+//! atomically and durably by [`write_atomic_with`]: temp file, fsync, rename, fsync the
 //! directory. A crash leaves either the old file or the new one, plus perhaps a stray
 //! `.tmp` that readers ignore.
 //!
-//! The format is Kafka's plain text: a version line (`0`), then the contents.
+//! The format is Kafka's plain text — a version line (`0`), then the contents —
+//! followed by a checksum line ([`crate::checksum`]), so that a bit the disk flips
+//! later (one digit turned into another) is caught rather than read as another value:
 //!
 //! ```text
 //! leader-epoch checkpoint      high-watermark checkpoint
 //! 0                            0
 //! 2         (entries)          1234
-//! 0 0       (epoch offset)
+//! 0 0       (epoch offset)     crc32c 5d0a1c2e
 //! 3 17
+//! crc32c 0b7f9e41
 //! ```
+//!
+//! Reading checks the checksum, then parses strictly; either failure is
+//! `InvalidData`, naming the file and where. Both checkpoints can be recomputed (the
+//! HW from the leader, the epochs from the log), so their reader drops a bad one.
 
 use std::fs;
 use std::io;
 use std::path::Path;
 
+use crate::checksum;
 use crate::disk::DiskFaults;
 use crate::fsutil::write_atomic_with;
 
@@ -38,7 +46,7 @@ pub fn write_epochs(path: &Path, epochs: &[(i32, u64)], faults: &DiskFaults) -> 
     for (epoch, offset) in epochs {
         text.push_str(&format!("{epoch} {offset}\n"));
     }
-    write_atomic_with(path, text.as_bytes(), faults)
+    write_atomic_with(path, &checksum::seal(text.as_bytes()), faults)
         .map_err(|e| context(e, "cannot write leader-epoch checkpoint", path))
 }
 
@@ -85,7 +93,8 @@ pub fn read_epochs(path: &Path) -> io::Result<Vec<(i32, u64)>> {
 
 /// Write a high-watermark checkpoint for one partition.
 pub fn write_high_watermark(path: &Path, hw: u64, faults: &DiskFaults) -> io::Result<()> {
-    write_atomic_with(path, format!("{VERSION}\n{hw}\n").as_bytes(), faults)
+    let text = format!("{VERSION}\n{hw}\n");
+    write_atomic_with(path, &checksum::seal(text.as_bytes()), faults)
         .map_err(|e| context(e, "cannot write high-watermark checkpoint", path))
 }
 
@@ -121,12 +130,16 @@ fn check_epochs(epochs: &[(i32, u64)]) -> Result<(), String> {
     Ok(())
 }
 
-/// The file's text, or None if it does not exist.
+/// The file's text without its checksum line, or None if it does not exist.
 fn read_text(path: &Path, kind: &str) -> io::Result<Option<String>> {
     match fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|_| malformed(path, kind, 0, "not UTF-8 text".into())),
+        Ok(bytes) => {
+            let body = checksum::unseal(&bytes)
+                .map_err(|corrupt| malformed(path, kind, 0, corrupt.to_string()))?;
+            String::from_utf8(body.to_vec())
+                .map(Some)
+                .map_err(|_| malformed(path, kind, 0, "not UTF-8 text".into()))
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(context(e, &format!("cannot read {kind} checkpoint"), path)),
     }
@@ -198,10 +211,10 @@ mod tests {
             write_epochs(&path, &epochs, &DiskFaults::default()).unwrap();
             assert_eq!(read_epochs(&path).unwrap(), epochs);
         }
-        assert_eq!(
-            fs::read_to_string(&path).unwrap(),
-            "0\n4\n0 0\n3 17\n4 17\n9 1099511627776\n"
-        );
+        let text = fs::read_to_string(&path).unwrap();
+        let (body, line) = text.split_at(text.len() - 16);
+        assert_eq!(body, "0\n4\n0 0\n3 17\n4 17\n9 1099511627776\n");
+        assert!(line.starts_with("crc32c "), "{text}");
     }
 
     #[test]
@@ -251,10 +264,16 @@ mod tests {
         assert!(!path.exists());
     }
 
-    fn epochs_error(text: &str) -> String {
+    /// The error reading `text` as a leader-epoch checkpoint, sealed with its
+    /// checksum unless it is `raw`.
+    fn epochs_error(text: &str, raw: bool) -> String {
         let d = dir();
         let path = d.path().join("leader-epoch-checkpoint");
-        fs::write(&path, text).unwrap();
+        let bytes = match raw {
+            true => text.as_bytes().to_vec(),
+            false => checksum::seal(text.as_bytes()),
+        };
+        fs::write(&path, bytes).unwrap();
         let err = read_epochs(&path).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         let msg = err.to_string();
@@ -262,10 +281,14 @@ mod tests {
         msg
     }
 
-    fn hw_error(text: &[u8]) -> String {
+    fn hw_error(text: &[u8], raw: bool) -> String {
         let d = dir();
         let path = d.path().join("high-watermark");
-        fs::write(&path, text).unwrap();
+        let bytes = match raw {
+            true => text.to_vec(),
+            false => checksum::seal(text),
+        };
+        fs::write(&path, bytes).unwrap();
         let err = read_high_watermark(&path).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         let msg = err.to_string();
@@ -276,42 +299,54 @@ mod tests {
     #[test]
     fn malformed_epoch_files_say_what_is_wrong() {
         for (text, expected) in [
-            ("", "does not end with a newline"),
+            ("", "unknown version \"\""),
             ("\n", "unknown version \"\""),
             ("1\n0\n", "unknown version \"1\""),
             ("0\n", "line 2: missing the number of entries"),
             ("0\nx\n", "line 2: expected the number of entries"),
             ("0\n2\n0 0\n", "line 2: announces 2 entries but has 1"),
-            ("0\n1\n0 0", "does not end with a newline"),
             ("0\n1\n0\n", "line 3: expected \"EPOCH OFFSET\""),
             ("0\n1\n0 0 0\n", "line 3: expected \"EPOCH OFFSET\""),
             ("0\n1\nx 0\n", "line 3: expected a leader epoch"),
             ("0\n1\n0 -1\n", "line 3: expected a start offset"),
             ("0\n2\n5 0\n4 9\n", "out of order"),
         ] {
-            let msg = epochs_error(text);
+            let msg = epochs_error(text, false);
             assert!(msg.contains(expected), "{text:?}: {msg}");
             assert!(msg.contains("leader-epoch checkpoint"), "{msg}");
+        }
+        // Without its checksum line (Kafka's own format, or a file cut short).
+        for (text, expected) in [
+            ("", "0 bytes, not ending with a checksum line (cut short?)"),
+            ("0\n1\n0 0\n", "cut short?"),
+            (
+                "0\n3\n0 0\n3 17\n4 17\n",
+                "corrupt at byte 2: no checksum line",
+            ),
+        ] {
+            let msg = epochs_error(text, true);
+            assert!(msg.contains(expected), "{text:?}: {msg}");
         }
     }
 
     #[test]
     fn malformed_high_watermark_files_say_what_is_wrong() {
         for (text, expected) in [
-            (&b""[..], "does not end with a newline"),
+            (&b""[..], "unknown version"),
             (b"0\n", "line 2: missing the high watermark"),
             (
                 b"0\n-3\n",
                 "line 2: expected a high watermark, found \"-3\"",
             ),
             (b"0\n3\n4\n", "line 3: unexpected line"),
-            (b"0\n3", "does not end with a newline"),
             (b"\xff\xfe\n", "not UTF-8"),
             (b"2\n3\n", "unknown version"),
         ] {
-            let msg = hw_error(text);
+            let msg = hw_error(text, false);
             assert!(msg.contains(expected), "{text:?}: {msg}");
             assert!(msg.contains("high-watermark checkpoint"), "{msg}");
         }
+        let msg = hw_error(b"0\n20\n", true);
+        assert!(msg.contains("corrupt at byte 5: 5 bytes"), "{msg}");
     }
 }

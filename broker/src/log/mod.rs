@@ -101,13 +101,35 @@ pub struct Log {
     dir_dirty: bool,
 }
 
+/// What recovery may cut when a log opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    /// Whatever does not read back: the replica re-fetches it from its leader.
+    Cut,
+    /// Nothing this replica may be the only one to hold (it is in the partition's
+    /// ISR, so the controller may elect it): only a torn tail — no whole record past
+    /// the cut — and only if the log still reaches the given offset (its
+    /// checkpointed high watermark, below which every record was committed).
+    /// Anything else is refused (`InvalidData`), the files left as they are.
+    KeepCommitted(u64),
+}
+
 impl Log {
     /// Open (or create) the log in `dir`, recovering from a crash: every segment is
     /// scanned, and the first torn or corrupt record cuts the log there; a repeated
     /// offset is refused (`InvalidData`, see `recovery`).
     pub fn open(dir: &Path, config: LogConfig) -> io::Result<Log> {
+        Log::open_with(dir, config, Recovery::Cut)
+    }
+
+    /// [`Log::open`], recovery cutting only what `recovery` allows.
+    pub fn open_with(dir: &Path, config: LogConfig, recovery: Recovery) -> io::Result<Log> {
         fs::create_dir_all(dir).map_err(|e| context(e, "cannot create log directory", dir))?;
-        let recovered = recovery::recover(dir, &config.faults, config.append_undo_lost)?;
+        let plan = recovery::plan(dir, config.append_undo_lost)?;
+        if let Recovery::KeepCommitted(committed) = recovery {
+            recovery::keeps_committed(dir, &plan, committed)?;
+        }
+        let recovered = recovery::apply(dir, plan, &config.faults)?;
         if let Some(cut) = &recovered.cut {
             eprintln!("log {}: recovery: {cut}", dir.display());
         }
@@ -393,6 +415,8 @@ impl Drop for Log {
     }
 }
 
+#[cfg(test)]
+mod corruption_tests;
 #[cfg(test)]
 mod fault_tests;
 #[cfg(test)]

@@ -8,6 +8,13 @@
 //! before). Two records claim one offset and nothing says which is right — the
 //! first may be a write that failed, the second the acknowledged one — so the log
 //! does not open, with an error saying where, rather than guess.
+//!
+//! Recovery first reads and plans ([`plan`]), touching no file, then carries the
+//! plan out ([`apply`]): the log may be asked to refuse a cut instead
+//! (`Recovery::KeepCommitted`), and then its files must be left as they were. The
+//! plan says whether the cut would lose whole records — a valid frame found past
+//! the cut, which no crash leaves: a crash tears a tail, it does not damage the
+//! middle of a log and leave what follows.
 
 use std::fs;
 use std::io;
@@ -29,62 +36,216 @@ pub struct Recovered {
     pub cut: Option<String>,
 }
 
-/// Scan `dir` (which must exist), cutting what follows the first invalid record;
-/// an offset that does not increase is an `InvalidData` error, unless `guess` (the
-/// planted bug `append-undo-lost`) cuts there too.
-pub fn recover(dir: &Path, faults: &DiskFaults, guess: bool) -> io::Result<Recovered> {
+/// What recovery would cut, before anything is.
+pub struct Cut {
+    /// What is wrong, and where (file and byte).
+    what: String,
+    /// Bytes cut off the end of the damaged segment (None: the damage is a segment
+    /// that does not follow on, deleted whole).
+    bytes: Option<usize>,
+    /// Later segments deleted.
+    later: usize,
+    /// The offset the log ends at after the cut.
+    end: u64,
+    /// Whole records lie past the cut (later in its file, or in a later segment):
+    /// what damage leaves, not a crash.
+    pub loses_whole_records: bool,
+}
+
+impl Cut {
+    /// One line for the operator, once the cut is done.
+    pub fn done(&self) -> String {
+        let (what, end, later) = (&self.what, self.end, self.later);
+        match self.bytes {
+            Some(n) => format!(
+                "{what}: cut {n} byte(s) there and deleted {later} later segment(s); the log \
+                 now ends at offset {end}"
+            ),
+            None => format!(
+                "{what}: deleted it and {later} later segment(s); the log now ends at \
+                 offset {end}"
+            ),
+        }
+    }
+
+    /// One line for the operator, the cut not done.
+    pub fn planned(&self) -> String {
+        let (what, end, later) = (&self.what, self.end, self.later);
+        match self.bytes {
+            Some(n) => format!(
+                "{what}; the cut would drop {n} byte(s) there and {later} later segment(s), \
+                 ending the log at offset {end}"
+            ),
+            None => format!(
+                "{what}; the cut would delete it and {later} later segment(s), ending the \
+                 log at offset {end}"
+            ),
+        }
+    }
+}
+
+/// One segment to keep: its base offset, file, frame positions and valid length.
+struct Kept {
+    base: u64,
+    path: PathBuf,
+    positions: Vec<u64>,
+    valid_bytes: u64,
+}
+
+/// What recovery will do, found without touching a file.
+pub struct Plan {
+    kept: Vec<Kept>,
+    records: Vec<Record>,
+    /// Segments to delete, in offset order.
+    delete: Vec<PathBuf>,
+    /// The cut, if any.
+    pub cut: Option<Cut>,
+}
+
+impl Plan {
+    /// The offset the log ends at once the plan is carried out.
+    pub fn end_offset(&self) -> u64 {
+        self.kept.first().map_or(0, |k| k.base) + self.records.len() as u64
+    }
+
+    /// Where the log ends: its last kept file and the byte its records end at.
+    pub fn end_place(&self) -> Option<(&Path, u64)> {
+        self.kept.last().map(|k| (k.path.as_path(), k.valid_bytes))
+    }
+}
+
+/// Scan `dir` (which must exist) and plan the cut at the first invalid record; an
+/// offset that does not increase is an `InvalidData` error, unless `guess` (the
+/// planted bug `append-undo-lost`) cuts there too. Reads only.
+pub fn plan(dir: &Path, guess: bool) -> io::Result<Plan> {
     let files = segment_files(dir)?;
-    let mut segments = Vec::new();
+    let mut kept = Vec::new();
     let mut records = Vec::new();
     let mut cut = None;
+    let mut delete = Vec::new();
     // No retention yet: a log starts at offset 0, so a missing first segment is a
     // hole like any other.
     let mut expected = 0;
     for (i, (base, path)) in files.iter().enumerate() {
-        if let Some(why) = misplaced(dir, &files, i, expected, guess)? {
-            cut = Some(why);
+        let end = kept
+            .last()
+            .map(|k: &Kept| (k.path.as_path(), k.valid_bytes));
+        if let Some(what) = misplaced(dir, &files, i, expected, end, guess)? {
+            delete = files[i..].iter().map(|(_, p)| p.clone()).collect();
+            cut = Some(Cut {
+                what,
+                bytes: None,
+                later: files.len() - i - 1,
+                end: expected,
+                loses_whole_records: any_whole_record(&files[i..])?,
+            });
             break;
         }
         let bytes = fs::read(path).map_err(|e| context(e, "cannot read segment", path))?;
         let scan = scan(dir, path, *base, &bytes, &mut records, guess)?;
         let (pos, next) = (scan.end, scan.next);
-        segments.push(Segment::open_recovered(
-            path.clone(),
-            *base,
-            scan.positions,
-            pos as u64,
-            faults,
-        )?);
+        kept.push(Kept {
+            base: *base,
+            path: path.clone(),
+            positions: scan.positions,
+            valid_bytes: pos as u64,
+        });
         expected = next;
         if let Some(problem) = scan.problem {
-            let later = delete_all(&files[i + 1..])?;
-            cut = Some(format!(
-                "{problem} at byte {pos} of {}: cut {} byte(s) there and deleted {later} \
-                 later segment(s); the log now ends at offset {next}",
-                path.display(),
-                bytes.len() - pos
-            ));
+            let later = &files[i + 1..];
+            delete = later.iter().map(|(_, p)| p.clone()).collect();
+            let whole = whole_frame_after(&bytes, pos) || any_whole_record(later)?;
+            cut = Some(Cut {
+                what: format!("{problem} at byte {pos} of {}", path.display()),
+                bytes: Some(bytes.len() - pos),
+                later: later.len(),
+                end: next,
+                loses_whole_records: whole,
+            });
             break;
         }
     }
-    if cut.is_some() {
-        sync_dir(dir)?;
-    }
-    Ok(Recovered {
-        segments,
+    Ok(Plan {
+        kept,
         records,
+        delete,
         cut,
     })
 }
 
-/// Segment `files[i]` checked against the end of the log so far (`expected`): one
-/// that starts inside the log is an error (unless `guess`); one that starts past
-/// its end is deleted with every later segment, and the cut said in words.
+/// Refuse `plan` (`InvalidData`) if it loses what `Recovery::KeepCommitted` keeps:
+/// whole records, or records below `committed`.
+pub fn keeps_committed(dir: &Path, plan: &Plan, committed: u64) -> io::Result<()> {
+    let refuse = |what: String| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "log {}: {what}; this broker is in the partition's ISR, so the controller \
+                 may elect it, and no other replica would restore what it lacks: refusing \
+                 to open the log (its files are left as they are; it opens, cut, once this \
+                 broker is out of the ISR)",
+                dir.display()
+            ),
+        )
+    };
+    if let Some(cut) = plan.cut.as_ref().filter(|c| c.loses_whole_records) {
+        return Err(refuse(format!(
+            "recovery would cut whole records, which no crash leaves behind: {}",
+            cut.planned()
+        )));
+    }
+    let end = plan.end_offset();
+    if end < committed {
+        let place = match plan.end_place() {
+            Some((file, byte)) => format!(" ({}, byte {byte})", file.display()),
+            None => " (no segment)".into(),
+        };
+        let cut = plan.cut.as_ref().map_or(String::new(), |c| {
+            format!(" (recovery found {})", c.planned())
+        });
+        return Err(refuse(format!(
+            "the log ends at offset {end}{place}, below its checkpointed high watermark \
+             {committed}: committed records are missing{cut}"
+        )));
+    }
+    Ok(())
+}
+
+/// Carry out `plan`: cut the damaged segment, delete the later ones, fsync.
+pub fn apply(dir: &Path, plan: Plan, faults: &DiskFaults) -> io::Result<Recovered> {
+    for path in &plan.delete {
+        fs::remove_file(path).map_err(|e| context(e, "cannot delete segment", path))?;
+    }
+    let mut segments = Vec::with_capacity(plan.kept.len());
+    for k in plan.kept {
+        segments.push(Segment::open_recovered(
+            k.path,
+            k.base,
+            k.positions,
+            k.valid_bytes,
+            faults,
+        )?);
+    }
+    if plan.cut.is_some() {
+        sync_dir(dir)?;
+    }
+    Ok(Recovered {
+        segments,
+        records: plan.records,
+        cut: plan.cut.map(|c| c.done()),
+    })
+}
+
+/// Segment `files[i]` checked against the end of the log so far (`expected`, at
+/// `end`: a file and byte): one that starts inside the log is an error (unless
+/// `guess`); one that starts past its end is to be deleted with every later
+/// segment: what is wrong, in words.
 fn misplaced(
     dir: &Path,
     files: &[(u64, PathBuf)],
     i: usize,
     expected: u64,
+    end: Option<(&Path, u64)>,
     guess: bool,
 ) -> io::Result<Option<String>> {
     let (base, path) = &files[i];
@@ -101,14 +262,31 @@ fn misplaced(
     if *base == expected {
         return Ok(None);
     }
-    let next = expected;
-    let later = delete_all(&files[i..])?;
+    let place = match end {
+        Some((file, byte)) => format!("at byte {byte} of {}", file.display()),
+        None => "at byte 0, with no segment before it".into(),
+    };
     Ok(Some(format!(
-        "segment {} starts at offset {base} but the log ends at {next}; \
-         deleted it and {} later segment(s)",
+        "segment {} starts at offset {base} but the log ends at {expected} ({place})",
         path.display(),
-        later - 1
     )))
+}
+
+/// Whether any of segment `files` holds a valid frame (a whole record).
+fn any_whole_record(files: &[(u64, PathBuf)]) -> io::Result<bool> {
+    for (_, path) in files {
+        let bytes = fs::read(path).map_err(|e| context(e, "cannot read segment", path))?;
+        if whole_frame_after(&bytes, 0) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Whether a valid frame starts anywhere in `bytes` at or after `from` (byte by
+/// byte: past damage, where the next frame starts is not known).
+fn whole_frame_after(bytes: &[u8], from: usize) -> bool {
+    (from..bytes.len()).any(|at| frame::decode(&bytes[at..]).is_ok())
 }
 
 /// What the scan of one segment found.
@@ -208,14 +386,6 @@ fn segment_files(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
     }
     files.sort();
     Ok(files)
-}
-
-/// Delete the segment files `files`; how many there were.
-fn delete_all(files: &[(u64, PathBuf)]) -> io::Result<usize> {
-    for (_, path) in files {
-        fs::remove_file(path).map_err(|e| context(e, "cannot delete segment", path))?;
-    }
-    Ok(files.len())
 }
 
 /// fsync a directory so that file creations and deletions in it are durable.

@@ -379,3 +379,44 @@ fn next_in(voters: &[BrokerId], id: BrokerId) -> BrokerId {
         None => voters[0],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::damage::sweep;
+
+    /// `--truncation hw` keeps its broker epoch in `DATA_DIR/broker-epoch`. Every
+    /// damage to it reads back as an error naming the file (the process refuses to
+    /// start) or as another epoch — which the controller takes for a restart, taking
+    /// the broker out of every ISR: the safe side. No checksum is needed for that.
+    #[test]
+    fn a_damaged_kept_broker_epoch_is_refused_or_another_epoch() {
+        let d = tempfile::tempdir().unwrap();
+        let kept = broker_epoch(Truncation::Hw, d.path()).unwrap();
+        assert_eq!(broker_epoch(Truncation::Hw, d.path()).unwrap(), kept);
+        let path = d.path().join("broker-epoch");
+        let bytes = std::fs::read(&path).unwrap();
+        for damage in sweep(bytes.len()) {
+            if damage.first_change(&bytes).is_none() {
+                continue;
+            }
+            let damaged = damage.apply(&bytes);
+            std::fs::write(&path, &damaged).unwrap();
+            match broker_epoch(Truncation::Hw, d.path()) {
+                Ok(epoch) => {
+                    let same = String::from_utf8_lossy(&damaged).trim() == kept.to_string();
+                    assert_eq!(epoch == kept, same, "{damage:?}: {epoch}");
+                }
+                Err(e) => {
+                    let msg = e.to_string();
+                    assert!(
+                        msg.contains(&path.display().to_string()),
+                        "{damage:?}: {msg}"
+                    );
+                }
+            }
+        }
+        // Under the default truncation rule the epoch is fresh at every start.
+        assert_ne!(broker_epoch(Truncation::Epoch, d.path()).unwrap(), kept);
+    }
+}

@@ -1,12 +1,23 @@
 //! The controller log and the vote on disk, in `DATA_DIR/raft`: `log` holds the
 //! entries as frames (length, CRC-32C, JSON), appended and fsynced before openraft
-//! counts them written; `vote.json` and `purged.json` are replaced atomically and
-//! durably. A vote or an entry acknowledged to a peer therefore survives SIGKILL.
+//! counts them written; `vote.json`, `purged.json` and `log-end.json` are replaced
+//! atomically and durably, each ending with a checksum line ([`crate::checksum`]).
+//! A vote or an entry acknowledged to a peer therefore survives SIGKILL.
 //!
-//! Reading back: a torn last frame (a write the crash interrupted, never
-//! acknowledged) is cut off; anything else that does not check — a bad CRC before the
-//! last frame, an entry out of sequence, an unreadable vote — is corruption, and the
-//! voter refuses to start rather than vote or lead with a log it cannot trust.
+//! `log-end.json` is why a damaged log cannot pass for a torn write. It names the
+//! last entry of the log, written after the entry's fsync and before openraft hears
+//! the append is done (and lowered before a conflicting suffix is cut): every entry
+//! this voter ever acknowledged is at or below it. The log file alone cannot say
+//! that — a file cut short, or whose last frame was damaged, looks just like a
+//! write a crash interrupted.
+//!
+//! Reading back: a torn end past `log-end.json` (a write the crash interrupted,
+//! never acknowledged) is cut off; anything else that does not check — a bad CRC
+//! before the last frame, an entry out of sequence, a log ending before the entry
+//! `log-end.json` names, a vote, purge point or log end whose checksum fails — is
+//! corruption, and the voter refuses to start rather than vote or lead having
+//! forgotten what it acknowledged (Raft's safety rests on it). The error names the
+//! file and the byte.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
@@ -20,10 +31,11 @@ use openraft::{
     Entry, EntryPayload, ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftLogReader, StorageError,
     Vote,
 };
-use serde::de::DeserializeOwned;
 
 use super::TypeConfig;
+use crate::checksum;
 use crate::fsutil::write_atomic;
+use read::{HEADER, read_json, read_log};
 
 type Id = u64;
 
@@ -31,8 +43,8 @@ type Id = u64;
 pub const LOG_FILE: &str = "log";
 const VOTE_FILE: &str = "vote.json";
 const PURGED_FILE: &str = "purged.json";
-/// Length and CRC before each frame's JSON.
-const HEADER: usize = 8;
+/// The last entry written to the log (see the module doc).
+const END_FILE: &str = "log-end.json";
 
 /// The durable log; clones share it (openraft reads through one while writing).
 #[derive(Clone)]
@@ -57,46 +69,23 @@ impl LogStore {
         let path = dir.join(LOG_FILE);
         let vote = read_json::<Vote<Id>>(&dir.join(VOTE_FILE))?;
         let purged = read_json::<LogId<Id>>(&dir.join(PURGED_FILE))?;
+        let written = read_json::<Option<LogId<Id>>>(&dir.join(END_FILE))?.flatten();
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
         };
-        let corrupt = |off: usize, why: String| {
-            format!(
-                "the controller's Raft log {} is corrupt at byte {off}: {why}; this voter \
-                 cannot trust it (move {} away to rejoin the quorum afresh)",
-                path.display(),
-                dir.display()
-            )
-        };
-        let (frames, valid) = scan(&bytes).map_err(|(off, why)| corrupt(off, why))?;
-        let mut entries = BTreeMap::new();
-        let mut next = purged.map(|p| p.index + 1);
-        for (off, payload) in frames {
-            let entry: Entry<TypeConfig> = serde_json::from_slice(payload)
-                .map_err(|e| corrupt(off, format!("unreadable entry ({e})")))?;
-            let index = entry.log_id.index;
-            if purged.is_some_and(|p| index <= p.index) {
-                continue; // purged; the file was not rewritten before a crash
-            }
-            if next.is_some_and(|n| n != index) {
-                return Err(corrupt(
-                    off,
-                    format!("entry {index} where entry {} was due", next.unwrap_or(0)),
-                ));
-            }
-            next = Some(index + 1);
-            entries.insert(index, (entry, off as u64));
-        }
+        let read = read_log(&path, &bytes, purged, written, &dir.join(END_FILE))?;
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
             .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        if valid < bytes.len() {
+        let valid = read.valid;
+        if let Some(why) = &read.torn {
             eprintln!(
-                "controller: cut a torn write of {} bytes off the end of {}",
+                "controller: cut a torn write of {} bytes off the end of {} at byte {valid} \
+                 ({why}; past every acknowledged entry)",
                 bytes.len() - valid,
                 path.display()
             );
@@ -107,7 +96,7 @@ impl LogStore {
         let inner = Inner {
             dir: dir.to_path_buf(),
             file,
-            entries,
+            entries: read.entries,
             end: valid as u64,
             purged,
             vote,
@@ -141,37 +130,6 @@ impl LogStore {
     }
 }
 
-/// A frame's byte offset and its JSON.
-type Frame<'a> = (usize, &'a [u8]);
-
-/// The frames of a log file and the length of its valid prefix; Err(offset, why) for
-/// corruption. Only the last frame may be torn.
-fn scan(bytes: &[u8]) -> Result<(Vec<Frame<'_>>, usize), (usize, String)> {
-    let mut frames = Vec::new();
-    let mut off = 0;
-    while off < bytes.len() {
-        let rest = &bytes[off..];
-        if rest.len() < HEADER {
-            break; // torn header
-        }
-        let len = u32::from_le_bytes(rest[0..4].try_into().expect("4 bytes")) as usize;
-        let crc = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes"));
-        if rest.len() - HEADER < len {
-            break; // torn payload
-        }
-        let payload = &rest[HEADER..HEADER + len];
-        if crc32c::crc32c(payload) != crc {
-            if off + HEADER + len == bytes.len() {
-                break; // the last frame, torn in place
-            }
-            return Err((off, "CRC mismatch".into()));
-        }
-        frames.push((off, payload));
-        off += HEADER + len;
-    }
-    Ok((frames, off))
-}
-
 fn frame(entry: &Entry<TypeConfig>) -> io::Result<Vec<u8>> {
     let payload = serde_json::to_vec(entry).map_err(io::Error::other)?;
     let mut out = Vec::with_capacity(HEADER + payload.len());
@@ -181,21 +139,10 @@ fn frame(entry: &Entry<TypeConfig>) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
-fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, String> {
-    match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-            format!(
-                "{} is corrupt ({e}); this voter cannot trust its Raft state",
-                path.display()
-            )
-        }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
-    }
-}
-
+/// `value` as the contents of a sealed JSON file.
 fn json_bytes<T: serde::Serialize>(value: &T) -> io::Result<Vec<u8>> {
-    serde_json::to_vec(value).map_err(io::Error::other)
+    let json = serde_json::to_vec(value).map_err(io::Error::other)?;
+    Ok(checksum::seal(&json))
 }
 
 fn io_err(subject: ErrorSubject<Id>, verb: ErrorVerb, e: io::Error) -> StorageError<Id> {
@@ -210,20 +157,32 @@ impl Inner {
             placed.push((self.end + buf.len() as u64, e.clone()));
             buf.extend(frame(&e)?);
         }
+        let Some(last) = placed.last().map(|(_, e)| e.log_id) else {
+            return Ok(());
+        };
         self.file.write_all(&buf)?;
         self.file.sync_data()?;
         self.end += buf.len() as u64;
         for (off, e) in placed {
             self.entries.insert(e.log_id.index, (e, off));
         }
-        Ok(())
+        // Only now may openraft hear the entries are written (and acknowledge them).
+        self.write_end(Some(last))
     }
 
-    /// Drop entries from `index` on.
+    /// Record durably that the log ends with entry `last` (see the module doc).
+    fn write_end(&self, last: Option<LogId<Id>>) -> io::Result<()> {
+        write_atomic(&self.dir.join(END_FILE), &json_bytes(&last)?)
+    }
+
+    /// Drop entries from `index` on: the log end is lowered first, so that a crash
+    /// in between leaves a log longer than its end says, not shorter.
     fn truncate(&mut self, index: u64) -> io::Result<()> {
         let Some((_, off)) = self.entries.range(index..).next().map(|(_, v)| v.clone()) else {
             return Ok(());
         };
+        let before = self.entries.range(..index).next_back();
+        self.write_end(before.map(|(_, (e, _))| e.log_id).or(self.purged))?;
         self.file.set_len(off)?;
         self.file.sync_all()?;
         self.end = off;
@@ -330,5 +289,6 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 }
 
+mod read;
 #[cfg(test)]
 mod tests;

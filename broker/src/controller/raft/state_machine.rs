@@ -2,8 +2,10 @@
 //! the [`ControllerState`] this process shares with its controller service. Every
 //! entry's term raises the controller epoch; Raft's own entries (blank, membership)
 //! change nothing else. Snapshots are the replicated part of the state
-//! ([`Durable`]), kept in `DATA_DIR/raft/snapshot.json` (replaced atomically), so a
-//! restarted voter starts from its last snapshot and replays the log after it.
+//! ([`Durable`]), kept in `DATA_DIR/raft/snapshot.json` (replaced atomically, ending
+//! with a checksum line: a flipped digit must not read back as other metadata), so a
+//! restarted voter starts from its last snapshot and replays the log after it; one
+//! that does not check refuses the start.
 //!
 //! The effects of the entries this voter appended as leader (its own proposals) go
 //! to the controller service in log order, to be carried out (log lines, pushes):
@@ -21,6 +23,7 @@ use openraft::{
 use serde::{Deserialize, Serialize};
 
 use super::{Reply, TypeConfig};
+use crate::checksum;
 use crate::controller::state::{ControllerState, Durable, Effects};
 use crate::fsutil::write_atomic;
 
@@ -95,10 +98,19 @@ impl StateMachine {
 
 fn read_snapshot(dir: &Path) -> Result<Option<OnDisk>, String> {
     let path = dir.join(SNAPSHOT_FILE);
+    let refuse = |what: String| {
+        format!(
+            "{} is {what}; this voter cannot trust its Raft state",
+            path.display()
+        )
+    };
     match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| format!("{} is corrupt ({e})", path.display())),
+        Ok(bytes) => {
+            let body = checksum::unseal(&bytes).map_err(|c| refuse(c.to_string()))?;
+            serde_json::from_slice(body)
+                .map(Some)
+                .map_err(|e| refuse(format!("corrupt at byte 0: unreadable ({e})")))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("cannot read {}: {e}", path.display())),
     }
@@ -110,7 +122,7 @@ fn write_snapshot(dir: &Path, meta: &Meta, state: &Durable) -> std::io::Result<(
         state: state.clone(),
     };
     let bytes = serde_json::to_vec(&disk).map_err(std::io::Error::other)?;
-    write_atomic(&dir.join(SNAPSHOT_FILE), &bytes)
+    write_atomic(&dir.join(SNAPSHOT_FILE), &checksum::seal(&bytes))
 }
 
 fn sm_err(verb: ErrorVerb, e: impl std::fmt::Display) -> StorageError<Id> {

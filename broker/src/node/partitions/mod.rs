@@ -13,6 +13,8 @@
 //! longer names this node stops and deletes its replica (`removal`).
 
 mod log_dir;
+#[cfg(test)]
+mod open_tests;
 mod partition;
 mod removal;
 
@@ -215,9 +217,13 @@ impl ReplicaManager {
             partition: state.partition,
         };
         // A replica removed meanwhile (by an older state, applied concurrently) is
-        // opened afresh.
+        // opened afresh. Under `--truncation hw` (pre-0.11 Kafka, emulated fully)
+        // recovery always cuts, as that Kafka's did: its restarted broker stays in
+        // the ISR, and refusing there would hide the very losses the mode shows.
+        let in_isr =
+            state.isr.contains(&self.ctx.id) && self.ctx.config.truncation == Truncation::Epoch;
         for _ in 0..2 {
-            let Some(part) = self.open_logged(&tp) else {
+            let Some(part) = self.open_logged(&tp, in_isr) else {
                 return;
             };
             if self.apply_to_replica(&part, state.clone()) {
@@ -226,11 +232,12 @@ impl ReplicaManager {
         }
     }
 
-    /// The hosted partition `tp`, opened on first use; None (logged once per
-    /// reason) if it cannot be.
-    fn open_logged(&self, tp: &TopicPartition) -> Option<Arc<Partition>> {
+    /// The hosted partition `tp`, opened on first use (`in_isr`: the controller's
+    /// state names this broker in its ISR, see [`Partition::open`]); None (logged
+    /// once per reason) if it cannot be.
+    fn open_logged(&self, tp: &TopicPartition, in_isr: bool) -> Option<Arc<Partition>> {
         let ctx = &self.ctx;
-        let opened = self.get_or_open(tp);
+        let opened = self.get_or_open(tp, in_isr);
         let mut errors = self.open_errors.lock().unwrap_or_else(|p| p.into_inner());
         match opened {
             Ok(p) => {
@@ -432,7 +439,7 @@ impl ReplicaManager {
     }
 
     /// The hosted partition `tp`, opened (recovering its log) on first use.
-    fn get_or_open(&self, tp: &TopicPartition) -> std::io::Result<Arc<Partition>> {
+    fn get_or_open(&self, tp: &TopicPartition, in_isr: bool) -> std::io::Result<Arc<Partition>> {
         if let Some(p) = self.get(tp) {
             return Ok(p);
         }
@@ -449,6 +456,7 @@ impl ReplicaManager {
             config.log.clone(),
             config.replica_lag_time_max_ms,
             config.bugs,
+            in_isr,
         )?;
         // Opening does not count as done before the rebuilt cache is on disk.
         if let Some(epochs) = &effects.checkpoint_epochs {

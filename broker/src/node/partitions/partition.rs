@@ -20,7 +20,7 @@ use crate::value::RecordValue;
 
 use crate::bugs::Bugs;
 use crate::kv::KeyedLog;
-use crate::log::{Log, LogConfig, Record, checkpoint};
+use crate::log::{Log, LogConfig, Record, Recovery, checkpoint};
 use crate::node::purgatory::Purgatory;
 use crate::protocol::{BrokerId, TopicPartition, check_topic_name};
 use crate::replica::{Effects, Replica, ReplicaLog};
@@ -74,6 +74,16 @@ impl Deref for ReplicaRef<'_> {
 impl Partition {
     /// Open (recovering) the partition's log and checkpoints under `data_dir`, with
     /// `bugs` planted. The effects say whether the epoch checkpoint must be rewritten.
+    ///
+    /// `in_isr`: the controller's state names this broker in the partition's ISR.
+    /// A restarted broker has left every ISR before it opens a partition (its new
+    /// broker epoch, KIP-380) — except one where it was the last member, which the
+    /// controller then elects, as the only replica it may. There recovery must not
+    /// cut what another replica may hold and nobody would restore: the log is
+    /// refused, untouched, if its cut would lose whole records (damage, not a crash)
+    /// or leave it below its checkpointed high watermark ([`Recovery::KeepCommitted`]);
+    /// it opens, cut, at a controller message that no longer names this broker in
+    /// the ISR.
     pub(super) fn open(
         data_dir: &Path,
         tp: TopicPartition,
@@ -81,12 +91,26 @@ impl Partition {
         config: LogConfig,
         lag_time_max_ms: u64,
         bugs: Bugs,
+        in_isr: bool,
     ) -> io::Result<(Partition, Effects)> {
         // It becomes a directory name: the same rule as the controller's.
         check_topic_name(&tp.topic).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let dir = Partition::dir_in(data_dir, &tp);
-        let log = Log::open(&dir.join("log"), config)?;
-        let epochs = checkpoint::read_epochs(&dir.join(EPOCHS_FILE))?;
+        // The epoch cache is rebuilt from the log's records; its checkpoint only adds
+        // an epoch begun at LEO without records, which a follower drops at its first
+        // cut anyway: a damaged one is dropped, with one warning, and rewritten now.
+        let (epochs, epochs_dropped) = match checkpoint::read_epochs(&dir.join(EPOCHS_FILE)) {
+            Ok(epochs) => (epochs, false),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                eprintln!(
+                    "node {id}: {}-{}: {e}; ignored: the leader-epoch cache is rebuilt from \
+                     the log and the file rewritten",
+                    tp.topic, tp.partition
+                );
+                (Vec::new(), true)
+            }
+            Err(e) => return Err(e),
+        };
         // The HW checkpoint is advisory (a follower learns the HW from its leader, a
         // leader from its followers): a malformed one is ignored, with one warning,
         // and rewritten at the next checkpoint.
@@ -102,8 +126,16 @@ impl Partition {
             }
             Err(e) => return Err(e),
         };
-        let (mut replica, effects) =
+        let recovery = match in_isr {
+            true => Recovery::KeepCommitted(hw),
+            false => Recovery::Cut,
+        };
+        let log = Log::open_with(&dir.join("log"), config, recovery)?;
+        let (mut replica, mut effects) =
             Replica::open(id, KeyedLog::open(log)?, &epochs, hw, lag_time_max_ms)?;
+        if epochs_dropped {
+            effects.checkpoint_epochs = Some(replica.epochs().entries().to_vec());
+        }
         replica.plant(bugs);
         let part = Partition {
             tp,

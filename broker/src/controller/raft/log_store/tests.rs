@@ -119,3 +119,178 @@ fn an_unreadable_vote_refuses_to_start() {
     let err = LogStore::open(dir.path()).err().expect("a corrupt vote");
     assert!(err.contains(VOTE_FILE), "{err}");
 }
+
+/// A store of entries 0..5, appended (and so acknowledged) in two writes, closed:
+/// the raft dir's files, by name.
+fn acknowledged(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut store = LogStore::open(dir).unwrap();
+    store
+        .lock()
+        .append((0..3).map(|i| entry(1, i)).collect())
+        .unwrap();
+    store
+        .lock()
+        .append((3..5).map(|i| entry(2, i)).collect())
+        .unwrap();
+    block_on(store.save_vote(&Vote::new(2, 3))).unwrap();
+    store.lock().purge(entry(1, 0).log_id).unwrap();
+    drop(store);
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| {
+            let name = e.file_name().into_string().unwrap();
+            (name, std::fs::read(e.path()).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+/// Every damage to any file of a voter's Raft state — its log, vote, purge point —
+/// refuses the start, naming the file: the voter acknowledged every entry and vote
+/// in it, and one that forgot an entry or a vote may break Raft's safety (elect a
+/// leader without a committed entry, vote twice in a term). A cut or damaged last
+/// frame used to be taken for a torn write and cut off, and a flipped digit in the
+/// vote read as another vote.
+#[test]
+fn every_damage_to_acknowledged_raft_state_refuses_to_start() {
+    let original = tempfile::tempdir().unwrap();
+    let files = acknowledged(original.path());
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        names.contains(&LOG_FILE) && names.contains(&VOTE_FILE),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&PURGED_FILE) && names.contains(&END_FILE),
+        "{names:?}"
+    );
+    let mut cases = 0;
+    for (victim, bytes) in &files {
+        for damage in crate::damage::sweep(bytes.len()) {
+            if damage.first_change(bytes).is_none() {
+                continue;
+            }
+            let dir = tempfile::tempdir().unwrap();
+            for (name, b) in &files {
+                let b = match name == victim {
+                    true => damage.apply(b),
+                    false => b.clone(),
+                };
+                std::fs::write(dir.path().join(name), b).unwrap();
+            }
+            let case = format!("{victim} {damage:?}");
+            match LogStore::open(dir.path()) {
+                Ok(store) => panic!("{case}: opened with entries {:?}", indexes(&store)),
+                Err(e) => {
+                    let path = dir.path().join(victim).display().to_string();
+                    assert!(e.contains(&path), "{case}: {e}");
+                    assert!(e.contains("at byte "), "{case}: {e}");
+                }
+            }
+            cases += 1;
+        }
+    }
+    assert!(cases > 1500, "{cases}");
+}
+
+/// What lies past `log-end.json` was never acknowledged: a crash after the log's
+/// fsync and before the log end was written leaves an entry there, which opens; a
+/// damaged or cut one is cut off, as a torn write is.
+#[test]
+fn past_the_log_end_a_damaged_frame_is_a_torn_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LogStore::open(dir.path()).unwrap();
+    store
+        .lock()
+        .append((0..2).map(|i| entry(1, i)).collect())
+        .unwrap();
+    drop(store);
+    let path = dir.path().join(LOG_FILE);
+    let whole = std::fs::read(&path).unwrap();
+    // Entry 2 reached the log, its log end did not.
+    let mut longer = whole.clone();
+    longer.extend(frame(&entry(1, 2)).unwrap());
+    std::fs::write(&path, &longer).unwrap();
+    assert_eq!(indexes(&LogStore::open(dir.path()).unwrap()), vec![0, 1, 2]);
+    for damage in crate::damage::sweep(longer.len()) {
+        if damage
+            .first_change(&longer)
+            .is_none_or(|at| at < whole.len())
+        {
+            continue;
+        }
+        let damaged = damage.apply(&longer);
+        std::fs::write(&path, &damaged).unwrap();
+        let store = LogStore::open(dir.path()).unwrap_or_else(|e| panic!("{damage:?}: {e}"));
+        assert_eq!(indexes(&store), vec![0, 1], "{damage:?}");
+        assert_eq!(std::fs::read(&path).unwrap(), whole, "{damage:?}: cut");
+    }
+}
+
+/// A conflicting suffix cut by Raft (a new leader's log wins over entries never
+/// committed) lowers the log end first: the shorter log opens.
+#[test]
+fn a_truncated_suffix_is_not_taken_for_lost_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LogStore::open(dir.path()).unwrap();
+    store
+        .lock()
+        .append((0..4).map(|i| entry(1, i)).collect())
+        .unwrap();
+    store.lock().truncate(2).unwrap();
+    drop(store);
+    assert_eq!(indexes(&LogStore::open(dir.path()).unwrap()), vec![0, 1]);
+    // Everything cut, and everything purged: nothing is missing either.
+    let store = LogStore::open(dir.path()).unwrap();
+    store.lock().truncate(0).unwrap();
+    drop(store);
+    assert!(indexes(&LogStore::open(dir.path()).unwrap()).is_empty());
+    let store = LogStore::open(dir.path()).unwrap();
+    store
+        .lock()
+        .append((0..3).map(|i| entry(2, i)).collect())
+        .unwrap();
+    store.lock().purge(entry(2, 2).log_id).unwrap();
+    drop(store);
+    assert!(indexes(&LogStore::open(dir.path()).unwrap()).is_empty());
+}
+
+/// The log cut short before the entry its log end names: refused, naming the log,
+/// the byte it ends at and the entry it lost, and left as it was.
+#[test]
+fn a_log_cut_short_says_what_it_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LogStore::open(dir.path()).unwrap();
+    store
+        .lock()
+        .append((0..3).map(|i| entry(1, i)).collect())
+        .unwrap();
+    drop(store);
+    let path = dir.path().join(LOG_FILE);
+    let bytes = std::fs::read(&path).unwrap();
+    let first_two = 2 * frame(&entry(1, 0)).unwrap().len();
+    std::fs::write(&path, &bytes[..first_two + 5]).unwrap();
+    let err = LogStore::open(dir.path()).err().expect("refused");
+    for part in [
+        &format!("{} is corrupt at byte {first_two}", path.display()),
+        "a frame header cut short (5 bytes) after entry T1-N1-1",
+        "entries up to T1-N1-2 were written and acknowledged",
+        END_FILE,
+    ] {
+        assert!(err.contains(part), "{part:?} not in: {err}");
+    }
+    assert_eq!(
+        std::fs::read(&path).unwrap().len(),
+        first_two + 5,
+        "untouched"
+    );
+}
