@@ -1,13 +1,12 @@
 //! The FUSE operations: each is done on the real file or directory behind it, after
 //! the fault switch allows it and the journal has noted how to take it back.
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{DirEntryExt, FileExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirEntryExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 use fuser::{
@@ -16,63 +15,13 @@ use fuser::{
     ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::faults::{Op, Switch};
-use crate::inodes::{Inodes, kind_of};
-use crate::journal::Journal;
+use crate::faults::Op;
+use crate::inodes::kind_of;
+use crate::state::{Shared, State, lock};
 
 /// Attributes and entries are not cached by the kernel: a power cut changes files
 /// behind its back.
 const TTL: Duration = Duration::ZERO;
-
-/// Everything the operations and the harness's controls share.
-pub(crate) struct State {
-    pub inodes: Inodes,
-    /// Open files: handle → (inode number, the real file).
-    pub handles: HashMap<u64, (u64, File)>,
-    next_handle: u64,
-    pub journal: Journal,
-    pub switch: Switch,
-}
-
-impl State {
-    pub fn new(root: &Path, root_ino: u64) -> State {
-        State {
-            inodes: Inodes::new(root, root_ino),
-            handles: HashMap::new(),
-            next_handle: 1,
-            journal: Journal::default(),
-            switch: Switch::default(),
-        }
-    }
-
-    fn handle(&mut self, ino: u64, file: File) -> FileHandle {
-        let fh = self.next_handle;
-        self.next_handle += 1;
-        self.handles.insert(fh, (ino, file));
-        FileHandle(fh)
-    }
-
-    fn file(&self, fh: FileHandle) -> Result<&File, Errno> {
-        self.handles.get(&fh.0).map(|(_, f)| f).ok_or(Errno::EBADF)
-    }
-
-    fn path(&self, ino: INodeNo) -> Result<PathBuf, Errno> {
-        self.inodes
-            .path(ino)
-            .map(Path::to_path_buf)
-            .ok_or(Errno::ENOENT)
-    }
-
-    fn child(&self, parent: INodeNo, name: &OsStr) -> Result<PathBuf, Errno> {
-        self.inodes.child(parent, name).ok_or(Errno::ENOENT)
-    }
-}
-
-pub(crate) type Shared = Arc<Mutex<State>>;
-
-pub(crate) fn lock(s: &Shared) -> MutexGuard<'_, State> {
-    s.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// The filesystem the FUSE session serves.
 pub(crate) struct FaultFs(pub Shared);
@@ -193,16 +142,13 @@ impl Filesystem for FaultFs {
         let r = (|| {
             let path = s.path(ino)?;
             let file = match fh.and_then(|fh| s.file(fh).ok()) {
-                Some(f) => f.try_clone().map_err(errno)?,
-                None => open_real(&path, libc::O_RDWR).map_err(errno)?,
+                Some(f) => f.clone(),
+                None => Arc::new(open_real(&path, libc::O_RDWR).map_err(errno)?),
             };
             if let Some(size) = size {
-                let now = file.metadata().map_err(errno)?.len();
+                let now = s.journal.len(ino.0, &file).map_err(errno)?;
                 check(s, if size <= now { Op::Free } else { Op::Write })?;
-                s.journal
-                    .before_set_len(ino.0, &file, size)
-                    .map_err(errno)?;
-                file.set_len(size).map_err(errno)?;
+                s.journal.set_len(ino.0, &file, size).map_err(errno)?;
             }
             if let Some(mode) = mode {
                 fs::set_permissions(&path, fs::Permissions::from_mode(mode & 0o7777))
@@ -311,7 +257,7 @@ impl Filesystem for FaultFs {
         let r = (|| {
             let path = s.path(ino)?;
             let file = open_real(&path, flags.0).map_err(errno)?;
-            Ok(s.handle(ino.0, file))
+            Ok(s.handle(file))
         })();
         opened(reply, r)
     }
@@ -327,8 +273,9 @@ impl Filesystem for FaultFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let s = self.state();
-        let r = s.file(fh).and_then(|f| {
+        // Unlocked: a read that waits for the disk holds up no other operation.
+        let file = self.state().file(fh).cloned();
+        let r = file.and_then(|f| {
             let mut buf = vec![0; size as usize];
             let mut n = 0;
             while n < buf.len() {
@@ -364,11 +311,8 @@ impl Filesystem for FaultFs {
         let s = &mut *guard;
         let r = (|| {
             check(s, Op::Write)?;
-            let file = s.handles.get(&fh.0).map(|(_, f)| f).ok_or(Errno::EBADF)?;
-            s.journal
-                .before_write(ino.0, file, offset, data)
-                .map_err(errno)?;
-            file.write_all_at(data, offset).map_err(errno)?;
+            let file = s.handles.get(&fh.0).ok_or(Errno::EBADF)?;
+            s.journal.write(ino.0, file, offset, data).map_err(errno)?;
             Ok(data.len() as u32)
         })();
         match r {
@@ -410,11 +354,17 @@ impl Filesystem for FaultFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let mut s = self.state();
         let r = (|| {
-            check(&mut s, Op::Fsync)?;
-            s.file(fh)?.sync_data().map_err(errno)?;
-            s.journal.synced(ino.0);
+            let (file, mark) = {
+                let mut s = self.state();
+                check(&mut s, Op::Fsync)?;
+                (s.file(fh)?.clone(), s.journal.mark())
+            };
+            // Unlocked: an fsync can take the disk tens of milliseconds, which
+            // would hold up every other file's writes behind it. What is written
+            // while it runs stays in the journal (`mark`).
+            file.sync_data().map_err(errno)?;
+            self.state().journal.synced(ino.0, mark);
             Ok(())
         })();
         empty(reply, r)
@@ -428,12 +378,14 @@ impl Filesystem for FaultFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let mut s = self.state();
         let r = (|| {
-            check(&mut s, Op::Fsync)?;
-            File::open(s.path(ino)?)
-                .and_then(|d| d.sync_all())
-                .map_err(errno)
+            let path = {
+                let mut s = self.state();
+                check(&mut s, Op::Fsync)?;
+                s.path(ino)?
+            };
+            // Unlocked, as `fsync`.
+            File::open(path).and_then(|d| d.sync_all()).map_err(errno)
         })();
         empty(reply, r)
     }
@@ -516,6 +468,7 @@ impl Filesystem for FaultFs {
         let r = (|| {
             check(s, Op::Create)?;
             let path = s.child(parent, name)?;
+            let existed = fs::symlink_metadata(&path).is_ok();
             let file = OpenOptions::new()
                 .read(true)
                 .write(true)
@@ -526,14 +479,17 @@ impl Filesystem for FaultFs {
                 .map_err(errno)?;
             let meta = file.metadata().map_err(errno)?;
             let attr = s.inodes.seen(path, &meta);
+            if !existed {
+                // A new file may have the inode number of one deleted while open
+                // and written after: what the journal holds under it is not this
+                // file's (its length least of all).
+                s.journal.forget(attr.ino.0);
+            }
             if flags & libc::O_TRUNC != 0 && meta.len() > 0 {
-                s.journal
-                    .before_set_len(attr.ino.0, &file, 0)
-                    .map_err(errno)?;
-                file.set_len(0).map_err(errno)?;
+                s.journal.set_len(attr.ino.0, &file, 0).map_err(errno)?;
             }
             let attr = s.inodes.attr(&file.metadata().map_err(errno)?);
-            Ok((attr, s.handle(attr.ino.0, file)))
+            Ok((attr, s.handle(file)))
         })();
         match r {
             Ok((attr, fh)) => reply.created(&TTL, &attr, Generation(0), fh, FopenFlags::empty()),
@@ -541,5 +497,3 @@ impl Filesystem for FaultFs {
         }
     }
 }
-
-use std::os::unix::fs::MetadataExt;

@@ -1,7 +1,9 @@
 //! What each file has been through since it was last fsynced, as undo records: the
 //! bytes a write overwrote and the length before it, the tail a cut removed. A power
 //! cut replays them backwards, which leaves every file as its last fsync left it;
-//! an fsync forgets a file's records, which makes what they undo durable.
+//! an fsync forgets a file's records, which makes what they undo durable. The
+//! journal makes the changes itself, so that it knows each file's length without
+//! asking the file at every write.
 //!
 //! Kept as undo rather than as a cache in front of the files (LazyFS's way) so that
 //! reads, sizes and every operation the journal does not know go straight to the
@@ -31,6 +33,7 @@ enum Undo {
 #[derive(Debug, Clone)]
 struct LastWrite {
     file: u64,
+    seq: u64,
     offset: u64,
     data: Vec<u8>,
 }
@@ -49,12 +52,29 @@ pub struct Restored {
     pub torn: Option<(u64, u64)>,
 }
 
+/// One file's changes since its last fsync, oldest first, each with its sequence
+/// number (an fsync makes durable only those noted before it began).
+#[derive(Debug, Default)]
+struct FileLog {
+    undos: Vec<(u64, Undo)>,
+    /// The file's length after the last of them, while known: every change to a
+    /// file's contents or length goes through the journal, so only the first change
+    /// since an fsync needs an fstat (a failed change forgets it).
+    len: Option<u64>,
+}
+
 /// The un-fsynced changes of every file, keyed by the filesystem's inode numbers.
 #[derive(Debug, Default)]
 pub struct Journal {
-    files: BTreeMap<u64, Vec<Undo>>,
+    files: BTreeMap<u64, FileLog>,
     last_write: Option<LastWrite>,
+    /// The next change's sequence number.
+    next_seq: u64,
 }
+
+/// Where the journal stood when an fsync began ([`Journal::mark`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark(u64);
 
 fn read_exact_at(file: &File, offset: u64, len: u64) -> io::Result<Vec<u8>> {
     let mut buf = vec![0; len as usize];
@@ -63,73 +83,108 @@ fn read_exact_at(file: &File, offset: u64, len: u64) -> io::Result<Vec<u8>> {
 }
 
 impl Journal {
-    /// Note a write of `data` at `offset` into `file` (key `key`), before it is done.
-    pub fn before_write(
-        &mut self,
-        key: u64,
-        file: &File,
-        offset: u64,
-        data: &[u8],
-    ) -> io::Result<()> {
-        let prev_len = file.metadata()?.len();
+    /// `key`'s length now: as its log last left it, or else from `file`.
+    pub fn len(&self, key: u64, file: &File) -> io::Result<u64> {
+        match self.files.get(&key).and_then(|log| log.len) {
+            Some(len) => Ok(len),
+            None => Ok(file.metadata()?.len()),
+        }
+    }
+
+    /// Write `data` at `offset` into `file` (key `key`), noting first how to take it
+    /// back.
+    pub fn write(&mut self, key: u64, file: &File, offset: u64, data: &[u8]) -> io::Result<()> {
+        let prev_len = self.len(key, file)?;
         let len = data.len() as u64;
         let old = if offset < prev_len {
             read_exact_at(file, offset, len.min(prev_len - offset))?
         } else {
             Vec::new()
         };
-        self.files.entry(key).or_default().push(Undo::Write {
-            offset,
-            len,
-            old,
-            prev_len,
-        });
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let log = self.files.entry(key).or_default();
+        log.undos.push((
+            seq,
+            Undo::Write {
+                offset,
+                len,
+                old,
+                prev_len,
+            },
+        ));
+        let done = file.write_all_at(data, offset);
+        log.len = done.is_ok().then_some(prev_len.max(offset + len));
         let last = self.last_write.get_or_insert_with(|| LastWrite {
             file: key,
+            seq,
             offset,
             data: Vec::new(),
         });
         last.file = key;
+        last.seq = seq;
         last.offset = offset;
         last.data.clear();
         last.data.extend_from_slice(data);
-        Ok(())
+        done
     }
 
-    /// Note that `file` is about to be cut (or grown) to `new_len`.
-    pub fn before_set_len(&mut self, key: u64, file: &File, new_len: u64) -> io::Result<()> {
-        let prev_len = file.metadata()?.len();
+    /// Cut (or grow) `file` to `new_len`, noting first how to take it back.
+    pub fn set_len(&mut self, key: u64, file: &File, new_len: u64) -> io::Result<()> {
+        let prev_len = self.len(key, file)?;
         let old = if new_len < prev_len {
             read_exact_at(file, new_len, prev_len - new_len)?
         } else {
             Vec::new()
         };
-        self.files
-            .entry(key)
-            .or_default()
-            .push(Undo::SetLen { prev_len, old });
-        Ok(())
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let log = self.files.entry(key).or_default();
+        log.undos.push((seq, Undo::SetLen { prev_len, old }));
+        let done = file.set_len(new_len);
+        log.len = done.is_ok().then_some(new_len);
+        done
     }
 
-    /// The file was fsynced: what it holds now survives a power cut.
-    pub fn synced(&mut self, key: u64) {
+    /// Where the journal stands: an fsync that begins now makes durable what was
+    /// noted before it, not what comes while it runs ([`Journal::synced`]).
+    pub fn mark(&self) -> Mark {
+        Mark(self.next_seq)
+    }
+
+    /// The file was fsynced, the fsync having begun at `mark`: what it held then
+    /// survives a power cut.
+    pub fn synced(&mut self, key: u64, mark: Mark) {
+        if let Some(log) = self.files.get_mut(&key) {
+            log.undos.retain(|(seq, _)| *seq >= mark.0);
+            if log.undos.is_empty() {
+                self.files.remove(&key);
+            }
+        }
+        if self
+            .last_write
+            .as_ref()
+            .is_some_and(|w| w.file == key && w.seq < mark.0)
+        {
+            self.last_write = None;
+        }
+    }
+
+    /// The file is gone (deleted), or its inode number is another file's now:
+    /// nothing of it to restore.
+    pub fn forget(&mut self, key: u64) {
         self.files.remove(&key);
         if self.last_write.as_ref().is_some_and(|w| w.file == key) {
             self.last_write = None;
         }
     }
 
-    /// The file is gone (deleted): nothing of it to restore.
-    pub fn forget(&mut self, key: u64) {
-        self.synced(key);
-    }
-
     /// Bytes written (or cut) and not yet fsynced, over every file.
     pub fn unsynced_bytes(&self) -> u64 {
         self.files
             .values()
-            .flatten()
-            .map(|u| match u {
+            .flat_map(|log| &log.undos)
+            .map(|(_, u)| match u {
                 Undo::Write { len, .. } => *len,
                 Undo::SetLen { old, .. } => old.len() as u64,
             })
@@ -147,11 +202,11 @@ impl Journal {
     ) -> io::Result<Vec<Restored>> {
         let last = self.last_write.take();
         let mut out = Vec::new();
-        for (key, undos) in std::mem::take(&mut self.files) {
+        for (key, log) in std::mem::take(&mut self.files) {
             let Some(file) = open(key) else { continue };
             let len_before = file.metadata()?.len();
             let mut lost_bytes = 0;
-            for undo in undos.iter().rev() {
+            for (_, undo) in log.undos.iter().rev() {
                 match undo {
                     Undo::Write {
                         offset,
@@ -213,8 +268,12 @@ mod tests {
     }
 
     fn write(j: &mut Journal, key: u64, f: &File, offset: u64, data: &[u8]) {
-        j.before_write(key, f, offset, data).unwrap();
-        f.write_all_at(data, offset).unwrap();
+        j.write(key, f, offset, data).unwrap();
+    }
+
+    fn synced(j: &mut Journal, key: u64) {
+        let mark = j.mark();
+        j.synced(key, mark);
     }
 
     #[test]
@@ -223,16 +282,19 @@ mod tests {
         let f = file(&dir, "a", b"durable");
         let mut j = Journal::default();
         write(&mut j, 7, &f, 7, b"-appended");
-        j.synced(7);
+        synced(&mut j, 7);
         write(&mut j, 7, &f, 0, b"DUR");
         write(&mut j, 7, &f, 16, b"+more");
-        j.before_set_len(7, &f, 3).unwrap();
-        f.set_len(3).unwrap();
+        j.set_len(7, &f, 3).unwrap();
         write(&mut j, 7, &f, 3, b"xx");
-        assert_eq!(contents(&f), b"DURxx");
+        // The lengths the journal keeps (no fstat) follow a cut, a growth and a
+        // write past the end: each undo puts back the right length.
+        j.set_len(7, &f, 7).unwrap();
+        write(&mut j, 7, &f, 8, b"y");
+        assert_eq!(contents(&f), b"DURxx\0\0\0y");
         let restored = j.power_cut(None, |_| Some(f.try_clone().unwrap())).unwrap();
         assert_eq!(contents(&f), b"durable-appended");
-        assert_eq!(restored[0].len_before, 5);
+        assert_eq!(restored[0].len_before, 9);
         assert_eq!(restored[0].len_after, 16);
         assert_eq!(j.unsynced_bytes(), 0);
     }
@@ -263,11 +325,31 @@ mod tests {
         let a = file(&dir, "a", b"");
         let mut j = Journal::default();
         write(&mut j, 1, &a, 0, b"kept");
-        j.synced(1);
+        synced(&mut j, 1);
         write(&mut j, 2, &a, 4, b"gone file");
         j.forget(2);
         assert_eq!(j.unsynced_bytes(), 0);
         assert!(j.power_cut(Some(1), |_| unreachable!()).unwrap().is_empty());
         assert_eq!(contents(&a), b"keptgone file");
+    }
+
+    /// A write may come while an fsync runs (the filesystem's state is not locked
+    /// during one): that fsync does not make it durable, and it stays the write a
+    /// torn cut keeps a prefix of.
+    #[test]
+    fn an_fsync_makes_durable_only_what_came_before_it_began() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = file(&dir, "a", b"");
+        let mut j = Journal::default();
+        write(&mut j, 1, &a, 0, b"before");
+        let mark = j.mark();
+        write(&mut j, 1, &a, 6, b"-during");
+        j.synced(1, mark);
+        assert_eq!(j.unsynced_bytes(), 7);
+        let restored = j
+            .power_cut(Some(2), |_| Some(a.try_clone().unwrap()))
+            .unwrap();
+        assert_eq!(contents(&a), b"before-d");
+        assert_eq!(restored[0].torn, Some((6, 2)));
     }
 }

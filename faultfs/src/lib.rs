@@ -20,6 +20,8 @@ mod faults;
 mod fs;
 mod inodes;
 mod journal;
+mod serve;
+mod state;
 
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -29,7 +31,7 @@ use std::time::Duration;
 pub use faults::Failure;
 pub use journal::Restored;
 
-use fs::{Shared, State, lock};
+use state::{Shared, State, lock};
 
 /// What a power cut did to one file, named.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,14 +208,13 @@ impl Mount {
         let root_ino = std::fs::metadata(&backing)?.ino();
         let shared: Shared =
             std::sync::Arc::new(std::sync::Mutex::new(State::new(&backing, root_ino)));
-        let mut config = fuser::Config::default();
-        config.mount_options = vec![
+        unmount_stale(mountpoint);
+        let options = vec![
             fuser::MountOption::FSName(FS_NAME.into()),
             fuser::MountOption::Subtype("faultfs".into()),
         ];
-        unmount_stale(mountpoint);
-        let session = fuser::spawn_mount(fs::FaultFs(shared.clone()), mountpoint, &config)
-            .map_err(|e| {
+        let session =
+            serve::mount(fs::FaultFs(shared.clone()), mountpoint, options).map_err(|e| {
                 io::Error::new(
                     e.kind(),
                     format!(
