@@ -162,6 +162,7 @@ fn main() {
         start_timeout: Duration::from_secs(60),
         fault_fs,
         power_cut_on_kill: false,
+        clocks: false,
     };
     rt.block_on(async {
         let cluster = Cluster::start(config("cluster", false)).await.unwrap();

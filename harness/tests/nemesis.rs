@@ -31,15 +31,32 @@ fn broker_bin() -> PathBuf {
 }
 
 /// The history names of the faults' starts and of their ends.
-const STARTS: [&str; 6] = [
+const STARTS: [&str; 14] = [
     "kill",
     "pause",
     "partition",
     "crash-all",
     "lose-unflushed",
+    "torn-write",
+    "corrupt",
     "disk",
+    "clock-offset",
+    "clock-step",
+    "clock-strobe",
+    "slow",
+    "flaky",
+    "throttle",
 ];
-const ENDS: [&str; 4] = ["restart", "resume", "heal", "disk-ok"];
+const ENDS: [&str; 8] = [
+    "restart",
+    "resume",
+    "heal",
+    "disk-ok",
+    "clock-reset",
+    "stop-slow",
+    "stop-flaky",
+    "stop-throttle",
+];
 /// Reconfigurations: done once asked (a reassignment's end moves it back).
 const RECONFIGURATIONS: [&str; 2] = ["reassign", "add-partitions"];
 
@@ -61,6 +78,7 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
         start_timeout: Duration::from_secs(60),
         fault_fs: false,
         power_cut_on_kill: false,
+        clocks: true,
     };
     let mut cluster = Cluster::start(config).await.unwrap();
     cluster.create_topic("queue", 2, 3, 2).await.unwrap();
@@ -162,6 +180,7 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
         start_timeout: Duration::from_secs(60),
         fault_fs: false,
         power_cut_on_kill: false,
+        clocks: false,
     };
     let mut cluster = Cluster::start(config).await.unwrap();
     cluster.create_topic("queue", 2, 3, 2).await.unwrap();
@@ -178,6 +197,7 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
         Fault::Pause(Proc::Node(2)),
         Fault::Pause(Proc::Controller),
         Fault::LoseUnflushed(3),
+        Fault::Corrupt { node: 1, seed: 3 },
         Fault::CrashAll(vec![2, 3, 1]),
         Fault::Disk {
             node: 2,
@@ -250,7 +270,12 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
         match &fault {
             Fault::Kill(p) => assert!(!cluster.is_running(*p)),
             Fault::Pause(p) => assert!(cluster.is_paused(*p)),
-            Fault::LoseUnflushed(id) => assert!(!cluster.is_running(Proc::Node(*id))),
+            Fault::LoseUnflushed(id)
+            | Fault::TornWrite { node: id, .. }
+            | Fault::Corrupt { node: id, .. } => {
+                assert!(!cluster.is_running(Proc::Node(*id)))
+            }
+            Fault::Clock { .. } => unreachable!("no clock faults in this list"),
             Fault::CrashAll(ids) => {
                 assert!(ids.iter().all(|&id| !cluster.is_running(Proc::Node(id))))
             }
@@ -318,6 +343,13 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
                 cluster.is_running(p) && !cluster.is_paused(p),
                 "{p} after {end:?}"
             );
+        }
+        if let Fault::Corrupt { node, .. } = &end {
+            // What the damage was, recorded right after the fault's start.
+            let done = events.remove(1);
+            assert_eq!(done.f, "corrupted", "{done:?}");
+            assert_eq!(done.value["process"], *node);
+            assert!(done.value["file"].is_string() && done.value["offset"].is_u64());
         }
         assert_eq!(events, vec![started.event(), ended.event()]);
         cluster
@@ -481,6 +513,7 @@ async fn package_cluster(
         start_timeout: Duration::from_secs(60),
         fault_fs: false,
         power_cut_on_kill: false,
+        clocks: false,
     };
     let cluster = Cluster::start(config).await.unwrap();
     cluster

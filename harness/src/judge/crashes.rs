@@ -62,8 +62,23 @@ pub async fn flush(recorder: JoinHandle<()>) {
     let _ = tokio::time::timeout(FLUSH_TIMEOUT, recorder).await;
 }
 
+/// The file a `corrupt` fault damaged that this crash's last words name: the
+/// process refused to start on it, as the broker's contract allows (docs/broker.md).
+fn refused_on_damage<'a>(crash: &Event, events: &'a [Event]) -> Option<&'a str> {
+    let said = crash.value.get("message").and_then(Value::as_str)?;
+    let node = crash.value.get("node")?;
+    events
+        .iter()
+        .filter(|e| e.process == Process::Nemesis && e.f == "corrupted" && e.time <= crash.time)
+        .filter(|e| e.value.get("process") == Some(node))
+        .filter_map(|e| e.value.get("file").and_then(Value::as_str))
+        .find(|file| said.contains(file))
+}
+
 /// The `crashes` verdict of a history's crash events, or None if it has none:
 /// invalid with one `crash` anomaly per crash, or — `allow` — valid with a note each.
+/// A process that refused to start naming the file a `corrupt` fault damaged is a
+/// note, not an anomaly.
 pub fn judge(events: &[Event], allow: bool) -> Option<CheckerResult> {
     let crashes: Vec<&Event> = events
         .iter()
@@ -72,6 +87,19 @@ pub fn judge(events: &[Event], allow: bool) -> Option<CheckerResult> {
     if crashes.is_empty() {
         return None;
     }
+    let (refusals, crashes): (Vec<&Event>, Vec<&Event>) = crashes
+        .into_iter()
+        .partition(|e| refused_on_damage(e, events).is_some());
+    let refused: Vec<String> = refusals
+        .iter()
+        .map(|e| {
+            format!(
+                "{} (it refused to start on {}, which a corrupt fault damaged)",
+                anomaly(e).message,
+                refused_on_damage(e, events).unwrap_or_default()
+            )
+        })
+        .collect();
     let anomalies: Vec<Anomaly> = crashes.iter().map(|e| anomaly(e)).collect();
     let mut result = if allow {
         let mut r = CheckerResult::from_anomalies(Vec::new());
@@ -83,7 +111,11 @@ pub fn judge(events: &[Event], allow: bool) -> Option<CheckerResult> {
     } else {
         CheckerResult::from_anomalies(anomalies)
     };
-    result.stats = BTreeMap::from([("crashes".to_string(), crashes.len() as u64)]);
+    result.notes.extend(refused);
+    result.stats = BTreeMap::from([
+        ("crashes".to_string(), crashes.len() as u64),
+        ("refused-on-damage".to_string(), refusals.len() as u64),
+    ]);
     Some(result)
 }
 
@@ -173,6 +205,36 @@ mod tests {
         assert!(allowed.anomalies.is_empty());
         assert_eq!(allowed.notes.len(), 2);
         assert!(allowed.notes[0].ends_with("(allowed by --allow-crashes)"));
+    }
+
+    #[test]
+    fn refusing_to_start_on_a_file_a_corrupt_fault_damaged_is_a_note() {
+        let damaged = |node: i64| Event {
+            f: "corrupted".into(),
+            time: 1_000_000_000,
+            value: json!({"process": node, "file": "raft/vote.json", "kind": "bit-flip",
+                          "offset": 46, "length": 4}),
+            ..crash_event(0, json!(node))
+        };
+        let refused = |index, node: i64| Event {
+            value: json!({"node": node, "status": "exited with code 1",
+                          "message": "broker: nodes/3/data/raft/vote.json is corrupt at byte 55"}),
+            ..crash_event(index, json!(node))
+        };
+        let r = judge(&[damaged(3), refused(1, 3)], false).unwrap();
+        assert_eq!(r.valid, Validity::Valid, "{r:?}");
+        assert_eq!(r.notes.len(), 1);
+        assert!(
+            r.notes[0].contains("refused to start on raft/vote.json"),
+            "{:?}",
+            r.notes
+        );
+        assert_eq!(r.stats["refused-on-damage"], 1);
+        // Another node's damage, or another file, explains nothing.
+        let other = judge(&[damaged(2), refused(1, 3)], false).unwrap();
+        assert_eq!(other.valid, Validity::Invalid);
+        let plain = judge(&[damaged(3), crash_event(1, json!(3))], false).unwrap();
+        assert_eq!(plain.valid, Validity::Invalid);
     }
 
     #[test]

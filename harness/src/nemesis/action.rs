@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use super::fault::{Degradation, NemesisEvent};
 use crate::net::Grudge;
 use crate::proc::Proc;
+use crate::system::clock::ClockFault;
 use crate::system::{DiskMode, Reconfiguration};
 
 /// One step of a script.
@@ -33,6 +34,12 @@ pub enum Action {
     },
     /// SIGKILL a node run with `--simulate-page-cache`: its unflushed bytes are lost.
     LoseUnflushed(i32),
+    /// The same, but the power cut keeps a prefix of the last write it did not
+    /// fsync, its length drawn from `seed`: a torn write (the fault filesystem's; with
+    /// `--no-fault-fs`, a plain `LoseUnflushed`).
+    TornWrite { node: i32, seed: u64 },
+    /// SIGKILL node `node` and damage one of its files as `seed` draws.
+    Corrupt { node: i32, seed: u64 },
     /// SIGKILL every node at once.
     CrashAll(Vec<i32>),
     /// Start a killed process again on its data dir.
@@ -74,6 +81,10 @@ pub enum Action {
         mode: DiskMode,
         for_ms: u64,
     },
+    /// Set `proc`'s wall clock as `fault` says.
+    Clock { proc: Proc, fault: ClockFault },
+    /// Its clock true again (the fault it ends, for the history).
+    ClockReset { proc: Proc, fault: ClockFault },
     /// Degrade every link to and from `procs` (clients' included) — or, `between`,
     /// only the links among them — each link's draws seeded from `seed`.
     Degrade {
@@ -128,6 +139,30 @@ fn reconfiguration_event(change: &Reconfiguration) -> NemesisEvent {
     }
 }
 
+/// A clock fault's event: `clock-offset`, `clock-step` `{"proc", "offset_ms"}`,
+/// `clock-strobe` (with `period_ms`); its end `clock-reset`, with the same value and
+/// `"offset_ms"` of the clock now, 0.
+fn clock_event(p: Proc, fault: ClockFault, end: bool) -> NemesisEvent {
+    let (name, mut value) = match fault {
+        ClockFault::Offset { offset_ms } => ("clock-offset", json!({"offset_ms": offset_ms})),
+        ClockFault::Step { offset_ms } => ("clock-step", json!({"offset_ms": offset_ms})),
+        ClockFault::Strobe {
+            offset_ms,
+            period_ms,
+        } => (
+            "clock-strobe",
+            json!({"offset_ms": offset_ms, "period_ms": period_ms}),
+        ),
+    };
+    value["proc"] = p.to_json();
+    if end {
+        value["fault"] = json!(name);
+        value["offset_ms"] = json!(0);
+        return NemesisEvent::new("clock-reset", value);
+    }
+    NemesisEvent::new(name, value)
+}
+
 /// The value of a hold of `p`'s answers to the clients, and of its end.
 fn held_answers(p: Proc) -> Value {
     json!({"topology": "leader-answers-to-clients", "cut": [[p.to_json(), "clients"]]})
@@ -146,6 +181,12 @@ impl Action {
                 NemesisEvent::new("kill", ids([Proc::Node(*leader)]))
             }
             Action::LoseUnflushed(id) => NemesisEvent::new("lose-unflushed", json!([id])),
+            Action::TornWrite { node, seed } => {
+                NemesisEvent::new("torn-write", json!({"node": node, "seed": seed}))
+            }
+            Action::Corrupt { node, seed } => {
+                NemesisEvent::new("corrupt", json!({"node": node, "seed": seed}))
+            }
             Action::CrashAll(nodes) => {
                 let mut sorted = nodes.clone();
                 sorted.sort();
@@ -177,6 +218,8 @@ impl Action {
                 "disk-ok",
                 json!({"node": node, "mode": mode.as_str(), "for_ms": for_ms}),
             ),
+            Action::Clock { proc, fault } => clock_event(*proc, *fault, false),
+            Action::ClockReset { proc, fault } => clock_event(*proc, *fault, true),
             Action::Degrade {
                 procs,
                 between,
@@ -197,7 +240,9 @@ impl Action {
         match self {
             Action::Kill(p) => Some(Action::Restart(*p)),
             Action::KillOnceInIsr { leader, .. } => Some(Action::Restart(Proc::Node(*leader))),
-            Action::LoseUnflushed(id) => Some(Action::Restart(Proc::Node(*id))),
+            Action::LoseUnflushed(id)
+            | Action::TornWrite { node: id, .. }
+            | Action::Corrupt { node: id, .. } => Some(Action::Restart(Proc::Node(*id))),
             Action::CrashAll(nodes) => Some(Action::RestartEach(
                 nodes.iter().map(|&id| (Duration::ZERO, id)).collect(),
             )),
@@ -212,6 +257,10 @@ impl Action {
                 mode: *mode,
                 for_ms: *for_ms,
             }),
+            Action::Clock { proc, fault } => Some(Action::ClockReset {
+                proc: *proc,
+                fault: *fault,
+            }),
             Action::Degrade {
                 procs,
                 between,
@@ -224,6 +273,7 @@ impl Action {
                 seed: *seed,
             }),
             Action::Restart(_)
+            | Action::ClockReset { .. }
             | Action::DiskOk { .. }
             | Action::Restore { .. }
             | Action::RestartEach(_)
@@ -239,12 +289,15 @@ impl Action {
         match (self, earlier) {
             (Action::Restart(p), Action::Kill(q)) => p == q,
             (Action::Restart(Proc::Node(id)), Action::KillOnceInIsr { leader, .. }) => id == leader,
-            (Action::Restart(Proc::Node(id)), Action::LoseUnflushed(other)) => id == other,
+            (Action::Restart(Proc::Node(id)), Action::LoseUnflushed(other))
+            | (Action::Restart(Proc::Node(id)), Action::TornWrite { node: other, .. })
+            | (Action::Restart(Proc::Node(id)), Action::Corrupt { node: other, .. }) => id == other,
             (Action::RestartEach(_), Action::CrashAll(_)) => true,
             (Action::Resume(p), Action::Pause(q)) => p == q,
             (Action::Heal { grudge, .. }, Action::Cut { grudge: cut, .. }) => grudge == cut,
             (Action::ReleaseAnswers(p), Action::HoldAnswers(q)) => p == q,
             (Action::DiskOk { node, .. }, Action::Disk { node: failed, .. }) => node == failed,
+            (Action::ClockReset { proc, .. }, Action::Clock { proc: p, .. }) => proc == p,
             (
                 Action::Restore {
                     procs,

@@ -33,6 +33,12 @@ pub enum FaultKind {
     /// (every kill then does so; with `--no-fault-fs`, through the brokers'
     /// `--simulate-page-cache`).
     LoseUnflushed,
+    /// The same, keeping a prefix of the last write the node did not fsync (a torn
+    /// write; with `--no-fault-fs`, as `lose-unflushed`).
+    TornWrite,
+    /// SIGKILL a node and, while it is down, damage one of its files (bits flipped,
+    /// cut short, a range zeroed), drawn from the fault's seed; restart it later.
+    Corrupt,
     /// Latency with jitter on every link to and from some processes (clients' too).
     Slow,
     /// Lost segments (stalled chunks) and connection resets on those links.
@@ -49,11 +55,28 @@ pub enum FaultKind {
     /// Add a partition to the queue's topic (up to four in a campaign): its clients
     /// find it in the metadata.
     AddPartitions,
+    /// Set a process's wall clock off by up to ±10 s (a skew between machines),
+    /// true again later.
+    ClockOffset,
+    /// Step a process's wall clock forward or back by 1 min to 2 h (a bad time
+    /// source), true again later.
+    ClockStep,
+    /// Flip a process's wall clock between true time and an offset of up to ±10 s,
+    /// every 10–500 ms, for a while.
+    ClockStrobe,
 }
 
 by_name!(FaultKind => "fault");
 
 impl FaultKind {
+    /// A fault of the processes' clocks (they then run under a fake clock).
+    pub fn is_clock(self) -> bool {
+        matches!(
+            self,
+            FaultKind::ClockOffset | FaultKind::ClockStep | FaultKind::ClockStrobe
+        )
+    }
+
     /// The partition shapes this kind draws from (empty for non-partition kinds).
     pub fn topologies(self) -> &'static [Topology] {
         match self {
@@ -73,6 +96,7 @@ impl FaultKind {
 /// whole log.
 pub fn needs_page_cache(kinds: &[FaultKind], flush_messages: Option<u64>) -> bool {
     kinds.contains(&FaultKind::LoseUnflushed)
+        || kinds.contains(&FaultKind::TornWrite)
         || (kinds.contains(&FaultKind::Replication) && flush_messages.is_some())
 }
 
@@ -182,7 +206,10 @@ impl NemesisEvent {
     /// at the controller found), or what a fault did (`power-cut`: what a killed
     /// process's storage lost): it starts or ends no fault itself.
     pub fn is_decision(&self) -> bool {
-        matches!(self.f.as_str(), "plan" | "active-controller" | "power-cut")
+        matches!(
+            self.f.as_str(),
+            "plan" | "active-controller" | "power-cut" | "corrupted"
+        )
     }
 }
 

@@ -262,6 +262,10 @@ impl<'a, S: System> Interpreter<'a, S> {
                 s.kill(&[Proc::Node(*leader)]).await?
             }
             Action::LoseUnflushed(id) => s.kill(&[Proc::Node(*id)]).await?,
+            Action::TornWrite { node, seed } => s.kill_torn(*node, *seed).await?,
+            Action::Corrupt { node, seed } => s.corrupt(*node, *seed).await?,
+            Action::Clock { proc, fault } => s.set_clock(*proc, Some(*fault)).await?,
+            Action::ClockReset { proc, .. } => s.set_clock(*proc, None).await?,
             Action::CrashAll(ids) => {
                 let procs: Vec<Proc> = ids.iter().map(|&id| Proc::Node(id)).collect();
                 s.kill(&procs).await?
@@ -310,6 +314,9 @@ impl<'a, S: System> Interpreter<'a, S> {
         // Kills that cut the power too: what each process's storage lost.
         for cut in s.take_losses() {
             (self.on_event)(NemesisEvent::new("power-cut", cut));
+        }
+        for done in s.take_damage() {
+            (self.on_event)(NemesisEvent::new("corrupted", done));
         }
         Ok(())
     }

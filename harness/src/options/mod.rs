@@ -403,6 +403,12 @@ impl RunArgs {
         {
             faults.push(FaultKind::LoseUnflushed);
         }
+        if schedule_file
+            .as_ref()
+            .is_some_and(ScheduleFile::sets_clocks)
+        {
+            faults.push(FaultKind::ClockOffset);
+        }
         let fault_fs = !self.no_fault_fs && bin.is_none();
         let (broker, power_cut_on_kill) =
             self.campaign_settings(&faults, script.as_ref().map(|s| &s.options), fault_fs);
@@ -436,6 +442,7 @@ impl RunArgs {
                 || script_needs.is_some_and(|s| s.dedicated_controller),
             fault_fs,
             power_cut_on_kill,
+            clocks: faults.iter().any(|k| k.is_clock()),
             workload: self.workload,
             nemesis,
             nemesis_interval: self.nemesis_interval,
@@ -963,7 +970,7 @@ mod tests {
         let e = parse(&["--nemesis", "kill,explode"]).unwrap_err();
         assert!(
             e.contains("unknown fault `explode`")
-                && e.contains("slow, flaky, throttle, disk, reassign, add-partitions, or none"),
+                && e.contains("throttle, disk, reassign, add-partitions, clock-offset, clock-step, clock-strobe, or none"),
             "{e}"
         );
         let e = parse(&["--nemesis", "none,kill"]).unwrap_err();

@@ -58,6 +58,10 @@ pub struct Resolved {
     /// did not fsync (`lose-unflushed`, the replication package with a flush policy).
     #[serde(default)]
     pub power_cut_on_kill: bool,
+    /// Every process runs under a fake wall clock: the faults or the schedule file
+    /// hold clock faults (absent from older run.json files: no).
+    #[serde(default)]
+    pub clocks: bool,
     pub workload: WorkloadKind,
     /// The faults to schedule (none: stored as `["none"]`).
     #[serde(with = "fault_list")]

@@ -8,7 +8,9 @@
 //! `heal` (or `stop-partition`) ends partitions, `resume` ends pauses, `restart`
 //! ends kills and crashes, `stop-slow`, `stop-flaky`, `stop-throttle` end degraded
 //! links (`slow`, `flaky`, `throttle`; Jepsen's `fast` too), `disk-ok` ends a node's
-//! failing disk (`disk`); one naming the same targets is preferred, else every
+//! failing disk (`disk`), `clock-reset` a process's clock fault (`clock-offset`,
+//! `clock-step`, `clock-strobe`: labelled with the offset, so each process's clock
+//! over time reads off the timeline); one naming the same targets is preferred, else every
 //! open fault of that family ends. Faults still open at the end of the history run
 //! to its end. Events that neither start nor end a fault become instant marks, but
 //! for the nemesis's decisions (`plan`), which the report lists on their own.
@@ -26,6 +28,8 @@ pub enum Family {
     Network,
     /// A node's disk full or failing (`disk`, ended by `disk-ok`).
     Disk,
+    /// A process's wall clock off (`clock-*`, ended by `clock-reset`).
+    Clock,
 }
 
 impl Family {
@@ -36,6 +40,7 @@ impl Family {
             Family::Partition => "f-part",
             Family::Network => "f-net",
             Family::Disk => "f-disk",
+            Family::Clock => "f-clock",
         }
     }
 }
@@ -89,12 +94,20 @@ fn role(f: &str) -> Role {
             return Role::End(Some(Family::Network));
         }
         "disk-ok" => return Role::End(Some(Family::Disk)),
+        "clock-reset" => return Role::End(Some(Family::Clock)),
         "heal-all" | "stop" | "stop-all" | "end" | "heal-everything" => return Role::End(None),
         _ => {}
     }
     if base == "disk" {
         Role::Start(Family::Disk)
-    } else if base.starts_with("kill") || base == "crash-all" || base.starts_with("lose-") {
+    } else if base.starts_with("clock-") {
+        Role::Start(Family::Clock)
+    } else if base.starts_with("kill")
+        || base == "crash-all"
+        || base.starts_with("lose-")
+        || base == "torn-write"
+        || base == "corrupt"
+    {
         Role::Start(Family::Kill)
     } else if base == "slow" || base == "flaky" || base == "throttle" {
         Role::Start(Family::Network)
@@ -127,6 +140,13 @@ pub fn label(f: &str, value: &Value) -> String {
                 .map(|p| p.as_str().map_or_else(|| p.to_string(), str::to_string))
                 .collect();
             format!(" {}", procs.join(","))
+        }
+        // A clock fault: the process and its clock's offset.
+        Value::Object(m) if m.contains_key("offset_ms") && m.contains_key("proc") => {
+            let ms = m["offset_ms"].as_i64().unwrap_or(0);
+            let p = &m["proc"];
+            let p = p.as_str().map_or_else(|| p.to_string(), str::to_string);
+            format!(" {p} {:+.3} s", ms as f64 / 1000.0)
         }
         // A crash: the process that died.
         Value::Object(m) if m.contains_key("node") => match &m["node"] {
@@ -217,12 +237,14 @@ pub fn periods(events: &[Event], end_time: u64) -> (Vec<FaultPeriod>, Vec<FaultM
 
 fn close(periods: &mut [FaultPeriod], family: Option<Family>, targets: &Value, time: u64) {
     let in_family = |p: &FaultPeriod| p.open && family.is_none_or(|f| f == p.family);
-    let same_targets = !targets.is_null()
-        && periods
-            .iter()
-            .any(|p| in_family(p) && &p.targets == targets);
+    // A clock's reset names the process, not the offset it ends.
+    let same = |p: &FaultPeriod| match family {
+        Some(Family::Clock) => p.targets.get("proc") == targets.get("proc"),
+        _ => &p.targets == targets,
+    };
+    let same_targets = !targets.is_null() && periods.iter().any(|p| in_family(p) && same(p));
     for p in periods.iter_mut() {
-        if in_family(p) && (!same_targets || &p.targets == targets) {
+        if in_family(p) && (!same_targets || same(p)) {
             p.open = false;
             p.awaiting = false;
             p.end = time.max(p.start);
@@ -355,6 +377,47 @@ mod tests {
         assert_eq!(p.len(), 1);
         assert_eq!((p[0].start, p[0].end, p[0].open), (5, 9, false));
         assert_eq!(p[0].family, Family::Partition);
+    }
+
+    #[test]
+    fn clock_faults_show_each_process_offset_until_its_reset() {
+        use EventType::*;
+        let events = vec![
+            nem(
+                0,
+                5,
+                Info,
+                "clock-step",
+                json!({"proc": 3, "offset_ms": -1_741_074}),
+            ),
+            nem(
+                1,
+                6,
+                Info,
+                "clock-strobe",
+                json!({"proc": 1, "offset_ms": 2500, "period_ms": 40}),
+            ),
+            nem(
+                2,
+                9,
+                Info,
+                "clock-reset",
+                json!({"proc": 3, "fault": "clock-step", "offset_ms": 0}),
+            ),
+        ];
+        let (p, m) = periods(&events, 20);
+        assert!(m.is_empty(), "{m:?}");
+        let got: Vec<_> = p
+            .iter()
+            .map(|p| (p.family, p.label.as_str(), p.start, p.end, p.open))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Family::Clock, "clock-step 3 -1741.074 s", 5, 9, false),
+                (Family::Clock, "clock-strobe 1 +2.500 s", 6, 20, true),
+            ]
+        );
     }
 
     #[test]

@@ -69,6 +69,7 @@ svg .fault{opacity:.16}svg .fault-strip{opacity:.8}svg .fault-label{font-size:10
 .f-part{fill:#7b3fb3;stroke:#7b3fb3;background:rgba(123,63,179,.25)}.f-net{fill:#e08a00;stroke:#e08a00;background:rgba(224,138,0,.22)}
 svg text.fault-label{stroke:none}svg text.f-kill{fill:#a11}svg text.f-pause{fill:#124a99}svg text.f-part{fill:#5b2a88}svg text.f-net{fill:#8a5200}
 .f-disk{fill:#8d6e63;stroke:#8d6e63;background:rgba(141,110,99,.28)}svg text.f-disk{fill:#5d4037}
+.f-clock{fill:#00897b;stroke:#00897b;background:rgba(0,137,123,.22)}svg text.f-clock{fill:#00695c}
 svg .mark{stroke:#444;stroke-dasharray:3 3}
 svg .p50{fill:none;stroke:#2e7d32;stroke-width:1.5}svg .p95{fill:none;stroke:#8bc34a;stroke-width:1}svg .pmax{fill:none;stroke:#aaa;stroke-width:1}
 svg .rate-ok{fill:none;stroke:#2e7d32;stroke-width:1.5}svg .rate-fail{fill:none;stroke:#e05252;stroke-width:1.2}svg .rate-info{fill:none;stroke:#f0a030;stroke-width:1.2}
@@ -306,6 +307,7 @@ fn legend(out: &mut String, periods: &[FaultPeriod]) {
                 faults::Family::Partition => "network partitioned",
                 faults::Family::Network => "links degraded",
                 faults::Family::Disk => "disk failing",
+                faults::Family::Clock => "clock off",
             };
             let _ = write!(
                 out,

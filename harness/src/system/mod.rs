@@ -23,6 +23,7 @@
 //!   network.
 
 pub mod broker;
+pub mod clock;
 pub mod maelstrom;
 pub mod process;
 pub mod view;
@@ -131,9 +132,35 @@ pub trait System {
     /// and take effect), or let them through again.
     fn hold_answers(&mut self, p: Proc, held: bool);
 
+    /// SIGKILL node `node` and cut its power so that the last write it did not fsync
+    /// is torn: a prefix of it, its length drawn from `seed`, survives (a system
+    /// without power cuts: a plain kill).
+    async fn kill_torn(&mut self, node: i32, seed: u64) -> Result<()> {
+        let _ = seed;
+        self.kill(&[Proc::Node(node)]).await
+    }
+
     /// What the kills since the last call dropped from storage, one value per
     /// process whose power they cut (none: kills cut no power).
     fn take_losses(&mut self) -> Vec<serde_json::Value> {
+        Vec::new()
+    }
+
+    /// Set process `p`'s wall clock as `fault` says (None: true time again).
+    async fn set_clock(&mut self, p: Proc, fault: Option<clock::ClockFault>) -> Result<()> {
+        let _ = (p, fault);
+        Err(unsupported("clock faults"))
+    }
+
+    /// SIGKILL node `node` and damage one of its files as `seed` draws (it stays
+    /// down: a restart brings it back on the damaged files).
+    async fn corrupt(&mut self, node: i32, seed: u64) -> Result<()> {
+        let _ = (node, seed);
+        Err(unsupported("corruption of its files"))
+    }
+
+    /// What the `corrupt` faults since the last call did, one value each.
+    fn take_damage(&mut self) -> Vec<serde_json::Value> {
         Vec::new()
     }
 

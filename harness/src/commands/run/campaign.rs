@@ -120,6 +120,7 @@ async fn start(
         start_timeout: START_TIMEOUT,
         fault_fs: args.fault_fs,
         power_cut_on_kill: args.power_cut_on_kill,
+        clocks: args.clocks,
     })
     .await
     .map_err(|e| HarnessError::new(format!("the cluster did not start: {e}")))?;

@@ -18,6 +18,7 @@ use super::fault::Degradation;
 use super::schedule::{Aimed, AimedFault, Next, Now, Role, Source, Step, Taken};
 use crate::net::{Grudge, Topology};
 use crate::proc::Proc;
+use crate::system::clock::ClockFault;
 use crate::system::{DiskMode, Reconfiguration};
 
 /// How long moving a partition back waits for the reassignment in progress to end,
@@ -43,6 +44,16 @@ pub enum Fault {
     Kill(Proc),
     Pause(Proc),
     LoseUnflushed(i32),
+    /// A power cut that keeps a prefix, drawn from `seed`, of the last write.
+    TornWrite {
+        node: i32,
+        seed: u64,
+    },
+    /// A node killed and one of its files damaged, as `seed` draws.
+    Corrupt {
+        node: i32,
+        seed: u64,
+    },
     /// Every node, and the order they are restarted in.
     CrashAll(Vec<i32>),
     /// A partition; for isolate-leader the grudge is empty until the leader of
@@ -75,6 +86,11 @@ pub enum Fault {
     },
     /// A partition added to the topic (no end).
     AddPartitions,
+    /// A process's wall clock off, stepped or strobing until the end.
+    Clock {
+        proc: Proc,
+        fault: ClockFault,
+    },
 }
 
 impl Fault {
@@ -84,10 +100,14 @@ impl Fault {
             Fault::Kill(p) | Fault::Pause(p) => vec![*p],
             // Not down, but out of the ISRs while its disk fails: it counts against the
             // minority budget, and no other fault hits it meanwhile.
-            Fault::LoseUnflushed(id) | Fault::Disk { node: id, .. } => vec![Proc::Node(*id)],
+            Fault::LoseUnflushed(id)
+            | Fault::TornWrite { node: id, .. }
+            | Fault::Corrupt { node: id, .. }
+            | Fault::Disk { node: id, .. } => vec![Proc::Node(*id)],
             Fault::CrashAll(ids) => ids.iter().map(|&id| Proc::Node(id)).collect(),
             Fault::Partition { .. }
             | Fault::Degrade { .. }
+            | Fault::Clock { .. }
             | Fault::Reassign { .. }
             | Fault::AddPartitions => Vec::new(),
         }
@@ -102,6 +122,13 @@ impl Fault {
     /// partition or a crash-all.
     pub(super) fn reconfiguration(&self) -> bool {
         matches!(self, Fault::Reassign { .. } | Fault::AddPartitions)
+    }
+
+    /// Faults that may run beside any other, a partition or a crash-all too: the
+    /// reconfigurations and the clock faults (neither takes a process down or cuts a
+    /// link).
+    pub(super) fn beside_anything(&self) -> bool {
+        self.reconfiguration() || matches!(self, Fault::Clock { .. })
     }
 
     /// Faults that must be alone.
@@ -146,9 +173,21 @@ impl Fault {
                 AimedFault::Reassign { seed: *seed },
             ),
             Fault::AddPartitions => aim(Role::Topic(grown.to_string()), AimedFault::AddPartition),
+            Fault::Clock { proc, fault } => Step::Act(Action::Clock {
+                proc: *proc,
+                fault: *fault,
+            }),
             Fault::Kill(p) => Step::Act(Action::Kill(*p)),
             Fault::Pause(p) => Step::Act(Action::Pause(*p)),
             Fault::LoseUnflushed(id) => Step::Act(Action::LoseUnflushed(*id)),
+            Fault::TornWrite { node, seed } => Step::Act(Action::TornWrite {
+                node: *node,
+                seed: *seed,
+            }),
+            Fault::Corrupt { node, seed } => Step::Act(Action::Corrupt {
+                node: *node,
+                seed: *seed,
+            }),
             Fault::CrashAll(order) => Step::Act(Action::CrashAll(order.clone())),
             Fault::Partition {
                 topology, grudge, ..
@@ -193,9 +232,15 @@ impl Fault {
                 },
                 settle: Duration::ZERO,
             },
+            Fault::Clock { proc, fault } => Action::ClockReset {
+                proc: *proc,
+                fault: *fault,
+            },
             Fault::Kill(p) => Action::Restart(*p),
             Fault::Pause(p) => Action::Resume(*p),
-            Fault::LoseUnflushed(id) => Action::Restart(Proc::Node(*id)),
+            Fault::LoseUnflushed(id)
+            | Fault::TornWrite { node: id, .. }
+            | Fault::Corrupt { node: id, .. } => Action::Restart(Proc::Node(*id)),
             Fault::CrashAll(order) => Action::RestartEach(
                 order
                     .iter()

@@ -19,6 +19,7 @@ use crate::nemesis::fault::{Degradation, FaultKind};
 use crate::net::Topology;
 use crate::proc::Proc;
 use crate::system::DiskMode;
+use crate::system::clock::ClockFault;
 
 /// `slow`: the latency drawn, in ms (its jitter up to half as much again).
 const SLOW_DELAY_MS: std::ops::RangeInclusive<u64> = 20..=250;
@@ -161,7 +162,10 @@ impl Planner {
     fn can_start(&self, kind: FaultKind) -> bool {
         match kind {
             FaultKind::Kill | FaultKind::Pause => !self.targets(false).is_empty(),
-            FaultKind::LoseUnflushed | FaultKind::Disk => !self.targets(true).is_empty(),
+            FaultKind::LoseUnflushed
+            | FaultKind::TornWrite
+            | FaultKind::Corrupt
+            | FaultKind::Disk => !self.targets(true).is_empty(),
             // Degraded links beside other faults (not a partition or crash-all), one
             // of each kind at a time.
             FaultKind::Slow | FaultKind::Flaky | FaultKind::Throttle => {
@@ -176,8 +180,12 @@ impl Planner {
                 .iter()
                 .any(|f| matches!(f, Fault::Reassign { .. })),
             FaultKind::AddPartitions => self.added < MAX_ADDED_PARTITIONS,
-            // A partition or a crash-all alone (but for reconfigurations).
-            _ => self.active.iter().all(Fault::reconfiguration),
+            // Beside any fault, one clock fault of a process at a time.
+            FaultKind::ClockOffset | FaultKind::ClockStep | FaultKind::ClockStrobe => {
+                self.clock_free().next().is_some()
+            }
+            // A partition or a crash-all alone (but for reconfigurations and clocks).
+            _ => self.active.iter().all(Fault::beside_anything),
         }
     }
 
@@ -226,10 +234,43 @@ impl Planner {
         self.targets(nodes_only).contains(&drawn).then_some(drawn)
     }
 
+    /// The processes whose clock no fault holds.
+    fn clock_free(&self) -> impl Iterator<Item = Proc> + '_ {
+        self.all_procs().into_iter().filter(|p| {
+            !self
+                .active
+                .iter()
+                .any(|f| matches!(f, Fault::Clock { proc, .. } if proc == p))
+        })
+    }
+
+    /// A clock fault of `kind` on a process drawn among those free (docs/faults.md#clocks).
+    fn draw_clock(&mut self, kind: FaultKind) -> Option<Fault> {
+        let free: Vec<Proc> = self.clock_free().collect();
+        let proc = *free.choose(&mut self.rng)?;
+        let sign = if self.rng.random_bool(0.5) { 1 } else { -1 };
+        let fault = match kind {
+            FaultKind::ClockOffset => ClockFault::Offset {
+                offset_ms: sign * self.rng.random_range(10..=10_000),
+            },
+            FaultKind::ClockStep => ClockFault::Step {
+                offset_ms: sign * self.rng.random_range(60_000..=7_200_000),
+            },
+            _ => ClockFault::Strobe {
+                offset_ms: sign * self.rng.random_range(10..=10_000),
+                period_ms: self.rng.random_range(10..=500),
+            },
+        };
+        Some(Fault::Clock { proc, fault })
+    }
+
     fn draw(&mut self, kind: FaultKind) -> Option<Fault> {
         let all = self.all_procs();
         let fault = match kind {
             FaultKind::Replication => return None,
+            FaultKind::ClockOffset | FaultKind::ClockStep | FaultKind::ClockStrobe => {
+                return self.draw_clock(kind);
+            }
             FaultKind::Reassign => Fault::Reassign {
                 partition: self.rng.random_range(0..self.partitions),
                 seed: self.rng.random(),
@@ -241,6 +282,20 @@ impl Planner {
             FaultKind::LoseUnflushed => match self.draw_target(true)? {
                 Proc::Node(id) => Fault::LoseUnflushed(id),
                 Proc::Controller => unreachable!("lose-unflushed draws nodes only"),
+            },
+            FaultKind::Corrupt => match self.draw_target(true)? {
+                Proc::Node(node) => Fault::Corrupt {
+                    node,
+                    seed: self.rng.random(),
+                },
+                Proc::Controller => unreachable!("corrupt draws nodes only"),
+            },
+            FaultKind::TornWrite => match self.draw_target(true)? {
+                Proc::Node(node) => Fault::TornWrite {
+                    node,
+                    seed: self.rng.random(),
+                },
+                Proc::Controller => unreachable!("torn-write draws nodes only"),
             },
             FaultKind::Disk => match self.draw_target(true)? {
                 Proc::Node(node) => {
@@ -387,7 +442,7 @@ mod tests {
                 for _ in 0..100 {
                     let (_, step) = p.next_step();
                     let active: Vec<&Fault> =
-                        p.active().iter().filter(|f| !f.reconfiguration()).collect();
+                        p.active().iter().filter(|f| !f.beside_anything()).collect();
                     let exclusive = active.iter().filter(|f| f.exclusive()).count();
                     assert!(exclusive == 0 || active.len() == 1, "{active:?}");
                     if exclusive == 0 {
@@ -468,6 +523,53 @@ mod tests {
                 ));
             }
         }
+    }
+
+    #[test]
+    fn clock_faults_hit_one_process_each_within_their_bounds_beside_other_faults() {
+        let kinds = [
+            FaultKind::ClockOffset,
+            FaultKind::ClockStep,
+            FaultKind::ClockStrobe,
+            FaultKind::Kill,
+        ];
+        let mut p = Planner::new(5, &kinds, &[1, 2, 3], 2, Duration::from_secs(1));
+        let (mut offsets, mut steps, mut strobes, mut beside) = (0, 0, 0, 0);
+        for _ in 0..2000 {
+            let (_, step) = p.next_step();
+            let clocked: Vec<Proc> = p
+                .active()
+                .iter()
+                .filter_map(|f| match f {
+                    Fault::Clock { proc, .. } => Some(*proc),
+                    _ => None,
+                })
+                .collect();
+            let mut unique = clocked.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), clocked.len(), "{:?}", p.active());
+            beside += usize::from(!clocked.is_empty() && p.active().len() > clocked.len());
+            let Change::Start(Fault::Clock { fault, .. }) = step else {
+                continue;
+            };
+            let off = fault.offset_ms().abs();
+            match fault {
+                ClockFault::Offset { .. } => {
+                    offsets += 1;
+                    assert!((10..=10_000).contains(&off))
+                }
+                ClockFault::Step { .. } => {
+                    steps += 1;
+                    assert!((60_000..=7_200_000).contains(&off))
+                }
+                ClockFault::Strobe { period_ms, .. } => {
+                    strobes += 1;
+                    assert!((10..=10_000).contains(&off) && (10..=500).contains(&period_ms))
+                }
+            }
+        }
+        assert!(offsets > 0 && steps > 0 && strobes > 0 && beside > 0);
     }
 
     #[test]

@@ -119,6 +119,8 @@ fn takes_down(a: &Action) -> bool {
         Action::Kill(_)
             | Action::KillOnceInIsr { .. }
             | Action::LoseUnflushed(_)
+            | Action::TornWrite { .. }
+            | Action::Corrupt { .. }
             | Action::CrashAll(_)
             | Action::Pause(_)
             | Action::Cut { .. }

@@ -1,6 +1,7 @@
 //! `lose-unflushed`: SIGKILL a node that loses its unflushed bytes (runs with a
 //! flush policy only: a power cut of the node's fault filesystem, or the brokers
-//! simulating their page cache).
+//! simulating their page cache); one time in two the power cut tears the last write
+//! (`torn-write`: a prefix of it survives).
 
 use rand::{Rng, RngCore};
 
@@ -45,8 +46,16 @@ impl Pattern for LoseUnflushed {
         };
         let mut roles = aim.roles();
         roles.target = Some(target);
+        let kill = if rng.random_bool(0.5) {
+            Action::TornWrite {
+                node: target,
+                seed: rng.random(),
+            }
+        } else {
+            Action::LoseUnflushed(target)
+        };
         let s = Script::default()
-            .then(std::time::Duration::ZERO, Action::LoseUnflushed(target))
+            .then(std::time::Duration::ZERO, kill)
             .then(
                 around(rng, aim.timeouts().session),
                 Action::Restart(Proc::Node(target)),

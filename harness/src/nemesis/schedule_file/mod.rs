@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 
 use super::fault::Degradation;
 use crate::system::DiskMode;
+use crate::system::clock::ClockFault;
 
 pub use parse::ScheduleError;
 pub use record::Recorder;
@@ -81,6 +82,17 @@ pub enum Spec {
     Pause(Target),
     /// SIGKILL of a node run with the page cache simulated: its unflushed bytes lost.
     LoseUnflushed(Target),
+    /// The same, keeping a prefix of the last unsynced write (its length drawn from
+    /// `seed`).
+    TornWrite {
+        target: Target,
+        seed: u64,
+    },
+    /// A node killed and one of its files damaged as `seed` draws.
+    Corrupt {
+        target: Target,
+        seed: u64,
+    },
     /// Hold the process's answers to the clients.
     HoldAnswers(Target),
     CrashAll,
@@ -107,6 +119,11 @@ pub enum Spec {
         topic: String,
         count: u32,
     },
+    /// A process's wall clock set as `fault` says, true again at the end.
+    Clock {
+        target: Target,
+        fault: ClockFault,
+    },
 }
 
 /// The links a partition cuts.
@@ -125,6 +142,8 @@ impl Spec {
             Spec::Kill(_) | Spec::KillOnceInIsr { .. } => "kill",
             Spec::Pause(_) => "pause",
             Spec::LoseUnflushed(_) => "lose-unflushed",
+            Spec::TornWrite { .. } => "torn-write",
+            Spec::Corrupt { .. } => "corrupt",
             Spec::HoldAnswers(_) => "hold-answers",
             Spec::CrashAll => "crash-all",
             Spec::Partition { .. } => "partition",
@@ -136,6 +155,11 @@ impl Spec {
             Spec::Disk { .. } => "disk",
             Spec::Reassign { .. } => "reassign",
             Spec::AddPartitions { .. } => "add-partitions",
+            Spec::Clock { fault, .. } => match fault {
+                ClockFault::Offset { .. } => "clock-offset",
+                ClockFault::Step { .. } => "clock-step",
+                ClockFault::Strobe { .. } => "clock-strobe",
+            },
         }
     }
 
@@ -154,6 +178,9 @@ impl Spec {
             Spec::Kill(t)
             | Spec::Pause(t)
             | Spec::LoseUnflushed(t)
+            | Spec::TornWrite { target: t, .. }
+            | Spec::Corrupt { target: t, .. }
+            | Spec::Clock { target: t, .. }
             | Spec::HoldAnswers(t)
             | Spec::Disk { target: t, .. }
             | Spec::Partition {
@@ -181,6 +208,19 @@ impl Spec {
         match self {
             Spec::Kill(x) | Spec::Pause(x) | Spec::LoseUnflushed(x) | Spec::HoldAnswers(x) => {
                 vec![("target", t(x))]
+            }
+            Spec::TornWrite { target, seed } | Spec::Corrupt { target, seed } => {
+                vec![("target", t(target)), ("seed", json!(seed))]
+            }
+            Spec::Clock { target, fault } => {
+                let mut f = vec![
+                    ("target", t(target)),
+                    ("offset_ms", json!(fault.offset_ms())),
+                ];
+                if let ClockFault::Strobe { period_ms, .. } = fault {
+                    f.push(("period_ms", json!(period_ms)));
+                }
+                f
             }
             Spec::KillOnceInIsr {
                 target,
@@ -334,6 +374,13 @@ impl ScheduleFile {
     pub fn loses_unflushed(&self) -> bool {
         self.faults
             .iter()
-            .any(|e| matches!(e.fault, Spec::LoseUnflushed(_)))
+            .any(|e| matches!(e.fault, Spec::LoseUnflushed(_) | Spec::TornWrite { .. }))
+    }
+
+    /// Whether some fault sets a clock (the processes then run under fake clocks).
+    pub fn sets_clocks(&self) -> bool {
+        self.faults
+            .iter()
+            .any(|e| matches!(e.fault, Spec::Clock { .. }))
     }
 }

@@ -13,6 +13,7 @@ use super::target::{Target, partition_ref};
 use super::{Entry, Links, ScheduleFile, Spec, VERSION};
 use crate::nemesis::fault::Degradation;
 use crate::system::DiskMode;
+use crate::system::clock::ClockFault;
 
 /// What is wrong with a schedule file, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -254,6 +255,18 @@ impl Fields<'_> {
         }
     }
 
+    fn signed(&mut self, field: &'static str) -> Result<Option<i64>, ScheduleError> {
+        const MAX: i64 = 365 * 24 * 3_600_000;
+        match self.take(field) {
+            None => Ok(None),
+            Some(Value::Number(n)) if n.as_i64().is_some_and(|x| x.abs() <= MAX) => Ok(n.as_i64()),
+            Some(v) => Err(self.err(
+                field,
+                format!("expected a whole number -{MAX} to {MAX}, got {v}"),
+            )),
+        }
+    }
+
     fn whole(&mut self, field: &'static str, max: u64) -> Result<u64, ScheduleError> {
         let v = self.number(field, max)?;
         self.required(field, v, "a whole number")
@@ -309,8 +322,9 @@ fn entry(mut f: Fields<'_>) -> Result<Entry, ScheduleError> {
     })
 }
 
-const KINDS: &str = "kill, pause, lose-unflushed, hold-answers, crash-all, partition, slow, \
-                     flaky, throttle, disk, reassign, add-partitions";
+const KINDS: &str = "kill, pause, lose-unflushed, torn-write, corrupt, hold-answers, crash-all, partition, slow, \
+                     flaky, throttle, disk, reassign, add-partitions, clock-offset, clock-step, \
+                     clock-strobe";
 
 fn spec(f: &mut Fields<'_>) -> Result<Spec, ScheduleError> {
     let kind = f.kind.clone();
@@ -334,6 +348,28 @@ fn spec(f: &mut Fields<'_>) -> Result<Spec, ScheduleError> {
         "kill" => Spec::Kill(f.target("target")?),
         "pause" => Spec::Pause(f.target("target")?),
         "lose-unflushed" => Spec::LoseUnflushed(f.target("target")?),
+        "clock-offset" | "clock-step" | "clock-strobe" => {
+            let target = f.target("target")?;
+            let offset = f.signed("offset_ms")?;
+            let offset_ms = f.required("offset_ms", offset, "milliseconds, + or -")?;
+            let fault = match kind.as_str() {
+                "clock-offset" => ClockFault::Offset { offset_ms },
+                "clock-step" => ClockFault::Step { offset_ms },
+                _ => ClockFault::Strobe {
+                    offset_ms,
+                    period_ms: f.whole("period_ms", 3_600_000)?,
+                },
+            };
+            Spec::Clock { target, fault }
+        }
+        "corrupt" => Spec::Corrupt {
+            target: f.target("target")?,
+            seed: f.whole("seed", u64::MAX)?,
+        },
+        "torn-write" => Spec::TornWrite {
+            target: f.target("target")?,
+            seed: f.whole("seed", u64::MAX)?,
+        },
         "hold-answers" => Spec::HoldAnswers(f.target("target")?),
         "crash-all" => Spec::CrashAll,
         "partition" => {

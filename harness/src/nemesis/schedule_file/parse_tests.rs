@@ -14,14 +14,22 @@ const HAND_WRITTEN: &str = r#"{
     {"at": 40, "fault": "reassign", "partition": "queue/1", "replicas": [3, 1]},
     {"at": 41, "fault": "crash-all", "for": 3},
     {"at": 50, "fault": "kill", "target": "leader of queue/0", "once_in_isr": "follower 2 of queue/0",
-     "of": "queue/0", "within": 1.2, "for": 2.5}
+     "of": "queue/0", "within": 1.2, "for": 2.5},
+    {"at": 55, "fault": "torn-write", "target": "follower of queue/0", "seed": 77, "for": 3}
   ]
 }"#;
 
 #[test]
 fn a_hand_written_schedule_reads_and_writes_back_the_same() {
     let file = parse(HAND_WRITTEN).unwrap();
-    assert_eq!(file.faults.len(), 8);
+    assert_eq!(file.faults.len(), 9);
+    assert_eq!(
+        file.faults[8].fault,
+        Spec::TornWrite {
+            target: Target::parse("follower of queue/0").unwrap(),
+            seed: 77,
+        }
+    );
     assert_eq!(
         file.faults[7].fault,
         Spec::KillOnceInIsr {

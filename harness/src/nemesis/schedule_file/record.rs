@@ -89,6 +89,29 @@ impl Recorder {
                 };
                 (spec, vec![p])
             }
+            Action::Clock { proc, fault } => (
+                Spec::Clock {
+                    target: role(*proc),
+                    fault: *fault,
+                },
+                vec![*proc],
+            ),
+            Action::Corrupt { node, seed } => {
+                let p = Proc::Node(*node);
+                let spec = Spec::Corrupt {
+                    target: role(p),
+                    seed: *seed,
+                };
+                (spec, vec![p])
+            }
+            Action::TornWrite { node, seed } => {
+                let p = Proc::Node(*node);
+                let spec = Spec::TornWrite {
+                    target: role(p),
+                    seed: *seed,
+                };
+                (spec, vec![p])
+            }
             Action::LoseUnflushed(id) => {
                 let p = Proc::Node(*id);
                 (Spec::LoseUnflushed(role(p)), vec![p])

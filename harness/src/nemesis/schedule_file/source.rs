@@ -89,6 +89,18 @@ impl ScheduleSource {
             },
             Spec::Pause(t) => Action::Pause(one(t)?),
             Spec::LoseUnflushed(t) => Action::LoseUnflushed(node(t)?),
+            Spec::Clock { target, fault } => Action::Clock {
+                proc: one(target)?,
+                fault: *fault,
+            },
+            Spec::Corrupt { target, seed } => Action::Corrupt {
+                node: node(target)?,
+                seed: *seed,
+            },
+            Spec::TornWrite { target, seed } => Action::TornWrite {
+                node: node(target)?,
+                seed: *seed,
+            },
             Spec::HoldAnswers(t) => Action::HoldAnswers(one(t)?),
             Spec::CrashAll => Action::CrashAll(self.nodes.clone()),
             Spec::Partition { shape, links } => {

@@ -111,15 +111,41 @@ impl Cluster {
         }
     }
 
+    /// SIGKILL these processes at the same instant (every one signalled first, then
+    /// each reaped; their links lead nowhere until they are back); `cut`: then cut
+    /// their power, tearing the last write with that seed, and keep what each lost
+    /// for [`take_losses`](crate::system::System::take_losses).
+    pub(super) async fn kill_cutting(
+        &mut self,
+        procs: &[Proc],
+        cut: Option<Option<u64>>,
+    ) -> Result<()> {
+        for &p in procs {
+            self.member(p)?.signal_kill();
+        }
+        for &p in procs {
+            self.member(p)?.kill().await?;
+            self.point_links_at(p, None);
+        }
+        if let Some(torn) = cut {
+            for &p in procs {
+                let lost = self.cut_power(p, torn)?;
+                self.losses
+                    .push(json!({"process": p.to_json(), "lost": lost}));
+            }
+        }
+        Ok(())
+    }
+
     /// The power goes out on `p`, which is dead already: its files lose what it did
-    /// not fsync.
-    pub(super) fn cut_power(&self, p: Proc) -> Result<Value> {
+    /// not fsync (`torn`: but a prefix of the last write, drawn from that seed).
+    fn cut_power(&self, p: Proc, torn: Option<u64>) -> Result<Value> {
         let disk = self.disks.get(&p).ok_or_else(|| {
             HarnessError::new("a power cut needs the fault filesystem (run without --no-fault-fs)")
         })?;
         let losses = disk
             .control()
-            .power_cut(None)
+            .power_cut(torn)
             .map_err(|e| HarnessError::new(format!("power cut on {p}: {e}")))?;
         Ok(losses_json(losses))
     }

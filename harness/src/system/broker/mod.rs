@@ -38,6 +38,7 @@
 pub mod api;
 pub(crate) mod broker_bin;
 mod convergence;
+mod corrupt;
 mod credentials;
 mod degrade;
 mod disk;
@@ -84,6 +85,8 @@ pub struct ClusterConfig {
     /// Every kill of a process cuts its power too: its storage loses what it did
     /// not fsync (needs `fault_fs`).
     pub power_cut_on_kill: bool,
+    /// Every process runs under a fake wall clock the clock faults set.
+    pub clocks: bool,
 }
 
 /// A running cluster. Dropping it kills every process and stops every proxy.
@@ -94,6 +97,10 @@ pub struct Cluster {
     /// Each process's fault filesystem (none with `fault_fs` off); after `members`,
     /// so that the processes are dead before their data dirs are unmounted.
     disks: BTreeMap<Proc, faultfs::Mount>,
+    /// What the `corrupt` faults did, until taken.
+    damage: Vec<serde_json::Value>,
+    /// Each process's fake wall clock, with clock faults in the campaign.
+    clocks: Option<crate::system::clock::Clocks>,
     /// What the power cuts of kills since the last look dropped, for the history.
     losses: Vec<serde_json::Value>,
     /// (from, to) → the proxy `from` uses to reach `to`.
@@ -142,7 +149,14 @@ impl Cluster {
         } else {
             BTreeMap::new()
         };
+        let clocks = if config.clocks {
+            Some(crate::system::clock::Clocks::new(&config.root, &procs)?)
+        } else {
+            None
+        };
         let mut cluster = Cluster {
+            clocks,
+            damage: Vec::new(),
             disks,
             losses: Vec::new(),
             admin: Admin::new(ADMIN_TIMEOUT)?,
@@ -228,6 +242,7 @@ impl Cluster {
             args,
             log_path: dir.join("broker.log"),
             start_timeout: self.config.start_timeout,
+            env: self.clocks.as_ref().map_or_else(Vec::new, |c| c.env(p)),
         }
     }
 

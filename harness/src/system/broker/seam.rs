@@ -26,24 +26,33 @@ impl System for Cluster {
         Cluster::is_running(self, p)
     }
 
-    /// Every one signalled first, then each reaped; their links lead nowhere until
-    /// they are back.
+    /// Their power cut too when the campaign's kills must lose what was not fsynced.
     async fn kill(&mut self, procs: &[Proc]) -> Result<()> {
-        for &p in procs {
-            self.member(p)?.signal_kill();
-        }
-        for &p in procs {
-            self.member(p)?.kill().await?;
-            self.point_links_at(p, None);
-        }
-        if self.kills_cut_power() {
-            for &p in procs {
-                let lost = self.cut_power(p)?;
-                self.losses
-                    .push(json!({"process": p.to_json(), "lost": lost}));
-            }
+        let cut = self.kills_cut_power().then_some(None);
+        self.kill_cutting(procs, cut).await
+    }
+
+    /// Without the fault filesystem, a kill of a node run with `--simulate-page-cache`
+    /// (the broker does not tear writes).
+    async fn kill_torn(&mut self, node: i32, seed: u64) -> Result<()> {
+        let cut = (!self.disks.is_empty()).then_some(Some(seed));
+        self.kill_cutting(&[Proc::Node(node)], cut).await
+    }
+
+    /// Through its fault filesystem when it has one, so the kernel's cache sees it.
+    async fn corrupt(&mut self, node: i32, seed: u64) -> Result<()> {
+        self.kill(&[Proc::Node(node)]).await?;
+        let dir = self.config.root.join(Proc::Node(node).key()).join("data");
+        let mut done = super::corrupt::damage(&dir, seed)?;
+        if !done.is_null() {
+            done["process"] = json!(node);
+            self.damage.push(done);
         }
         Ok(())
+    }
+
+    fn take_damage(&mut self) -> Vec<serde_json::Value> {
+        std::mem::take(&mut self.damage)
     }
 
     fn take_losses(&mut self) -> Vec<serde_json::Value> {
@@ -111,6 +120,19 @@ impl System for Cluster {
             } else {
                 link.heal_answers()
             }
+        }
+    }
+
+    async fn set_clock(
+        &mut self,
+        p: Proc,
+        fault: Option<crate::system::clock::ClockFault>,
+    ) -> Result<()> {
+        match &mut self.clocks {
+            Some(clocks) => clocks.set(p, fault),
+            None => Err(crate::system::unsupported(
+                "clock faults in this campaign (its processes run on the machine's clock)",
+            )),
         }
     }
 
@@ -199,6 +221,9 @@ impl System for Cluster {
         }
         for p in self.procs() {
             self.restart(p).await?;
+        }
+        if let Some(clocks) = &mut self.clocks {
+            clocks.reset_all()?;
         }
         self.disks_ok().await
     }

@@ -59,6 +59,8 @@ pub struct ProcessSpec {
     pub log_path: PathBuf,
     /// How long to wait for the `listening on ADDR` line.
     pub start_timeout: Duration,
+    /// Set in its environment besides what the harness has.
+    pub env: Vec<(OsString, OsString)>,
 }
 
 /// A process that ended without the harness killing it.
@@ -323,6 +325,7 @@ impl Supervised {
         let log_from = log.metadata().map_or(0, |m| m.len());
         let mut cmd = Command::new(&spec.program);
         cmd.args(&spec.args)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log.try_clone()?))
