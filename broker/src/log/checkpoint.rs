@@ -1,4 +1,5 @@
-//! Checkpoint files (high watermark per partition, leader-epoch cache), written
+//! Checkpoint files (high watermark and recovery point per partition, leader-epoch
+//! cache), written
 //! atomically and durably by [`write_atomic_with`]: temp file, fsync, rename, fsync the
 //! directory. A crash leaves either the old file or the new one, plus perhaps a stray
 //! `.tmp` that readers ignore.
@@ -17,8 +18,10 @@
 //! ```
 //!
 //! Reading checks the checksum, then parses strictly; either failure is
-//! `InvalidData`, naming the file and where. Both checkpoints can be recomputed (the
-//! HW from the leader, the epochs from the log), so their reader drops a bad one.
+//! `InvalidData`, naming the file and where. Every checkpoint can be recomputed or
+//! understated safely (the HW from the leader, the epochs from the log, the recovery
+//! point as 0), so its reader drops a bad one. A recovery-point checkpoint reads as
+//! a high-watermark one does.
 
 use std::fs;
 use std::io;
@@ -93,28 +96,49 @@ pub fn read_epochs(path: &Path) -> io::Result<Vec<(i32, u64)>> {
 
 /// Write a high-watermark checkpoint for one partition.
 pub fn write_high_watermark(path: &Path, hw: u64, faults: &DiskFaults) -> io::Result<()> {
-    let text = format!("{VERSION}\n{hw}\n");
-    write_atomic_with(path, &checksum::seal(text.as_bytes()), faults)
-        .map_err(|e| context(e, "cannot write high-watermark checkpoint", path))
+    write_offset(path, "high-watermark", hw, faults)
 }
 
 /// Read a high-watermark checkpoint (missing file: 0).
 pub fn read_high_watermark(path: &Path) -> io::Result<u64> {
-    let Some(text) = read_text(path, "high-watermark")? else {
+    read_offset(path, "high-watermark", "high watermark")
+}
+
+/// Write a recovery-point checkpoint for one partition: the offset below which its
+/// log was fsynced (Kafka's `recovery-point-offset-checkpoint`).
+pub fn write_recovery_point(path: &Path, offset: u64, faults: &DiskFaults) -> io::Result<()> {
+    write_offset(path, "recovery-point", offset, faults)
+}
+
+/// Read a recovery-point checkpoint (missing file: 0).
+pub fn read_recovery_point(path: &Path) -> io::Result<u64> {
+    read_offset(path, "recovery-point", "recovery point")
+}
+
+/// Write a checkpoint of one offset (`what`: the file's kind, for errors).
+fn write_offset(path: &Path, what: &str, offset: u64, faults: &DiskFaults) -> io::Result<()> {
+    let text = format!("{VERSION}\n{offset}\n");
+    write_atomic_with(path, &checksum::seal(text.as_bytes()), faults)
+        .map_err(|e| context(e, &format!("cannot write {what} checkpoint"), path))
+}
+
+/// Read a checkpoint of one offset (missing file: 0); `value` names it in errors.
+fn read_offset(path: &Path, what: &str, value: &str) -> io::Result<u64> {
+    let Some(text) = read_text(path, what)? else {
         return Ok(0);
     };
-    let bad = |line: usize, why: String| malformed(path, "high-watermark", line, why);
-    let mut lines = body_lines(&text, path, "high-watermark")?;
+    let bad = |line: usize, why: String| malformed(path, what, line, why);
+    let mut lines = body_lines(&text, path, what)?;
     let (n, line) = lines
         .next()
-        .ok_or_else(|| bad(2, "missing the high watermark".into()))?;
-    let hw = line
+        .ok_or_else(|| bad(2, format!("missing the {value}")))?;
+    let offset = line
         .parse()
-        .map_err(|_| bad(n, format!("expected a high watermark, found {line:?}")))?;
+        .map_err(|_| bad(n, format!("expected a {value}, found {line:?}")))?;
     if let Some((n, extra)) = lines.next() {
         return Err(bad(n, format!("unexpected line {extra:?}")));
     }
-    Ok(hw)
+    Ok(offset)
 }
 
 /// Epochs strictly ascending, start offsets never decreasing.

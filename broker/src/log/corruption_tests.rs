@@ -262,7 +262,7 @@ fn an_isr_member_refuses_a_log_ending_below_its_checkpointed_high_watermark() {
         for part in [
             format!("the log ends at offset {end}"),
             format!("{name}, byte {}", ranges[1].start),
-            format!("below its checkpointed high watermark {}", end + 1),
+            format!("below {}, its checkpointed high watermark", end + 1),
         ] {
             assert!(msg.contains(&part), "{part:?} not in: {msg}");
         }

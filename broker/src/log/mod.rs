@@ -108,8 +108,9 @@ pub enum Recovery {
     Cut,
     /// Nothing this replica may be the only one to hold (it is in the partition's
     /// ISR, so the controller may elect it): only a torn tail — no whole record past
-    /// the cut — and only if the log still reaches the given offset (its
-    /// checkpointed high watermark, below which every record was committed).
+    /// the cut — and only if the log still reaches the given offset (the lower of
+    /// its checkpointed high watermark and recovery point, below which every record
+    /// was committed and fsynced: gone, only damage took it).
     /// Anything else is refused (`InvalidData`), the files left as they are.
     KeepCommitted(u64),
 }

@@ -174,7 +174,7 @@ pub fn plan(dir: &Path, guess: bool) -> io::Result<Plan> {
 }
 
 /// Refuse `plan` (`InvalidData`) if it loses what `Recovery::KeepCommitted` keeps:
-/// whole records, or records below `committed`.
+/// whole records, or records below `committed` (committed and fsynced).
 pub fn keeps_committed(dir: &Path, plan: &Plan, committed: u64) -> io::Result<()> {
     let refuse = |what: String| {
         io::Error::new(
@@ -204,8 +204,9 @@ pub fn keeps_committed(dir: &Path, plan: &Plan, committed: u64) -> io::Result<()
             format!(" (recovery found {})", c.planned())
         });
         return Err(refuse(format!(
-            "the log ends at offset {end}{place}, below its checkpointed high watermark \
-             {committed}: committed records are missing{cut}"
+            "the log ends at offset {end}{place}, below {committed}, its checkpointed high \
+             watermark and recovery point: committed records it had fsynced are \
+             missing{cut}"
         )));
     }
     Ok(())

@@ -29,8 +29,8 @@ use crate::error::{ApiError, Code};
 use crate::events::{self, Api, Event, FenceReason, TruncationRule};
 use crate::log::checkpoint;
 use crate::protocol::{BrokerInfo, Metadata, PartitionState, TopicPartition};
-use crate::replica::{Effects, FetchTask, Transition, Truncation};
-use partition::{EPOCHS_FILE, HW_FILE};
+use crate::replica::{Effects, FetchTask, ReplicaLog, Transition, Truncation};
+use partition::{EPOCHS_FILE, HW_FILE, RECOVERY_POINT_FILE};
 pub use partition::{NodeReplica, Partition};
 
 /// What this node last heard from the controller, beyond its replicas.
@@ -362,6 +362,7 @@ impl ReplicaManager {
             let epochs = r.epochs().entries().to_vec();
             self.checkpoint_epochs(part, &epochs);
         }
+        self.checkpoint_recovery_point(part);
         let hw = part.read().high_watermark();
         let mut written = part
             .checkpointed_hw
@@ -378,6 +379,29 @@ impl ReplicaManager {
                 self.storage_ok(part);
             }
             Err(e) => self.storage_error(part, "HW checkpoint", &e),
+        }
+    }
+
+    /// Write the recovery-point checkpoint if the log's flushed offset moved since the
+    /// last one: what recovery may take as fsynced (see [`Partition::open`]). Read
+    /// after the fsync it counts, so it never claims more than is on disk.
+    fn checkpoint_recovery_point(&self, part: &Partition) {
+        let flushed = part.read().log().flushed_offset();
+        let mut written = part
+            .checkpointed_recovery_point
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if *written == flushed {
+            return;
+        }
+        let faults = &self.ctx.config.log.faults;
+        let path = part.dir.join(RECOVERY_POINT_FILE);
+        match checkpoint::write_recovery_point(&path, flushed, faults) {
+            Ok(()) => {
+                *written = flushed;
+                self.storage_ok(part);
+            }
+            Err(e) => self.storage_error(part, "recovery-point checkpoint", &e),
         }
     }
 

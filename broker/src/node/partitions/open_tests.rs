@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::Path;
 
-use super::partition::{EPOCHS_FILE, HW_FILE, Partition};
+use super::partition::{EPOCHS_FILE, HW_FILE, Partition, RECOVERY_POINT_FILE};
 use crate::bugs::Bugs;
 use crate::damage::sweep;
 use crate::disk::DiskFaults;
@@ -41,6 +41,8 @@ fn written(data_dir: &Path) {
     drop(log);
     let faults = DiskFaults::default();
     checkpoint::write_high_watermark(&dir.join(HW_FILE), 8, &faults).unwrap();
+    // Every record fsynced, as a flush policy of one record would have.
+    checkpoint::write_recovery_point(&dir.join(RECOVERY_POINT_FILE), 10, &faults).unwrap();
     let epochs = [(1, 0), (4, 6), (6, 10)];
     checkpoint::write_epochs(&dir.join(EPOCHS_FILE), &epochs, &faults).unwrap();
 }
@@ -119,6 +121,25 @@ fn every_damage_to_the_hw_checkpoint_starts_the_hw_at_zero() {
     }
 }
 
+/// The recovery point is advisory too: a damaged one counts as none fsynced (the
+/// log may be cut as far as a power cut would) and is rewritten.
+#[test]
+fn every_damage_to_the_recovery_point_counts_as_none_fsynced() {
+    let d = tempfile::tempdir().unwrap();
+    written(d.path());
+    let path = d.path().join("t-0").join(RECOVERY_POINT_FILE);
+    let bytes = fs::read(&path).unwrap();
+    for damage in sweep(bytes.len()) {
+        if damage.first_change(&bytes).is_none() {
+            continue;
+        }
+        fs::write(&path, damage.apply(&bytes)).unwrap();
+        let (part, _) = open_as(d.path(), true).unwrap_or_else(|e| panic!("{damage:?}: {e}"));
+        let rewrite = *part.checkpointed_recovery_point.lock().unwrap();
+        assert_eq!(rewrite, u64::MAX, "{damage:?}");
+    }
+}
+
 /// A record damaged in the middle of the log (whole records after it): a replica
 /// outside the ISR cuts it and re-fetches the rest; one in the ISR — the only
 /// replica the controller may elect — refuses the log, untouched, naming the file
@@ -152,8 +173,10 @@ fn damage_mid_log_is_cut_outside_the_isr_and_refused_in_it() {
 }
 
 /// A torn tail — what a crash leaves — is cut in the ISR too, as long as the log
-/// still reaches its checkpointed HW (8): records below it were committed, and a log
-/// cut below it is refused.
+/// still reaches its checkpointed HW (8) or, if lower, its recovery point: records
+/// below both were committed and fsynced, and a log cut below them is refused;
+/// records above the recovery point a power cut may take (Kafka's exposure without
+/// a flush policy), and the log opens cut.
 #[test]
 fn in_the_isr_a_torn_tail_is_cut_unless_it_reaches_below_the_checkpointed_hw() {
     let d = tempfile::tempdir().unwrap();
@@ -171,10 +194,25 @@ fn in_the_isr_a_torn_tail_is_cut_unless_it_reaches_below_the_checkpointed_hw() {
     let err = open_as(d.path(), true).err().expect("refused");
     let msg = err.to_string();
     assert!(
-        msg.contains("below its checkpointed high watermark 8"),
+        msg.contains("below 8, its checkpointed high watermark and recovery point"),
         "{msg}"
     );
-    assert!(msg.contains("committed records are missing"), "{msg}");
+    assert!(
+        msg.contains("committed records it had fsynced are missing"),
+        "{msg}"
+    );
+    // Only records 0 to 5 were ever fsynced: a power cut took the rest, and the log
+    // opens with them, short of its HW, as Kafka's does.
+    let rp = d.path().join("t-0").join(RECOVERY_POINT_FILE);
+    checkpoint::write_recovery_point(&rp, 6, &DiskFaults::default()).unwrap();
+    let (part, _) = open_as(d.path(), true).unwrap();
+    assert_eq!(part.read().log_end_offset(), 6);
+    drop(part);
+    // A recovery point that does not read back counts as none fsynced.
+    fs::write(&rp, b"0\n9\n").unwrap();
+    let (part, _) = open_as(d.path(), true).unwrap();
+    assert_eq!(part.read().log_end_offset(), 6);
+    drop(part);
     let (part, _) = open_as(d.path(), false).unwrap();
     assert!(part.read().log_end_offset() < 8);
 }

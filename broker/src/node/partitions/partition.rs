@@ -32,6 +32,8 @@ pub type NodeReplica = Replica<KeyedLog<Log>>;
 
 /// The high-watermark checkpoint's file name, in the partition's directory.
 pub(super) const HW_FILE: &str = "high-watermark";
+/// The recovery-point checkpoint's file name, in the partition's directory.
+pub(super) const RECOVERY_POINT_FILE: &str = "recovery-point";
 /// The leader-epoch checkpoint's file name, in the partition's directory.
 pub(super) const EPOCHS_FILE: &str = "leader-epoch-checkpoint";
 
@@ -48,6 +50,9 @@ pub struct Partition {
     /// The HW last written to its checkpoint (`u64::MAX`: the file must be rewritten);
     /// held while writing, so two writers of the file cannot interleave.
     pub(super) checkpointed_hw: Mutex<u64>,
+    /// The recovery point (flushed offset) last written to its checkpoint
+    /// (`u64::MAX`: the file must be rewritten); held while writing.
+    pub(super) checkpointed_recovery_point: Mutex<u64>,
     /// The last epoch checkpoint failed: write it again at the next HW checkpoint.
     pub(super) epochs_unsaved: AtomicBool,
     /// No new ISR proposal before this time (node clock, ms): set after a refusal, so a
@@ -81,9 +86,12 @@ impl Partition {
     /// controller then elects, as the only replica it may. There recovery must not
     /// cut what another replica may hold and nobody would restore: the log is
     /// refused, untouched, if its cut would lose whole records (damage, not a crash)
-    /// or leave it below its checkpointed high watermark ([`Recovery::KeepCommitted`]);
-    /// it opens, cut, at a controller message that no longer names this broker in
-    /// the ISR.
+    /// or leave it below both its checkpointed high watermark and its checkpointed
+    /// recovery point ([`Recovery::KeepCommitted`]): records below both were
+    /// committed and fsynced, and only damage removes them. Between the two a power
+    /// cut may have taken records that were never fsynced — Kafka's own exposure
+    /// without a flush policy — and the log opens cut. A refused log opens, cut, at
+    /// a controller message that no longer names this broker in the ISR.
     pub(super) fn open(
         data_dir: &Path,
         tp: TopicPartition,
@@ -126,8 +134,22 @@ impl Partition {
             }
             Err(e) => return Err(e),
         };
+        // Advisory too: understated (0), it only lets recovery cut more.
+        let (recovery_point, checkpointed_rp) =
+            match checkpoint::read_recovery_point(&dir.join(RECOVERY_POINT_FILE)) {
+                Ok(rp) => (rp, rp),
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                    eprintln!(
+                        "node {id}: {}-{}: {e}; ignored: recovery takes none of the log as \
+                         fsynced, and the file is rewritten at the next checkpoint",
+                        tp.topic, tp.partition
+                    );
+                    (0, u64::MAX)
+                }
+                Err(e) => return Err(e),
+            };
         let recovery = match in_isr {
-            true => Recovery::KeepCommitted(hw),
+            true => Recovery::KeepCommitted(hw.min(recovery_point)),
             false => Recovery::Cut,
         };
         let log = Log::open_with(&dir.join("log"), config, recovery)?;
@@ -141,6 +163,7 @@ impl Partition {
             tp,
             dir,
             checkpointed_hw: Mutex::new(checkpointed_hw),
+            checkpointed_recovery_point: Mutex::new(checkpointed_rp),
             replica: Mutex::new(replica),
             purgatory: Purgatory::new(),
             epochs_unsaved: AtomicBool::new(false),
