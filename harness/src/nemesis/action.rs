@@ -348,9 +348,18 @@ impl Action {
             );
         }
         let e = self.event();
+        // Each field read as optional: the events differ in shape.
+        let field = |m: &serde_json::Map<String, Value>, key: &str| {
+            m.get(key)
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                .map_or_else(String::new, |v| format!(" {v}"))
+        };
         match &e.value {
             Value::Object(m) if m.contains_key("node") => {
-                format!("{} {} {}", e.f, m["node"], m["mode"].as_str().unwrap_or(""))
+                format!("{}{}{}", e.f, field(m, "node"), field(m, "mode"))
+            }
+            Value::Object(m) if m.contains_key("offset_ms") => {
+                format!("{}{}{}", e.f, field(m, "proc"), field(m, "offset_ms"))
             }
             Value::Object(m) if m.contains_key("procs") => {
                 let procs: Vec<String> = m["procs"]
@@ -361,7 +370,7 @@ impl Action {
                     .collect();
                 format!("{} {}", e.f, procs.join(","))
             }
-            Value::Object(m) => format!("{} {}", e.f, m["topology"].as_str().unwrap_or("")),
+            Value::Object(m) => format!("{}{}", e.f, field(m, "topology")),
             Value::Array(items) => {
                 let items: Vec<String> = items
                     .iter()
@@ -494,6 +503,33 @@ mod tests {
         assert!(script.leaves_nothing());
         // The longest it may wait counts in the script's length.
         assert_eq!(script.length(), Duration::from_millis(1050));
+    }
+
+    /// Every action says what it does in one line, whatever its event's shape.
+    #[test]
+    fn the_storage_and_clock_actions_describe_themselves() {
+        let clock = ClockFault::Step { offset_ms: -60_000 };
+        for (action, said) in [
+            (Action::TornWrite { node: 2, seed: 9 }, "torn-write 2"),
+            (Action::Corrupt { node: 3, seed: 1 }, "corrupt 3"),
+            (Action::LoseUnflushed(1), "lose-unflushed 1"),
+            (
+                Action::Clock {
+                    proc: Proc::Node(1),
+                    fault: clock,
+                },
+                "clock-step 1 -60000",
+            ),
+            (
+                Action::ClockReset {
+                    proc: Proc::Node(1),
+                    fault: clock,
+                },
+                "clock-reset 1 0",
+            ),
+        ] {
+            assert_eq!(action.describe(), said);
+        }
     }
 
     #[test]
