@@ -114,8 +114,8 @@ pub enum Scenario {
     ///
     /// The leader of partition 0 holds its answers to the clients for a second (the
     /// sends are appended, replicated and committed), then dies: the answers die with
-    /// it, the producers retry (`--retries`, 5 unless given) on the new leader, which
-    /// appends the values again (`duplicate`). Valid with `--idempotent`: the new
+    /// it, the producers retry (`--retries`, 10 unless given: enough to outlast the
+    /// election) on the new leader, which appends the values again (`duplicate`). Valid with `--idempotent`: the new
     /// leader knows the batches from the replicated producer state.
     DuplicateOnLeaderCrash,
 }
@@ -193,5 +193,6 @@ mod tests {
         assert!(!f(Scenario::Kip279Divergence).simulate_page_cache);
         assert!(f(Scenario::Kip279Divergence).dedicated_controller);
         assert_eq!(f(Scenario::DuplicateOnRetry).retries, Some(5));
+        assert_eq!(f(Scenario::DuplicateOnLeaderCrash).retries, Some(10));
     }
 }
