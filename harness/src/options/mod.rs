@@ -17,7 +17,7 @@ use clap::ValueEnum;
 
 pub use parse::Concurrency;
 pub(crate) use parse::parse_positive_secs;
-use parse::{MAX_CONCURRENCY, parse_concurrency, parse_positive};
+use parse::{MAX_CONCURRENCY, parse_concurrency, parse_positive, parse_settle_secs};
 pub use resolved::{ProducerMix, Resolved};
 
 use crate::error::HarnessError;
@@ -66,7 +66,7 @@ pub struct RunArgs {
     /// lost, REQUEST_TIMED_OUT) up to N more times, as Kafka's producer `retries`.
     /// 0 ends such a send `info` at once: every value is then sent exactly once, so
     /// a duplicate is always the broker's doing [default: 0; 5 under --scenario
-    /// duplicate-on-retry and duplicate-on-leader-crash]
+    /// duplicate-on-retry, 10 under duplicate-on-leader-crash]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub retries: Option<u32>,
 
@@ -117,6 +117,13 @@ pub struct RunArgs {
         requires = "bin"
     )]
     pub bin_args: Vec<String>,
+
+    /// With --bin: seconds the healed cluster is left to settle before the
+    /// workload's final phase (broadcast, g-counter, kafka), as Maelstrom waits for
+    /// recovery — nodes that share their state only every few seconds need it; 0
+    /// reads at once [default: 10].
+    #[arg(long, value_name = "SECS", requires = "bin", value_parser = parse_settle_secs)]
+    pub settle: Option<f64>,
 
     /// Faults to schedule: `replication` (fault patterns aimed at the replication
     /// protocol, favouring what the campaign has not exercised yet), or a
@@ -302,6 +309,11 @@ pub const BLACK_BOX_DEFAULT_FAULTS: [FaultKind; 3] =
 /// `--checker-time-limit` when not given (and in a run.json written before it
 /// existed).
 pub const DEFAULT_CHECKER_TIME_LIMIT: f64 = 120.0;
+/// How long the healed cluster of a `--bin` system is left alone before the final
+/// phase (`--settle`): time for a gossip to spread, a leader to be elected, a
+/// restarted node to catch up — Maelstrom's own wait for recovery, which nodes
+/// written for it are tuned to (some share their state every few seconds).
+pub const DEFAULT_SETTLE: f64 = 10.0;
 /// A campaign's seconds of workload and faults when neither `--time-limit` nor the
 /// schedule file says.
 pub const DEFAULT_TIME_LIMIT: f64 = 60.0;
@@ -472,6 +484,7 @@ impl RunArgs {
             bin_sha256: bin.as_ref().map(|b| b.sha256.clone()),
             bin: bin.map(|b| b.path),
             bin_args: self.bin_args,
+            settle: self.settle.unwrap_or(DEFAULT_SETTLE),
             broker,
         })
     }
@@ -730,6 +743,7 @@ impl From<Resolved> for RunArgs {
             seed: Some(r.seed),
             results: r.results,
             broker_bin: r.bin.is_none().then_some(r.broker_bin),
+            settle: r.bin.is_some().then_some(r.settle),
             bin: r.bin,
             bin_args: r.bin_args,
             linearizable_reads: r.linearizable_reads,
@@ -1169,6 +1183,15 @@ mod tests {
             "y",
         ]);
         assert_eq!(args.unwrap().bin_args, ["-x", "y"]);
+        // The settle time before the final phase: Maelstrom's 10 s unless given,
+        // kept for a replay; a negative one refused.
+        assert_eq!(a.settle, DEFAULT_SETTLE);
+        let quick = parse(&["--bin", node, "-w", "broadcast", "--settle", "0.5"]).unwrap();
+        assert_eq!(quick.settle(), std::time::Duration::from_millis(500));
+        let again = RunArgs::from(quick.clone()).resolve_with(|_| panic!("no broker"));
+        assert_eq!(again.unwrap().settle, 0.5);
+        assert!(parse(&["--bin", node, "-w", "broadcast", "--settle", "-1"]).is_err());
+        assert!(parse(&["--settle", "1"]).is_err(), "--settle needs --bin");
         for (argv, says) in [
             (
                 &["--bin", node, "-w", "queue"][..],

@@ -58,3 +58,11 @@ pub(crate) fn parse_positive_secs(s: &str) -> Result<f64, String> {
         _ => Err(format!("`{s}` is not a number of seconds in (0, 86400]")),
     }
 }
+
+/// A number of seconds in [0, 3600] (`--settle`: none is allowed).
+pub(crate) fn parse_settle_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=3600.0).contains(&v) => Ok(v),
+        _ => Err(format!("`{s}` is not a number of seconds in [0, 3600]")),
+    }
+}

@@ -98,6 +98,10 @@ pub struct Resolved {
     /// Its arguments (`--bin-arg`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bin_args: Vec<String>,
+    /// With `--bin`, seconds the healed cluster settles before the final phase
+    /// (absent from older run.json files: the default, 10).
+    #[serde(default = "default_settle")]
+    pub settle: f64,
     /// The SHA-256 of its bytes when the run began.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bin_sha256: Option<String>,
@@ -119,11 +123,21 @@ pub enum ProducerMix {
     KafkaDefault,
 }
 
+fn default_settle() -> f64 {
+    super::DEFAULT_SETTLE
+}
+
 fn default_checker_time_limit() -> f64 {
     super::DEFAULT_CHECKER_TIME_LIMIT
 }
 
 impl Resolved {
+    /// How long the healed cluster of a `--bin` system settles before its final
+    /// phase.
+    pub fn settle(&self) -> Duration {
+        Duration::from_secs_f64(self.settle)
+    }
+
     /// The checker's time budget.
     pub fn checker_time_limit(&self) -> Duration {
         Duration::from_secs_f64(self.checker_time_limit)

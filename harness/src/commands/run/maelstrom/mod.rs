@@ -42,11 +42,6 @@ use clients::Clients;
 const INIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a client waits for a reply before its operation is in doubt.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long the healed cluster is left alone before the final phase: time for a
-/// gossip to spread, a leader to be elected, a restarted node to catch up —
-/// Maelstrom's own wait for recovery, which nodes written for it are tuned to (some
-/// share their state every few seconds).
-const SETTLE: Duration = Duration::from_secs(10);
 
 /// The campaign: see the module doc.
 pub(super) async fn campaign_inner(
@@ -249,7 +244,7 @@ async fn end_of_run(
         return true;
     };
     progress.phase("letting the healed cluster settle");
-    tokio::time::sleep(SETTLE).await;
+    tokio::time::sleep(args.settle()).await;
     progress.phase("the final phase");
     let client = format!("c{}", args.concurrency + 1);
     let deadline = Instant::now() + super::FINAL_STEP_TIMEOUT;
