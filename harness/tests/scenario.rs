@@ -9,7 +9,9 @@
 //! writes and duplicates a retried send; an unknown script is a usage error.
 //!
 //! Every wait is bounded; on timeout the harness is SIGKILLed and its brokers die with
-//! it (PR_SET_PDEATHSIG).
+//! it (PR_SET_PDEATHSIG). A test's campaigns run side by side: each spends its time
+//! waiting on its script and cluster, and the scripts are timed by the cluster's
+//! state, not by the clock.
 
 mod support;
 
@@ -37,6 +39,21 @@ fn schedule_with(file: &str, extra: &[&str]) -> (Option<i32>, Vec<String>, Vec<S
     let mut args = vec!["--schedule", file];
     args.extend_from_slice(extra);
     run_with(&args)
+}
+
+/// Run `a` and `b` side by side (a campaign spends most of its time waiting on its
+/// script and its cluster, not computing); their results, in order.
+fn both<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
+    std::thread::scope(|s| {
+        let a = s.spawn(a);
+        let b = s.spawn(b);
+        (join(a), join(b))
+    })
+}
+
+/// A thread's result, its panic carried on.
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// `watermark run` with `extra` options, seed 1; as [`scenario`].
@@ -83,11 +100,15 @@ fn kip101_data_loss_loses_acknowledged_writes_only_under_hw_truncation() {
         env!("CARGO_MANIFEST_DIR"),
         "/../scenarios/kip101-data-loss.json"
     );
-    let (code, kinds, steps) = schedule_with(file, &["--truncation", "hw"]);
+    let (hw, epoch) = both(
+        || schedule_with(file, &["--truncation", "hw"]),
+        || scenario("kip101-data-loss", "epoch"),
+    );
+    let (code, kinds, steps) = hw;
     assert_eq!(code, Some(1), "{kinds:?}");
     assert!(kinds.contains(&"lost-write".to_string()), "{kinds:?}");
     assert_eq!(steps, ["crash-all", "restart", "restart"]);
-    let (code, kinds, steps) = scenario("kip101-data-loss", "epoch");
+    let (code, kinds, steps) = epoch;
     assert_eq!((code, kinds), (Some(0), vec![]));
     assert_eq!(steps, ["crash-all", "restart", "restart"]);
 }
@@ -95,7 +116,8 @@ fn kip101_data_loss_loses_acknowledged_writes_only_under_hw_truncation() {
 /// `name` diverges replicas under hw truncation and finds nothing under epoch, taking
 /// the `expected` steps both times.
 fn diverges_only_under_hw(name: &str, expected: &[&str]) {
-    let (code, kinds, steps) = scenario(name, "hw");
+    let (hw, epoch) = both(|| scenario(name, "hw"), || scenario(name, "epoch"));
+    let (code, kinds, steps) = hw;
     assert_eq!(code, Some(1), "{kinds:?}");
     assert!(
         kinds.contains(&"replica-divergence".to_string())
@@ -103,7 +125,7 @@ fn diverges_only_under_hw(name: &str, expected: &[&str]) {
         "{kinds:?}"
     );
     assert_eq!(steps, expected);
-    let (code, kinds, steps) = scenario(name, "epoch");
+    let (code, kinds, steps) = epoch;
     assert_eq!((code, kinds), (Some(0), vec![]));
     assert_eq!(steps, expected);
 }
@@ -138,12 +160,20 @@ fn kip279_divergence_diverges_replicas_only_under_hw_truncation() {
 
 #[test]
 fn duplicate_on_retry_writes_twice_unless_idempotent_or_without_retries() {
-    let (code, kinds, steps) = scenario_with("duplicate-on-retry", &[]);
+    let (retried, (once, idempotent)) = both(
+        || scenario_with("duplicate-on-retry", &[]),
+        || {
+            both(
+                || scenario_with("duplicate-on-retry", &["--retries", "0"]),
+                || scenario_with("duplicate-on-retry", &["--idempotent"]),
+            )
+        },
+    );
+    let (code, kinds, steps) = retried;
     assert_eq!((code, kinds), (Some(1), vec!["duplicate".to_string()]));
     assert_eq!(steps, ["partition", "heal"]);
-    for extra in [&["--retries", "0"][..], &["--idempotent"]] {
-        let (code, kinds, steps) = scenario_with("duplicate-on-retry", extra);
-        assert_eq!((code, kinds), (Some(0), Vec::<String>::new()), "{extra:?}");
+    for (extra, (code, kinds, steps)) in [("--retries 0", once), ("--idempotent", idempotent)] {
+        assert_eq!((code, kinds), (Some(0), Vec::<String>::new()), "{extra}");
         assert_eq!(steps, ["partition", "heal"]);
     }
 }
@@ -199,11 +229,15 @@ fn a_controller_failover_in_the_middle_of_a_leader_failover_loses_nothing() {
 #[test]
 fn the_seeds_first_case_loses_acknowledged_writes_only_under_hw_truncation() {
     let steps = ["partition", "kill", "restart", "kill", "heal", "restart"];
-    let (code, kinds, taken) = scenario("seed-hw-loss", "hw");
+    let (hw, epoch) = both(
+        || scenario("seed-hw-loss", "hw"),
+        || scenario("seed-hw-loss", "epoch"),
+    );
+    let (code, kinds, taken) = hw;
     assert_eq!(code, Some(1), "{kinds:?}");
     assert!(kinds.contains(&"lost-write".to_string()), "{kinds:?}");
     assert_eq!(taken, steps);
-    let (code, kinds, taken) = scenario("seed-hw-loss", "epoch");
+    let (code, kinds, taken) = epoch;
     assert_eq!((code, kinds), (Some(0), vec![]));
     assert_eq!(taken, steps);
 }
@@ -221,11 +255,15 @@ fn the_seeds_second_case_diverges_replicas_only_under_hw_truncation() {
 #[test]
 fn an_unclean_election_loses_what_the_isr_committed_and_a_clean_one_waits() {
     let steps = ["partition", "kill", "kill", "heal", "restart", "restart"];
-    let (code, kinds, taken) = scenario_with("unclean-election", &["--unclean-election"]);
+    let (unclean, clean) = both(
+        || scenario_with("unclean-election", &["--unclean-election"]),
+        || scenario_with("unclean-election", &[]),
+    );
+    let (code, kinds, taken) = unclean;
     assert_eq!(code, Some(1), "{kinds:?}");
     assert!(kinds.contains(&"lost-write".to_string()), "{kinds:?}");
     assert_eq!(taken, steps);
-    let (code, kinds, taken) = scenario_with("unclean-election", &[]);
+    let (code, kinds, taken) = clean;
     assert_eq!((code, kinds), (Some(0), vec![]));
     assert_eq!(taken, steps);
 }
@@ -233,10 +271,14 @@ fn an_unclean_election_loses_what_the_isr_committed_and_a_clean_one_waits() {
 /// acks=1 loses what the crashed leader acknowledged alone; acks=all loses nothing.
 #[test]
 fn a_leader_crash_loses_acks1_writes_and_no_acks_all_ones() {
-    let (code, kinds, _) = scenario_with("acks1-leader-crash", &[]);
+    let (acks1, acks_all) = both(
+        || scenario_with("acks1-leader-crash", &[]),
+        || scenario_with("acks1-leader-crash", &["--acks", "all"]),
+    );
+    let (code, kinds, _) = acks1;
     assert_eq!(code, Some(1), "{kinds:?}");
     assert!(kinds.contains(&"lost-write".to_string()), "{kinds:?}");
-    let (code, kinds, _) = scenario_with("acks1-leader-crash", &["--acks", "all"]);
+    let (code, kinds, _) = acks_all;
     assert_eq!((code, kinds), (Some(0), vec![]));
 }
 
@@ -245,10 +287,14 @@ fn a_leader_crash_loses_acks1_writes_and_no_acks_all_ones() {
 #[test]
 fn a_leader_crash_before_its_answer_duplicates_unless_idempotent() {
     let steps = ["partition", "kill", "heal", "restart"];
-    let (code, kinds, taken) = scenario_with("duplicate-on-leader-crash", &[]);
+    let (plain, idempotent) = both(
+        || scenario_with("duplicate-on-leader-crash", &[]),
+        || scenario_with("duplicate-on-leader-crash", &["--idempotent"]),
+    );
+    let (code, kinds, taken) = plain;
     assert_eq!((code, kinds), (Some(1), vec!["duplicate".to_string()]));
     assert_eq!(taken, steps);
-    let (code, kinds, _) = scenario_with("duplicate-on-leader-crash", &["--idempotent"]);
+    let (code, kinds, _) = idempotent;
     assert_eq!((code, kinds), (Some(0), vec![]));
 }
 
