@@ -238,7 +238,7 @@ fn a_failing_run_shrinks_to_the_faults_that_matter() {
             "--schedule",
             file.to_str().unwrap(),
             "--time-limit",
-            "20",
+            "10",
             "--seed",
             "1",
             "--results",
@@ -268,7 +268,7 @@ fn a_failing_run_shrinks_to_the_faults_that_matter() {
     assert_eq!(summary["original_reproduced"], true, "{summary}");
     let minimal = &summary["minimal"];
     assert!(minimal["faults"].as_u64().unwrap() < 2, "{summary}");
-    assert!(minimal["seconds"].as_f64().unwrap() < 20.0, "{summary}");
+    assert!(minimal["seconds"].as_f64().unwrap() < 10.0, "{summary}");
     assert!(minimal["reproduced"].as_u64().unwrap() >= 1, "{summary}");
     let reproducer = read_json(&run.join("shrink/minimal-schedule.json"));
     assert_eq!(reproducer["seed"], 1, "{reproducer}");
