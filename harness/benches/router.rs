@@ -123,6 +123,7 @@ async fn routed(node: &std::path::Path, dir: &std::path::Path) -> (Vec<f64>, f64
         seed: 1,
         init_timeout: Duration::from_secs(10),
         setup: None,
+        clocks: false,
     };
     let cluster = MaelstromCluster::start(config, CLIENTS, history)
         .await

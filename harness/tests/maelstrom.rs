@@ -166,6 +166,53 @@ fn echo_nodes_are_valid_and_the_run_folder_has_every_file() {
     );
 }
 
+/// Clock faults from outside the node: libfaketime moves its wall clock. A node
+/// that makes its ids from the wall clock gives some twice once its clock is stepped
+/// back; one that counts is valid on the same schedule. The history records the
+/// step and its end, the node's clock control file sits in its working directory.
+#[test]
+fn a_clock_stepped_back_makes_wall_clock_ids_repeat() {
+    let tmp = tempfile::tempdir().unwrap();
+    let step = schedule(
+        tmp.path(),
+        &[r#"{"at": 2, "fault": "clock-step", "target": "n1", "offset_ms": -2000, "for": 2}"#],
+    );
+    let args = [
+        "-w",
+        "unique-ids",
+        "-n",
+        "3",
+        "-t",
+        "5",
+        "--rate",
+        "60",
+        "--seed",
+        "4",
+        "--schedule",
+        &step,
+    ];
+    let (out, folder, _t1) = campaign("unique_ids_clock.py", &args);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let results = read_json(&folder.join("results.json"));
+    assert!(
+        anomalies(&results, "unique-ids", "duplicate-id") > 0,
+        "{results}"
+    );
+    assert!(folder.join("nodes/n1/clock").is_file());
+    let history = std::fs::read_to_string(folder.join("history.jsonl")).unwrap();
+    let nemesis: Vec<Value> = history
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["process"] == "nemesis" && e["f"] != "plan")
+        .collect();
+    let fs: Vec<&str> = nemesis.iter().filter_map(|e| e["f"].as_str()).collect();
+    assert_eq!(fs, ["clock-step", "clock-reset"], "{nemesis:?}");
+    assert_eq!(nemesis[0]["value"]["offset_ms"], -2000, "{nemesis:?}");
+
+    let (out, _, _t2) = campaign("unique_ids.py", &args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
 #[test]
 fn unique_ids_are_valid_under_kills_and_duplicates_are_caught() {
     let tmp = tempfile::tempdir().unwrap();

@@ -129,7 +129,8 @@ pub struct RunArgs {
     /// protocol, favouring what the campaign has not exercised yet), or a
     /// comma-separated list of faults drawn uniformly, or none [default:
     /// replication; with --bin, partition,kill,pause: a black box shows no roles
-    /// to aim at, so --bin takes kill, pause, partition, crash-all, slow, flaky].
+    /// to aim at, so --bin takes kill, pause, partition, crash-all, slow, flaky and
+    /// the clock faults].
     #[arg(
         long,
         value_name = "LIST",
@@ -292,14 +293,18 @@ impl WorkloadKind {
     }
 }
 
-/// The faults a black box (--bin) can be given: none needs a role.
-pub const BLACK_BOX_FAULTS: [FaultKind; 6] = [
+/// The faults a black box (--bin) can be given: none needs a role, nor help from
+/// the system (clocks are faked from outside, by libfaketime).
+pub const BLACK_BOX_FAULTS: [FaultKind; 9] = [
     FaultKind::Kill,
     FaultKind::Pause,
     FaultKind::Partition,
     FaultKind::CrashAll,
     FaultKind::Slow,
     FaultKind::Flaky,
+    FaultKind::ClockOffset,
+    FaultKind::ClockStep,
+    FaultKind::ClockStrobe,
 ];
 
 /// `--nemesis` with --bin when not given.

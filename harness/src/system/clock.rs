@@ -90,10 +90,15 @@ pub struct Clocks {
 impl Clocks {
     /// Clocks for `procs`, each control file `<root>/<proc>/clock` at true time.
     pub fn new(root: &Path, procs: &[Proc]) -> Result<Clocks> {
+        Clocks::in_dirs(procs.iter().map(|&p| (p, root.join(p.key()))))
+    }
+
+    /// Clocks for the processes of `dirs`, each control file `clock` in its
+    /// directory (created if need be), at true time.
+    pub fn in_dirs(dirs: impl IntoIterator<Item = (Proc, PathBuf)>) -> Result<Clocks> {
         let lib = libfaketime()?;
         let mut files = BTreeMap::new();
-        for &p in procs {
-            let dir = root.join(p.key());
+        for (p, dir) in dirs {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| HarnessError::new(format!("{}: {e}", dir.display())))?;
             let file = dir.join("clock");

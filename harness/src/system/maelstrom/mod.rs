@@ -40,6 +40,7 @@ use crate::net::{Conditions, Grudge};
 use crate::proc::Proc;
 use crate::store::History;
 use crate::system::System;
+use crate::system::clock::{ClockFault, Clocks};
 use inbound::Inbound;
 use messages::{MessageLog, MessageStats};
 use network::Network;
@@ -67,6 +68,8 @@ pub struct MaelstromConfig {
     /// What each node is sent after `init` (broadcast's `topology`), and must answer
     /// with its `_ok`.
     pub setup: Option<Body>,
+    /// Every node runs under a fake wall clock (the faults hold clock faults).
+    pub clocks: bool,
 }
 
 /// The running cluster; dropping it kills every node.
@@ -80,6 +83,8 @@ pub struct MaelstromCluster {
     next_id: Arc<AtomicI64>,
     init_timeout: Duration,
     setup: Option<Body>,
+    /// The nodes' fake clocks, each control file in the node's working directory.
+    clocks: Option<Clocks>,
 }
 
 /// What a client (or the init) of the harness holds to send requests.
@@ -128,6 +133,13 @@ impl MaelstromCluster {
         history: Arc<History>,
     ) -> Result<MaelstromCluster> {
         let ids = node_ids(config.nodes);
+        let procs = (1..=config.nodes as i32).map(Proc::Node);
+        let clocks = match config.clocks {
+            true => Some(Clocks::in_dirs(
+                procs.zip(&ids).map(|(p, id)| (p, config.root.join(id))),
+            )?),
+            false => None,
+        };
         let specs: Vec<NodeSpec> = ids
             .iter()
             .enumerate()
@@ -136,6 +148,9 @@ impl MaelstromCluster {
                 index,
                 program: config.program.clone(),
                 args: config.args.clone(),
+                env: clocks
+                    .as_ref()
+                    .map_or_else(Vec::new, |c| c.env(Proc::Node(index as i32 + 1))),
                 dir: config.root.join(id),
                 stderr: config.root.join(id).join("stderr.log"),
             })
@@ -175,6 +190,7 @@ impl MaelstromCluster {
             next_id: Arc::new(AtomicI64::new(1)),
             init_timeout: config.init_timeout,
             setup: config.setup,
+            clocks,
         };
         for i in 0..config.nodes {
             cluster.launch(i).await?;
@@ -406,9 +422,21 @@ impl System for MaelstromCluster {
         }
     }
 
+    async fn set_clock(&mut self, p: Proc, fault: Option<ClockFault>) -> Result<()> {
+        match &mut self.clocks {
+            Some(clocks) => clocks.set(p, fault),
+            None => Err(HarnessError::new(
+                "clock faults: the nodes were started without fake clocks",
+            )),
+        }
+    }
+
     async fn heal_all(&mut self) -> Result<()> {
         lock(&self.shared.net).heal_all();
         lock(&self.shared.held).clear();
+        if let Some(clocks) = &mut self.clocks {
+            clocks.reset_all()?;
+        }
         for p in self.procs() {
             self.resume(p).await?;
             self.restart(p).await?;

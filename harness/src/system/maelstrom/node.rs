@@ -33,6 +33,8 @@ pub struct NodeSpec {
     pub index: usize,
     pub program: PathBuf,
     pub args: Vec<OsString>,
+    /// Its environment beyond the harness's own (its fake clock's, if any).
+    pub env: Vec<(OsString, OsString)>,
     /// Its working directory: what it writes there survives a kill.
     pub dir: PathBuf,
     pub stderr: PathBuf,
@@ -67,9 +69,10 @@ pub async fn start(
         .append(true)
         .open(&spec.stderr)
         .map_err(|e| HarnessError::new(format!("cannot open {}: {e}", spec.stderr.display())))?;
-    let (child, stdin, stdout) = PipedChild::spawn(&spec.program, &spec.args, &spec.dir, stderr)
-        .await
-        .map_err(|e| HarnessError::new(format!("node {}: {e}", spec.id)))?;
+    let (child, stdin, stdout) =
+        PipedChild::spawn(&spec.program, &spec.args, &spec.env, &spec.dir, stderr)
+            .await
+            .map_err(|e| HarnessError::new(format!("node {}: {e}", spec.id)))?;
     let child = Arc::new(child);
     let (tx, rx) = std_mpsc::channel::<String>();
     let index = spec.index;

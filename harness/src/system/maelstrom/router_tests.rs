@@ -48,6 +48,7 @@ async fn bench() -> Bench {
         index: 0,
         program: "/bin/sleep".into(),
         args: vec!["30".into()],
+        env: Vec::new(),
         dir: dir.path().join("n1"),
         stderr: dir.path().join("n1.stderr"),
     };

@@ -46,11 +46,13 @@ impl PipedChild {
     pub async fn spawn(
         program: &Path,
         args: &[OsString],
+        env: &[(OsString, OsString)],
         dir: &Path,
         stderr: File,
     ) -> Result<(PipedChild, ChildStdin, ChildStdout)> {
         let mut cmd = Command::new(program);
         cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

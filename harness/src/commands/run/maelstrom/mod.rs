@@ -72,6 +72,7 @@ pub(super) async fn campaign_inner(
         seed: args.seed,
         init_timeout: INIT_TIMEOUT,
         setup: workload.setup(&maelstrom::init::node_ids(args.nodes as usize)),
+        clocks: args.clocks,
     };
     let mut cluster = MaelstromCluster::start(config, args.concurrency, history.clone())
         .await
