@@ -124,6 +124,8 @@ async fn routed(node: &std::path::Path, dir: &std::path::Path) -> (Vec<f64>, f64
         init_timeout: Duration::from_secs(10),
         setup: None,
         clocks: false,
+        fault_fs: false,
+        power_cut_on_kill: false,
     };
     let cluster = MaelstromCluster::start(config, CLIENTS, history)
         .await

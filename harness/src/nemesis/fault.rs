@@ -69,6 +69,15 @@ pub enum FaultKind {
 by_name!(FaultKind => "fault");
 
 impl FaultKind {
+    /// A fault worked on a node's storage: its fault filesystem (or, with
+    /// `--no-fault-fs`, our broker's own switches).
+    pub fn is_storage(self) -> bool {
+        matches!(
+            self,
+            FaultKind::LoseUnflushed | FaultKind::TornWrite | FaultKind::Corrupt | FaultKind::Disk
+        )
+    }
+
     /// A fault of the processes' clocks (they then run under a fake clock).
     pub fn is_clock(self) -> bool {
         matches!(

@@ -89,7 +89,8 @@ pub struct RunArgs {
     /// filesystem the harness mounts over it, which needs /dev/fuse and root or
     /// fusermount3). The `disk` fault then goes through the broker's own switch,
     /// and the brokers simulate their page cache where a fault must lose what was
-    /// not fsynced (docs/faults.md).
+    /// not fsynced (docs/faults.md). A --bin system's nodes get the fault
+    /// filesystem only when a fault works on their storage.
     #[arg(long)]
     pub no_fault_fs: bool,
 
@@ -294,14 +295,19 @@ impl WorkloadKind {
 }
 
 /// The faults a black box (--bin) can be given: none needs a role, nor help from
-/// the system (clocks are faked from outside, by libfaketime).
-pub const BLACK_BOX_FAULTS: [FaultKind; 9] = [
+/// the system (storage faults come from its fault filesystem, clocks from
+/// libfaketime).
+pub const BLACK_BOX_FAULTS: [FaultKind; 13] = [
     FaultKind::Kill,
     FaultKind::Pause,
     FaultKind::Partition,
     FaultKind::CrashAll,
     FaultKind::Slow,
     FaultKind::Flaky,
+    FaultKind::LoseUnflushed,
+    FaultKind::TornWrite,
+    FaultKind::Corrupt,
+    FaultKind::Disk,
     FaultKind::ClockOffset,
     FaultKind::ClockStep,
     FaultKind::ClockStrobe,
@@ -426,7 +432,14 @@ impl RunArgs {
         {
             faults.push(FaultKind::ClockOffset);
         }
-        let fault_fs = !self.no_fault_fs && bin.is_none();
+        // Our brokers always run on it; a system of the user's own when a fault
+        // works on its storage (nothing else of it needs FUSE).
+        let fault_fs = !self.no_fault_fs
+            && (bin.is_none()
+                || faults.iter().any(|k| k.is_storage())
+                || schedule_file
+                    .as_ref()
+                    .is_some_and(ScheduleFile::touches_storage));
         let (broker, power_cut_on_kill) =
             self.campaign_settings(&faults, script.as_ref().map(|s| &s.options), fault_fs);
         let script_needs = script.as_ref().map(|s| &s.options);
@@ -543,6 +556,13 @@ impl RunArgs {
                      controller, our broker's storage or configuration); with --bin: {}, \
                      or none",
                     allowed.join(", ")
+                ));
+            }
+            if kind.is_storage() && self.no_fault_fs {
+                return Err(format!(
+                    "--nemesis {kind} with --bin works on the nodes' fault filesystem: a \
+                     system of your own has no switch of ours to fail its storage from \
+                     inside (drop --no-fault-fs)"
                 ));
             }
         }
@@ -1197,6 +1217,31 @@ mod tests {
         assert_eq!(again.unwrap().settle, 0.5);
         assert!(parse(&["--bin", node, "-w", "broadcast", "--settle", "-1"]).is_err());
         assert!(parse(&["--settle", "1"]).is_err(), "--settle needs --bin");
+        // Storage faults put the nodes on the fault filesystem, and only them; a
+        // power cut's kills cut power; without the filesystem they are refused.
+        assert!(!a.fault_fs && !a.power_cut_on_kill && !a.clocks);
+        let cuts = parse(&[
+            "--bin",
+            node,
+            "-w",
+            "echo",
+            "--nemesis",
+            "lose-unflushed,kill",
+        ]);
+        let cuts = cuts.unwrap();
+        assert!(cuts.fault_fs && cuts.power_cut_on_kill);
+        let clocks = parse(&["--bin", node, "-w", "echo", "--nemesis", "clock-step"]);
+        assert!(clocks.unwrap().clocks);
+        let e = parse(&[
+            "--bin",
+            node,
+            "-w",
+            "echo",
+            "--nemesis",
+            "disk",
+            "--no-fault-fs",
+        ]);
+        assert!(format!("{:?}", e.unwrap_err()).contains("drop --no-fault-fs"));
         for (argv, says) in [
             (
                 &["--bin", node, "-w", "queue"][..],

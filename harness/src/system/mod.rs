@@ -24,8 +24,10 @@
 
 pub mod broker;
 pub mod clock;
+pub(crate) mod corrupt;
 pub mod maelstrom;
 pub mod process;
+pub(crate) mod storage;
 pub mod view;
 
 use std::time::Duration;

@@ -377,6 +377,16 @@ impl ScheduleFile {
             .any(|e| matches!(e.fault, Spec::LoseUnflushed(_) | Spec::TornWrite { .. }))
     }
 
+    /// Whether some fault works on a node's storage (a power cut, damage, a failing
+    /// disk: the nodes then need their fault filesystems).
+    pub fn touches_storage(&self) -> bool {
+        self.loses_unflushed()
+            || self
+                .faults
+                .iter()
+                .any(|e| matches!(e.fault, Spec::Corrupt { .. } | Spec::Disk { .. }))
+    }
+
     /// Whether some fault sets a clock (the processes then run under fake clocks).
     pub fn sets_clocks(&self) -> bool {
         self.faults

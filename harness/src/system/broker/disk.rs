@@ -35,30 +35,6 @@ pub(super) fn mount_all(
     Ok(disks)
 }
 
-/// A power cut's losses, for the history: `[{"file", "lost_bytes", "len_before",
-/// "len_after", "torn": {"offset", "kept"}}]`, files in order.
-fn losses_json(mut losses: Vec<faultfs::FileLoss>) -> Value {
-    losses.sort_by(|a, b| a.path.cmp(&b.path));
-    Value::Array(
-        losses
-            .iter()
-            .map(|l| {
-                let r = &l.restored;
-                let mut v = json!({
-                    "file": l.path.display().to_string(),
-                    "lost_bytes": r.lost_bytes,
-                    "len_before": r.len_before,
-                    "len_after": r.len_after,
-                });
-                if let Some((offset, kept)) = r.torn {
-                    v["torn"] = json!({"offset": offset, "kept": kept});
-                }
-                v
-            })
-            .collect(),
-    )
-}
-
 impl Cluster {
     /// Make node `id`'s storage fail in `mode` for `for_ms` milliseconds.
     pub(super) async fn set_disk(&self, id: i32, mode: DiskMode, for_ms: u64) -> Result<()> {
@@ -143,11 +119,7 @@ impl Cluster {
         let disk = self.disks.get(&p).ok_or_else(|| {
             HarnessError::new("a power cut needs the fault filesystem (run without --no-fault-fs)")
         })?;
-        let losses = disk
-            .control()
-            .power_cut(torn)
-            .map_err(|e| HarnessError::new(format!("power cut on {p}: {e}")))?;
-        Ok(losses_json(losses))
+        crate::system::storage::cut_power(disk, p, torn)
     }
 
     /// Does a kill of a node cut its power too (a campaign whose kills must lose

@@ -38,7 +38,6 @@
 pub mod api;
 pub(crate) mod broker_bin;
 mod convergence;
-mod corrupt;
 mod credentials;
 mod degrade;
 mod disk;

@@ -43,7 +43,7 @@ impl System for Cluster {
     async fn corrupt(&mut self, node: i32, seed: u64) -> Result<()> {
         self.kill(&[Proc::Node(node)]).await?;
         let dir = self.config.root.join(Proc::Node(node).key()).join("data");
-        let mut done = super::corrupt::damage(&dir, seed)?;
+        let mut done = crate::system::corrupt::damage(&dir, seed)?;
         if !done.is_null() {
             done["process"] = json!(node);
             self.damage.push(done);

@@ -39,8 +39,8 @@ use crate::error::{HarnessError, Result};
 use crate::net::{Conditions, Grudge};
 use crate::proc::Proc;
 use crate::store::History;
-use crate::system::System;
 use crate::system::clock::{ClockFault, Clocks};
+use crate::system::{DiskMode, System};
 use inbound::Inbound;
 use messages::{MessageLog, MessageStats};
 use network::Network;
@@ -70,6 +70,12 @@ pub struct MaelstromConfig {
     pub setup: Option<Body>,
     /// Every node runs under a fake wall clock (the faults hold clock faults).
     pub clocks: bool,
+    /// Every node's working directory is a fault filesystem (the faults work on
+    /// storage): `nodes/<id>/data`, its files kept in `nodes/<id>/disk`.
+    pub fault_fs: bool,
+    /// Every kill cuts the node's power too (the faults must lose what was not
+    /// fsynced).
+    pub power_cut_on_kill: bool,
 }
 
 /// The running cluster; dropping it kills every node.
@@ -83,8 +89,14 @@ pub struct MaelstromCluster {
     next_id: Arc<AtomicI64>,
     init_timeout: Duration,
     setup: Option<Body>,
-    /// The nodes' fake clocks, each control file in the node's working directory.
+    /// The nodes' fake clocks, each control file in the node's directory.
     clocks: Option<Clocks>,
+    /// Each node's fault filesystem, by index (empty without).
+    disks: Vec<faultfs::Mount>,
+    power_cut_on_kill: bool,
+    /// What the power cuts lost, and the damage done, for the history.
+    losses: Vec<serde_json::Value>,
+    damage: Vec<serde_json::Value>,
 }
 
 /// What a client (or the init) of the harness holds to send requests.
@@ -140,6 +152,22 @@ impl MaelstromCluster {
             )?),
             false => None,
         };
+        let mut disks = Vec::new();
+        if config.fault_fs {
+            faultfs::available().map_err(|why| {
+                HarnessError::new(format!("{why}: the storage faults of --bin need it"))
+            })?;
+            for id in &ids {
+                let dir = config.root.join(id);
+                let mount = faultfs::Mount::new(&dir.join("disk"), &dir.join("data"))
+                    .map_err(|e| HarnessError::new(e.to_string()))?;
+                disks.push(mount);
+            }
+        }
+        let work_dir = |id: &str| match config.fault_fs {
+            true => config.root.join(id).join("data"),
+            false => config.root.join(id),
+        };
         let specs: Vec<NodeSpec> = ids
             .iter()
             .enumerate()
@@ -151,7 +179,7 @@ impl MaelstromCluster {
                 env: clocks
                     .as_ref()
                     .map_or_else(Vec::new, |c| c.env(Proc::Node(index as i32 + 1))),
-                dir: config.root.join(id),
+                dir: work_dir(id),
                 stderr: config.root.join(id).join("stderr.log"),
             })
             .collect();
@@ -191,6 +219,10 @@ impl MaelstromCluster {
             init_timeout: config.init_timeout,
             setup: config.setup,
             clocks,
+            disks,
+            power_cut_on_kill: config.power_cut_on_kill,
+            losses: Vec::new(),
+            damage: Vec::new(),
         };
         for i in 0..config.nodes {
             cluster.launch(i).await?;
@@ -326,6 +358,22 @@ impl MaelstromCluster {
         }
     }
 
+    /// Node `p`'s fault filesystem.
+    fn disk(&self, p: Proc) -> Result<&faultfs::Mount> {
+        self.index(p)
+            .and_then(|i| self.disks.get(i))
+            .ok_or_else(|| HarnessError::new(format!("{p} has no fault filesystem")))
+    }
+
+    /// Cut the power of `p`, dead already (`torn`: keep a prefix of its last write,
+    /// drawn from that seed); what it lost is kept for the history.
+    fn cut_power(&mut self, p: Proc, torn: Option<u64>) -> Result<()> {
+        let lost = crate::system::storage::cut_power(self.disk(p)?, p, torn)?;
+        self.losses
+            .push(serde_json::json!({"process": p.to_json(), "lost": lost}));
+        Ok(())
+    }
+
     fn signal(&mut self, p: Proc, signal: Signal, paused: bool) -> Result<()> {
         let Some(i) = self.index(p) else {
             return Ok(());
@@ -375,12 +423,72 @@ impl System for MaelstromCluster {
         for p in &taken {
             p.child.kill().await?;
         }
+        if self.power_cut_on_kill {
+            for &p in procs {
+                self.cut_power(p, None)?;
+            }
+        }
         Ok(())
     }
 
+    async fn kill_torn(&mut self, node: i32, seed: u64) -> Result<()> {
+        let p = Proc::Node(node);
+        let cut = self.power_cut_on_kill;
+        self.power_cut_on_kill = false;
+        let killed = self.kill(&[p]).await;
+        self.power_cut_on_kill = cut;
+        killed?;
+        self.cut_power(p, Some(seed))
+    }
+
+    fn take_losses(&mut self) -> Vec<serde_json::Value> {
+        std::mem::take(&mut self.losses)
+    }
+
+    /// Through its fault filesystem, so the kernel's cache sees it.
+    async fn corrupt(&mut self, node: i32, seed: u64) -> Result<()> {
+        let p = Proc::Node(node);
+        self.kill(&[p]).await?;
+        let Some(i) = self.index(p) else {
+            return Ok(());
+        };
+        let mut done = crate::system::corrupt::damage(&self.specs[i].dir, seed)?;
+        if !done.is_null() {
+            done["process"] = p.to_json();
+            self.damage.push(done);
+        }
+        Ok(())
+    }
+
+    fn take_damage(&mut self) -> Vec<serde_json::Value> {
+        std::mem::take(&mut self.damage)
+    }
+
+    async fn fail_storage(&mut self, node: i32, mode: DiskMode, for_ms: u64) -> Result<()> {
+        let disk = self.disk(Proc::Node(node))?;
+        let failure = match mode {
+            DiskMode::Enospc => faultfs::Failure::Enospc,
+            DiskMode::Eio => faultfs::Failure::Eio,
+        };
+        disk.control()
+            .fail(failure, Some(Duration::from_millis(for_ms)));
+        Ok(())
+    }
+
+    async fn storage_ok(&mut self, node: i32) -> Result<()> {
+        self.disk(Proc::Node(node))?.control().heal();
+        Ok(())
+    }
+
+    /// A restarted node gets a working disk.
     async fn restart(&mut self, p: Proc) -> Result<()> {
         match self.index(p) {
-            Some(i) if !self.is_running(p) => self.launch(i).await,
+            Some(i) if !self.is_running(p) => {
+                if let Some(disk) = self.disks.get(i) {
+                    disk.control().heal();
+                }
+                self.launch(i).await
+            }
             _ => Ok(()),
         }
     }
@@ -436,6 +544,9 @@ impl System for MaelstromCluster {
         lock(&self.shared.held).clear();
         if let Some(clocks) = &mut self.clocks {
             clocks.reset_all()?;
+        }
+        for disk in &self.disks {
+            disk.control().heal();
         }
         for p in self.procs() {
             self.resume(p).await?;

@@ -73,6 +73,8 @@ pub(super) async fn campaign_inner(
         init_timeout: INIT_TIMEOUT,
         setup: workload.setup(&maelstrom::init::node_ids(args.nodes as usize)),
         clocks: args.clocks,
+        fault_fs: args.fault_fs,
+        power_cut_on_kill: args.power_cut_on_kill,
     };
     let mut cluster = MaelstromCluster::start(config, args.concurrency, history.clone())
         .await

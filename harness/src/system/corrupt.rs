@@ -38,7 +38,7 @@ fn files(dir: &Path) -> std::io::Result<Vec<(PathBuf, u64)>> {
 /// Damage one file of `dir` as `seed` draws; what was done, for the history
 /// (`{"file", "kind": "bit-flip"|"truncate"|"zero", "offset", "length", "len_before"}`;
 /// null: no file to damage).
-pub(super) fn damage(dir: &Path, seed: u64) -> Result<Value> {
+pub(crate) fn damage(dir: &Path, seed: u64) -> Result<Value> {
     let io = |e: std::io::Error| HarnessError::new(format!("corrupt {}: {e}", dir.display()));
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let candidates = files(dir).map_err(io)?;
