@@ -418,6 +418,24 @@ fn a_new_broker_epoch_is_a_restart_handled_as_failure_then_startup() {
     assert_eq!(beat(&mut s, 1, 999, 20), Effects::default());
 }
 
+/// Broker epochs come from the wall clock: a broker restarted while its clock is
+/// stepped back presents a smaller epoch than the one before. That is a restart all
+/// the same (epochs are compared for equality, never for order): it leaves every ISR.
+#[test]
+fn a_smaller_broker_epoch_after_a_clock_step_back_is_a_restart_too() {
+    let mut s = cluster(3, false);
+    create(&mut s, "q", 2, 3, 2);
+    let before = s.broker(1).unwrap().broker_epoch.unwrap();
+    let effects = beat(&mut s, 1, before - 1, 10);
+    assert!(
+        effects.events[0].contains("restarted"),
+        "{:?}",
+        effects.events
+    );
+    assert_eq!(view(&part(&s, "q", 0)), state(2, 1, 1, &[2, 3]));
+    assert_eq!(s.broker(1).unwrap().broker_epoch, Some(before - 1));
+}
+
 #[test]
 fn a_restarted_sole_isr_leader_leads_again_under_a_new_leader_epoch() {
     let mut s = cluster(3, false);
