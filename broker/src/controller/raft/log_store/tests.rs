@@ -18,6 +18,16 @@ fn entry(term: u64, index: u64) -> Entry<TypeConfig> {
     }
 }
 
+/// A store opened in `dir` with entries `range` of `term` appended.
+fn holding(dir: &Path, term: u64, range: std::ops::Range<u64>) -> LogStore {
+    let store = LogStore::open(dir).unwrap();
+    store
+        .lock()
+        .append(range.map(|i| entry(term, i)).collect())
+        .unwrap();
+    store
+}
+
 fn indexes(store: &LogStore) -> Vec<u64> {
     store.lock().entries.keys().copied().collect()
 }
@@ -47,11 +57,7 @@ async fn entries_and_the_vote_survive_a_restart() {
 #[tokio::test]
 async fn truncate_and_purge_are_durable() {
     let dir = tempfile::tempdir().unwrap();
-    let store = LogStore::open(dir.path()).unwrap();
-    store
-        .lock()
-        .append((0..5).map(|i| entry(1, i)).collect())
-        .unwrap();
+    let store = holding(dir.path(), 1, 0..5);
     store.lock().truncate(3).unwrap();
     store.lock().append(vec![entry(2, 3)]).unwrap();
     store.lock().purge(entry(1, 1).log_id).unwrap();
@@ -67,11 +73,7 @@ async fn truncate_and_purge_are_durable() {
 #[test]
 fn a_torn_last_write_is_cut_off() {
     let dir = tempfile::tempdir().unwrap();
-    let store = LogStore::open(dir.path()).unwrap();
-    store
-        .lock()
-        .append((0..2).map(|i| entry(1, i)).collect())
-        .unwrap();
+    let store = holding(dir.path(), 1, 0..2);
     drop(store);
     let path = dir.path().join(LOG_FILE);
     let whole = std::fs::read(&path).unwrap();
@@ -96,11 +98,7 @@ fn a_torn_last_write_is_cut_off() {
 #[test]
 fn corruption_before_the_end_refuses_to_start() {
     let dir = tempfile::tempdir().unwrap();
-    let store = LogStore::open(dir.path()).unwrap();
-    store
-        .lock()
-        .append((0..3).map(|i| entry(1, i)).collect())
-        .unwrap();
+    let store = holding(dir.path(), 1, 0..3);
     drop(store);
     let path = dir.path().join(LOG_FILE);
     let mut bytes = std::fs::read(&path).unwrap();
@@ -208,11 +206,7 @@ fn every_damage_to_acknowledged_raft_state_refuses_to_start() {
 #[test]
 fn past_the_log_end_a_damaged_frame_is_a_torn_write() {
     let dir = tempfile::tempdir().unwrap();
-    let store = LogStore::open(dir.path()).unwrap();
-    store
-        .lock()
-        .append((0..2).map(|i| entry(1, i)).collect())
-        .unwrap();
+    let store = holding(dir.path(), 1, 0..2);
     drop(store);
     let path = dir.path().join(LOG_FILE);
     let whole = std::fs::read(&path).unwrap();
@@ -241,11 +235,7 @@ fn past_the_log_end_a_damaged_frame_is_a_torn_write() {
 #[test]
 fn a_truncated_suffix_is_not_taken_for_lost_entries() {
     let dir = tempfile::tempdir().unwrap();
-    let store = LogStore::open(dir.path()).unwrap();
-    store
-        .lock()
-        .append((0..4).map(|i| entry(1, i)).collect())
-        .unwrap();
+    let store = holding(dir.path(), 1, 0..4);
     store.lock().truncate(2).unwrap();
     drop(store);
     assert_eq!(indexes(&LogStore::open(dir.path()).unwrap()), vec![0, 1]);
@@ -254,11 +244,7 @@ fn a_truncated_suffix_is_not_taken_for_lost_entries() {
     store.lock().truncate(0).unwrap();
     drop(store);
     assert!(indexes(&LogStore::open(dir.path()).unwrap()).is_empty());
-    let store = LogStore::open(dir.path()).unwrap();
-    store
-        .lock()
-        .append((0..3).map(|i| entry(2, i)).collect())
-        .unwrap();
+    let store = holding(dir.path(), 2, 0..3);
     store.lock().purge(entry(2, 2).log_id).unwrap();
     drop(store);
     assert!(indexes(&LogStore::open(dir.path()).unwrap()).is_empty());
@@ -269,11 +255,7 @@ fn a_truncated_suffix_is_not_taken_for_lost_entries() {
 #[test]
 fn a_log_cut_short_says_what_it_lost() {
     let dir = tempfile::tempdir().unwrap();
-    let store = LogStore::open(dir.path()).unwrap();
-    store
-        .lock()
-        .append((0..3).map(|i| entry(1, i)).collect())
-        .unwrap();
+    let store = holding(dir.path(), 1, 0..3);
     drop(store);
     let path = dir.path().join(LOG_FILE);
     let bytes = std::fs::read(&path).unwrap();
