@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::tests::segment_files;
 use super::*;
 use crate::damage::{Damage, sweep};
 use crate::value::rv;
@@ -35,16 +36,6 @@ fn written(dir: &Path) -> (Vec<Record>, BTreeMap<PathBuf, Vec<u8>>) {
         })
         .collect();
     (records, files)
-}
-
-fn segment_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .collect();
-    files.sort();
-    files
 }
 
 /// How many records of the log lie wholly before byte `at` of segment `file`.

@@ -4,13 +4,14 @@
 //! A failing case is printed shrunk; `PROPTEST_RNG_SEED=N` replays a run's seed.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::value::rv;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
+use super::tests::segment_files;
 use super::*;
 
 #[derive(Debug, Clone)]
@@ -231,16 +232,6 @@ fn damage() -> impl Strategy<Value = Damage> {
             .prop_map(|(file, bytes)| Damage::Garbage { file, bytes }),
         1 => any::<usize>().prop_map(|file| Damage::Delete { file }),
     ]
-}
-
-fn segment_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .collect();
-    files.sort();
-    files
 }
 
 fn inflict(dir: &Path, damage: &Damage) {

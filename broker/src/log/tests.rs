@@ -37,7 +37,7 @@ fn offsets(records: &[Record]) -> Vec<u64> {
 }
 
 /// Segment files in offset order.
-fn segment_files(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn segment_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
