@@ -428,7 +428,9 @@ impl Cluster {
     }
 
     /// Create a topic through the controller, then wait (bounded by the start timeout)
-    /// until every partition has a leader and a full ISR on every replica.
+    /// until every partition has a leader and a full ISR on every replica. A quorum
+    /// between leaders (a fresh one re-electing on a loaded machine) is waited for,
+    /// within the same bound.
     pub async fn create_topic(
         &self,
         name: &str,
@@ -436,7 +438,14 @@ impl Cluster {
         replication_factor: u32,
         min_insync_replicas: u32,
     ) -> Result<()> {
-        let (controller, _) = self.active_controller().await?;
+        let deadline = tokio::time::Instant::now() + self.config.start_timeout;
+        let (controller, _) = loop {
+            match self.active_controller().await {
+                Ok(found) => break found,
+                Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        };
         let addr = self.real_addr(controller).ok_or_else(|| {
             HarnessError::new(format!("the controller ({controller}) is not running"))
         })?;
