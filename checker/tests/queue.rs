@@ -435,6 +435,32 @@ fn a_drain_that_stopped_short_of_the_high_watermark_loses_nothing() {
     assert_eq!(only(&r, AnomalyKind::LostWrite).values, vec![json!(3)]);
 }
 
+/// A partition no final-poll could read (it had no leader that served, the faults
+/// all healed): its replicas' logs settle whether a write was lost, but the verdict
+/// is at best unknown — nothing shows the cluster serving it again.
+#[test]
+fn a_partition_the_drain_could_not_read_at_all_is_at_best_unknown() {
+    let mut h = H::default();
+    h.send_ok(0, 0, 1, 0).send_ok(0, 0, 2, 1);
+    for _ in 0..3 {
+        let at = json!({"partition": 0, "offset": 0});
+        h.push(99, EventType::Invoke, "final-poll", at.clone())
+            .push(99, EventType::Fail, "final-poll", at);
+    }
+    let logs = replicas(&["1", "2"], 2, &[(0, 1), (1, 2)]);
+    let r = check(&h.events, &logs).unwrap();
+    assert_eq!(r.valid, Validity::Unknown, "{:#?}", r.anomalies);
+    let reason = r.reason.unwrap();
+    assert!(
+        reason.contains("partition 0: none of its 3 final-polls answered"),
+        "{reason}"
+    );
+    // A value no replica holds is lost all the same.
+    let logs = replicas(&["1", "2"], 1, &[(0, 1)]);
+    let r = check(&h.events, &logs).unwrap();
+    assert_eq!(only(&r, AnomalyKind::LostWrite).values, vec![json!(2)]);
+}
+
 #[test]
 fn a_drain_in_several_polls_that_reached_the_high_watermark_is_complete() {
     // The leader lost offset 2 and answers with high watermark 2: the drain read

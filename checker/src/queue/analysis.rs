@@ -68,11 +68,15 @@ pub(super) struct Analysis<'a> {
     pub(super) sent: FxMap<(i64, Val), usize>,
     /// Per (partition, value): the first poll (not a final-poll) that read it.
     pub(super) first_read: FxMap<(i64, Val), usize>,
+    /// Partitions whose final drain was tried and never answered, with how many
+    /// final-polls it tried.
+    pub(super) undrained: BTreeMap<i64, usize>,
 }
 
 impl<'a> Analysis<'a> {
     /// Index a history read with the replicas' logs.
     pub(super) fn new(h: &'a mut QueueHistory, replicas: &'a [ReplicaLog]) -> Analysis<'a> {
+        let undrained = std::mem::take(&mut h.undrained);
         let mut names = std::mem::take(&mut h.names);
         let h: &'a QueueHistory = h;
         let replica_values: Vec<Vec<Val>> = replicas
@@ -95,6 +99,7 @@ impl<'a> Analysis<'a> {
             partitions: BTreeSet::new(),
             sent: FxMap::default(),
             first_read: FxMap::default(),
+            undrained,
         };
         a.finals = a.final_logs();
         a.partitions = a
@@ -163,6 +168,15 @@ impl<'a> Analysis<'a> {
                 read(*p, *o, *v, None);
             }
         }
+    }
+
+    /// Partitions that could not be read at all once the faults were healed: every
+    /// final-poll of theirs failed or was left in doubt (how many there were). Their
+    /// replicas' logs still say whether a write was lost, but nothing shows the
+    /// partition served again. (A drain that stopped short is not counted: a new
+    /// leader's lagging high watermark, or a slow machine, ends one so.)
+    pub(super) fn unavailable(&self) -> &BTreeMap<i64, usize> {
+        &self.undrained
     }
 
     /// Partitions with neither a final drain nor a replica log: whether writes were

@@ -106,6 +106,19 @@ fn judge(a: &Analysis) -> CheckerResult {
             "no final drain or replica log for partitions {unjudged:?}: lost writes cannot be judged"
         ));
     }
+    let unavailable = a.unavailable();
+    if !unavailable.is_empty() {
+        let why: Vec<String> = unavailable
+            .iter()
+            .map(|(p, n)| format!("partition {p}: none of its {n} final-polls answered"))
+            .collect();
+        result.cap_unknown(format!(
+            "partitions could not be read at all once every fault was healed ({}): their \
+             replicas' logs were judged for lost writes, but nothing shows the cluster \
+             serving them again",
+            why.join("; ")
+        ));
+    }
     let in_doubt = a.writes_in_doubt();
     if !in_doubt.is_empty() {
         let why: Vec<String> = in_doubt

@@ -4,6 +4,8 @@
 //! analysis needs — from a JSON value (events in memory) or straight from a
 //! history line's text (`watermark check`, which never holds the whole history).
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::QueueError;
@@ -242,6 +244,9 @@ pub struct QueueHistory {
     pub(super) names: Interned,
     /// Every poll read, `ok` or not, with its invoked value's text.
     all_polls: Vec<(Poll, bool, String)>,
+    /// Partitions whose final drain was tried and never answered: every final-poll
+    /// of theirs failed or was left in doubt, with how many there were.
+    pub(super) undrained: BTreeMap<i64, usize>,
     open: FxMap<u64, Open>,
     f_ids: FxMap<String, u32>,
     f_names: Vec<String>,
@@ -494,6 +499,19 @@ impl QueueHistory {
         for (seq, index, line, message) in wrong {
             self.shape(seq, index, line, message);
         }
+        let mut finals: BTreeMap<i64, (usize, bool)> = BTreeMap::new();
+        for (p, has_partition, _) in self.all_polls.iter().filter(|(p, _, _)| p.is_final) {
+            if *has_partition {
+                let (tries, answered) = finals.entry(p.partition).or_default();
+                *tries += 1;
+                *answered |= p.op.outcome == Outcome::Ok;
+            }
+        }
+        self.undrained = finals
+            .into_iter()
+            .filter(|(_, (_, answered))| !answered)
+            .map(|(p, (tries, _))| (p, tries))
+            .collect();
         self.polls = std::mem::take(&mut self.all_polls)
             .into_iter()
             .filter(|(p, _, _)| p.op.outcome == Outcome::Ok)
