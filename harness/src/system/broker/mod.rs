@@ -430,7 +430,9 @@ impl Cluster {
     /// Create a topic through the controller, then wait (bounded by the start timeout)
     /// until every partition has a leader and a full ISR on every replica. A quorum
     /// between leaders (a fresh one re-electing on a loaded machine) is waited for,
-    /// within the same bound.
+    /// within the same bound: no active controller found, or the one found deposed
+    /// before it took the request (`NOT_CONTROLLER`: nothing was created), the
+    /// controller is looked for again.
     pub async fn create_topic(
         &self,
         name: &str,
@@ -439,26 +441,33 @@ impl Cluster {
         min_insync_replicas: u32,
     ) -> Result<()> {
         let deadline = tokio::time::Instant::now() + self.config.start_timeout;
-        let (controller, _) = loop {
-            match self.active_controller().await {
-                Ok(found) => break found,
-                Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
-                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        };
-        let addr = self.real_addr(controller).ok_or_else(|| {
-            HarnessError::new(format!("the controller ({controller}) is not running"))
-        })?;
         let topic = CreateTopic {
             name,
             partitions,
             replication_factor,
             min_insync_replicas,
         };
-        self.admin
-            .create_topic(addr, &topic)
-            .await
-            .map_err(|e| HarnessError::new(format!("cannot create topic `{name}`: {e}")))?;
+        loop {
+            let created = match self.active_controller().await {
+                Ok((controller, _)) => {
+                    let addr = self.real_addr(controller).ok_or_else(|| {
+                        HarnessError::new(format!("the controller ({controller}) is not running"))
+                    })?;
+                    self.admin.create_topic(addr, &topic).await.map_err(|e| {
+                        HarnessError::new(format!("cannot create topic `{name}`: {e}"))
+                    })
+                }
+                Err(e) => Err(e),
+            };
+            match created {
+                Ok(()) => break,
+                Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
+                Err(e) if e.to_string().contains("NOT_CONTROLLER") => {}
+                Err(e) if e.to_string().starts_with("no broker answers") => {}
+                Err(e) => return Err(e),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         self.await_convergence(self.config.start_timeout).await
     }
 }
