@@ -15,6 +15,7 @@
 //! - [`network`]: the fate of each message (cut, delayed, lost);
 //! - [`messages`]: `messages.jsonl` and the message statistics.
 
+mod disks;
 mod inbound;
 pub mod messages;
 pub mod network;
@@ -41,6 +42,7 @@ use crate::proc::Proc;
 use crate::store::History;
 use crate::system::clock::{ClockFault, Clocks};
 use crate::system::{DiskMode, System};
+use disks::Disks;
 use inbound::Inbound;
 use messages::{MessageLog, MessageStats};
 use network::Network;
@@ -91,12 +93,8 @@ pub struct MaelstromCluster {
     setup: Option<Body>,
     /// The nodes' fake clocks, each control file in the node's directory.
     clocks: Option<Clocks>,
-    /// Each node's fault filesystem, by index (empty without).
-    disks: Vec<faultfs::Mount>,
-    power_cut_on_kill: bool,
-    /// What the power cuts lost, and the damage done, for the history.
-    losses: Vec<serde_json::Value>,
-    damage: Vec<serde_json::Value>,
+    /// The nodes' storage, seen from outside.
+    disks: Disks,
 }
 
 /// What a client (or the init) of the harness holds to send requests.
@@ -152,22 +150,12 @@ impl MaelstromCluster {
             )?),
             false => None,
         };
-        let mut disks = Vec::new();
-        if config.fault_fs {
-            faultfs::available().map_err(|why| {
-                HarnessError::new(format!("{why}: the storage faults of --bin need it"))
-            })?;
-            for id in &ids {
-                let dir = config.root.join(id);
-                let mount = faultfs::Mount::new(&dir.join("disk"), &dir.join("data"))
-                    .map_err(|e| HarnessError::new(e.to_string()))?;
-                disks.push(mount);
-            }
-        }
-        let work_dir = |id: &str| match config.fault_fs {
-            true => config.root.join(id).join("data"),
-            false => config.root.join(id),
-        };
+        let disks = Disks::mount(
+            &config.root,
+            &ids,
+            config.fault_fs,
+            config.power_cut_on_kill,
+        )?;
         let specs: Vec<NodeSpec> = ids
             .iter()
             .enumerate()
@@ -179,7 +167,7 @@ impl MaelstromCluster {
                 env: clocks
                     .as_ref()
                     .map_or_else(Vec::new, |c| c.env(Proc::Node(index as i32 + 1))),
-                dir: work_dir(id),
+                dir: disks.work_dir(&config.root, id),
                 stderr: config.root.join(id).join("stderr.log"),
             })
             .collect();
@@ -220,9 +208,6 @@ impl MaelstromCluster {
             setup: config.setup,
             clocks,
             disks,
-            power_cut_on_kill: config.power_cut_on_kill,
-            losses: Vec::new(),
-            damage: Vec::new(),
         };
         for i in 0..config.nodes {
             cluster.launch(i).await?;
@@ -358,20 +343,34 @@ impl MaelstromCluster {
         }
     }
 
-    /// Node `p`'s fault filesystem.
-    fn disk(&self, p: Proc) -> Result<&faultfs::Mount> {
-        self.index(p)
-            .and_then(|i| self.disks.get(i))
-            .ok_or_else(|| HarnessError::new(format!("{p} has no fault filesystem")))
+    /// SIGKILL these nodes at the same instant (every one signalled first, then each
+    /// reaped); the indexes of those that were running.
+    async fn kill_nodes(&mut self, procs: &[Proc]) -> Result<Vec<usize>> {
+        let taken: Vec<_> = {
+            let mut slots = lock(&self.shared.slots);
+            procs
+                .iter()
+                .filter_map(|&p| self.index(p))
+                .filter_map(|i| {
+                    slots[i].ready = false;
+                    slots[i].paused = false;
+                    slots[i].proc.take().map(|proc| (i, proc))
+                })
+                .collect()
+        };
+        for (_, p) in &taken {
+            p.child.signal_kill();
+        }
+        for (_, p) in &taken {
+            p.child.kill().await?;
+        }
+        Ok(taken.into_iter().map(|(i, _)| i).collect())
     }
 
-    /// Cut the power of `p`, dead already (`torn`: keep a prefix of its last write,
-    /// drawn from that seed); what it lost is kept for the history.
-    fn cut_power(&mut self, p: Proc, torn: Option<u64>) -> Result<()> {
-        let lost = crate::system::storage::cut_power(self.disk(p)?, p, torn)?;
-        self.losses
-            .push(serde_json::json!({"process": p.to_json(), "lost": lost}));
-        Ok(())
+    /// Node `p`'s index, or an error naming it.
+    fn node(&self, p: Proc) -> Result<usize> {
+        self.index(p)
+            .ok_or_else(|| HarnessError::new(format!("{p} is not a node of this cluster")))
     }
 
     fn signal(&mut self, p: Proc, signal: Signal, paused: bool) -> Result<()> {
@@ -404,28 +403,12 @@ impl System for MaelstromCluster {
             .is_some_and(|i| lock(&self.shared.slots)[i].proc.is_some())
     }
 
+    /// Their power cut too when the campaign's kills must lose what was not fsynced.
     async fn kill(&mut self, procs: &[Proc]) -> Result<()> {
-        let taken: Vec<_> = {
-            let mut slots = lock(&self.shared.slots);
-            procs
-                .iter()
-                .filter_map(|&p| self.index(p))
-                .filter_map(|i| {
-                    slots[i].ready = false;
-                    slots[i].paused = false;
-                    slots[i].proc.take()
-                })
-                .collect()
-        };
-        for p in &taken {
-            p.child.signal_kill();
-        }
-        for p in &taken {
-            p.child.kill().await?;
-        }
-        if self.power_cut_on_kill {
-            for &p in procs {
-                self.cut_power(p, None)?;
+        self.kill_nodes(procs).await?;
+        for &p in procs {
+            if let Some(i) = self.index(p) {
+                self.disks.killed(i, p)?;
             }
         }
         Ok(())
@@ -433,50 +416,34 @@ impl System for MaelstromCluster {
 
     async fn kill_torn(&mut self, node: i32, seed: u64) -> Result<()> {
         let p = Proc::Node(node);
-        let cut = self.power_cut_on_kill;
-        self.power_cut_on_kill = false;
-        let killed = self.kill(&[p]).await;
-        self.power_cut_on_kill = cut;
-        killed?;
-        self.cut_power(p, Some(seed))
+        let i = self.node(p)?;
+        self.kill_nodes(&[p]).await?;
+        self.disks.cut_power(i, p, Some(seed))
     }
 
     fn take_losses(&mut self) -> Vec<serde_json::Value> {
-        std::mem::take(&mut self.losses)
+        self.disks.take_losses()
     }
 
     /// Through its fault filesystem, so the kernel's cache sees it.
     async fn corrupt(&mut self, node: i32, seed: u64) -> Result<()> {
         let p = Proc::Node(node);
+        let i = self.node(p)?;
         self.kill(&[p]).await?;
-        let Some(i) = self.index(p) else {
-            return Ok(());
-        };
-        let mut done = crate::system::corrupt::damage(&self.specs[i].dir, seed)?;
-        if !done.is_null() {
-            done["process"] = p.to_json();
-            self.damage.push(done);
-        }
-        Ok(())
+        self.disks.damage(p, &self.specs[i].dir, seed)
     }
 
     fn take_damage(&mut self) -> Vec<serde_json::Value> {
-        std::mem::take(&mut self.damage)
+        self.disks.take_damage()
     }
 
     async fn fail_storage(&mut self, node: i32, mode: DiskMode, for_ms: u64) -> Result<()> {
-        let disk = self.disk(Proc::Node(node))?;
-        let failure = match mode {
-            DiskMode::Enospc => faultfs::Failure::Enospc,
-            DiskMode::Eio => faultfs::Failure::Eio,
-        };
-        disk.control()
-            .fail(failure, Some(Duration::from_millis(for_ms)));
-        Ok(())
+        let p = Proc::Node(node);
+        self.disks.fail(self.node(p)?, p, mode, for_ms)
     }
 
     async fn storage_ok(&mut self, node: i32) -> Result<()> {
-        self.disk(Proc::Node(node))?.control().heal();
+        self.disks.heal(self.node(Proc::Node(node))?);
         Ok(())
     }
 
@@ -484,9 +451,7 @@ impl System for MaelstromCluster {
     async fn restart(&mut self, p: Proc) -> Result<()> {
         match self.index(p) {
             Some(i) if !self.is_running(p) => {
-                if let Some(disk) = self.disks.get(i) {
-                    disk.control().heal();
-                }
+                self.disks.heal(i);
                 self.launch(i).await
             }
             _ => Ok(()),
@@ -545,9 +510,7 @@ impl System for MaelstromCluster {
         if let Some(clocks) = &mut self.clocks {
             clocks.reset_all()?;
         }
-        for disk in &self.disks {
-            disk.control().heal();
-        }
+        self.disks.heal_all();
         for p in self.procs() {
             self.resume(p).await?;
             self.restart(p).await?;
