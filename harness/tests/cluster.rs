@@ -381,8 +381,7 @@ fn the_panic_hook_kills_every_child_of_a_living_harness() {
 // ---- the cluster of real brokers ----
 
 mod real {
-    use std::path::{Path, PathBuf};
-    use std::sync::OnceLock;
+    use std::path::Path;
     use std::time::{Duration, Instant};
 
     use broker_config::Settings;
@@ -393,26 +392,7 @@ mod real {
     use watermark::system::broker::{Cluster, ClusterConfig};
     use workloads::client::{Acks, Client, ClientConfig, Outcome, ProducerStamp};
 
-    /// The broker binary beside this test binary, built (once per test binary) so the
-    /// tests never run a stale broker.
-    pub fn broker_bin() -> PathBuf {
-        static BIN: OnceLock<PathBuf> = OnceLock::new();
-        BIN.get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            let profile_dir = exe.parent().unwrap().parent().unwrap();
-            let target_dir = profile_dir.parent().unwrap();
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = std::process::Command::new(cargo)
-                .args(["build", "-p", "broker", "--bin", "broker", "--target-dir"])
-                .arg(target_dir)
-                .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-                .status()
-                .expect("run cargo build -p broker");
-            assert!(status.success(), "cargo build -p broker failed");
-            profile_dir.join("broker")
-        })
-        .clone()
-    }
+    pub use crate::support::broker_bin;
 
     pub fn config(root: &Path, nodes: u32) -> ClusterConfig {
         ClusterConfig {

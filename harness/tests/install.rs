@@ -4,26 +4,11 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use support::{WATERMARK, assert_no_process_left, read_json, run_folder};
-
-/// The broker cargo built beside the watermark under test (built if missing).
-fn broker_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "-p", "broker", "--bin", "broker", "--target-dir"])
-        .arg(profile_dir.parent().unwrap())
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .status()
-        .expect("run cargo build -p broker");
-    assert!(status.success(), "cargo build -p broker failed");
-    profile_dir.join("broker")
-}
 
 /// Run the installed copy `bin` with `args`, bounded.
 fn run(bin: &Path, args: &[&str]) -> std::process::Output {
@@ -85,7 +70,7 @@ fn an_installed_watermark_finds_the_broker_beside_it_or_says_what_to_do() {
     assert!(!stderr.contains("building it"), "{stderr}");
 
     // --broker-bin, from anywhere.
-    let broker = broker_bin();
+    let broker = support::broker_bin();
     let mut with_bin = args.clone();
     with_bin.extend(["--broker-bin", broker.to_str().unwrap()]);
     let out = run(&watermark, &with_bin);

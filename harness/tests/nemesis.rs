@@ -3,7 +3,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use clap::ValueEnum;
@@ -14,21 +14,6 @@ use watermark::nemesis::{
 };
 use watermark::system::System;
 use watermark::system::broker::{Cluster, ClusterConfig};
-
-/// The broker binary beside this test binary, built first so it is never stale.
-fn broker_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = std::process::Command::new(cargo)
-        .args(["build", "-p", "broker", "--bin", "broker", "--target-dir"])
-        .arg(profile_dir.parent().unwrap())
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .status()
-        .expect("run cargo build -p broker");
-    assert!(status.success(), "cargo build -p broker failed");
-    profile_dir.join("broker")
-}
 
 /// The history names of the faults' starts and of their ends.
 const STARTS: [&str; 14] = [
@@ -70,7 +55,7 @@ async fn every_fault_kind_starts_ends_and_the_cluster_converges_afterwards() {
     let dir = tempfile::tempdir().unwrap();
     let kinds = FaultKind::value_variants();
     let config = ClusterConfig {
-        broker_bin: broker_bin(),
+        broker_bin: support::broker_bin(),
         nodes: 3,
         root: dir.path().to_path_buf(),
         settings: page_cache(needs_page_cache(kinds, None)),
@@ -172,7 +157,7 @@ async fn each_fault_applies_to_the_real_cluster_and_its_end_undoes_it() {
 
     let dir = tempfile::tempdir().unwrap();
     let config = ClusterConfig {
-        broker_bin: broker_bin(),
+        broker_bin: support::broker_bin(),
         nodes: 3,
         root: dir.path().to_path_buf(),
         settings: page_cache(true),
@@ -505,7 +490,7 @@ async fn package_cluster(
     let mut settings = Settings::default();
     settings.replica.replica_lag_time_max_ms = Some(lag_ms);
     let config = ClusterConfig {
-        broker_bin: broker_bin(),
+        broker_bin: support::broker_bin(),
         nodes: 3,
         root: root.to_path_buf(),
         settings: settings.clone(),

@@ -139,21 +139,6 @@ fn bash(dir: &Path, script: &str, env: &BTreeMap<String, String>, limit: Duratio
     }
 }
 
-/// The broker built beside this test binary, as the build job builds it.
-fn broker_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "-p", "broker", "--bin", "broker", "--target-dir"])
-        .arg(profile_dir.parent().unwrap())
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .status()
-        .expect("run cargo build -p broker");
-    assert!(status.success(), "cargo build -p broker failed");
-    profile_dir.join("broker")
-}
-
 #[test]
 fn the_workflow_builds_fans_seeds_out_publishes_junit_and_keeps_failed_runs() {
     let wf = workflow();
@@ -234,7 +219,7 @@ fn the_campaign_step_runs_and_leaves_the_junit_the_publisher_reads() {
     let script = text(&step(campaigns, "Campaigns")["run"]);
     let pattern = text(&step(campaigns, "action-junit-report")["with"]["report_paths"]);
     let (prefix, suffix) = pattern.split_once('*').expect("a glob");
-    let broker = broker_bin();
+    let broker = support::broker_bin();
     let mut workloads: Vec<String> = matrix_cells(campaigns)
         .into_iter()
         .map(|c| c["workload"].clone())

@@ -1,7 +1,7 @@
 //! Helpers shared by the end-to-end tests that run the real `watermark` binary:
 //! a bounded run that SIGKILLs the harness past its limit, the output as text for
-//! assertion messages, the run folder and its JSON files, and a bounded check that
-//! no process of a test is left behind.
+//! assertion messages, the run folder and its JSON files, a bounded check that no
+//! process of a test is left behind, and the broker binary the tests start.
 //!
 //! Every wait here is bounded; the harness's brokers die with it (PR_SET_PDEATHSIG).
 //! Each test file uses a part of it.
@@ -116,4 +116,59 @@ pub fn assert_no_process_left(needle: &str) {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The broker binary beside this test binary, built first if it is missing or older
+/// than the broker's sources, so that the tests never run a stale broker. A
+/// workspace test run has just built it (for the broker's own tests): nothing to do
+/// then — `cargo build -p broker` would resolve the dependencies' features for the
+/// broker alone and build half of them again.
+pub fn broker_bin() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap();
+        let bin = profile_dir.join("broker");
+        let workspace = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+        if !newer_than_sources(&bin, workspace) {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .args(["build", "-p", "broker", "--bin", "broker", "--target-dir"])
+                .arg(profile_dir.parent().unwrap())
+                .current_dir(workspace)
+                .status()
+                .expect("run cargo build -p broker");
+            assert!(status.success(), "cargo build -p broker failed");
+        }
+        bin
+    })
+    .clone()
+}
+
+/// Whether `bin` exists and is newer than every source file of the broker and its
+/// configuration crate, and than the lock file.
+fn newer_than_sources(bin: &Path, workspace: &Path) -> bool {
+    let Ok(built) = std::fs::metadata(bin).and_then(|m| m.modified()) else {
+        return false;
+    };
+    let mut todo = vec![
+        workspace.join("broker/src"),
+        workspace.join("broker/Cargo.toml"),
+        workspace.join("config"),
+        workspace.join("Cargo.lock"),
+    ];
+    while let Some(path) = todo.pop() {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            return false;
+        };
+        if meta.is_dir() {
+            match std::fs::read_dir(&path) {
+                Ok(entries) => todo.extend(entries.flatten().map(|e| e.path())),
+                Err(_) => return false,
+            }
+        } else if meta.modified().map_or(true, |m| m > built) {
+            return false;
+        }
+    }
+    true
 }
