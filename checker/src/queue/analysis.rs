@@ -68,8 +68,11 @@ pub(super) struct Analysis<'a> {
     pub(super) sent: FxMap<(i64, Val), usize>,
     /// Per (partition, value): the first poll (not a final-poll) that read it.
     pub(super) first_read: FxMap<(i64, Val), usize>,
-    /// Partitions whose final drain was tried and never answered, with how many
-    /// final-polls it tried.
+    /// Partitions that could not be read at all once the faults were healed: every
+    /// final-poll of theirs failed or was left in doubt (how many it tried). Their
+    /// replicas' logs still say whether a write was lost, but nothing shows the
+    /// partition served again. (A drain that stopped short is not counted: a new
+    /// leader's lagging high watermark, or a slow machine, ends one so.)
     pub(super) undrained: BTreeMap<i64, usize>,
 }
 
@@ -168,15 +171,6 @@ impl<'a> Analysis<'a> {
                 read(*p, *o, *v, None);
             }
         }
-    }
-
-    /// Partitions that could not be read at all once the faults were healed: every
-    /// final-poll of theirs failed or was left in doubt (how many there were). Their
-    /// replicas' logs still say whether a write was lost, but nothing shows the
-    /// partition served again. (A drain that stopped short is not counted: a new
-    /// leader's lagging high watermark, or a slow machine, ends one so.)
-    pub(super) fn unavailable(&self) -> &BTreeMap<i64, usize> {
-        &self.undrained
     }
 
     /// Partitions with neither a final drain nor a replica log: whether writes were

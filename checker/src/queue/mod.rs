@@ -106,9 +106,9 @@ fn judge(a: &Analysis) -> CheckerResult {
             "no final drain or replica log for partitions {unjudged:?}: lost writes cannot be judged"
         ));
     }
-    let unavailable = a.unavailable();
-    if !unavailable.is_empty() {
-        let why: Vec<String> = unavailable
+    if !a.undrained.is_empty() {
+        let why: Vec<String> = a
+            .undrained
             .iter()
             .map(|(p, n)| format!("partition {p}: none of its {n} final-polls answered"))
             .collect();

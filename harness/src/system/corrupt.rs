@@ -13,6 +13,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
 use crate::error::{HarnessError, Result};
+use crate::proc::Proc;
 
 /// Every non-empty regular file under `dir`, sorted (so a seed draws the same one on
 /// the same files), but `address` (where a controller listens, for the harness:
@@ -35,15 +36,15 @@ fn files(dir: &Path) -> std::io::Result<Vec<(PathBuf, u64)>> {
     Ok(out)
 }
 
-/// Damage one file of `dir` as `seed` draws; what was done, for the history
-/// (`{"file", "kind": "bit-flip"|"truncate"|"zero", "offset", "length", "len_before"}`;
-/// null: no file to damage).
-pub(crate) fn damage(dir: &Path, seed: u64) -> Result<Value> {
+/// Damage one file of `dir`, process `p`'s, as `seed` draws; what was done, for the
+/// history (`{"process", "file", "kind": "bit-flip"|"truncate"|"zero", "offset",
+/// "length", "len_before"}`; None: no file to damage).
+pub(crate) fn damage(dir: &Path, p: Proc, seed: u64) -> Result<Option<Value>> {
     let io = |e: std::io::Error| HarnessError::new(format!("corrupt {}: {e}", dir.display()));
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let candidates = files(dir).map_err(io)?;
     if candidates.is_empty() {
-        return Ok(Value::Null);
+        return Ok(None);
     }
     let (path, len) = candidates[rng.random_range(0..candidates.len())].clone();
     // Half the time in the file's last 4 KiB (a segment's tail, a checkpoint's end),
@@ -85,13 +86,14 @@ pub(crate) fn damage(dir: &Path, seed: u64) -> Result<Value> {
     };
     file.sync_all().map_err(io)?;
     let rel = path.strip_prefix(dir).unwrap_or(&path);
-    Ok(json!({
+    Ok(Some(json!({
+        "process": p.to_json(),
         "file": rel.display().to_string(),
         "kind": kind,
         "offset": offset,
         "length": length,
         "len_before": len,
-    }))
+    })))
 }
 
 #[cfg(test)]
@@ -111,8 +113,11 @@ mod tests {
         let mut kinds = std::collections::BTreeSet::new();
         for seed in 0..40 {
             let (a, b) = (make(), make());
-            let done = damage(a.path(), seed).unwrap();
-            assert_eq!(done, damage(b.path(), seed).unwrap(), "seeded");
+            let node = Proc::Node(2);
+            let done = damage(a.path(), node, seed).unwrap().expect("a file");
+            let again = damage(b.path(), node, seed).unwrap().expect("a file");
+            assert_eq!(done, again, "seeded");
+            assert_eq!(done["process"], 2);
             let file = a.path().join(done["file"].as_str().unwrap());
             let after = std::fs::read(&file).unwrap();
             let before_len = done["len_before"].as_u64().unwrap();

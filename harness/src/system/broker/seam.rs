@@ -42,12 +42,10 @@ impl System for Cluster {
     /// Through its fault filesystem when it has one, so the kernel's cache sees it.
     async fn corrupt(&mut self, node: i32, seed: u64) -> Result<()> {
         self.kill(&[Proc::Node(node)]).await?;
-        let dir = self.config.root.join(Proc::Node(node).key()).join("data");
-        let mut done = crate::system::corrupt::damage(&dir, seed)?;
-        if !done.is_null() {
-            done["process"] = json!(node);
-            self.damage.push(done);
-        }
+        let p = Proc::Node(node);
+        let dir = self.config.root.join(p.key()).join("data");
+        self.damage
+            .extend(crate::system::corrupt::damage(&dir, p, seed)?);
         Ok(())
     }
 

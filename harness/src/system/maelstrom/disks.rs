@@ -79,13 +79,10 @@ impl Disks {
         Ok(())
     }
 
-    /// Damage one file of node `i`'s working directory `dir` as `seed` draws.
+    /// Damage one file of node `p`'s working directory `dir` as `seed` draws.
     pub(super) fn damage(&mut self, p: Proc, dir: &Path, seed: u64) -> Result<()> {
-        let mut done = crate::system::corrupt::damage(dir, seed)?;
-        if !done.is_null() {
-            done["process"] = p.to_json();
-            self.damage.push(done);
-        }
+        self.damage
+            .extend(crate::system::corrupt::damage(dir, p, seed)?);
         Ok(())
     }
 

@@ -498,8 +498,8 @@ impl System for MaelstromCluster {
     async fn set_clock(&mut self, p: Proc, fault: Option<ClockFault>) -> Result<()> {
         match &mut self.clocks {
             Some(clocks) => clocks.set(p, fault),
-            None => Err(HarnessError::new(
-                "clock faults: the nodes were started without fake clocks",
+            None => Err(crate::system::unsupported(
+                "clock faults in this campaign (its nodes run on the machine's clock)",
             )),
         }
     }
