@@ -87,19 +87,17 @@ pub fn judge(events: &[Event], allow: bool) -> Option<CheckerResult> {
     if crashes.is_empty() {
         return None;
     }
-    let (refusals, crashes): (Vec<&Event>, Vec<&Event>) = crashes
-        .into_iter()
-        .partition(|e| refused_on_damage(e, events).is_some());
-    let refused: Vec<String> = refusals
-        .iter()
-        .map(|e| {
-            format!(
-                "{} (it refused to start on {}, which a corrupt fault damaged)",
-                anomaly(e).message,
-                refused_on_damage(e, events).unwrap_or_default()
-            )
-        })
-        .collect();
+    let (mut refused, mut rest) = (Vec::new(), Vec::new());
+    for e in crashes {
+        match refused_on_damage(e, events) {
+            Some(file) => refused.push(format!(
+                "{} (it refused to start on {file}, which a corrupt fault damaged)",
+                anomaly(e).message
+            )),
+            None => rest.push(e),
+        }
+    }
+    let crashes = rest;
     let anomalies: Vec<Anomaly> = crashes.iter().map(|e| anomaly(e)).collect();
     let mut result = if allow {
         let mut r = CheckerResult::from_anomalies(Vec::new());
@@ -111,11 +109,11 @@ pub fn judge(events: &[Event], allow: bool) -> Option<CheckerResult> {
     } else {
         CheckerResult::from_anomalies(anomalies)
     };
-    result.notes.extend(refused);
     result.stats = BTreeMap::from([
         ("crashes".to_string(), crashes.len() as u64),
-        ("refused-on-damage".to_string(), refusals.len() as u64),
+        ("refused-on-damage".to_string(), refused.len() as u64),
     ]);
+    result.notes.extend(refused);
     Some(result)
 }
 
