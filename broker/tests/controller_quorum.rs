@@ -455,6 +455,48 @@ async fn a_corrupt_raft_log_stops_that_broker_and_no_other() {
     assert_all_there(&c, "t", &[acked, more].concat()).await;
 }
 
+/// Two voters' disks fail (EIO) while the active controller commits a change: their
+/// Raft log writes fail, which stops a voter's Raft core for good — the quorum
+/// would have no majority left. Each voter re-opens itself from disk once its disk
+/// works again, and the quorum carries on: a topic is created, a record produced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn voters_whose_disk_failed_reopen_from_disk_and_the_quorum_carries_on() {
+    let c = Cluster::start(Opts::default());
+    c.create_topic("t", 1, 3, 2).await;
+    let acked = produce_all(&c, "t", &[json!(0)]).await;
+    let (active, _) = c.controller().await;
+    let others: Vec<i32> = (1..=3).filter(|&id| id != active).collect();
+    for &id in &others {
+        c.disk(id, "eio", None).await;
+    }
+    // A change the controller must replicate: the followers cannot write it.
+    let (status, body) = c
+        .post(
+            &c.addr(active),
+            "/v1/topics",
+            &json!({"name": "u", "partitions": 1, "replication_factor": 3,
+                    "min_insync_replicas": 2}),
+        )
+        .await;
+    assert_ne!(status, 201, "no majority could have written it: {body}");
+    c.wait_for("both followers' Raft voters stopped", || async {
+        let stopped = |id: &i32| c.nodes[id].log().contains("the Raft voter stopped");
+        others.iter().all(stopped).then_some(())
+    })
+    .await;
+    for &id in &others {
+        c.disk(id, "ok", None).await;
+    }
+    c.wait_for("both voters re-opened from disk", || async {
+        let back = |id: &i32| c.nodes[id].log().contains("Raft voter is re-opened");
+        others.iter().all(back).then_some(())
+    })
+    .await;
+    c.create_topic("v", 1, 3, 2).await;
+    let more = produce_all(&c, "t", &[json!(1)]).await;
+    assert_all_there(&c, "t", &[acked, more].concat()).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn voter_sets_that_do_not_match_are_refused() {
     // A voter that is not a broker: refused at once.

@@ -105,19 +105,6 @@ async fn view(c: &Cluster) -> (i32, Vec<i32>) {
     (p["leader"].as_i64().unwrap() as i32, ids(&p["isr"]))
 }
 
-/// Set a node's disk fault switch.
-async fn disk(c: &Cluster, id: i32, mode: &str, for_ms: Option<u64>) {
-    let (status, body) = c
-        .post(
-            &c.addr(id),
-            "/debug/disk",
-            &json!({"mode": mode, "for_ms": for_ms}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["mode"], mode);
-}
-
 /// A node's whole local log of t-0: offset → value.
 async fn local_log(c: &Cluster, id: i32) -> Option<BTreeMap<u64, Value>> {
     let (status, body) = c.get(&c.addr(id), "/debug/log/t/0").await;
@@ -194,7 +181,7 @@ async fn a_leader_whose_disk_fills_up_hands_over_and_rejoins() {
             let o = produce(&c, json!(v)).await.expect("a healthy cluster");
             acked.push((o, json!(v)));
         }
-        disk(&c, old, mode, Some(6000)).await;
+        c.disk(old, mode, Some(6000)).await;
         let started = Instant::now();
         let mut codes = BTreeMap::new();
         let mut v = 100;
@@ -257,7 +244,7 @@ async fn a_follower_whose_disk_fails_falls_behind_and_catches_up() {
     c.create_topic("t", 1, 3, 2).await;
     let (leader, _) = view(&c).await;
     let follower = (1..=3).find(|&id| id != leader).unwrap();
-    disk(&c, follower, "enospc", None).await;
+    c.disk(follower, "enospc", None).await;
     let mut acked = Vec::new();
     for v in 0..30 {
         let o = produce(&c, json!(v))
@@ -273,7 +260,7 @@ async fn a_follower_whose_disk_fails_falls_behind_and_catches_up() {
     let stuck = c.debug_partition(follower, "t", 0).await.unwrap();
     assert!(stuck["storage_error"].is_string(), "{stuck}");
     assert!(stuck["log_end_offset"].as_u64().unwrap() < 30, "{stuck}");
-    disk(&c, follower, "ok", None).await;
+    c.disk(follower, "ok", None).await;
     wait_rejoined(&c, follower, 30).await;
     assert_has_every_ack(&c, follower, &acked).await;
     let d = c.debug_partition(follower, "t", 0).await.unwrap();

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::auth::{self, ClusterAuth};
 use crate::bugs::Bugs;
+use crate::disk::DiskFaults;
 use broker_config::ControllerSettings;
 
 use crate::cli::{ControllerArgs, Voters};
@@ -58,6 +59,8 @@ pub struct Settings {
     pub auth: Option<ClusterAuth>,
     /// Planted bugs (`--bug`): the election rules read theirs.
     pub bugs: Bugs,
+    /// The node's disk (its fault switch): the Raft log and snapshots are on it.
+    pub disk: DiskFaults,
 }
 
 /// Open this broker's voter (its Raft log in `DATA_DIR/raft`) and start it; Err says
@@ -96,7 +99,7 @@ pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), Strin
         .map(|(v, a)| (*v as u64, a.clone()))
         .collect();
     let (announcer, announced) = tokio::sync::mpsc::unbounded_channel();
-    let (raft, leases) = raft::start(
+    let (voter, leases) = raft::start(
         &s.data_dir,
         identity.clone(),
         state.clone(),
@@ -104,6 +107,7 @@ pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), Strin
         election_timeout_ms,
         announcer,
         s.auth.as_ref(),
+        s.disk,
     )
     .await?;
     let all: Vec<(BrokerId, String)> = s.brokers.into_iter().collect();
@@ -112,7 +116,7 @@ pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), Strin
     let lease = raft::lease(election_timeout_ms);
     let controller = Arc::new(Controller::new(
         identity.clone(),
-        raft.clone(),
+        voter.clone(),
         state,
         leases,
         lease,
@@ -124,7 +128,7 @@ pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), Strin
     // The controller calls and the Raft RPCs alike refuse internal requests without
     // the cluster's credentials.
     let routes = http::router(controller.clone())
-        .merge(raft::network::routes(Receiver { raft, identity }))
+        .merge(raft::network::routes(Receiver { voter, identity }))
         .layer(axum::middleware::from_fn_with_state(
             s.auth.map(Arc::new),
             auth::guard,
@@ -222,6 +226,7 @@ pub fn run(args: ControllerArgs) -> Result<(), Box<dyn Error>> {
                 config: args.settings.clone(),
                 auth,
                 bugs: Bugs::planted(args.bug),
+                disk: DiskFaults::default(),
             };
             let (_, routes) = start(settings).await?;
             axum::serve(listener, http::with_fallback(routes)).await?;

@@ -17,7 +17,7 @@ use openraft::ServerState;
 use openraft::error::{ClientWriteError, RaftError};
 
 use super::push::Pusher;
-use super::raft::{Identity, Leases, Raft};
+use super::raft::{Identity, Leases, Voter};
 use super::state::{Applied, Command, ControllerState, Effects, Millis};
 use crate::error::{ApiError, Code};
 use crate::events::{self, Api, Event, FenceReason};
@@ -40,7 +40,9 @@ const COMMIT_TIMEOUT: Duration = Duration::from_millis(1500);
 /// The controller side of a broker process.
 pub struct Controller {
     identity: Arc<Identity>,
-    raft: Raft,
+    /// The Raft voter: ask it for the current core each time (a storage error
+    /// replaces it).
+    voter: Arc<Voter>,
     /// Shared with the Raft state machine, which applies the log to it.
     state: Arc<Mutex<ControllerState>>,
     leases: Arc<Leases>,
@@ -57,7 +59,7 @@ pub struct Controller {
 impl Controller {
     pub fn new(
         identity: Arc<Identity>,
-        raft: Raft,
+        voter: Arc<Voter>,
         state: Arc<Mutex<ControllerState>>,
         leases: Arc<Leases>,
         lease: Duration,
@@ -65,7 +67,7 @@ impl Controller {
     ) -> Self {
         Controller {
             identity,
-            raft,
+            voter,
             state,
             leases,
             lease,
@@ -105,7 +107,7 @@ impl Controller {
     /// `NOT_CONTROLLER` naming the one it knows of.
     pub fn active(&self) -> Result<i32, ApiError> {
         let (leader, term, known) = {
-            let m = self.raft.metrics();
+            let m = self.voter.raft().metrics();
             let m = m.borrow();
             (
                 m.state == ServerState::Leader,
@@ -143,7 +145,8 @@ impl Controller {
     /// by [`Controller::run_announcements`], even if this wait is given up).
     pub async fn propose(&self, command: Command) -> Result<Applied, ApiError> {
         self.active()?;
-        let written = tokio::time::timeout(COMMIT_TIMEOUT, self.raft.client_write(command)).await;
+        let written =
+            tokio::time::timeout(COMMIT_TIMEOUT, self.voter.raft().client_write(command)).await;
         let resp = match written {
             Ok(Ok(resp)) => resp,
             Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
@@ -234,7 +237,7 @@ impl Controller {
         req: &ConfirmLeadership,
     ) -> Result<PartitionState, ApiError> {
         self.active()?;
-        match tokio::time::timeout(COMMIT_TIMEOUT, self.raft.ensure_linearizable()).await {
+        match tokio::time::timeout(COMMIT_TIMEOUT, self.voter.raft().ensure_linearizable()).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
                 eprintln!("controller: leadership not confirmed: {e}");
@@ -269,34 +272,48 @@ impl Controller {
     /// Follow the Raft leadership forever: when this voter becomes leader and has
     /// applied its term's first entry (so its state holds everything committed
     /// before), it takes over — a grace period for every broker, LeaderAndIsr for
-    /// every partition under the new epoch; when it loses leadership, it stops.
+    /// every partition under the new epoch; when it loses leadership, it stops. A
+    /// re-opened voter is followed from its start, as a follower.
     pub async fn run_takeovers(self: Arc<Self>) {
-        let mut rx = self.raft.metrics();
+        let mut generations = self.voter.generations();
         loop {
-            let (leader, term, applied_term, known) = {
-                let m = rx.borrow_and_update();
-                (
-                    m.state == ServerState::Leader,
-                    m.current_term,
-                    m.last_applied.map(|l| l.leader_id.term),
-                    m.current_leader.is_some(),
-                )
-            };
-            if known {
-                self.identity.established.store(true, Ordering::Relaxed);
-            }
-            if !leader {
-                self.active_term.store(0, Ordering::SeqCst);
-            } else if self.active_term.load(Ordering::SeqCst) != term && applied_term == Some(term)
-            {
-                let now = self.now();
-                let effects = self.lock().take_over(term as i32, now);
-                self.active_term.store(term, Ordering::SeqCst);
-                self.resume_due.store(true, Ordering::SeqCst);
-                self.carry_out(term as i32, effects);
-            }
-            if rx.changed().await.is_err() {
-                return;
+            generations.borrow_and_update();
+            let mut rx = self.voter.raft().metrics();
+            loop {
+                let (leader, term, applied_term, known) = {
+                    let m = rx.borrow_and_update();
+                    (
+                        m.state == ServerState::Leader,
+                        m.current_term,
+                        m.last_applied.map(|l| l.leader_id.term),
+                        m.current_leader.is_some(),
+                    )
+                };
+                if known {
+                    self.identity.established.store(true, Ordering::Relaxed);
+                }
+                if !leader {
+                    self.active_term.store(0, Ordering::SeqCst);
+                } else if self.active_term.load(Ordering::SeqCst) != term
+                    && applied_term == Some(term)
+                {
+                    let now = self.now();
+                    let effects = self.lock().take_over(term as i32, now);
+                    self.active_term.store(term, Ordering::SeqCst);
+                    self.resume_due.store(true, Ordering::SeqCst);
+                    self.carry_out(term as i32, effects);
+                }
+                tokio::select! {
+                    changed = rx.changed() => if changed.is_err() {
+                        // The core ended: wait for its successor.
+                        self.active_term.store(0, Ordering::SeqCst);
+                        if generations.changed().await.is_err() {
+                            return;
+                        }
+                        break;
+                    },
+                    _ = generations.changed() => break,
+                }
             }
         }
     }

@@ -85,6 +85,7 @@ pub fn run(args: NodeArgs) -> Result<(), Box<dyn std::error::Error>> {
                     config: args.settings.controller.clone(),
                     auth,
                     bugs: ctx.config.bugs,
+                    disk: ctx.config.log.faults.clone(),
                 };
                 Some(controller::start(settings).await?)
             }

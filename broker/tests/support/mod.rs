@@ -404,6 +404,20 @@ impl Cluster {
         }
     }
 
+    /// Set node `id`'s disk fault switch (`POST /debug/disk`): `mode` for `for_ms`
+    /// (None: until set again).
+    pub async fn disk(&self, id: i32, mode: &str, for_ms: Option<u64>) {
+        let (status, body) = self
+            .post(
+                &self.addr(id),
+                "/debug/disk",
+                &json!({"mode": mode, "for_ms": for_ms}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["mode"], mode);
+    }
+
     /// The dedicated controller process.
     pub fn dedicated(&self) -> &Proc {
         self.controller.as_ref().expect("a dedicated controller")

@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -34,7 +34,8 @@ use openraft::{
 
 use super::TypeConfig;
 use crate::checksum;
-use crate::fsutil::write_atomic;
+use crate::disk::DiskFaults;
+use crate::fsutil::write_atomic_with;
 use read::{HEADER, read_json, read_log};
 
 type Id = u64;
@@ -61,11 +62,14 @@ struct Inner {
     end: u64,
     purged: Option<LogId<Id>>,
     vote: Option<Vote<Id>>,
+    /// The node's disk: every write, fsync and cut goes through it.
+    faults: DiskFaults,
 }
 
 impl LogStore {
-    /// Read the log in `dir` (created empty if absent); Err says what is corrupt.
-    pub fn open(dir: &Path) -> Result<LogStore, String> {
+    /// Read the log in `dir` (created empty if absent), on the node's disk `faults`;
+    /// Err says what is corrupt.
+    pub fn open(dir: &Path, faults: &DiskFaults) -> Result<LogStore, String> {
         let path = dir.join(LOG_FILE);
         let vote = read_json::<Vote<Id>>(&dir.join(VOTE_FILE))?;
         let purged = read_json::<LogId<Id>>(&dir.join(PURGED_FILE))?;
@@ -78,7 +82,8 @@ impl LogStore {
         let read = read_log(&path, &bytes, purged, written, &dir.join(END_FILE))?;
         let file = OpenOptions::new()
             .create(true)
-            .append(true)
+            .write(true)
+            .truncate(false)
             .open(&path)
             .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
         let valid = read.valid;
@@ -100,6 +105,7 @@ impl LogStore {
             end: valid as u64,
             purged,
             vote,
+            faults: faults.clone(),
         };
         Ok(LogStore {
             inner: Arc::new(Mutex::new(inner)),
@@ -160,8 +166,10 @@ impl Inner {
         let Some(last) = placed.last().map(|(_, e)| e.log_id) else {
             return Ok(());
         };
-        self.file.write_all(&buf)?;
-        self.file.sync_data()?;
+        // At the log's end, not the file's: a write that failed midway left bytes
+        // past it, which this one replaces.
+        self.faults.write_all_at(&self.file, &buf, self.end)?;
+        self.faults.sync_data(&self.file)?;
         self.end += buf.len() as u64;
         for (off, e) in placed {
             self.entries.insert(e.log_id.index, (e, off));
@@ -172,7 +180,7 @@ impl Inner {
 
     /// Record durably that the log ends with entry `last` (see the module doc).
     fn write_end(&self, last: Option<LogId<Id>>) -> io::Result<()> {
-        write_atomic(&self.dir.join(END_FILE), &json_bytes(&last)?)
+        write_atomic_with(&self.dir.join(END_FILE), &json_bytes(&last)?, &self.faults)
     }
 
     /// Drop entries from `index` on: the log end is lowered first, so that a crash
@@ -183,8 +191,8 @@ impl Inner {
         };
         let before = self.entries.range(..index).next_back();
         self.write_end(before.map(|(_, (e, _))| e.log_id).or(self.purged))?;
-        self.file.set_len(off)?;
-        self.file.sync_all()?;
+        self.faults.set_len(&self.file, off)?;
+        self.faults.sync_data(&self.file)?;
         self.end = off;
         self.entries.split_off(&index);
         Ok(())
@@ -193,7 +201,11 @@ impl Inner {
     /// Forget entries up to `log_id`: record it durably, then rewrite the file
     /// with the rest.
     fn purge(&mut self, log_id: LogId<Id>) -> io::Result<()> {
-        write_atomic(&self.dir.join(PURGED_FILE), &json_bytes(&log_id)?)?;
+        write_atomic_with(
+            &self.dir.join(PURGED_FILE),
+            &json_bytes(&log_id)?,
+            &self.faults,
+        )?;
         self.purged = Some(log_id);
         self.entries = self.entries.split_off(&(log_id.index + 1));
         let mut buf = Vec::new();
@@ -202,8 +214,8 @@ impl Inner {
             buf.extend(frame(e)?);
         }
         let path = self.dir.join(LOG_FILE);
-        write_atomic(&path, &buf)?;
-        self.file = OpenOptions::new().append(true).open(&path)?;
+        write_atomic_with(&path, &buf, &self.faults)?;
+        self.file = OpenOptions::new().write(true).open(&path)?;
         self.end = buf.len() as u64;
         Ok(())
     }
@@ -243,7 +255,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let mut inner = self.lock();
         let path = inner.dir.join(VOTE_FILE);
         json_bytes(vote)
-            .and_then(|b| write_atomic(&path, &b))
+            .and_then(|b| write_atomic_with(&path, &b, &inner.faults))
             .map_err(|e| io_err(ErrorSubject::Vote, ErrorVerb::Write, e))?;
         inner.vote = Some(*vote);
         Ok(())

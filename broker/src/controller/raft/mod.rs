@@ -12,13 +12,16 @@
 //!   `/internal/raft/`, so the harness's proxies cut them like any other traffic;
 //!   every RPC names the sender's cluster [`Identity`], and a broker started with a
 //!   different one is refused;
+//! - `voter`: opening the voter, and re-opening it from disk when a storage error
+//!   stops its Raft core;
 //! - this module: the types openraft is instantiated with, and starting a voter.
 
 mod log_store;
 pub mod network;
 mod state_machine;
+mod voter;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -27,6 +30,9 @@ use serde::{Deserialize, Serialize};
 use super::state::{Applied, Command, ControllerState};
 pub use network::{Identity, Leases};
 pub use state_machine::Announcer;
+pub use voter::Voter;
+
+use crate::disk::DiskFaults;
 
 openraft::declare_raft_types!(
     /// The controller log's types: commands in, replies out, broker ids as node ids.
@@ -76,9 +82,11 @@ pub fn lease(election_timeout_ms: u64) -> std::time::Duration {
     std::time::Duration::from_millis(election_timeout_ms.max(20) * 8 / 10)
 }
 
-/// Open this voter's storage in `data_dir/raft` and start it. A fresh voter (empty
-/// log, no vote) joins the quorum of `identity.voters`; a voter with a log must
-/// have been started with the same voters before.
+/// Open this voter's storage in `data_dir/raft` (on the node's disk `faults`) and
+/// start it, re-opened whenever a storage error stops it ([`voter`]). A fresh voter
+/// (empty log, no vote) joins the quorum of `identity.voters`; a voter with a log
+/// must have been started with the same voters before.
+#[allow(clippy::too_many_arguments)]
 pub async fn start(
     data_dir: &Path,
     identity: Arc<Identity>,
@@ -87,37 +95,19 @@ pub async fn start(
     election_timeout_ms: u64,
     effects: Announcer,
     auth: Option<&crate::auth::ClusterAuth>,
-) -> Result<(Raft, Arc<Leases>), String> {
-    let dir = data_dir.join("raft");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let log = log_store::LogStore::open(&dir)?;
-    let fresh = log.is_pristine();
-    let sm = state_machine::StateMachine::open(&dir, identity.id as u64, state, effects)?;
-    let voters: BTreeSet<u64> = identity.quorum.voters.iter().map(|&v| v as u64).collect();
-    if let Some(known) = log.last_voters().or_else(|| sm.snapshot_voters())
-        && known != voters
-    {
-        return Err(format!(
-            "{} holds a controller quorum of voters {known:?}, but --controller-voters \
-             gives {voters:?}; start every broker with the same voters",
-            dir.display()
-        ));
-    }
-    let config = Arc::new(raft_config(election_timeout_ms)?);
+    faults: DiskFaults,
+) -> Result<(Arc<Voter>, Arc<Leases>), String> {
     let leases = Arc::new(Leases::default());
-    let net = network::Network::new(peers, identity.clone(), leases.clone(), auth);
-    let raft = Raft::new(identity.id as u64, config, net, log, sm)
-        .await
-        .map_err(|e| format!("cannot start the controller's Raft voter: {e}"))?;
-    if fresh {
-        let members: BTreeMap<u64, openraft::EmptyNode> = voters
-            .iter()
-            .map(|&v| (v, openraft::EmptyNode {}))
-            .collect();
-        if let Err(e) = raft.initialize(members).await {
-            // NotAllowed: the quorum formed meanwhile (an entry already arrived).
-            eprintln!("controller: quorum already initialised ({e})");
-        }
-    }
-    Ok((raft, leases))
+    let network = network::Network::new(peers, identity.clone(), leases.clone(), auth);
+    let voter = Voter::start(voter::Opener {
+        dir: data_dir.join("raft"),
+        identity,
+        state,
+        network,
+        election_timeout_ms,
+        effects,
+        faults,
+    })
+    .await?;
+    Ok((voter, leases))
 }

@@ -35,7 +35,7 @@ use openraft::{EmptyNode, Snapshot, SnapshotMeta, Vote};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::{Raft, TypeConfig};
+use super::TypeConfig;
 use crate::error::ApiError;
 use crate::json_body::JsonBody;
 use crate::protocol::BrokerId;
@@ -104,6 +104,7 @@ impl Leases {
 }
 
 /// Makes a [`PeerLink`] per voter (openraft's network factory).
+#[derive(Clone)]
 pub struct Network {
     client: reqwest::Client,
     peers: Arc<BTreeMap<Id, String>>,
@@ -290,10 +291,10 @@ fn rpc_err(f: Failed) -> RPCError<Id, EmptyNode, RaftError<Id>> {
 
 // ---- the receiving side ----
 
-/// What the routes need: this voter's Raft and identity.
+/// What the routes need: this voter and its identity.
 #[derive(Clone)]
 pub struct Receiver {
-    pub raft: Raft,
+    pub voter: Arc<super::Voter>,
     pub identity: Arc<Identity>,
 }
 
@@ -329,7 +330,7 @@ async fn append(
     JsonBody(env): JsonBody<Envelope<AppendEntriesRequest<TypeConfig>>>,
 ) -> Result<Json<Result<AppendEntriesResponse<Id>, RaftError<Id>>>, ApiError> {
     let rpc = open(&r, env)?;
-    Ok(Json(r.raft.append_entries(rpc).await))
+    Ok(Json(r.voter.raft().append_entries(rpc).await))
 }
 
 async fn vote(
@@ -337,7 +338,7 @@ async fn vote(
     JsonBody(env): JsonBody<Envelope<VoteRequest<Id>>>,
 ) -> Result<Json<Result<VoteResponse<Id>, RaftError<Id>>>, ApiError> {
     let rpc = open(&r, env)?;
-    Ok(Json(r.raft.vote(rpc).await))
+    Ok(Json(r.voter.raft().vote(rpc).await))
 }
 
 async fn snapshot(
@@ -349,5 +350,10 @@ async fn snapshot(
         meta: rpc.meta,
         snapshot: Box::new(rpc.data.into_bytes()),
     };
-    Ok(Json(r.raft.install_full_snapshot(rpc.vote, snapshot).await))
+    Ok(Json(
+        r.voter
+            .raft()
+            .install_full_snapshot(rpc.vote, snapshot)
+            .await,
+    ))
 }

@@ -25,7 +25,8 @@ use serde::{Deserialize, Serialize};
 use super::{Reply, TypeConfig};
 use crate::checksum;
 use crate::controller::state::{ControllerState, Durable, Effects};
-use crate::fsutil::write_atomic;
+use crate::disk::DiskFaults;
+use crate::fsutil::write_atomic_with;
 
 type Id = u64;
 type Meta = SnapshotMeta<Id, EmptyNode>;
@@ -54,16 +55,20 @@ pub struct StateMachine {
     last_applied: Option<LogId<Id>>,
     membership: StoredMembership<Id, EmptyNode>,
     snapshots: u64,
+    /// The node's disk, which snapshots are written to.
+    faults: DiskFaults,
 }
 
 impl StateMachine {
-    /// Start from the snapshot in `dir`, if any; `state` is the fresh state of this
-    /// cluster (its brokers and settings).
+    /// Start from the snapshot in `dir`, if any, else from a fresh state: `state`
+    /// (its brokers and settings) is reset to either, so that a voter re-opened in
+    /// the same process replays its log onto what a restarted one would.
     pub fn open(
         dir: &Path,
         me: Id,
         state: Arc<Mutex<ControllerState>>,
         effects: Announcer,
+        faults: &DiskFaults,
     ) -> Result<StateMachine, String> {
         let mut sm = StateMachine {
             dir: dir.to_path_buf(),
@@ -73,13 +78,17 @@ impl StateMachine {
             last_applied: None,
             membership: StoredMembership::default(),
             snapshots: 0,
+            faults: faults.clone(),
         };
-        if let Some(disk) = read_snapshot(dir)? {
-            sm.lock()
-                .reset_to(disk.state)
-                .map_err(|e| format!("{}: {e}", dir.join(SNAPSHOT_FILE).display()))?;
-            sm.last_applied = disk.meta.last_log_id;
-            sm.membership = disk.meta.last_membership;
+        match read_snapshot(dir)? {
+            Some(disk) => {
+                sm.lock()
+                    .reset_to(disk.state)
+                    .map_err(|e| format!("{}: {e}", dir.join(SNAPSHOT_FILE).display()))?;
+                sm.last_applied = disk.meta.last_log_id;
+                sm.membership = disk.meta.last_membership;
+            }
+            None => sm.lock().reset_fresh(),
         }
         Ok(sm)
     }
@@ -116,13 +125,18 @@ fn read_snapshot(dir: &Path) -> Result<Option<OnDisk>, String> {
     }
 }
 
-fn write_snapshot(dir: &Path, meta: &Meta, state: &Durable) -> std::io::Result<()> {
+fn write_snapshot(
+    dir: &Path,
+    meta: &Meta,
+    state: &Durable,
+    faults: &DiskFaults,
+) -> std::io::Result<()> {
     let disk = OnDisk {
         meta: meta.clone(),
         state: state.clone(),
     };
     let bytes = serde_json::to_vec(&disk).map_err(std::io::Error::other)?;
-    write_atomic(&dir.join(SNAPSHOT_FILE), &checksum::seal(&bytes))
+    write_atomic_with(&dir.join(SNAPSHOT_FILE), &checksum::seal(&bytes), faults)
 }
 
 fn sm_err(verb: ErrorVerb, e: impl std::fmt::Display) -> StorageError<Id> {
@@ -138,11 +152,12 @@ pub struct Builder {
     dir: PathBuf,
     meta: Meta,
     state: Durable,
+    faults: DiskFaults,
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for Builder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<Id>> {
-        write_snapshot(&self.dir, &self.meta, &self.state)
+        write_snapshot(&self.dir, &self.meta, &self.state, &self.faults)
             .map_err(|e| sm_err(ErrorVerb::Write, e))?;
         let data = serde_json::to_vec(&self.state).map_err(|e| sm_err(ErrorVerb::Write, e))?;
         Ok(Snapshot {
@@ -208,6 +223,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 snapshot_id,
             },
             state: self.lock().durable(),
+            faults: self.faults.clone(),
         }
     }
 
@@ -222,7 +238,8 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     ) -> Result<(), StorageError<Id>> {
         let durable: Durable =
             serde_json::from_slice(&snapshot).map_err(|e| sm_err(ErrorVerb::Read, e))?;
-        write_snapshot(&self.dir, meta, &durable).map_err(|e| sm_err(ErrorVerb::Write, e))?;
+        write_snapshot(&self.dir, meta, &durable, &self.faults)
+            .map_err(|e| sm_err(ErrorVerb::Write, e))?;
         self.lock()
             .reset_to(durable)
             .map_err(|e| sm_err(ErrorVerb::Read, e))?;

@@ -241,6 +241,14 @@ impl ControllerState {
         Ok(())
     }
 
+    /// Forget the replicated part: the state of a fresh quorum (same brokers and
+    /// settings), the sessions kept.
+    pub fn reset_fresh(&mut self) {
+        let sessions = std::mem::take(&mut self.sessions);
+        *self = ControllerState::new(self.config, &self.configured.clone());
+        self.sessions = sessions;
+    }
+
     /// The replicated part, for a snapshot.
     pub fn durable(&self) -> Durable {
         Durable {

@@ -22,7 +22,14 @@ fn machine(dir: &Path) -> (StateMachine, UnboundedReceiver<(i32, Effects)>) {
     let state = ControllerState::new(config, &[1, 2, 3]);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     (
-        StateMachine::open(dir, 1, Arc::new(Mutex::new(state)), tx).unwrap(),
+        StateMachine::open(
+            dir,
+            1,
+            Arc::new(Mutex::new(state)),
+            tx,
+            &DiskFaults::default(),
+        )
+        .unwrap(),
         rx,
     )
 }
@@ -243,7 +250,7 @@ fn a_corrupt_snapshot_refuses_to_start() {
     };
     let state = Arc::new(Mutex::new(ControllerState::new(config, &[1, 2, 3])));
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let err = StateMachine::open(dir.path(), 1, state, tx)
+    let err = StateMachine::open(dir.path(), 1, state, tx, &DiskFaults::default())
         .err()
         .expect("corrupt");
     assert!(err.contains(SNAPSHOT_FILE), "{err}");
@@ -282,7 +289,7 @@ async fn every_damage_to_the_snapshot_refuses_to_start() {
             &[1, 2, 3],
         )));
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        match StateMachine::open(dir.path(), 1, state.clone(), tx) {
+        match StateMachine::open(dir.path(), 1, state.clone(), tx, &DiskFaults::default()) {
             Ok(_) => panic!(
                 "{damage:?}: opened, the state {}",
                 match state.lock().unwrap().durable() == whole {
