@@ -79,6 +79,7 @@ pub enum AnomalyKind {
     LostWrite,
     InconsistentOffsets,
     Duplicate,
+    RefusedDuplicate,
     Unexpected,
     AbortedRead,
     UncommittedRead,
@@ -106,6 +107,9 @@ impl AnomalyKind {
                 "One offset of a partition was seen holding two different values: replicas or consumers disagree on the log."
             }
             AnomalyKind::Duplicate => "One sent value sits at two offsets of the log.",
+            AnomalyKind::RefusedDuplicate => {
+                "An idempotent producer's retry was refused as out of sequence although the record it retried is in the log: the broker did not recognise a duplicate, and the producer gave up on a written record."
+            }
             AnomalyKind::Unexpected => "A poll returned a value that no client ever sent.",
             AnomalyKind::AbortedRead => {
                 "A poll saw the value of a send that was told it failed: a failed write became visible."
@@ -148,10 +152,11 @@ impl AnomalyKind {
     }
 
     /// Every kind, in the order results list them.
-    pub const ALL: [AnomalyKind; 17] = [
+    pub const ALL: [AnomalyKind; 18] = [
         AnomalyKind::LostWrite,
         AnomalyKind::InconsistentOffsets,
         AnomalyKind::Duplicate,
+        AnomalyKind::RefusedDuplicate,
         AnomalyKind::Unexpected,
         AnomalyKind::AbortedRead,
         AnomalyKind::UncommittedRead,
@@ -174,6 +179,7 @@ impl AnomalyKind {
             AnomalyKind::LostWrite => "lost-write",
             AnomalyKind::InconsistentOffsets => "inconsistent-offsets",
             AnomalyKind::Duplicate => "duplicate",
+            AnomalyKind::RefusedDuplicate => "refused-duplicate",
             AnomalyKind::Unexpected => "unexpected",
             AnomalyKind::AbortedRead => "aborted-read",
             AnomalyKind::UncommittedRead => "uncommitted-read",

@@ -232,6 +232,64 @@ fn a_retried_send_written_twice_is_a_duplicate_that_names_the_send() {
     assert_eq!(a.ops[1].f, "final-poll");
 }
 
+/// An idempotent producer's send, retried once, whose retry ended `end` with
+/// `error`.
+fn idempotent_retry(h: &mut H, p: u64, v: i64, end: EventType, error: &str) {
+    let value = json!({"partition": 0, "value": v, "attempts": 2,
+        "retried": ["timed out"], "producer": 7});
+    h.invoke_send(p, 0, v).push(p, end, "send", value);
+    h.events.last_mut().unwrap().error = Some(error.into());
+}
+
+#[test]
+fn a_retry_refused_as_out_of_sequence_whose_record_is_in_the_log_is_a_refused_duplicate() {
+    let mut h = H::default();
+    idempotent_retry(
+        &mut h,
+        0,
+        1,
+        EventType::Info,
+        "OUT_OF_ORDER_SEQUENCE_NUMBER: queue-0: expected sequence 4, got 3",
+    );
+    h.send_ok(1, 0, 2, 1).final_poll(0, &[(0, 1), (1, 2)]);
+    let a = only(&h.check(), AnomalyKind::RefusedDuplicate).clone();
+    assert_eq!((a.offsets, a.values), (vec![0], vec![json!(1)]));
+    assert!(a.message.contains("producer 7"), "{}", a.message);
+    assert_eq!(a.ops[0].f, "send");
+    assert!(
+        a.ops[0].text.contains("OUT_OF_ORDER_SEQUENCE_NUMBER"),
+        "{}",
+        a.ops[0].text
+    );
+    assert_eq!(a.ops[1].f, "final-poll");
+}
+
+#[test]
+fn a_refused_retry_whose_record_is_not_in_the_log_or_another_error_is_fine() {
+    // Refused as out of sequence, and the first attempt was not written either.
+    let mut h = H::default();
+    idempotent_retry(
+        &mut h,
+        0,
+        1,
+        EventType::Info,
+        "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    );
+    h.send_ok(1, 0, 2, 0).final_poll(0, &[(0, 2)]);
+    assert_eq!(h.check().valid, Validity::Valid);
+    // In the log, but the retry ended otherwise (a timeout again).
+    let mut h = H::default();
+    idempotent_retry(
+        &mut h,
+        0,
+        1,
+        EventType::Info,
+        "REQUEST_TIMED_OUT: no answer",
+    );
+    h.final_poll(0, &[(0, 1)]);
+    assert_eq!(h.check().valid, Validity::Valid);
+}
+
 #[test]
 fn a_retried_send_written_once_is_fine() {
     for (end, offset) in [(EventType::Ok, Some(0)), (EventType::Info, None)] {

@@ -67,7 +67,16 @@ pub fn read_history(
         count += 1;
         if queue {
             let value = ValueIn::Text(head.value);
-            h.event(Some(n), head.index, head.process, head.kind, &head.f, value);
+            let error = head.error.as_deref();
+            h.event(
+                Some(n),
+                head.index,
+                head.process,
+                head.kind,
+                &head.f,
+                value,
+                error,
+            );
         } else {
             events.push(head.into_event()?);
             lines.push(n);
@@ -225,6 +234,36 @@ mod tests {
             serde_json::to_string(&events.unwrap()).unwrap()
         );
         assert!(!r.checkers["queue"].anomalies.is_empty());
+    }
+
+    #[test]
+    fn streaming_reads_a_completion_s_error_as_the_events_in_memory_do() {
+        // A retry refused as out of sequence, its record in the log.
+        let history = r#"{"index":0,"time":0,"process":0,"type":"invoke","f":"send","value":{"partition":0,"value":1}}
+{"index":1,"time":1,"process":0,"type":"info","f":"send","value":{"partition":0,"value":1,"attempts":2,"producer":3},"error":"OUT_OF_ORDER_SEQUENCE_NUMBER: expected 1"}
+{"index":2,"time":2,"process":2,"type":"invoke","f":"final-poll","value":{"partition":0,"offset":0}}
+{"index":3,"time":3,"process":2,"type":"ok","f":"final-poll","value":{"partition":0,"records":[[0,1]],"high_watermark":1}}
+"#;
+        let parsed = format::parse(history, Format::Jsonl).unwrap();
+        let events = check(
+            Format::Jsonl,
+            &parsed.events,
+            Model::Queue,
+            &[],
+            &Options::default(),
+        )
+        .unwrap();
+        let r = streamed(history).unwrap();
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            serde_json::to_string(&events).unwrap()
+        );
+        let kinds: Vec<_> = r.checkers["queue"]
+            .anomalies
+            .iter()
+            .map(|a| a.kind)
+            .collect();
+        assert_eq!(kinds, [crate::verdict::AnomalyKind::RefusedDuplicate]);
     }
 
     #[test]

@@ -15,10 +15,11 @@ use crate::verdict::{Anomaly, AnomalyKind, OpRef};
 pub(super) type Check = fn(&Analysis<'_>) -> Vec<Anomaly>;
 
 /// Every queue check, by the kind it finds.
-pub(super) const CHECKS: [(AnomalyKind, Check); 10] = [
+pub(super) const CHECKS: [(AnomalyKind, Check); 11] = [
     (AnomalyKind::LostWrite, lost_writes),
     (AnomalyKind::InconsistentOffsets, inconsistent_offsets),
     (AnomalyKind::Duplicate, duplicates),
+    (AnomalyKind::RefusedDuplicate, refused_duplicates),
     (AnomalyKind::Unexpected, unexpected),
     (AnomalyKind::AbortedRead, aborted_reads),
     (AnomalyKind::UncommittedRead, uncommitted_reads),
@@ -181,6 +182,57 @@ fn duplicates(a: &Analysis) -> Vec<Anomaly> {
         x.ops = dedup_ops(std::mem::take(&mut x.ops).into_iter());
         anomalies.push(x);
     }
+    anomalies
+}
+
+/// refused-duplicate: an idempotent producer retried a send (an earlier attempt's
+/// outcome was unknown), the leader refused the retry as out of sequence, and the
+/// value is in the log all the same. Its first attempt was appended, so the retry
+/// carried the sequence number of a batch the partition holds: a duplicate, which
+/// the leader must recognise and acknowledge (Kafka answers it as the original
+/// append). Refused, the producer gives up on a record that was written — its
+/// application sends it again, a duplicate the broker caused. A producer has one
+/// send in flight per partition, so nothing else explains the refusal: had the
+/// leader lacked an earlier batch of the producer, that batch would be lost and the
+/// retried one after it truncated too.
+fn refused_duplicates(a: &Analysis) -> Vec<Anomaly> {
+    let refused: FxMap<(i64, Val), &Send> = a
+        .sends
+        .iter()
+        .filter(|s| s.refused_out_of_sequence && s.attempts > 1 && s.producer.is_some())
+        .map(|s| ((s.partition, s.value), s))
+        .collect();
+    let mut anomalies = Vec::new();
+    if refused.is_empty() {
+        return anomalies;
+    }
+    let mut reported: FxMap<(i64, Val), ()> = FxMap::default();
+    a.reads(|p, o, v, poll| {
+        let Some(s) = refused.get(&(p, v)) else {
+            return;
+        };
+        if reported.insert((p, v), ()).is_some() {
+            return;
+        }
+        let mut x = anomaly(
+            AnomalyKind::RefusedDuplicate,
+            p,
+            format!(
+                "value {} is at offset {o}, but idempotent producer {}'s retry of it \
+                 (attempt {}) was refused as out of sequence: the leader did not \
+                 recognise the batch it had appended",
+                a.names.show(v),
+                s.producer.unwrap_or_default(),
+                s.attempts
+            ),
+        );
+        x.offsets = vec![o];
+        x.values = vec![a.names.exported(v)];
+        x.ops.push(s.op_ref(&a.names));
+        x.ops
+            .extend(poll.map(|i| a.polls[i].op_ref(a.records, &a.names)));
+        anomalies.push(x);
+    });
     anomalies
 }
 

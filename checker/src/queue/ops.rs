@@ -112,6 +112,9 @@ pub(super) struct Send {
     pub(super) attempts: u32,
     /// The idempotent producer's id (its completion's `producer`), if it was one.
     pub(super) producer: Option<i64>,
+    /// Its last attempt was refused as out of sequence (the completion's `error`
+    /// starts with `OUT_OF_ORDER_SEQUENCE_NUMBER`).
+    pub(super) refused_out_of_sequence: bool,
 }
 
 /// An `ok` `poll` or `final-poll` operation.
@@ -199,6 +202,10 @@ impl Send {
         let retries = match self.attempts {
             1 => String::new(),
             n => format!(" after {n} attempts"),
+        };
+        let end = match self.refused_out_of_sequence {
+            true => format!("{end} (OUT_OF_ORDER_SEQUENCE_NUMBER)"),
+            false => end,
         };
         let text = format!(
             "send {} to partition {} → {end}{retries}",

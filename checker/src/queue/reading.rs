@@ -268,6 +268,7 @@ impl QueueHistory {
                 e.kind,
                 &e.f,
                 ValueIn::Json(&e.value),
+                e.error.as_deref(),
             );
         }
         h.finish();
@@ -298,7 +299,8 @@ impl QueueHistory {
         }
     }
 
-    /// The next event.
+    /// The next event (`error`: a completion's).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn event(
         &mut self,
         line: Option<usize>,
@@ -307,6 +309,7 @@ impl QueueHistory {
         kind: EventType,
         f: &str,
         value: ValueIn,
+        error: Option<&str>,
     ) {
         let pos = self.pos;
         self.pos += 1;
@@ -321,7 +324,7 @@ impl QueueHistory {
         if kind == EventType::Invoke {
             self.invoke(p, f, f_id, at, value);
         } else {
-            self.complete(p, kind, f, f_id, at, value);
+            self.complete(p, kind, f, f_id, at, value, error);
         }
     }
 
@@ -382,6 +385,7 @@ impl QueueHistory {
                         offset: None,
                         attempts: 1,
                         producer: None,
+                        refused_out_of_sequence: false,
                     });
                     Ok(self.sends.len() - 1)
                 }
@@ -409,9 +413,19 @@ impl QueueHistory {
         }
     }
 
-    /// Process `p` completes `f` (`ok`, `fail` or `info`): close the invocation it
-    /// pairs with, which must be open and of the same operation.
-    fn complete(&mut self, p: u64, kind: EventType, f: &str, f_id: u32, at: At, value: ValueIn) {
+    /// Process `p` completes `f` (`ok`, `fail` or `info`, with its `error`): close
+    /// the invocation it pairs with, which must be open and of the same operation.
+    #[allow(clippy::too_many_arguments)]
+    fn complete(
+        &mut self,
+        p: u64,
+        kind: EventType,
+        f: &str,
+        f_id: u32,
+        at: At,
+        value: ValueIn,
+        error: Option<&str>,
+    ) {
         let Some(open) = self.open.remove(&p) else {
             self.pair_error =
                 Some(at.pair_error(format!("{kind} {f} of process {p} without an invocation")));
@@ -441,6 +455,8 @@ impl QueueHistory {
                     s.offset = offset;
                 }
                 s.attempts = attempts.map_or(1, |n| n.clamp(1, i64::from(u32::MAX)) as u32);
+                s.refused_out_of_sequence = outcome != Outcome::Ok
+                    && error.is_some_and(|e| e.starts_with("OUT_OF_ORDER_SEQUENCE_NUMBER"));
             }
             Slot::Send(Err(message)) => self.shape(open.seq, at.index, at.line, message),
             Slot::Poll(i) => self.completed_poll(i, outcome, f, open.seq, at, value),
