@@ -218,21 +218,29 @@ mod tests {
             .check(Model::Queue, &[], &Options::default())
     }
 
-    #[test]
-    fn streaming_judges_as_the_events_in_memory_do() {
-        let parsed = format::parse(QUEUE, Format::Jsonl).unwrap();
+    /// `history` streamed as `watermark check` reads it (as `lines`), checked as
+    /// its events in memory are, both judging it the same.
+    fn judged_alike(history: &str, lines: &str) -> Results {
+        let parsed = format::parse(history, Format::Jsonl).unwrap();
         let events = check(
             Format::Jsonl,
             &parsed.events,
             Model::Queue,
             &[],
             &Options::default(),
-        );
-        let r = streamed(&QUEUE.replace('\n', "\r\n")).unwrap();
+        )
+        .unwrap();
+        let r = streamed(lines).unwrap();
         assert_eq!(
             serde_json::to_string(&r).unwrap(),
-            serde_json::to_string(&events.unwrap()).unwrap()
+            serde_json::to_string(&events).unwrap()
         );
+        r
+    }
+
+    #[test]
+    fn streaming_judges_as_the_events_in_memory_do() {
+        let r = judged_alike(QUEUE, &QUEUE.replace('\n', "\r\n"));
         assert!(!r.checkers["queue"].anomalies.is_empty());
     }
 
@@ -244,20 +252,7 @@ mod tests {
 {"index":2,"time":2,"process":2,"type":"invoke","f":"final-poll","value":{"partition":0,"offset":0}}
 {"index":3,"time":3,"process":2,"type":"ok","f":"final-poll","value":{"partition":0,"records":[[0,1]],"high_watermark":1}}
 "#;
-        let parsed = format::parse(history, Format::Jsonl).unwrap();
-        let events = check(
-            Format::Jsonl,
-            &parsed.events,
-            Model::Queue,
-            &[],
-            &Options::default(),
-        )
-        .unwrap();
-        let r = streamed(history).unwrap();
-        assert_eq!(
-            serde_json::to_string(&r).unwrap(),
-            serde_json::to_string(&events).unwrap()
-        );
+        let r = judged_alike(history, history);
         let kinds: Vec<_> = r.checkers["queue"]
             .anomalies
             .iter()
