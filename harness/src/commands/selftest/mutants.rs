@@ -104,6 +104,7 @@ pub fn missed(outcomes: &str, out: &Path) -> Result<Vec<Mutant>, String> {
                 .map_err(|e| format!("the diff of mutant `{name}`: {e}"))?,
             None => return Err(format!("mutant `{name}` has no diff_path")),
         };
+        let diff = with_paths(&diff, &file);
         found.push(Mutant {
             id: format!("m{:03}", found.len() + 1),
             file,
@@ -112,6 +113,26 @@ pub fn missed(outcomes: &str, out: &Path) -> Result<Vec<Mutant>, String> {
         });
     }
     Ok(found)
+}
+
+/// `diff` with the headers of a patch of `file` from the tree's root (`--- a/FILE`,
+/// `+++ b/FILE`, as `patch -p1` takes them): cargo-mutants writes the file on the
+/// `---` line without a prefix and the mutation's name on the `+++` line.
+fn with_paths(diff: &str, file: &str) -> String {
+    let (mut old, mut new) = (false, false);
+    let mut out = String::with_capacity(diff.len() + 2 * file.len());
+    for line in diff.split_inclusive('\n') {
+        if !old && line.starts_with("--- ") {
+            old = true;
+            out.push_str(&format!("--- a/{file}\n"));
+        } else if old && !new && line.starts_with("+++ ") {
+            new = true;
+            out.push_str(&format!("+++ b/{file}\n"));
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 /// Run cargo-mutants on `files` of the broker in `source` (its unit tests,
@@ -458,7 +479,9 @@ mod tests {
     fn only_the_mutants_the_unit_tests_missed_are_kept_with_their_diffs() {
         let out = tempfile::tempdir().unwrap();
         std::fs::create_dir(out.path().join("diff")).unwrap();
-        std::fs::write(out.path().join("diff/m1.diff"), "the diff").unwrap();
+        // As cargo-mutants writes it: the file without a prefix, then the mutation.
+        let written = "--- broker/src/replica/leader.rs\n+++ replace > with >= in ack\n@@ -1 +1 @@\n-a > b\n+a >= b\n";
+        std::fs::write(out.path().join("diff/m1.diff"), written).unwrap();
         let outcomes = serde_json::json!({"outcomes": [
             {"scenario": "Baseline", "summary": "Success"},
             {"scenario": {"Mutant": {"name": "replace > with >= in ack", "file": "broker/src/replica/leader.rs"}},
@@ -470,7 +493,15 @@ mod tests {
         let m = missed(&outcomes.to_string(), out.path()).unwrap();
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].description, "replace > with >= in ack");
-        assert_eq!(m[0].diff, "the diff");
+        // Headers `patch -p1` applies from the tree's root.
+        assert_eq!(
+            m[0].diff,
+            "--- a/broker/src/replica/leader.rs\n+++ b/broker/src/replica/leader.rs\n@@ -1 +1 @@\n-a > b\n+a >= b\n"
+        );
+        assert_eq!(
+            changed_file(&m[0].diff).as_deref(),
+            Some("broker/src/replica/leader.rs")
+        );
         assert!(missed("{}", out.path()).unwrap_err().contains("outcomes"));
     }
 
@@ -490,7 +521,11 @@ mod tests {
             !w.tree.join("target").exists(),
             "build output is not copied"
         );
-        let diff = "--- a/broker/src/a.rs\n+++ b/broker/src/a.rs\n@@ -1,3 +1,3 @@\n fn a() -> u32 {\n-    1\n+    2\n }\n";
+        // A mutant's diff as cargo-mutants writes it, read as `missed` reads it.
+        let diff = &with_paths(
+            "--- broker/src/a.rs\n+++ replace a -> u32 with 2\n@@ -1,3 +1,3 @@\n fn a() -> u32 {\n-    1\n+    2\n }\n",
+            "broker/src/a.rs",
+        );
         w.patch(diff, false).unwrap();
         let file = w.tree.join("broker/src/a.rs");
         assert!(std::fs::read_to_string(&file).unwrap().contains('2'));
