@@ -34,7 +34,8 @@ use broker_config::ControllerSettings;
 use crate::cli::{ControllerArgs, Voters};
 use crate::protocol::BrokerId;
 use raft::Identity;
-use raft::network::{Quorum, Receiver};
+use raft::network::{Network, Quorum, Receiver};
+use raft::voter::{Opener, Voter};
 pub use service::Controller;
 use state::{Config, ControllerState};
 
@@ -99,16 +100,17 @@ pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), Strin
         .map(|(v, a)| (*v as u64, a.clone()))
         .collect();
     let (announcer, announced) = tokio::sync::mpsc::unbounded_channel();
-    let (voter, leases) = raft::start(
-        &s.data_dir,
-        identity.clone(),
-        state.clone(),
-        peers,
+    let leases = Arc::new(raft::Leases::default());
+    let network = Network::new(peers, identity.clone(), leases.clone(), s.auth.as_ref());
+    let voter = Voter::start(Opener {
+        dir: s.data_dir.join("raft"),
+        identity: identity.clone(),
+        state: state.clone(),
+        network,
         election_timeout_ms,
-        announcer,
-        s.auth.as_ref(),
-        s.disk,
-    )
+        effects: announcer,
+        faults: s.disk,
+    })
     .await?;
     let all: Vec<(BrokerId, String)> = s.brokers.into_iter().collect();
     let pusher =

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use openraft::ServerState;
 use openraft::error::{ClientWriteError, RaftError};
+use openraft::{RaftMetrics, ServerState};
 
 use super::push::Pusher;
 use super::raft::{Identity, Leases, Voter};
@@ -280,29 +280,9 @@ impl Controller {
             generations.borrow_and_update();
             let mut rx = self.voter.raft().metrics();
             loop {
-                let (leader, term, applied_term, known) = {
-                    let m = rx.borrow_and_update();
-                    (
-                        m.state == ServerState::Leader,
-                        m.current_term,
-                        m.last_applied.map(|l| l.leader_id.term),
-                        m.current_leader.is_some(),
-                    )
-                };
-                if known {
-                    self.identity.established.store(true, Ordering::Relaxed);
-                }
-                if !leader {
-                    self.active_term.store(0, Ordering::SeqCst);
-                } else if self.active_term.load(Ordering::SeqCst) != term
-                    && applied_term == Some(term)
-                {
-                    let now = self.now();
-                    let effects = self.lock().take_over(term as i32, now);
-                    self.active_term.store(term, Ordering::SeqCst);
-                    self.resume_due.store(true, Ordering::SeqCst);
-                    self.carry_out(term as i32, effects);
-                }
+                // A copy: the watch stays unlocked while a takeover is carried out.
+                let metrics = rx.borrow_and_update().clone();
+                self.follow(&metrics);
                 tokio::select! {
                     changed = rx.changed() => if changed.is_err() {
                         // The core ended: wait for its successor.
@@ -315,6 +295,25 @@ impl Controller {
                     _ = generations.changed() => break,
                 }
             }
+        }
+    }
+
+    /// What [`Self::run_takeovers`] does at each change of the voter's metrics.
+    fn follow(&self, m: &RaftMetrics<u64, openraft::EmptyNode>) {
+        if m.current_leader.is_some() {
+            self.identity.established.store(true, Ordering::Relaxed);
+        }
+        let term = m.current_term;
+        if m.state != ServerState::Leader {
+            self.active_term.store(0, Ordering::SeqCst);
+        } else if self.active_term.load(Ordering::SeqCst) != term
+            && m.last_applied.map(|l| l.leader_id.term) == Some(term)
+        {
+            let now = self.now();
+            let effects = self.lock().take_over(term as i32, now);
+            self.active_term.store(term, Ordering::SeqCst);
+            self.resume_due.store(true, Ordering::SeqCst);
+            self.carry_out(term as i32, effects);
         }
     }
 

@@ -196,44 +196,23 @@ fn duplicates(a: &Analysis) -> Vec<Anomaly> {
 /// leader lacked an earlier batch of the producer, that batch would be lost and the
 /// retried one after it truncated too.
 fn refused_duplicates(a: &Analysis) -> Vec<Anomaly> {
-    let refused: FxMap<(i64, Val), &Send> = a
-        .sends
-        .iter()
-        .filter(|s| s.refused_out_of_sequence && s.attempts > 1 && s.producer.is_some())
-        .map(|s| ((s.partition, s.value), s))
-        .collect();
-    let mut anomalies = Vec::new();
-    if refused.is_empty() {
-        return anomalies;
+    let refused = |s: &Send| s.refused_out_of_sequence && s.attempts > 1 && s.producer.is_some();
+    if !a.sends.iter().any(refused) {
+        return Vec::new();
     }
-    let mut reported: FxMap<(i64, Val), ()> = FxMap::default();
-    a.reads(|p, o, v, poll| {
-        let Some(s) = refused.get(&(p, v)) else {
-            return;
-        };
-        if reported.insert((p, v), ()).is_some() {
-            return;
-        }
-        let mut x = anomaly(
-            AnomalyKind::RefusedDuplicate,
-            p,
+    bad_reads(
+        a,
+        AnomalyKind::RefusedDuplicate,
+        |s| s.is_some_and(refused),
+        |v, o, s| {
+            let (producer, attempts) = s.map_or((0, 0), |s| (s.producer.unwrap_or(0), s.attempts));
             format!(
-                "value {} is at offset {o}, but idempotent producer {}'s retry of it \
-                 (attempt {}) was refused as out of sequence: the leader did not \
-                 recognise the batch it had appended",
-                a.names.show(v),
-                s.producer.unwrap_or_default(),
-                s.attempts
-            ),
-        );
-        x.offsets = vec![o];
-        x.values = vec![a.names.exported(v)];
-        x.ops.push(s.op_ref(&a.names));
-        x.ops
-            .extend(poll.map(|i| a.polls[i].op_ref(a.records, &a.names)));
-        anomalies.push(x);
-    });
-    anomalies
+                "value {v} is at offset {o}, but idempotent producer {producer}'s retry of it \
+                 (attempt {attempts}) was refused as out of sequence: the leader did not \
+                 recognise the batch it had appended"
+            )
+        },
+    )
 }
 
 /// The first read of each (partition, value) whose send `judge` picks out, with
@@ -242,7 +221,7 @@ fn bad_reads(
     a: &Analysis,
     kind: AnomalyKind,
     judge: impl Fn(Option<&Send>) -> bool,
-    message: impl Fn(&str, i64) -> String,
+    message: impl Fn(&str, i64, Option<&Send>) -> String,
 ) -> Vec<Anomaly> {
     let mut reported: FxMap<(i64, Val), ()> = FxMap::default();
     let mut anomalies = Vec::new();
@@ -251,7 +230,7 @@ fn bad_reads(
         if !judge(send) || reported.insert((p, v), ()).is_some() {
             return;
         }
-        let mut x = anomaly(kind, p, message(&a.names.show(v), o));
+        let mut x = anomaly(kind, p, message(&a.names.show(v), o, send));
         x.offsets = vec![o];
         x.values = vec![a.names.exported(v)];
         x.ops.extend(send.map(|s| s.op_ref(&a.names)));
@@ -269,7 +248,7 @@ fn unexpected(a: &Analysis) -> Vec<Anomaly> {
         a,
         AnomalyKind::Unexpected,
         |s| s.is_none(),
-        |v, o| format!("value {v} at offset {o} was never sent"),
+        |v, o, _| format!("value {v} at offset {o} was never sent"),
     )
 }
 
@@ -280,7 +259,7 @@ fn aborted_reads(a: &Analysis) -> Vec<Anomaly> {
         a,
         AnomalyKind::AbortedRead,
         |s| s.is_some_and(|s| s.op.outcome == Outcome::Fail),
-        |v, o| format!("value {v} at offset {o} was read although its send failed"),
+        |v, o, _| format!("value {v} at offset {o} was read although its send failed"),
     )
 }
 

@@ -14,25 +14,19 @@
 //!   different one is refused;
 //! - `voter`: opening the voter, and re-opening it from disk when a storage error
 //!   stops its Raft core;
-//! - this module: the types openraft is instantiated with, and starting a voter.
+//! - this module: the types openraft is instantiated with, and the timing.
 
 mod log_store;
 pub mod network;
 mod state_machine;
-mod voter;
-
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+pub mod voter;
 
 use serde::{Deserialize, Serialize};
 
-use super::state::{Applied, Command, ControllerState};
+use super::state::{Applied, Command};
 pub use network::{Identity, Leases};
 pub use state_machine::Announcer;
 pub use voter::Voter;
-
-use crate::disk::DiskFaults;
 
 openraft::declare_raft_types!(
     /// The controller log's types: commands in, replies out, broker ids as node ids.
@@ -80,34 +74,4 @@ pub fn raft_config(election_timeout_ms: u64) -> Result<openraft::Config, String>
 /// 0.8 E, less than the 0.9 E after which a follower may stand for election.
 pub fn lease(election_timeout_ms: u64) -> std::time::Duration {
     std::time::Duration::from_millis(election_timeout_ms.max(20) * 8 / 10)
-}
-
-/// Open this voter's storage in `data_dir/raft` (on the node's disk `faults`) and
-/// start it, re-opened whenever a storage error stops it ([`voter`]). A fresh voter
-/// (empty log, no vote) joins the quorum of `identity.voters`; a voter with a log
-/// must have been started with the same voters before.
-#[allow(clippy::too_many_arguments)]
-pub async fn start(
-    data_dir: &Path,
-    identity: Arc<Identity>,
-    state: Arc<Mutex<ControllerState>>,
-    peers: BTreeMap<u64, String>,
-    election_timeout_ms: u64,
-    effects: Announcer,
-    auth: Option<&crate::auth::ClusterAuth>,
-    faults: DiskFaults,
-) -> Result<(Arc<Voter>, Arc<Leases>), String> {
-    let leases = Arc::new(Leases::default());
-    let network = network::Network::new(peers, identity.clone(), leases.clone(), auth);
-    let voter = Voter::start(voter::Opener {
-        dir: data_dir.join("raft"),
-        identity,
-        state,
-        network,
-        election_timeout_ms,
-        effects,
-        faults,
-    })
-    .await?;
-    Ok((voter, leases))
 }

@@ -18,9 +18,14 @@ fn entry(term: u64, index: u64) -> Entry<TypeConfig> {
     }
 }
 
+/// The store in `dir`, on a disk that works.
+fn open_in(dir: &Path) -> Result<LogStore, String> {
+    LogStore::open(dir, &DiskFaults::default())
+}
+
 /// A store opened in `dir` with entries `range` of `term` appended.
 fn holding(dir: &Path, term: u64, range: std::ops::Range<u64>) -> LogStore {
-    let store = LogStore::open(dir, &DiskFaults::default()).unwrap();
+    let store = open_in(dir).unwrap();
     store
         .lock()
         .append(range.map(|i| entry(term, i)).collect())
@@ -35,7 +40,7 @@ fn indexes(store: &LogStore) -> Vec<u64> {
 #[tokio::test]
 async fn entries_and_the_vote_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = LogStore::open(dir.path(), &DiskFaults::default()).unwrap();
+    let mut store = open_in(dir.path()).unwrap();
     assert!(store.is_pristine());
     store
         .lock()
@@ -44,7 +49,7 @@ async fn entries_and_the_vote_survive_a_restart() {
     store.save_vote(&Vote::new(2, 3)).await.unwrap();
     drop(store);
 
-    let mut store = LogStore::open(dir.path(), &DiskFaults::default()).unwrap();
+    let mut store = open_in(dir.path()).unwrap();
     assert!(!store.is_pristine());
     assert_eq!(indexes(&store), vec![0, 1, 2]);
     assert_eq!(store.read_vote().await.unwrap(), Some(Vote::new(2, 3)));
@@ -63,7 +68,7 @@ async fn truncate_and_purge_are_durable() {
     store.lock().purge(entry(1, 1).log_id).unwrap();
     drop(store);
 
-    let mut store = LogStore::open(dir.path(), &DiskFaults::default()).unwrap();
+    let mut store = open_in(dir.path()).unwrap();
     assert_eq!(indexes(&store), vec![2, 3]);
     let state = store.get_log_state().await.unwrap();
     assert_eq!(state.last_purged_log_id, Some(entry(1, 1).log_id));
@@ -83,7 +88,7 @@ fn a_torn_last_write_is_cut_off() {
     torn.extend_from_slice(&third[..third.len() / 2]);
     std::fs::write(&path, &torn).unwrap();
 
-    let store = LogStore::open(dir.path(), &DiskFaults::default()).unwrap();
+    let store = open_in(dir.path()).unwrap();
     assert_eq!(indexes(&store), vec![0, 1]);
     assert_eq!(std::fs::read(&path).unwrap(), whole, "the torn end is cut");
     // A last frame whose bytes were never written (zeros) is torn too.
@@ -92,10 +97,7 @@ fn a_torn_last_write_is_cut_off() {
     zeroed[whole.len()..whole.len() + 4].copy_from_slice(&third[..4]);
     std::fs::write(&path, &zeroed).unwrap();
     drop(store);
-    assert_eq!(
-        indexes(&LogStore::open(dir.path(), &DiskFaults::default()).unwrap()),
-        vec![0, 1]
-    );
+    assert_eq!(indexes(&open_in(dir.path()).unwrap()), vec![0, 1]);
 }
 
 #[test]
@@ -107,9 +109,7 @@ fn corruption_before_the_end_refuses_to_start() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[HEADER + 5] ^= 0x20; // inside the first entry
     std::fs::write(&path, &bytes).unwrap();
-    let err = LogStore::open(dir.path(), &DiskFaults::default())
-        .err()
-        .expect("a corrupt log");
+    let err = open_in(dir.path()).err().expect("a corrupt log");
     assert!(err.contains("corrupt at byte 0"), "{err}");
     assert!(err.contains(&path.display().to_string()), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), bytes, "left as it was");
@@ -119,16 +119,14 @@ fn corruption_before_the_end_refuses_to_start() {
 fn an_unreadable_vote_refuses_to_start() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join(VOTE_FILE), b"{\"leader_id\":").unwrap();
-    let err = LogStore::open(dir.path(), &DiskFaults::default())
-        .err()
-        .expect("a corrupt vote");
+    let err = open_in(dir.path()).err().expect("a corrupt vote");
     assert!(err.contains(VOTE_FILE), "{err}");
 }
 
 /// A store of entries 0..5, appended (and so acknowledged) in two writes, closed:
 /// the raft dir's files, by name.
 fn acknowledged(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut store = LogStore::open(dir, &DiskFaults::default()).unwrap();
+    let mut store = open_in(dir).unwrap();
     store
         .lock()
         .append((0..3).map(|i| entry(1, i)).collect())
@@ -193,7 +191,7 @@ fn every_damage_to_acknowledged_raft_state_refuses_to_start() {
                 std::fs::write(dir.path().join(name), b).unwrap();
             }
             let case = format!("{victim} {damage:?}");
-            match LogStore::open(dir.path(), &DiskFaults::default()) {
+            match open_in(dir.path()) {
                 Ok(store) => panic!("{case}: opened with entries {:?}", indexes(&store)),
                 Err(e) => {
                     let path = dir.path().join(victim).display().to_string();
@@ -221,10 +219,7 @@ fn past_the_log_end_a_damaged_frame_is_a_torn_write() {
     let mut longer = whole.clone();
     longer.extend(frame(&entry(1, 2)).unwrap());
     std::fs::write(&path, &longer).unwrap();
-    assert_eq!(
-        indexes(&LogStore::open(dir.path(), &DiskFaults::default()).unwrap()),
-        vec![0, 1, 2]
-    );
+    assert_eq!(indexes(&open_in(dir.path()).unwrap()), vec![0, 1, 2]);
     for damage in crate::damage::sweep(longer.len()) {
         if damage
             .first_change(&longer)
@@ -234,8 +229,7 @@ fn past_the_log_end_a_damaged_frame_is_a_torn_write() {
         }
         let damaged = damage.apply(&longer);
         std::fs::write(&path, &damaged).unwrap();
-        let store = LogStore::open(dir.path(), &DiskFaults::default())
-            .unwrap_or_else(|e| panic!("{damage:?}: {e}"));
+        let store = open_in(dir.path()).unwrap_or_else(|e| panic!("{damage:?}: {e}"));
         assert_eq!(indexes(&store), vec![0, 1], "{damage:?}");
         assert_eq!(std::fs::read(&path).unwrap(), whole, "{damage:?}: cut");
     }
@@ -249,19 +243,16 @@ fn a_truncated_suffix_is_not_taken_for_lost_entries() {
     let store = holding(dir.path(), 1, 0..4);
     store.lock().truncate(2).unwrap();
     drop(store);
-    assert_eq!(
-        indexes(&LogStore::open(dir.path(), &DiskFaults::default()).unwrap()),
-        vec![0, 1]
-    );
+    assert_eq!(indexes(&open_in(dir.path()).unwrap()), vec![0, 1]);
     // Everything cut, and everything purged: nothing is missing either.
-    let store = LogStore::open(dir.path(), &DiskFaults::default()).unwrap();
+    let store = open_in(dir.path()).unwrap();
     store.lock().truncate(0).unwrap();
     drop(store);
-    assert!(indexes(&LogStore::open(dir.path(), &DiskFaults::default()).unwrap()).is_empty());
+    assert!(indexes(&open_in(dir.path()).unwrap()).is_empty());
     let store = holding(dir.path(), 2, 0..3);
     store.lock().purge(entry(2, 2).log_id).unwrap();
     drop(store);
-    assert!(indexes(&LogStore::open(dir.path(), &DiskFaults::default()).unwrap()).is_empty());
+    assert!(indexes(&open_in(dir.path()).unwrap()).is_empty());
 }
 
 /// The log cut short before the entry its log end names: refused, naming the log,
@@ -275,9 +266,7 @@ fn a_log_cut_short_says_what_it_lost() {
     let bytes = std::fs::read(&path).unwrap();
     let first_two = 2 * frame(&entry(1, 0)).unwrap().len();
     std::fs::write(&path, &bytes[..first_two + 5]).unwrap();
-    let err = LogStore::open(dir.path(), &DiskFaults::default())
-        .err()
-        .expect("refused");
+    let err = open_in(dir.path()).err().expect("refused");
     for part in [
         &format!("{} is corrupt at byte {first_two}", path.display()),
         "a frame header cut short (5 bytes) after entry T1-N1-1",
