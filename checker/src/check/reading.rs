@@ -10,7 +10,10 @@ use super::{CheckError, Model, check};
 use crate::format::{self, Format, ParseError, Parsed, jsonl};
 use crate::history::{Disorder, OrderCheck};
 use crate::linear::Options;
-use crate::queue::{QueueHistory, ReplicaLog, reading::ValueIn};
+use crate::queue::{
+    QueueHistory, ReplicaLog,
+    reading::{Seen, ValueIn},
+};
 use crate::verdict::Results;
 
 /// A history read for checking.
@@ -66,17 +69,15 @@ pub fn read_history(
         }
         count += 1;
         if queue {
-            let value = ValueIn::Text(head.value);
-            let error = head.error.as_deref();
-            h.event(
-                Some(n),
-                head.index,
-                head.process,
-                head.kind,
-                &head.f,
-                value,
-                error,
-            );
+            h.event(Seen {
+                line: Some(n),
+                index: head.index,
+                process: head.process,
+                kind: head.kind,
+                f: &head.f,
+                value: ValueIn::Text(head.value),
+                error: head.error.as_deref(),
+            });
         } else {
             events.push(head.into_event()?);
             lines.push(n);

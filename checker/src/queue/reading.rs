@@ -22,6 +22,19 @@ pub(crate) enum ValueIn<'a> {
     Text(Option<&'a str>),
 }
 
+/// One event as the queue reading takes it, from either reader: its line in the
+/// file (None in memory), index, process, type, operation, value, and a
+/// completion's error.
+pub(crate) struct Seen<'a> {
+    pub line: Option<usize>,
+    pub index: u64,
+    pub process: Process,
+    pub kind: EventType,
+    pub f: &'a str,
+    pub value: ValueIn<'a>,
+    pub error: Option<&'a str>,
+}
+
 impl ValueIn<'_> {
     fn show(self) -> String {
         match self {
@@ -261,15 +274,15 @@ impl QueueHistory {
     pub fn from_events(events: &[Event]) -> QueueHistory {
         let mut h = QueueHistory::default();
         for e in events {
-            h.event(
-                None,
-                e.index,
-                e.process,
-                e.kind,
-                &e.f,
-                ValueIn::Json(&e.value),
-                e.error.as_deref(),
-            );
+            h.event(Seen {
+                line: None,
+                index: e.index,
+                process: e.process,
+                kind: e.kind,
+                f: &e.f,
+                value: ValueIn::Json(&e.value),
+                error: e.error.as_deref(),
+            });
         }
         h.finish();
         h
@@ -299,32 +312,26 @@ impl QueueHistory {
         }
     }
 
-    /// The next event (`error`: a completion's).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn event(
-        &mut self,
-        line: Option<usize>,
-        index: u64,
-        process: Process,
-        kind: EventType,
-        f: &str,
-        value: ValueIn,
-        error: Option<&str>,
-    ) {
+    /// The next event.
+    pub(crate) fn event(&mut self, e: Seen<'_>) {
         let pos = self.pos;
         self.pos += 1;
-        let Process::Client(p) = process else {
+        let Process::Client(p) = e.process else {
             return;
         };
         if self.pair_error.is_some() {
             return;
         }
-        let f_id = self.f_id(f);
-        let at = At { pos, index, line };
-        if kind == EventType::Invoke {
-            self.invoke(p, f, f_id, at, value);
+        let f_id = self.f_id(e.f);
+        let at = At {
+            pos,
+            index: e.index,
+            line: e.line,
+        };
+        if e.kind == EventType::Invoke {
+            self.invoke(p, e.f, f_id, at, e.value);
         } else {
-            self.complete(p, kind, f, f_id, at, value, error);
+            self.complete(p, f_id, at, e);
         }
     }
 
@@ -413,19 +420,16 @@ impl QueueHistory {
         }
     }
 
-    /// Process `p` completes `f` (`ok`, `fail` or `info`, with its `error`): close
+    /// Process `p` completes `e.f` (`ok`, `fail` or `info`, with its `error`): close
     /// the invocation it pairs with, which must be open and of the same operation.
-    #[allow(clippy::too_many_arguments)]
-    fn complete(
-        &mut self,
-        p: u64,
-        kind: EventType,
-        f: &str,
-        f_id: u32,
-        at: At,
-        value: ValueIn,
-        error: Option<&str>,
-    ) {
+    fn complete(&mut self, p: u64, f_id: u32, at: At, e: Seen<'_>) {
+        let Seen {
+            kind,
+            f,
+            value,
+            error,
+            ..
+        } = e;
         let Some(open) = self.open.remove(&p) else {
             self.pair_error =
                 Some(at.pair_error(format!("{kind} {f} of process {p} without an invocation")));
