@@ -1,6 +1,7 @@
 //! One candidate of a shrink: a schedule written into its folder and played by
 //! `watermark replay RUN_DIR --schedule … --time-limit …` up to K times, `jobs` at
-//! once, until one try shows an anomaly of a kind the original showed.
+//! once, until enough tries showed an anomaly of a kind the original showed (or
+//! too few tries are left for that).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -18,6 +19,8 @@ pub struct Trial<'a> {
     /// The anomaly kinds of the original run: a try showing one reproduces it.
     pub kinds: &'a [String],
     pub tries: u32,
+    /// Reproducing tries that adopt a smaller candidate.
+    pub needed: u32,
     pub jobs: u32,
     pub stop: &'a AtomicBool,
 }
@@ -43,8 +46,9 @@ pub struct Attempt {
 }
 
 impl Trial<'_> {
-    /// Play `schedule` for `seconds` in `folder`; with `all`, every try (to count
-    /// how often it reproduces), else until one reproduces.
+    /// Play `schedule` for `seconds` in `folder`: until `needed` tries reproduced
+    /// the failure, or the tries left cannot make up `needed`; with None, every try
+    /// (to count how often it reproduces).
     pub fn run(
         &self,
         number: usize,
@@ -52,7 +56,7 @@ impl Trial<'_> {
         schedule: &ScheduleFile,
         seconds: f64,
         folder: &Path,
-        all: bool,
+        needed: Option<u32>,
     ) -> Attempt {
         let t = Instant::now();
         let mut attempt = Attempt {
@@ -75,7 +79,7 @@ impl Trial<'_> {
         {
             return attempt;
         }
-        while attempt.tries < self.tries && (all || attempt.reproduced == 0) {
+        while wants_more(attempt.tries, attempt.reproduced, self.tries, needed) {
             if self.stop.load(std::sync::atomic::Ordering::SeqCst) {
                 break;
             }
@@ -141,5 +145,33 @@ impl Trial<'_> {
                 (Vec::new(), None)
             }
         }
+    }
+}
+
+/// Whether a candidate that reproduced in `reproduced` of `done` tries gets another,
+/// out of `tries`: every try when `needed` is None, else until `needed` reproduced or
+/// the tries left can no longer make them up.
+fn wants_more(done: u32, reproduced: u32, tries: u32, needed: Option<u32>) -> bool {
+    done < tries && needed.is_none_or(|n| reproduced < n && reproduced + (tries - done) >= n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wants_more;
+
+    #[test]
+    fn a_candidate_is_tried_until_it_reproduces_enough_or_cannot() {
+        // Two of three: two reproductions end it, so do two misses.
+        assert!(wants_more(0, 0, 3, Some(2)));
+        assert!(!wants_more(2, 2, 3, Some(2)));
+        assert!(!wants_more(2, 0, 3, Some(2)));
+        assert!(wants_more(2, 1, 3, Some(2)));
+        assert!(!wants_more(3, 1, 3, Some(2)));
+        // One suffices: the first reproduction ends it.
+        assert!(!wants_more(1, 1, 3, Some(1)));
+        assert!(wants_more(2, 0, 3, Some(1)));
+        // Counting: every try, whatever they showed.
+        assert!(wants_more(2, 2, 3, None));
+        assert!(!wants_more(3, 0, 3, None));
     }
 }

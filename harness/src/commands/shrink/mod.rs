@@ -1,11 +1,12 @@
 //! `watermark shrink RUN_DIR`: a failing campaign reduced to a minimal reproducer.
 //! The run's `schedule.json` is played again (`watermark replay --schedule`) as
 //! smaller and shorter candidates, each up to K times — real processes are not
-//! deterministic, so a candidate reproduces when any try shows an anomaly of a kind
-//! the original showed: first the whole schedule (does it reproduce at all?), then
-//! the run cut after the first anomaly was witnessed, then subsets of the faults
-//! ([`ddmin`]), then shorter holds, then the time cut again; the minimal schedule
-//! is played K more times to say how reliably it reproduces, and when it does in
+//! deterministic, so a candidate is adopted when N of its tries (2 of 3 by default)
+//! show an anomaly of a kind the original showed: first the whole schedule (does it
+//! reproduce at all? one try suffices), then the run cut after the first anomaly was
+//! witnessed, then subsets of the faults ([`ddmin`]), then shorter holds, then the
+//! time cut again (after the witness, or after the last fault when only the end of
+//! the run shows the anomaly); the minimal schedule is played K more times to say how reliably it reproduces, and when it does in
 //! fewer than two thirds, the schedule adopted before it (a lucky candidate is no
 //! reproducer a user can act on).
 //!
@@ -31,6 +32,9 @@ use ddmin::{Tested, ddmin};
 
 /// Seconds a run is given past the first anomaly's witness time.
 const WITNESS_MARGIN: f64 = 5.0;
+/// Seconds a run is given past its last fault's end when its anomaly shows only
+/// at the end (the final logs): time for the cluster to settle with that damage.
+const SETTLE: f64 = 10.0;
 /// The shortest time limit a candidate gets.
 const MIN_SECONDS: f64 = 5.0;
 /// What a try costs beyond its time limit (start, end of run, checking), for the
@@ -43,10 +47,16 @@ pub struct ShrinkArgs {
     /// The failing run folder (e.g. results/latest).
     pub run_dir: PathBuf,
 
-    /// Tries of each candidate: it reproduces when any one shows an anomaly of a
-    /// kind the original showed.
+    /// Tries of each candidate, at most: a try reproduces the failure when it shows
+    /// an anomaly of a kind the original showed.
     #[arg(long, value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub tries: u32,
+
+    /// Tries that must reproduce for a smaller candidate to be adopted (at most
+    /// --tries): 1 adopts a candidate that reproduced once, which may have been
+    /// luck.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub reproductions: u32,
 
     /// The search stops after this many minutes with the smallest reproducer found
     /// (the last confirmation included).
@@ -101,11 +111,11 @@ impl Search<'_> {
         phase: &'static str,
         s: &ScheduleFile,
         seconds: f64,
-        all: bool,
+        needed: Option<u32>,
     ) -> Attempt {
         let n = self.attempts.len() + 1;
         let folder = self.root.join(format!("attempt-{n:03}"));
-        let a = self.trial.run(n, phase, s, seconds, &folder, all);
+        let a = self.trial.run(n, phase, s, seconds, &folder, needed);
         eprintln!(
             "watermark shrink: [{:>4.0}s] attempt {n} ({phase}): {} faults, {seconds:.0} s: {} of {} tries reproduced{}",
             self.started.elapsed().as_secs_f64(),
@@ -124,13 +134,15 @@ impl Search<'_> {
         a
     }
 
-    /// Try `s` for `seconds`; adopt it when it reproduces.
+    /// Try `s` for `seconds`; adopt it when it reproduces in `--reproductions` of
+    /// its tries.
     fn test(&mut self, phase: &'static str, s: &ScheduleFile, seconds: f64) -> Tested {
         if !self.affords(seconds) {
             return Tested::OutOfBudget;
         }
-        let a = self.attempt(phase, s, seconds, false);
-        if a.reproduced > 0 {
+        let needed = self.trial.needed;
+        let a = self.attempt(phase, s, seconds, Some(needed));
+        if a.reproduced >= needed {
             self.best = s.clone();
             self.seconds = seconds;
             self.adopted.push((s.clone(), seconds));
@@ -158,7 +170,7 @@ impl Search<'_> {
             if chosen.is_some() && (room > self.budget || stopped()) {
                 break;
             }
-            let a = self.attempt("confirm", &s, seconds, true);
+            let a = self.attempt("confirm", &s, seconds, None);
             let reliable = a.reproduced * 3 >= a.tries * 2;
             if chosen
                 .as_ref()
@@ -175,10 +187,14 @@ impl Search<'_> {
     }
 
     /// The run cut after the first anomaly was witnessed (faults starting later
-    /// dropped), if that is shorter.
+    /// dropped) — or, when only the end of the run showed it, `SETTLE` after the
+    /// last fault ended — if that is shorter.
     fn cut_time(&mut self) {
-        let Some(d) = self.detected else { return };
-        let seconds = (d + WITNESS_MARGIN).ceil().max(MIN_SECONDS);
+        let cut = match self.detected {
+            Some(d) => d + WITNESS_MARGIN,
+            None => self.best.length().as_secs_f64() + SETTLE,
+        };
+        let seconds = cut.ceil().max(MIN_SECONDS);
         if seconds >= self.seconds {
             return;
         }
@@ -273,6 +289,13 @@ pub fn run(args: ShrinkArgs) -> Exit {
         eprintln!("watermark shrink: --budget must be a positive number of minutes");
         return Exit::Usage;
     }
+    if args.reproductions > args.tries {
+        eprintln!(
+            "watermark shrink: --reproductions {} asks more than the {} tries a candidate gets (--tries)",
+            args.reproductions, args.tries
+        );
+        return Exit::Usage;
+    }
     let watermark = match std::env::current_exe() {
         Ok(w) => w,
         Err(e) => {
@@ -305,10 +328,11 @@ pub fn run(args: ShrinkArgs) -> Exit {
     }
     let seconds = record.options.time_limit;
     eprintln!(
-        "watermark shrink: {}: {} faults, {seconds:.0} s, anomalies {}; {} tries a candidate, {} at once, {} min at most",
+        "watermark shrink: {}: {} faults, {seconds:.0} s, anomalies {}; a candidate reproduces in {} of at most {} tries, {} at once, {} min at most",
         run_dir.display(),
         schedule.faults.len(),
         kinds.join(", "),
+        args.reproductions,
         args.tries,
         args.jobs,
         args.budget
@@ -319,6 +343,7 @@ pub fn run(args: ShrinkArgs) -> Exit {
             run_dir: &run_dir,
             kinds: &kinds,
             tries: args.tries,
+            needed: args.reproductions,
             jobs: args.jobs,
             stop: &STOP,
         },
@@ -331,7 +356,7 @@ pub fn run(args: ShrinkArgs) -> Exit {
         detected,
         adopted: vec![(schedule.clone(), seconds)],
     };
-    let first = search.attempt("original", &schedule, seconds, false);
+    let first = search.attempt("original", &schedule, seconds, Some(1));
     if first.reproduced == 0 {
         eprintln!(
             "watermark shrink: the original schedule did not reproduce {} in {} tries: the failure depends on timing this replay did not meet; nothing to shrink",
