@@ -69,6 +69,20 @@ pub fn ddmin<T: Clone>(items: Vec<T>, mut test: impl FnMut(&[T]) -> Tested) -> V
     current
 }
 
+/// A schedule's faults as the patterns that played them: each run of consecutive
+/// faults with the same trigger is one unit (indices in order); a fault without a
+/// trigger is a unit of its own.
+pub fn patterns(triggers: &[Option<&str>]) -> Vec<Vec<usize>> {
+    let mut units: Vec<Vec<usize>> = Vec::new();
+    for (i, t) in triggers.iter().enumerate() {
+        match units.last_mut() {
+            Some(u) if t.is_some() && triggers[u[0]] == *t => u.push(i),
+            _ => units.push(vec![i]),
+        }
+    }
+    units
+}
+
 /// `items` in `n` chunks of nearly equal size, in order.
 fn split<T: Clone>(items: &[T], n: usize) -> Vec<Vec<T>> {
     let n = n.clamp(1, items.len().max(1));
@@ -135,6 +149,23 @@ mod tests {
             }
         });
         assert_eq!(min, (0..20).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_faults_of_one_pattern_are_one_unit() {
+        let t = [
+            Some("follower-lag (a)"),
+            Some("follower-lag (a)"),
+            None,
+            None,
+            Some("crash-all (b)"),
+            Some("follower-lag (a)"),
+        ];
+        assert_eq!(
+            patterns(&t),
+            vec![vec![0, 1], vec![2], vec![3], vec![4], vec![5]]
+        );
+        assert!(patterns(&[]).is_empty());
     }
 
     #[test]

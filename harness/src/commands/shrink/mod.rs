@@ -4,7 +4,8 @@
 //! deterministic, so a candidate is adopted when N of its tries (2 of 3 by default)
 //! show an anomaly of a kind the original showed: first the whole schedule (does it
 //! reproduce at all? one try suffices), then the run cut after the first anomaly was
-//! witnessed, then subsets of the faults ([`ddmin`]), then shorter holds, then the
+//! witnessed, then subsets of the faults ([`ddmin`]: the aimed patterns' runs of
+//! faults together, then fault by fault), then shorter holds, then the
 //! time cut again (after the witness, or after the last fault when only the end of
 //! the run shows the anomaly); the minimal schedule is played K more times to say how reliably it reproduces, and when it does in
 //! fewer than two thirds, the schedule adopted before it (a lucky candidate is no
@@ -89,6 +90,8 @@ struct Search<'a> {
     /// Every schedule adopted, with its time limit, the original first: where the
     /// confirmation steps back to when the smallest reproduces too rarely.
     adopted: Vec<(ScheduleFile, f64)>,
+    /// Candidates that did not reproduce: not played again.
+    passed: Vec<(ScheduleFile, f64)>,
 }
 
 impl Search<'_> {
@@ -137,6 +140,9 @@ impl Search<'_> {
     /// Try `s` for `seconds`; adopt it when it reproduces in `--reproductions` of
     /// its tries.
     fn test(&mut self, phase: &'static str, s: &ScheduleFile, seconds: f64) -> Tested {
+        if self.passed.contains(&(s.clone(), seconds)) {
+            return Tested::Passes;
+        }
         if !self.affords(seconds) {
             return Tested::OutOfBudget;
         }
@@ -151,6 +157,7 @@ impl Search<'_> {
             }
             Tested::Fails
         } else {
+            self.passed.push((s.clone(), seconds));
             Tested::Passes
         }
     }
@@ -203,19 +210,49 @@ impl Search<'_> {
         self.test("time", &s, seconds);
     }
 
+    /// ddmin over the faults: first over the runs of faults one aimed pattern played
+    /// (they work together: a lagging follower and the kill timed by it), then over
+    /// the faults left, one by one.
     fn shrink_faults(&mut self) {
-        let all: Vec<usize> = (0..self.best.faults.len()).collect();
+        let triggers: Vec<Option<&str>> = self
+            .best
+            .faults
+            .iter()
+            .map(|e| e.trigger.as_deref())
+            .collect();
+        let patterns = ddmin::patterns(&triggers);
+        if patterns.len() < self.best.faults.len() {
+            self.ddmin_over(patterns);
+        }
+        let faults = (0..self.best.faults.len()).map(|i| vec![i]).collect();
+        self.ddmin_over(faults);
+    }
+
+    /// ddmin over `units` of the best schedule's faults (each a list of indices).
+    fn ddmin_over(&mut self, units: Vec<Vec<usize>>) {
         let base = self.best.clone();
-        let seconds = self.seconds;
-        let keep = ddmin(all, |subset| {
+        ddmin((0..units.len()).collect(), |subset| {
             let s = ScheduleFile {
-                faults: subset.iter().map(|&i| base.faults[i].clone()).collect(),
+                faults: subset
+                    .iter()
+                    .flat_map(|&u| units[u].iter().map(|&i| base.faults[i].clone()))
+                    .collect(),
                 ..ScheduleFile::default()
             };
+            let seconds = self.seconds_for(&s);
             self.test("faults", &s, seconds)
         });
-        // `best` follows every adopted candidate; ddmin's answer is the last of them.
-        debug_assert_eq!(keep.len(), self.best.faults.len());
+    }
+
+    /// The time limit a candidate is played with: the current one, or when only the
+    /// end of a run shows the anomaly, `SETTLE` past the candidate's last fault if
+    /// that is shorter (every try of a subset of early faults then costs less).
+    fn seconds_for(&self, s: &ScheduleFile) -> f64 {
+        if self.detected.is_some() {
+            return self.seconds;
+        }
+        let cut = (s.length().as_secs_f64() + SETTLE).ceil().max(MIN_SECONDS);
+        cut.min(self.seconds)
     }
 
     /// Halve every hold at once, then each alone.
@@ -355,6 +392,7 @@ pub fn run(args: ShrinkArgs) -> Exit {
         seconds,
         detected,
         adopted: vec![(schedule.clone(), seconds)],
+        passed: Vec::new(),
     };
     let first = search.attempt("original", &schedule, seconds, Some(1));
     if first.reproduced == 0 {
