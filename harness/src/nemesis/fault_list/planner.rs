@@ -4,7 +4,8 @@
 //! controller included. It keeps to what the cluster can survive: at most a minority
 //! of nodes killed or paused at once (plus perhaps the controller), and a partition
 //! or a crash-all only alone; degraded links (`slow`, `flaky`, `throttle`) overlap
-//! the others, one of each kind at a time. A seed gives the same schedule on every
+//! the others, one of each kind at a time; a reconfiguration only while a majority of
+//! the nodes is up with working links (the controller quorum must take it). A seed gives the same schedule on every
 //! run.
 
 use std::time::Duration;
@@ -131,10 +132,16 @@ impl Planner {
             .collect()
     }
 
-    /// Processes no active fault has taken down, and how many more nodes may go down.
+    /// Processes no active fault has taken down, and how many more nodes may go down
+    /// (while a reassignment is in progress, nodes behind degraded links count as
+    /// down: see [`Self::impaired`]).
     fn room(&self) -> (Vec<Proc>, usize) {
         let down: Vec<Proc> = self.active.iter().flat_map(Fault::down).collect();
-        let nodes_down = down.iter().filter(|p| matches!(p, Proc::Node(_))).count();
+        let nodes_down = if self.reassigning() {
+            self.impaired()
+        } else {
+            down.iter().filter(|p| matches!(p, Proc::Node(_))).count()
+        };
         let minority = self.nodes.len().saturating_sub(1) / 2;
         let up = self
             .kill_targets()
@@ -142,6 +149,39 @@ impl Planner {
             .filter(|p| !down.contains(p))
             .collect();
         (up, minority.saturating_sub(nodes_down))
+    }
+
+    /// Nodes down, or behind degraded links (a degraded link's controller counted as
+    /// one more): what a controller quorum cannot count on. A slowed voter may answer
+    /// its leader's heartbeats later than the leader waits for them, so a
+    /// reconfiguration — which the controller quorum must take — only starts, and a
+    /// reassignment only goes on, while these are a minority.
+    fn impaired(&self) -> usize {
+        let mut nodes: Vec<i32> = Vec::new();
+        let mut controller = false;
+        for f in &self.active {
+            let procs = match f {
+                Fault::Degrade { procs, .. } => procs.clone(),
+                f => f.down(),
+            };
+            for p in procs {
+                match p {
+                    Proc::Node(id) => nodes.push(id),
+                    Proc::Controller => controller = true,
+                }
+            }
+        }
+        nodes.sort();
+        nodes.dedup();
+        nodes.len() + usize::from(controller && !self.dedicated_controller)
+    }
+
+    /// Whether a reassignment is in progress (its end restores the replicas, through
+    /// the controller).
+    fn reassigning(&self) -> bool {
+        self.active
+            .iter()
+            .any(|f| matches!(f, Fault::Reassign { .. }))
     }
 
     /// Candidates for a kill or pause: the controller if up, nodes if the budget allows.
@@ -168,18 +208,20 @@ impl Planner {
             | FaultKind::Disk => !self.targets(true).is_empty(),
             // Degraded links beside other faults (not a partition or crash-all), one
             // of each kind at a time.
+            // Not while a reassignment is in progress (its end needs the controller
+            // quorum: see `impaired`).
             FaultKind::Slow | FaultKind::Flaky | FaultKind::Throttle => {
-                !self.active.iter().any(|f| {
-                    f.exclusive() || matches!(f, Fault::Degrade { how, .. } if how.kind() == kind)
-                })
+                !self.reassigning()
+                    && !self.active.iter().any(|f| {
+                        f.exclusive()
+                            || matches!(f, Fault::Degrade { how, .. } if how.kind() == kind)
+                    })
             }
             // A reconfiguration beside other faults: one reassignment at a time, a
-            // few new partitions in a campaign.
-            FaultKind::Reassign => !self
-                .active
-                .iter()
-                .any(|f| matches!(f, Fault::Reassign { .. })),
-            FaultKind::AddPartitions => self.added < MAX_ADDED_PARTITIONS,
+            // few new partitions in a campaign; either only while a majority of the
+            // nodes is up with working links.
+            FaultKind::Reassign => !self.reassigning() && self.quorum_works(),
+            FaultKind::AddPartitions => self.added < MAX_ADDED_PARTITIONS && self.quorum_works(),
             // Beside any fault, one clock fault of a process at a time.
             FaultKind::ClockOffset | FaultKind::ClockStep | FaultKind::ClockStrobe => {
                 self.clock_free().next().is_some()
@@ -187,6 +229,11 @@ impl Planner {
             // A partition or a crash-all alone (but for reconfigurations and clocks).
             _ => self.active.iter().all(Fault::beside_anything),
         }
+    }
+
+    /// Whether at most a minority of the nodes is impaired.
+    fn quorum_works(&self) -> bool {
+        self.impaired() <= self.nodes.len().saturating_sub(1) / 2
     }
 
     /// The delay before the next step, and the step.
@@ -432,6 +479,8 @@ mod tests {
         }
     }
 
+    /// …and a reconfiguration only meets a controller quorum whose majority is up
+    /// with working links.
     #[test]
     fn the_cluster_is_never_asked_to_survive_more_than_a_minority_down() {
         let kinds = FaultKind::value_variants();
@@ -457,6 +506,13 @@ mod tests {
                             down.len(),
                             "one process, one fault: {active:?}"
                         );
+                    }
+                    let reconfigures = matches!(
+                        step,
+                        Change::Start(Fault::Reassign { .. } | Fault::AddPartitions)
+                    );
+                    if exclusive == 0 && (reconfigures || p.reassigning()) {
+                        assert!(p.quorum_works(), "{step:?} beside {:?}", p.active());
                     }
                     if let Change::Start(Fault::CrashAll(order)) = step {
                         let mut sorted = order.clone();
