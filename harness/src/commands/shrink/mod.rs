@@ -17,6 +17,7 @@
 
 mod attempt;
 mod ddmin;
+mod display;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -30,6 +31,7 @@ use crate::nemesis::schedule_file::ScheduleFile;
 use crate::store::RunRecord;
 use attempt::{Attempt, Trial};
 use ddmin::{Tested, ddmin};
+use display::{append_line, budget_bar};
 
 /// Seconds a run is given past the first anomaly's witness time.
 const WITNESS_MARGIN: f64 = 5.0;
@@ -92,6 +94,8 @@ struct Search<'a> {
     adopted: Vec<(ScheduleFile, f64)>,
     /// Candidates that did not reproduce: not played again.
     passed: Vec<(ScheduleFile, f64)>,
+    /// On a terminal: the budget spent, the attempt under way, the smallest so far.
+    bar: Option<indicatif::ProgressBar>,
 }
 
 impl Search<'_> {
@@ -118,8 +122,16 @@ impl Search<'_> {
     ) -> Attempt {
         let n = self.attempts.len() + 1;
         let folder = self.root.join(format!("attempt-{n:03}"));
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!(
+                "attempt {n} ({phase}): {} faults, {seconds:.0} s — smallest reproducer so far: {} faults, {:.0} s",
+                s.faults.len(),
+                self.best.faults.len(),
+                self.seconds
+            ));
+        }
         let a = self.trial.run(n, phase, s, seconds, &folder, needed);
-        eprintln!(
+        let line = format!(
             "watermark shrink: [{:>4.0}s] attempt {n} ({phase}): {} faults, {seconds:.0} s: {} of {} tries reproduced{}",
             self.started.elapsed().as_secs_f64(),
             a.faults,
@@ -131,6 +143,10 @@ impl Search<'_> {
                 format!(" ({})", a.kinds.join(", "))
             }
         );
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
         let line = serde_json::to_string(&a).unwrap_or_default();
         let _ = append_line(&self.root.join("attempts.jsonl"), &line);
         self.attempts.push(a.clone());
@@ -282,15 +298,6 @@ impl Search<'_> {
     }
 }
 
-fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    writeln!(f, "{line}")
-}
-
 /// The original run's failure: its anomaly kinds, and its schedule.
 fn original(run_dir: &Path) -> Result<(RunRecord, Vec<String>, Option<f64>, ScheduleFile), String> {
     let record = RunRecord::load(run_dir).map_err(|e| e.to_string())?;
@@ -393,9 +400,13 @@ pub fn run(args: ShrinkArgs) -> Exit {
         detected,
         adopted: vec![(schedule.clone(), seconds)],
         passed: Vec::new(),
+        bar: budget_bar(Duration::from_secs_f64(args.budget * 60.0)),
     };
     let first = search.attempt("original", &schedule, seconds, Some(1));
     if first.reproduced == 0 {
+        if let Some(bar) = search.bar.take() {
+            bar.finish_and_clear();
+        }
         eprintln!(
             "watermark shrink: the original schedule did not reproduce {} in {} tries: the failure depends on timing this replay did not meet; nothing to shrink",
             kinds.join(" or "),
@@ -412,6 +423,9 @@ pub fn run(args: ShrinkArgs) -> Exit {
     search.shrink_holds();
     search.cut_time();
     let confirmed = search.confirm();
+    if let Some(bar) = search.bar.take() {
+        bar.finish_and_clear();
+    }
     let Some((mut best, best_seconds, confirm)) = confirmed.filter(|_| !stopped()) else {
         eprintln!(
             "watermark shrink: stopped before a reproducer was confirmed; the attempts so far are in {}",
