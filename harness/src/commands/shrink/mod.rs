@@ -40,8 +40,8 @@ const WITNESS_MARGIN: f64 = 5.0;
 const SETTLE: f64 = 10.0;
 /// The shortest time limit a candidate gets.
 const MIN_SECONDS: f64 = 5.0;
-/// What a try costs beyond its time limit (start, end of run, checking), for the
-/// budget's estimates.
+/// What a round of tries is taken to cost beyond its time limit (start, end of run,
+/// checking) until one was measured, for the budget's estimates.
 const TRY_OVERHEAD: f64 = 25.0;
 
 /// Options of `watermark shrink`.
@@ -102,7 +102,20 @@ impl Search<'_> {
     /// What one more candidate of `seconds` may cost.
     fn estimate(&self, seconds: f64, tries: u32) -> Duration {
         let rounds = tries.div_ceil(self.trial.jobs);
-        Duration::from_secs_f64((seconds + TRY_OVERHEAD) * rounds as f64)
+        Duration::from_secs_f64((seconds + self.overhead()) * rounds as f64)
+    }
+
+    /// What a round of tries costs beyond its time limit: the most measured so far.
+    fn overhead(&self) -> f64 {
+        self.attempts
+            .iter()
+            .filter(|a| a.tries > 0)
+            .map(|a| {
+                let rounds = a.tries.div_ceil(self.trial.jobs) as f64;
+                (a.elapsed_s / rounds - a.seconds).max(0.0)
+            })
+            .reduce(f64::max)
+            .unwrap_or(TRY_OVERHEAD)
     }
 
     /// Whether the budget allows a candidate of `seconds`, keeping room for the
