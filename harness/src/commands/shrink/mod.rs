@@ -5,11 +5,11 @@
 //! show an anomaly of a kind the original showed: first the whole schedule (does it
 //! reproduce at all? one try suffices), then the run cut after the first anomaly was
 //! witnessed, then subsets of the faults ([`ddmin`]: the aimed patterns' runs of
-//! faults together, then fault by fault), then shorter holds, then the
-//! time cut again (after the witness, or after the last fault when only the end of
-//! the run shows the anomaly); the minimal schedule is played K more times to say how reliably it reproduces, and when it does in
-//! fewer than two thirds, the schedule adopted before it (a lucky candidate is no
-//! reproducer a user can act on).
+//! faults together, then fault by fault), then shorter holds, then the time cut
+//! again (after the witness, or after the last fault when only the end of the run
+//! shows the anomaly); the minimal schedule is played K more times to say how
+//! reliably it reproduces, and when it does in fewer than two thirds, the schedule
+//! adopted before it (a lucky candidate is no reproducer a user can act on).
 //!
 //! Everything lands in `RUN_DIR/shrink/`: each attempt's folder (its schedule and
 //! its tries' run folders), `attempts.jsonl` (a row each), `minimal-schedule.json`,
