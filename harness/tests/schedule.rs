@@ -215,7 +215,8 @@ fn a_corpus_plays_each_file_as_a_campaign_with_its_own_seed_into_one_suite() {
 
 /// A failing run shrunk end to end: a planted bug a linearizable read catches within
 /// seconds and without any fault (`ack-off-by-one`), under a schedule of two faults
-/// that do not matter; the shrink takes both out and cuts the run short, and the
+/// that do not matter; the shrink (its defaults: a candidate adopted when 2 of at
+/// most 3 tries reproduce) takes both out and cuts the run short, and the
 /// reproducer it writes states the run's seed and its own length.
 #[test]
 fn a_failing_run_shrinks_to_the_faults_that_matter() {
@@ -252,8 +253,6 @@ fn a_failing_run_shrinks_to_the_faults_that_matter() {
         &[
             "shrink",
             run.to_str().unwrap(),
-            "--tries",
-            "2",
             "--jobs",
             "2",
             "--budget",
@@ -269,7 +268,8 @@ fn a_failing_run_shrinks_to_the_faults_that_matter() {
     let minimal = &summary["minimal"];
     assert!(minimal["faults"].as_u64().unwrap() < 2, "{summary}");
     assert!(minimal["seconds"].as_f64().unwrap() < 10.0, "{summary}");
-    assert!(minimal["reproduced"].as_u64().unwrap() >= 1, "{summary}");
+    assert!(minimal["reproduced"].as_u64().unwrap() >= 2, "{summary}");
+    assert_eq!(minimal["tries"], 3, "{summary}");
     let reproducer = read_json(&run.join("shrink/minimal-schedule.json"));
     assert_eq!(reproducer["seed"], 1, "{reproducer}");
     assert_eq!(reproducer["time_limit"], minimal["seconds"], "{reproducer}");
