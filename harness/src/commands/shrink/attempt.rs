@@ -38,8 +38,10 @@ pub struct Attempt {
     pub reproduced: u32,
     /// The anomaly kinds the tries showed.
     pub kinds: Vec<String>,
-    /// When the earliest anomaly of a reproducing try was witnessed (seconds).
+    /// When the reproducing tries witnessed their first anomaly: the latest of
+    /// them (seconds).
     pub detected: Option<f64>,
+    /// Some reproducing try showed its anomaly only at the end of the run.
     pub detected_at_end: bool,
     pub folder: PathBuf,
     pub elapsed_s: f64,
@@ -99,11 +101,13 @@ impl Trial<'_> {
                 let hit = kinds.iter().any(|k| self.kinds.contains(k));
                 if hit {
                     attempt.reproduced += 1;
-                    if let Some(d) = detected
-                        && attempt.detected.is_none_or(|best| d.seconds < best)
-                    {
-                        attempt.detected = Some(d.seconds);
-                        attempt.detected_at_end = d.at_end;
+                    // The latest first witness of the reproducing tries: a run cut
+                    // after it keeps every one of them.
+                    if let Some(d) = detected {
+                        attempt.detected_at_end |= d.at_end;
+                        if attempt.detected.is_none_or(|latest| d.seconds > latest) {
+                            attempt.detected = Some(d.seconds);
+                        }
                     }
                 }
                 attempt.kinds.extend(kinds);

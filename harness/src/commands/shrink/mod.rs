@@ -428,9 +428,14 @@ pub fn run(args: ShrinkArgs) -> Exit {
         write_summary(&search, &schedule, seconds, None);
         return Exit::Invalid;
     }
-    if let Some(d) = first.detected.filter(|_| !first.detected_at_end) {
-        search.detected = Some(search.detected.map_or(d, |o: f64| o.min(d)));
-    }
+    // The witness time the run is cut after: the latest of the original's and the
+    // replays' (a replay may meet the failure sooner, by another path, than most
+    // do); none when a replay showed it only at the end.
+    search.detected = match first.detected {
+        _ if first.detected_at_end => None,
+        Some(d) => Some(search.detected.map_or(d, |o: f64| o.max(d))),
+        None => search.detected,
+    };
     search.cut_time();
     search.shrink_faults();
     search.shrink_holds();
