@@ -81,7 +81,8 @@ Exit codes: 0 written, 3 the file cannot be written, 64 not a run folder or a ma
     ///
     /// Plays the run's schedule.json again (`replay --schedule`) as smaller
     /// candidates — delta debugging over its faults, then shorter holds, then the
-    /// run cut after the first anomaly's witness time (or after its last fault) —
+    /// faults moved earlier, then the run cut after the first anomaly's witness time
+    /// (or after its last fault) —
     /// each up to --tries times (a candidate is adopted when --reproductions of its
     /// tries show an anomaly of a kind the original showed). Writes RUN_DIR/shrink/: every attempt, attempts.jsonl,
     /// minimal-schedule.json (play it with `watermark run --schedule`), summary.json;

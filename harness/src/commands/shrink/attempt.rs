@@ -29,7 +29,7 @@ pub struct Trial<'a> {
 #[derive(Debug, Clone, Serialize)]
 pub struct Attempt {
     pub number: usize,
-    /// What it tried: `original`, `faults`, `holds`, `time`, `confirm`.
+    /// What it tried: `original`, `time`, `faults`, `holds`, `shift`, `confirm`.
     pub phase: &'static str,
     pub faults: usize,
     pub seconds: f64,

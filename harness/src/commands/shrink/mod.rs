@@ -5,9 +5,9 @@
 //! show an anomaly of a kind the original showed: first the whole schedule (does it
 //! reproduce at all? one try suffices), then the run cut after the first anomaly was
 //! witnessed, then subsets of the faults ([`ddmin`]: the aimed patterns' runs of
-//! faults together, then fault by fault), then shorter holds, then the time cut
-//! again (after the witness, or after the last fault when only the end of the run
-//! shows the anomaly); the minimal schedule is played K more times to say how
+//! faults together, then fault by fault), then shorter holds, then the faults moved
+//! earlier in a shorter run, then the time cut again (after the witness, or after
+//! the last fault when only the end of the run shows the anomaly); the minimal schedule is played K more times to say how
 //! reliably it reproduces, and when it does in fewer than two thirds, the schedule
 //! adopted before it (a lucky candidate is no reproducer a user can act on).
 //!
@@ -38,6 +38,8 @@ const WITNESS_MARGIN: f64 = 5.0;
 /// Seconds a run is given past its last fault's end when its anomaly shows only
 /// at the end (the final logs): time for the cluster to settle with that damage.
 const SETTLE: f64 = 10.0;
+/// Seconds of the run before its first fault once the schedule is moved earlier.
+const LEAD: f64 = 5.0;
 /// The shortest time limit a candidate gets.
 const MIN_SECONDS: f64 = 5.0;
 /// What a round of tries is taken to cost beyond its time limit (start, end of run,
@@ -220,6 +222,30 @@ impl Search<'_> {
             seen.push((s, seconds));
         }
         chosen
+    }
+
+    /// The schedule moved earlier — its first fault `LEAD` seconds into the run, the
+    /// run as much shorter —, for a failure that needs its faults, not the minutes
+    /// of load before them.
+    fn shift_earlier(&mut self) {
+        let Some(first) = self.best.faults.iter().map(|e| e.at).min() else {
+            return;
+        };
+        let shift = (first.as_secs_f64() - LEAD).floor();
+        if shift < MIN_SECONDS {
+            return;
+        }
+        let by = Duration::from_secs_f64(shift);
+        let mut s = self.best.clone();
+        for e in &mut s.faults {
+            e.at = e.at.saturating_sub(by);
+        }
+        let before = self.detected;
+        let seconds = (self.seconds - shift).max(MIN_SECONDS);
+        // A reproducer whose tries gave no witness time moves its old one with it.
+        if self.test("shift", &s, seconds) == Tested::Fails && self.detected == before {
+            self.detected = before.map(|d| (d - shift).max(0.0));
+        }
     }
 
     /// The run cut after the first anomaly was witnessed (faults starting later
@@ -439,6 +465,7 @@ pub fn run(args: ShrinkArgs) -> Exit {
     search.cut_time();
     search.shrink_faults();
     search.shrink_holds();
+    search.shift_earlier();
     search.cut_time();
     let confirmed = search.confirm();
     if let Some(bar) = search.bar.take() {
