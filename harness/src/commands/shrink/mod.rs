@@ -87,12 +87,11 @@ struct Search<'a> {
     attempts: Vec<Attempt>,
     started: Instant,
     budget: Duration,
-    /// The smallest reproducing schedule, its time limit and witness time.
-    best: ScheduleFile,
-    seconds: f64,
+    /// The witness time of the smallest reproducing schedule.
     detected: Option<f64>,
-    /// Every schedule adopted, with its time limit, the original first: where the
-    /// confirmation steps back to when the smallest reproduces too rarely.
+    /// Every schedule adopted, with its time limit, the original first, the smallest
+    /// last: where the confirmation steps back to when the smallest reproduces too
+    /// rarely.
     adopted: Vec<(ScheduleFile, f64)>,
     /// Candidates that did not reproduce: not played again.
     passed: Vec<(ScheduleFile, f64)>,
@@ -101,6 +100,23 @@ struct Search<'a> {
 }
 
 impl Search<'_> {
+    /// The smallest reproducing schedule: the last one adopted.
+    fn best(&self) -> &ScheduleFile {
+        &self
+            .adopted
+            .last()
+            .expect("the original is adopted first")
+            .0
+    }
+
+    /// The time limit it reproduced with.
+    fn seconds(&self) -> f64 {
+        self.adopted
+            .last()
+            .expect("the original is adopted first")
+            .1
+    }
+
     /// What one more candidate of `seconds` may cost.
     fn estimate(&self, seconds: f64, tries: u32) -> Duration {
         let rounds = tries.div_ceil(self.trial.jobs);
@@ -124,7 +140,7 @@ impl Search<'_> {
     /// final confirmation.
     fn affords(&self, seconds: f64) -> bool {
         let needed = self.estimate(seconds, self.trial.tries)
-            + self.estimate(self.seconds, self.trial.tries);
+            + self.estimate(self.seconds(), self.trial.tries);
         self.started.elapsed() + needed <= self.budget && !stopped()
     }
 
@@ -141,8 +157,8 @@ impl Search<'_> {
             bar.set_message(format!(
                 "attempt {n} ({phase}): {} faults, {seconds:.0} s — smallest reproducer so far: {} faults, {:.0} s",
                 s.faults.len(),
-                self.best.faults.len(),
-                self.seconds
+                self.best().faults.len(),
+                self.seconds()
             ));
         }
         let a = self.trial.run(n, phase, s, seconds, &folder, needed);
@@ -180,8 +196,6 @@ impl Search<'_> {
         let needed = self.trial.needed;
         let a = self.attempt(phase, s, seconds, Some(needed));
         if a.reproduced >= needed {
-            self.best = s.clone();
-            self.seconds = seconds;
             self.adopted.push((s.clone(), seconds));
             if a.detected.is_some() && !a.detected_at_end {
                 self.detected = a.detected;
@@ -228,7 +242,7 @@ impl Search<'_> {
     /// run as much shorter —, for a failure that needs its faults, not the minutes
     /// of load before them.
     fn shift_earlier(&mut self) {
-        let Some(first) = self.best.faults.iter().map(|e| e.at).min() else {
+        let Some(first) = self.best().faults.iter().map(|e| e.at).min() else {
             return;
         };
         let shift = (first.as_secs_f64() - LEAD).floor();
@@ -236,12 +250,12 @@ impl Search<'_> {
             return;
         }
         let by = Duration::from_secs_f64(shift);
-        let mut s = self.best.clone();
+        let mut s = self.best().clone();
         for e in &mut s.faults {
             e.at = e.at.saturating_sub(by);
         }
         let before = self.detected;
-        let seconds = (self.seconds - shift).max(MIN_SECONDS);
+        let seconds = (self.seconds() - shift).max(MIN_SECONDS);
         // A reproducer whose tries gave no witness time moves its old one with it.
         if self.test("shift", &s, seconds) == Tested::Fails && self.detected == before {
             self.detected = before.map(|d| (d - shift).max(0.0));
@@ -254,13 +268,13 @@ impl Search<'_> {
     fn cut_time(&mut self) {
         let cut = match self.detected {
             Some(d) => d + WITNESS_MARGIN,
-            None => self.best.length().as_secs_f64() + SETTLE,
+            None => self.best().length().as_secs_f64() + SETTLE,
         };
         let seconds = cut.ceil().max(MIN_SECONDS);
-        if seconds >= self.seconds {
+        if seconds >= self.seconds() {
             return;
         }
-        let mut s = self.best.clone();
+        let mut s = self.best().clone();
         s.faults.retain(|e| e.at.as_secs_f64() < seconds);
         self.test("time", &s, seconds);
     }
@@ -270,22 +284,22 @@ impl Search<'_> {
     /// the faults left, one by one.
     fn shrink_faults(&mut self) {
         let triggers: Vec<Option<&str>> = self
-            .best
+            .best()
             .faults
             .iter()
             .map(|e| e.trigger.as_deref())
             .collect();
         let patterns = ddmin::patterns(&triggers);
-        if patterns.len() < self.best.faults.len() {
+        if patterns.len() < self.best().faults.len() {
             self.ddmin_over(patterns);
         }
-        let faults = (0..self.best.faults.len()).map(|i| vec![i]).collect();
+        let faults = (0..self.best().faults.len()).map(|i| vec![i]).collect();
         self.ddmin_over(faults);
     }
 
     /// ddmin over `units` of the best schedule's faults (each a list of indices).
     fn ddmin_over(&mut self, units: Vec<Vec<usize>>) {
-        let base = self.best.clone();
+        let base = self.best().clone();
         ddmin((0..units.len()).collect(), |subset| {
             let s = ScheduleFile {
                 faults: subset
@@ -304,10 +318,10 @@ impl Search<'_> {
     /// that is shorter (every try of a subset of early faults then costs less).
     fn seconds_for(&self, s: &ScheduleFile) -> f64 {
         if self.detected.is_some() {
-            return self.seconds;
+            return self.seconds();
         }
         let cut = (s.length().as_secs_f64() + SETTLE).ceil().max(MIN_SECONDS);
-        cut.min(self.seconds)
+        cut.min(self.seconds())
     }
 
     /// Halve every hold at once, then each alone.
@@ -324,13 +338,15 @@ impl Search<'_> {
             }
             s
         };
-        let all = halved(&self.best, None);
-        if all != self.best && self.test("holds", &all, self.seconds) == Tested::Fails {
+        let all = halved(self.best(), None);
+        if all != *self.best() && self.test("holds", &all, self.seconds()) == Tested::Fails {
             return;
         }
-        for i in 0..self.best.faults.len() {
-            let one = halved(&self.best, Some(i));
-            if one != self.best && self.test("holds", &one, self.seconds) == Tested::OutOfBudget {
+        for i in 0..self.best().faults.len() {
+            let one = halved(self.best(), Some(i));
+            if one != *self.best()
+                && self.test("holds", &one, self.seconds()) == Tested::OutOfBudget
+            {
                 return;
             }
         }
@@ -434,8 +450,6 @@ pub fn run(args: ShrinkArgs) -> Exit {
         attempts: Vec::new(),
         started: Instant::now(),
         budget: Duration::from_secs_f64(args.budget * 60.0),
-        best: schedule.clone(),
-        seconds,
         detected,
         adopted: vec![(schedule.clone(), seconds)],
         passed: Vec::new(),

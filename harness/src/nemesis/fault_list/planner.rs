@@ -5,8 +5,8 @@
 //! of nodes killed or paused at once (plus perhaps the controller), and a partition
 //! or a crash-all only alone; degraded links (`slow`, `flaky`, `throttle`) overlap
 //! the others, one of each kind at a time; a reconfiguration only while a majority of
-//! the nodes is up with working links (the controller quorum must take it). A seed gives the same schedule on every
-//! run.
+//! the nodes is up with working links (the controller quorum must take it). A seed
+//! gives the same schedule on every run.
 
 use std::time::Duration;
 
@@ -142,7 +142,7 @@ impl Planner {
         } else {
             down.iter().filter(|p| matches!(p, Proc::Node(_))).count()
         };
-        let minority = self.nodes.len().saturating_sub(1) / 2;
+        let minority = self.minority();
         let up = self
             .kill_targets()
             .into_iter()
@@ -207,9 +207,8 @@ impl Planner {
             | FaultKind::Corrupt
             | FaultKind::Disk => !self.targets(true).is_empty(),
             // Degraded links beside other faults (not a partition or crash-all), one
-            // of each kind at a time.
-            // Not while a reassignment is in progress (its end needs the controller
-            // quorum: see `impaired`).
+            // of each kind at a time, and not while a reassignment is in progress
+            // (its end needs the controller quorum: see `impaired`).
             FaultKind::Slow | FaultKind::Flaky | FaultKind::Throttle => {
                 !self.reassigning()
                     && !self.active.iter().any(|f| {
@@ -233,7 +232,12 @@ impl Planner {
 
     /// Whether at most a minority of the nodes is impaired.
     fn quorum_works(&self) -> bool {
-        self.impaired() <= self.nodes.len().saturating_sub(1) / 2
+        self.impaired() <= self.minority()
+    }
+
+    /// The most nodes that may be out at once: a minority.
+    fn minority(&self) -> usize {
+        self.nodes.len().saturating_sub(1) / 2
     }
 
     /// The delay before the next step, and the step.
