@@ -97,8 +97,8 @@ impl Pattern for Reassign {
         // the instant the controller completes it is a window of its own, before the
         // leader's first ISR check), in turn: the leader dies, within the lag time
         // (the controller must elect from the ISR, which the adding replica is not in
-        // yet); or the active controller does (the new one must resume the
-        // reassignment with its adding replicas as adding).
+        // until it has caught up); or the active controller does (the new one must
+        // resume the reassignment with its adding replicas as adding).
         let leader_proc = Proc::Node(leader);
         let victim = match aim.controller {
             Some(c) if aim.turn % 2 == 1 => {
@@ -116,11 +116,28 @@ impl Pattern for Reassign {
         } else {
             just_past(rng, t.election)
         };
+        // The leader dies the moment the controller shows the moved replica in the
+        // ISR (the reassignment completes), or at the drawn delay if that comes
+        // first: a replica counted in sync the instant it completes is elected with
+        // nothing of the log unless the leader lives to take it out again.
+        let within = ms_log(rng, 1..1000);
+        let kill = if victim == leader_proc {
+            Action::KillOnceInIsr {
+                leader,
+                follower: moved,
+                topic: aim.topic(),
+                partition: aim.partition_number(),
+                within,
+            }
+        } else {
+            Action::Kill(victim)
+        };
+        let delay = if victim == leader_proc { zero } else { within };
         let s = Script::default()
             .then(zero, reassign(vec![leader, first], SHRINK_SETTLES))
             .then(zero, throttle)
             .then(zero, reassign(vec![moved, leader, first], zero))
-            .then(ms_log(rng, 1..1000), Action::Kill(victim))
+            .then(delay, kill)
             .then(back_up, Action::Restart(victim))
             .then(ms(rng, 300..1000), restore)
             .then(ms(rng, 500..1500), reassign(original, BACK_SETTLES));
