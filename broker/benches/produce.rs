@@ -8,7 +8,8 @@
 //! stamped records cost.
 //!
 //! `cargo bench -p broker --bench produce` (BENCH_SECS sets each measurement's length,
-//! default 10; BENCH_CLIENTS the concurrency, default 16).
+//! default 10; BENCH_ROUNDS how many times the three are measured in turn, default 3,
+//! the ratios taken between their medians; BENCH_CLIENTS the concurrency, default 16).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -35,7 +36,7 @@ impl Figures {
     }
     fn print(&self, name: &str) {
         println!(
-            "{name:<28} {:>9.0} ops/s   p50 {:>7.3} ms   p99 {:>7.3} ms   ({} ops, {} errors, {:.1} s)",
+            "{name:<32} {:>9.0} ops/s   p50 {:>7.3} ms   p99 {:>7.3} ms   ({} ops, {} errors, {:.1} s)",
             self.rate(),
             self.hist.value_at_quantile(0.50) as f64 / 1000.0,
             self.hist.value_at_quantile(0.99) as f64 / 1000.0,
@@ -152,6 +153,11 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(if smoke { 0.5 } else { 10.0 });
+    let rounds: usize = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&r| r > 0)
+        .unwrap_or(if smoke { 1 } else { 3 });
     let clients: usize = std::env::var("BENCH_CLIENTS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -176,20 +182,33 @@ fn main() {
         let echo_url = format!("http://{}/echo", start_echo());
 
         println!(
-            "{clients} clients, {secs} s each, 3 nodes, replication factor 3, min.insync.replicas 2"
+            "{clients} clients, {secs} s each, {rounds} rounds, 3 nodes, replication factor 3, \
+             min.insync.replicas 2"
         );
-        let echo = measure(echo_url, clients, secs, None).await;
-        echo.print("axum echo");
-        let produce = measure(produce_url.clone(), clients, secs, None).await;
-        produce.print("produce acks=all");
         let controller = Some(cluster.controller_addr().await);
-        let idempotent = measure(produce_url, clients, secs, controller).await;
-        idempotent.print("produce acks=all idempotent");
-        println!("ratio produce/echo: {:.3}", produce.rate() / echo.rate());
+        // Echo, produce and idempotent produce in turn, `rounds` times: what the
+        // machine does meanwhile moves each round's figures together, and the medians
+        // of the rounds are compared.
+        let (mut echo, mut produce, mut idempotent) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 1..=rounds {
+            let e = measure(echo_url.clone(), clients, secs, None).await;
+            e.print(&format!("[{round}] axum echo"));
+            let p = measure(produce_url.clone(), clients, secs, None).await;
+            p.print(&format!("[{round}] produce acks=all"));
+            let i = measure(produce_url.clone(), clients, secs, controller.clone()).await;
+            i.print(&format!("[{round}] produce acks=all idempotent"));
+            assert!(p.ops > 0, "no produce succeeded");
+            assert!(i.ops > 0, "no idempotent produce succeeded");
+            echo.push(e.rate());
+            produce.push(p.rate());
+            idempotent.push(i.rate());
+        }
+        let (echo, produce, idempotent) = (median(echo), median(produce), median(idempotent));
         println!(
-            "ratio idempotent/produce: {:.3}",
-            idempotent.rate() / produce.rate()
+            "medians: echo {echo:.0} ops/s, produce {produce:.0} ops/s, idempotent {idempotent:.0} ops/s"
         );
+        println!("ratio produce/echo: {:.3}", produce / echo);
+        println!("ratio idempotent/produce: {:.3}", idempotent / produce);
 
         let d = cluster.debug_partition(leader, "bench", 0).await.unwrap();
         let isr: Value = d["isr"].clone();
@@ -197,7 +216,16 @@ fn main() {
             "leader {leader}: LEO {} HW {} ISR {isr}",
             d["log_end_offset"], d["high_watermark"]
         );
-        assert!(produce.ops > 0, "no produce succeeded");
-        assert!(idempotent.ops > 0, "no idempotent produce succeeded");
     });
+}
+
+/// The middle value (the mean of the two middle ones for an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }

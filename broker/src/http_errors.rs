@@ -24,6 +24,8 @@ impl Listener for JsonErrorsListener {
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         let (io, addr) = Listener::accept(&mut self.0).await;
+        // Every answer is one write: sent at once, not held back for an ACK.
+        let _ = io.set_nodelay(true);
         (JsonErrors::new(io), addr)
     }
 
