@@ -150,7 +150,9 @@ pub fn surviving(
     }
     cmd.arg("--jobs").arg(jobs.max(1).to_string());
     cmd.arg("--output").arg(out);
-    cmd.args(["--", "--lib"]);
+    // The unit tests only, built as well as run: after `--`, cargo-mutants would
+    // still build (and link) every integration test for each mutant.
+    cmd.arg("--cargo-arg=--lib");
     cmd.current_dir(source);
     let status = cmd.status().map_err(|e| {
         format!("cannot run `cargo mutants` ({e}): install it with `cargo install cargo-mutants`")
