@@ -3,12 +3,6 @@ use std::process::ExitCode;
 use broker::cli::{Cli, Role};
 use clap::Parser;
 
-/// Every request allocates and frees its buffers (HTTP, JSON, records) across the
-/// runtime's threads; mimalloc's per-thread free lists cost less there than the
-/// system allocator's arenas.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
