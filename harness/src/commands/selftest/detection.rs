@@ -139,6 +139,11 @@ impl Row {
         }
     }
 
+    /// How its campaigns ended, in words: `2 invalid, 1 valid`.
+    pub fn verdicts(&self) -> String {
+        verdicts(&self.campaigns)
+    }
+
     /// The distinct anomaly kinds its campaigns found, sorted.
     pub fn kinds(&self) -> Vec<String> {
         let mut kinds: Vec<String> = self

@@ -381,9 +381,17 @@ pub fn table(fared: &[Fared<'_>], clean: Option<&Row>) -> String {
     );
     for f in fared {
         let (caught, kinds) = match f.row {
+            // How the campaigns ended beside what they found: a campaign that could
+            // not judge its history (unknown: e.g. no partition served once every
+            // fault was healed) is not a catch, but not a pass either.
             Ok(r) => {
                 let fig = r.figures();
-                (format!("{}/{}", fig.caught, fig.runs), r.kinds().join(", "))
+                let kinds = r.kinds().join(", ");
+                let said = match kinds.is_empty() {
+                    true => r.verdicts(),
+                    false => format!("{}: {kinds}", r.verdicts()),
+                };
+                (format!("{}/{}", fig.caught, fig.runs), said)
             }
             Err(why) => ("-".to_string(), why.to_string()),
         };
@@ -556,5 +564,47 @@ mod tests {
         }
         let canonical = |p: &Path| std::fs::canonicalize(p).unwrap();
         assert_eq!(canonical(w.bins.parent().unwrap()), canonical(dir.path()));
+    }
+
+    #[test]
+    fn the_table_says_how_each_mutants_campaigns_ended() {
+        use super::super::detection::Campaign;
+        let campaign = |exit, kinds: &[&str]| Campaign {
+            seed: 1,
+            exit,
+            anomalies: kinds.iter().map(|k| k.to_string()).collect(),
+            detection: None,
+            folder: None,
+            seconds: 70.0,
+        };
+        let mutant = |id: &str| Mutant {
+            id: id.into(),
+            file: "broker/src/replica/leader.rs".into(),
+            description: format!("{id}-change"),
+            diff: String::new(),
+        };
+        let (m1, m2) = (mutant("m001"), mutant("m002"));
+        let caught = Row {
+            bug: "m001".into(),
+            campaigns: vec![campaign(1, &["lost-write"]), campaign(0, &[])],
+        };
+        let unjudged = Row {
+            bug: "m002".into(),
+            campaigns: vec![campaign(2, &[]), campaign(2, &[])],
+        };
+        let fared = [
+            Fared {
+                mutant: &m1,
+                row: Ok(&caught),
+            },
+            Fared {
+                mutant: &m2,
+                row: Ok(&unjudged),
+            },
+        ];
+        let t = table(&fared, None);
+        assert!(t.contains("1 invalid, 1 valid: lost-write"), "{t}");
+        assert!(t.contains("2 unknown"), "{t}");
+        assert!(t.contains("mutation score: 1 of 2"), "{t}");
     }
 }
