@@ -286,7 +286,7 @@ fn a_refused_retry_whose_record_is_not_in_the_log_or_another_error_is_fine() {
         EventType::Info,
         "REQUEST_TIMED_OUT: no answer",
     );
-    h.final_poll(0, &[(0, 1)]);
+    h.send_ok(1, 0, 2, 1).final_poll(0, &[(0, 1), (1, 2)]);
     assert_eq!(h.check().valid, Validity::Valid);
 }
 
@@ -595,4 +595,27 @@ fn a_lagging_replica_does_not_diverge() {
     let a = only(&r, AnomalyKind::ReplicaDivergence);
     assert_eq!(a.offsets, vec![1]);
     assert!(a.message.contains("node 4 has 8"), "{}", a.message);
+}
+
+/// A cluster that acknowledged none of its sends lost nothing and promised nothing:
+/// the verdict is unknown, not valid (a broker refusing every write must not pass),
+/// while one acknowledged send is enough to judge the rest.
+#[test]
+fn a_history_without_one_acknowledged_send_is_at_best_unknown() {
+    let mut h = H::default();
+    h.send_end(0, 0, 1, EventType::Fail)
+        .send_end(1, 0, 2, EventType::Info)
+        .final_poll(0, &[]);
+    let r = h.check();
+    assert_eq!(r.valid, Validity::Unknown, "{:#?}", r.anomalies);
+    let reason = r.reason.unwrap();
+    assert!(
+        reason.contains("none of the 2 sends was acknowledged"),
+        "{reason}"
+    );
+    let mut h = H::default();
+    h.send_end(0, 0, 1, EventType::Fail)
+        .send_ok(1, 0, 2, 0)
+        .final_poll(0, &[(0, 2)]);
+    assert_eq!(h.check().valid, Validity::Valid);
 }

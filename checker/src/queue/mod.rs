@@ -119,6 +119,16 @@ fn judge(a: &Analysis) -> CheckerResult {
             why.join("; ")
         ));
     }
+    // A cluster that took no write at all lost nothing and misread nothing, and
+    // promised nothing either: nothing shows it working (Jepsen's stats checker
+    // fails such a history too).
+    let sent = a.sends.len();
+    if sent > 0 && !a.sends.iter().any(|s| s.op.outcome == Outcome::Ok) {
+        result.cap_unknown(format!(
+            "none of the {sent} sends was acknowledged: the cluster took no write, so \
+             nothing it promised can be judged"
+        ));
+    }
     let in_doubt = a.writes_in_doubt();
     if !in_doubt.is_empty() {
         let why: Vec<String> = in_doubt
