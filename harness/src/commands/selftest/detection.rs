@@ -252,7 +252,7 @@ pub fn table(rows: &[Row], min_rate: f64) -> String {
             caught,
             rate,
             ttd,
-            verdicts(&r.campaigns),
+            r.verdicts(),
             pass,
             kinds
         ));
@@ -261,7 +261,7 @@ pub fn table(rows: &[Row], min_rate: f64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use checker::history::{EventType, Process};
     use checker::verdict::{CheckerResult, OpRef};
@@ -359,7 +359,12 @@ mod tests {
         assert_eq!(detection(&both, &e).unwrap().seconds, 51.0);
     }
 
-    fn campaign(exit: i32, seconds: Option<f64>, kinds: &[&str]) -> Campaign {
+    /// A campaign of seed 1 that ended `exit`, found `kinds`, detected at `seconds`.
+    pub(in crate::commands::selftest) fn campaign(
+        exit: i32,
+        seconds: Option<f64>,
+        kinds: &[&str],
+    ) -> Campaign {
         Campaign {
             seed: 1,
             exit,

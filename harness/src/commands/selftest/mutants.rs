@@ -387,9 +387,10 @@ pub fn table(fared: &[Fared<'_>], clean: Option<&Row>) -> String {
             Ok(r) => {
                 let fig = r.figures();
                 let kinds = r.kinds().join(", ");
-                let said = match kinds.is_empty() {
-                    true => r.verdicts(),
-                    false => format!("{}: {kinds}", r.verdicts()),
+                let said = if kinds.is_empty() {
+                    r.verdicts()
+                } else {
+                    format!("{}: {kinds}", r.verdicts())
                 };
                 (format!("{}/{}", fig.caught, fig.runs), said)
             }
@@ -568,15 +569,7 @@ mod tests {
 
     #[test]
     fn the_table_says_how_each_mutants_campaigns_ended() {
-        use super::super::detection::Campaign;
-        let campaign = |exit, kinds: &[&str]| Campaign {
-            seed: 1,
-            exit,
-            anomalies: kinds.iter().map(|k| k.to_string()).collect(),
-            detection: None,
-            folder: None,
-            seconds: 70.0,
-        };
+        use super::super::detection::tests::campaign;
         let mutant = |id: &str| Mutant {
             id: id.into(),
             file: "broker/src/replica/leader.rs".into(),
@@ -586,11 +579,11 @@ mod tests {
         let (m1, m2) = (mutant("m001"), mutant("m002"));
         let caught = Row {
             bug: "m001".into(),
-            campaigns: vec![campaign(1, &["lost-write"]), campaign(0, &[])],
+            campaigns: vec![campaign(1, None, &["lost-write"]), campaign(0, None, &[])],
         };
         let unjudged = Row {
             bug: "m002".into(),
-            campaigns: vec![campaign(2, &[]), campaign(2, &[])],
+            campaigns: vec![campaign(2, None, &[]), campaign(2, None, &[])],
         };
         let fared = [
             Fared {

@@ -100,21 +100,18 @@ struct Search<'a> {
 }
 
 impl Search<'_> {
-    /// The smallest reproducing schedule: the last one adopted.
-    fn best(&self) -> &ScheduleFile {
-        &self
-            .adopted
-            .last()
-            .expect("the original is adopted first")
-            .0
+    /// The smallest reproducing schedule and the time limit it reproduced with: the
+    /// last one adopted.
+    fn smallest(&self) -> &(ScheduleFile, f64) {
+        self.adopted.last().expect("the original is adopted first")
     }
 
-    /// The time limit it reproduced with.
+    fn best(&self) -> &ScheduleFile {
+        &self.smallest().0
+    }
+
     fn seconds(&self) -> f64 {
-        self.adopted
-            .last()
-            .expect("the original is adopted first")
-            .1
+        self.smallest().1
     }
 
     /// What one more candidate of `seconds` may cost.

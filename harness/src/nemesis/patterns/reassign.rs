@@ -93,12 +93,10 @@ impl Pattern for Reassign {
             seed: rng.random(),
         };
         let restore = throttle.undo().expect("a degradation is undone");
-        // While the moved replica catches up (1 ms to 1 s after the move, log-uniform:
-        // the instant the controller completes it is a window of its own, before the
-        // leader's first ISR check), in turn: the leader dies, within the lag time
-        // (the controller must elect from the ISR, which the adding replica is not in
-        // until it has caught up); or the active controller does (the new one must
-        // resume the reassignment with its adding replicas as adding).
+        // While the moved replica catches up, in turn: the leader dies (the controller
+        // must elect from the ISR, which the adding replica is not in until it has
+        // caught up), or the active controller does (the new one must resume the
+        // reassignment with its adding replicas as adding).
         let leader_proc = Proc::Node(leader);
         let victim = match aim.controller {
             Some(c) if aim.turn % 2 == 1 => {
@@ -116,23 +114,24 @@ impl Pattern for Reassign {
         } else {
             just_past(rng, t.election)
         };
-        // The leader dies the moment the controller shows the moved replica in the
-        // ISR (the reassignment completes), or at the drawn delay if that comes
-        // first: a replica counted in sync the instant it completes is elected with
+        // 1 ms to 1 s after the move, log-uniform: the instant the controller completes
+        // it is a window of its own, before the leader's first ISR check. The leader
+        // dies sooner if the controller shows the moved replica in the ISR (the move
+        // completes) first: a replica counted in sync that instant is elected with
         // nothing of the log unless the leader lives to take it out again.
         let within = ms_log(rng, 1..1000);
-        let kill = if victim == leader_proc {
-            Action::KillOnceInIsr {
+        let (delay, kill) = if victim == leader_proc {
+            let kill = Action::KillOnceInIsr {
                 leader,
                 follower: moved,
                 topic: aim.topic(),
                 partition: aim.partition_number(),
                 within,
-            }
+            };
+            (zero, kill)
         } else {
-            Action::Kill(victim)
+            (within, Action::Kill(victim))
         };
-        let delay = if victim == leader_proc { zero } else { within };
         let s = Script::default()
             .then(zero, reassign(vec![leader, first], SHRINK_SETTLES))
             .then(zero, throttle)
