@@ -107,7 +107,7 @@ async fn measure(
                         let v = json!({"partition": partition, "value": value});
                         r.record(process, EventType::Invoke, "send", v.clone(), None);
                         let sent = producer
-                            .send(&mut client, "queue", partition, value, &stop, || 1.0)
+                            .send(&mut client, "queue", partition, &[value], &stop, || 1.0)
                             .await;
                         let ok = matches!(sent.outcome, Outcome::Ok(_));
                         let kind = if ok { EventType::Ok } else { EventType::Fail };

@@ -155,6 +155,12 @@ fn a_default_run_is_valid_and_leaves_a_complete_run_folder() {
         sends(&|e| e["process"].as_u64().is_some_and(|p| p >= burst)) > 20,
         "no load burst in 20 s"
     );
+    // Burst producers send batches, each value its own operation (the checker,
+    // valid above, holds each at its batch's offset + its slot).
+    assert!(
+        sends(&|e| e["value"]["batch"].as_u64().is_some_and(|n| n >= 2)) > 10,
+        "no batch of several values"
+    );
     assert!(
         sends(&|e| e["value"]["producer"].is_u64()) > 50,
         "no idempotent producer's send"

@@ -1,9 +1,10 @@
 //! Load bursts: the queue workload's rate varies over a campaign. Between steady
 //! phases at the campaign's rate come bursts in which extra producers send as fast
-//! as the cluster answers (each with one send in flight), so that the leader's log
-//! grows by many records between two fetches: followers' fetches and consumers'
-//! polls carry many records, the purgatory holds many produce requests, and the
-//! paths only a busy partition reaches run.
+//! as the cluster answers (each with one batch of up to [`MAX_BATCH`] values in
+//! flight), so that the leader's log grows by many records between two fetches:
+//! followers' fetches and consumers' polls carry many records, produce requests carry several records (an
+//! idempotent producer's numbered from its sequence on), the purgatory holds many
+//! produce requests, and the paths only a busy partition reaches run.
 //!
 //! When the bursts come is drawn from the seed ([`Bursts`]): the first a few
 //! seconds in, then one every 8–20 s, each 2–5 s long. Burst producers are
@@ -16,9 +17,22 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// The first process number of the burst producers: producer `b` of `n` is
-/// process `PROCESS_BASE + b`, then `+ n` after each `info`.
+/// The first process number of the burst producers ([`process`]).
 pub const PROCESS_BASE: u64 = 1 << 20;
+
+/// The most values a burst producer sends in one batch (one produce request), as
+/// Kafka's producer batches the records that accumulate while a request is out:
+/// the size is drawn from 1 to this for each request.
+pub const MAX_BATCH: u32 = 8;
+
+/// The process of slot `slot` of burst producer `b` of `n` in its `generation`
+/// (which moves on after each `info`): each value of a batch is an operation of
+/// its own, so a batch has a process per slot — `PROCESS_BASE + MAX_BATCH ×
+/// (b + n × generation) + slot`.
+pub fn process(b: u32, n: u32, generation: u64, slot: u32) -> u64 {
+    let producer = u64::from(b) + u64::from(n.max(1)) * generation;
+    PROCESS_BASE + u64::from(MAX_BATCH) * producer + u64::from(slot)
+}
 
 /// The first value burst producers send: producer `b` of `n` sends
 /// `VALUE_BASE + b`, `VALUE_BASE + b + n`, … — unique across the run.
@@ -102,6 +116,20 @@ mod tests {
             last_end = end;
         }
         assert_ne!(Bursts::new(10).next_burst(), Bursts::new(9).next_burst());
+    }
+
+    #[test]
+    fn every_slot_of_every_producer_and_generation_is_a_process_of_its_own() {
+        let mut seen = std::collections::HashSet::new();
+        for generation in 0..4 {
+            for b in 0..16 {
+                for slot in 0..MAX_BATCH {
+                    let p = process(b, 16, generation, slot);
+                    assert!(p >= PROCESS_BASE && seen.insert(p), "{p} twice");
+                }
+            }
+        }
+        assert_eq!(process(0, 16, 0, 0), PROCESS_BASE);
     }
 
     #[test]

@@ -144,14 +144,15 @@ impl Producer {
         }
     }
 
-    /// Send `value` to `partition` of `topic` ([`send`]), as an idempotent producer
-    /// when the policy says so.
+    /// Send `values` to `partition` of `topic` as one batch ([`send`]), as an
+    /// idempotent producer when the policy says so (the batch's records numbered
+    /// from the partition's next sequence on).
     pub async fn send(
         &mut self,
         client: &mut Client,
         topic: &str,
         partition: u32,
-        value: u64,
+        values: &[u64],
         stop: &watch::Receiver<bool>,
         jitter: impl FnMut() -> f64,
     ) -> Sent {
@@ -184,7 +185,7 @@ impl Producer {
             client,
             topic,
             partition,
-            value,
+            values,
             self.policy,
             stamp,
             stop,
@@ -194,7 +195,9 @@ impl Producer {
         sent.producer = stamp.map(|s| s.id);
         match (stamp, &sent.outcome) {
             (Some(s), Outcome::Ok(_)) => {
-                self.next_sequence.insert(partition, s.sequence + 1);
+                let n = u32::try_from(values.len()).unwrap_or(u32::MAX);
+                self.next_sequence
+                    .insert(partition, s.sequence.saturating_add(n));
             }
             // The partition expects another sequence, or a newer epoch fenced us:
             // start over with a new producer id.
@@ -253,7 +256,7 @@ fn worth_retrying(f: &Failure) -> bool {
     }
 }
 
-/// Send `value` to `partition` of `topic`, retrying an unknown outcome (and with
+/// Send `values` to `partition` of `topic` in one batch, retrying an unknown outcome (and with
 /// `policy.retry_refusals` a retriable refusal) as `policy.retries` allows, every
 /// attempt with the same `stamp`. No retry starts once `stop` is true (the send
 /// then ends with what it knows). `jitter` spreads the backoffs.
@@ -262,7 +265,7 @@ async fn send(
     client: &mut Client,
     topic: &str,
     partition: u32,
-    value: u64,
+    values: &[u64],
     policy: Policy,
     stamp: Option<ProducerStamp>,
     stop: &watch::Receiver<bool>,
@@ -272,10 +275,11 @@ async fn send(
     let mut retried = Vec::new();
     let mut ambiguous = false;
     let mut attempt = 0;
+    let values: Vec<Value> = values.iter().map(|v| json!(v)).collect();
     loop {
         attempt += 1;
         let failure = match client
-            .produce_as(topic, partition, json!(value), policy.acks, stamp)
+            .produce_batch(topic, partition, &values, policy.acks, stamp)
             .await
         {
             Outcome::Ok(offset) => {

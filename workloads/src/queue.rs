@@ -264,7 +264,8 @@ async fn worker(
         let ended = match op {
             Op::Send { partition, value } => {
                 let jitter = || generator.draws.jitter();
-                let sent = producer.send(&mut client, TOPIC, partition, value, &stop, jitter);
+                let values = [value];
+                let sent = producer.send(&mut client, TOPIC, partition, &values, &stop, jitter);
                 record_send(&*recorder, process, partition, value, sent).await
             }
             Op::Poll { partition, offset } => {
@@ -295,9 +296,11 @@ async fn worker(
     }
 }
 
-/// Burst producer `b`: during each load burst ([`burst::Schedule`]) it sends to
-/// a partition drawn from its own stream, one send after the other; between
-/// bursts it waits. Returns the last process number it used.
+/// Burst producer `b`: during each load burst ([`burst::Schedule`]) it sends
+/// batches of 1 to [`burst::MAX_BATCH`] values (the size drawn per request) to a
+/// partition drawn from its own stream, one batch after the other; between bursts
+/// it waits. Each value of a batch is its own operation, of its own process (the
+/// batch's slot, [`burst::process`]). Returns the last generation it reached.
 async fn burst_producer(
     config: QueueConfig,
     b: u32,
@@ -308,10 +311,12 @@ async fn burst_producer(
 ) -> u64 {
     let n = u64::from(config.burst_producers.max(1));
     let mut schedule = burst::Schedule::new(config.seed, started);
-    let mut process = burst::PROCESS_BASE + u64::from(b);
+    // Moves on after each `info`, with every slot's process.
+    let mut generation = 0u64;
     let client_seed = config.seed ^ 0x6275_7273_7400_0000;
-    let Ok(mut client) = Client::new(config.client.clone(), client_seed ^ process) else {
-        return process;
+    let first = |generation| burst::process(b, config.burst_producers, generation, 0);
+    let Ok(mut client) = Client::new(config.client.clone(), client_seed ^ first(0)) else {
+        return generation;
     };
     let policy = config.producers.policy(b);
     let mut producer = Producer::new(policy);
@@ -327,21 +332,29 @@ async fn burst_producer(
             }
         }
         if !pacer.wait(&mut stop).await {
-            return process;
+            return generation;
         }
         let partition = draws
             .ops
             .random_range(0..partitions.load(Ordering::Relaxed).max(1));
-        let value = burst::VALUE_BASE + u64::from(b) + n * sends;
-        sends += 1;
+        let size = draws.ops.random_range(1..=burst::MAX_BATCH);
+        let batch: Vec<(u64, u64)> = (0..size)
+            .map(|slot| {
+                let process = burst::process(b, config.burst_producers, generation, slot);
+                let value = burst::VALUE_BASE + u64::from(b) + n * (sends + u64::from(slot));
+                (process, value)
+            })
+            .collect();
+        sends += u64::from(size);
+        let values: Vec<u64> = batch.iter().map(|&(_, v)| v).collect();
         let jitter = || draws.jitter();
-        let sent = producer.send(&mut client, TOPIC, partition, value, &stop, jitter);
-        let ended = record_send(&*recorder, process, partition, value, sent).await;
+        let sent = producer.send(&mut client, TOPIC, partition, &values, &stop, jitter);
+        let ended = record_batch(&*recorder, &batch, partition, sent).await;
         if ended.crashed {
-            process += n;
-            match Client::new(config.client.clone(), client_seed ^ process) {
+            generation += 1;
+            match Client::new(config.client.clone(), client_seed ^ first(generation)) {
                 Ok(c) => client = c,
-                Err(_) => return process,
+                Err(_) => return generation,
             }
             producer = Producer::new(policy);
         }
@@ -358,31 +371,55 @@ async fn record_send(
     value: u64,
     sent: impl std::future::Future<Output = Sent>,
 ) -> Ended {
-    let invoke = json!({"partition": partition, "value": value});
-    recorder.record(process, EventType::Invoke, "send", invoke.clone(), None);
-    let sent = sent.await;
-    match &sent.outcome {
-        Outcome::Ok(offset) => {
-            let mut v = invoke;
-            if let Some(o) = offset {
-                v["offset"] = json!(o);
-            }
-            recorder.record(process, EventType::Ok, "send", sent.annotate(v), None);
-            Ended::OK
-        }
-        Outcome::Fail(f) => {
-            let ended = Ended::failed(f, false);
-            let v = sent.annotate(invoke);
-            recorder.record(process, EventType::Fail, "send", v, Some(f.message.clone()));
-            ended
-        }
-        Outcome::Info(f) => {
-            let ended = Ended::failed(f, true);
-            let v = sent.annotate(invoke);
-            recorder.record(process, EventType::Info, "send", v, Some(f.message.clone()));
-            ended
-        }
+    record_batch(recorder, &[(process, value)], partition, sent).await
+}
+
+/// Send a batch of values, each `(process, value)` one operation: the invocations
+/// now, the completions once `sent` (every attempt of the batch) is done — all
+/// alike, as the batch succeeded or failed as one, the `k`-th value at the batch's
+/// offset + `k`. A batch of several says its size (`"batch":n`).
+async fn record_batch(
+    recorder: &dyn Recorder,
+    batch: &[(u64, u64)],
+    partition: u32,
+    sent: impl std::future::Future<Output = Sent>,
+) -> Ended {
+    let invoke = |value: u64| json!({"partition": partition, "value": value});
+    for &(process, value) in batch {
+        recorder.record(process, EventType::Invoke, "send", invoke(value), None);
     }
+    let sent = sent.await;
+    let completion = |value: u64| {
+        let mut v = sent.annotate(invoke(value));
+        if batch.len() > 1 {
+            v["batch"] = json!(batch.len());
+        }
+        v
+    };
+    let mut ended = Ended::OK;
+    for (k, &(process, value)) in batch.iter().enumerate() {
+        ended = match &sent.outcome {
+            Outcome::Ok(offset) => {
+                let mut v = completion(value);
+                if let Some(o) = offset {
+                    v["offset"] = json!(o + k as u64);
+                }
+                recorder.record(process, EventType::Ok, "send", v, None);
+                Ended::OK
+            }
+            Outcome::Fail(f) => {
+                let v = completion(value);
+                recorder.record(process, EventType::Fail, "send", v, Some(f.message.clone()));
+                Ended::failed(f, false)
+            }
+            Outcome::Info(f) => {
+                let v = completion(value);
+                recorder.record(process, EventType::Info, "send", v, Some(f.message.clone()));
+                Ended::failed(f, true)
+            }
+        };
+    }
+    ended
 }
 
 /// Poll one partition from `offset`, advancing the worker's position.

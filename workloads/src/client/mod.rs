@@ -134,6 +134,21 @@ impl Client {
         acks: Acks,
         producer: Option<ProducerStamp>,
     ) -> Outcome<Option<u64>> {
+        self.produce_batch(topic, partition, &[value], acks, producer)
+            .await
+    }
+
+    /// Append `values` as one batch, in one request; `Ok` carries the first one's
+    /// offset (the others follow it). As an idempotent producer, `producer`'s
+    /// sequence is the first record's, the others numbered after it.
+    pub async fn produce_batch(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        values: &[Value],
+        acks: Acks,
+        producer: Option<ProducerStamp>,
+    ) -> Outcome<Option<u64>> {
         let path = format!(
             "/v1/topics/{topic}/partitions/{partition}/records?acks={}",
             acks.as_str()
@@ -144,10 +159,11 @@ impl Client {
                 p.id, p.epoch, p.sequence
             )
         });
-        let body = format!(
-            r#"{{"records":[{{"value":{}}}]{stamp}}}"#,
-            canonical(&value)
-        );
+        let records: Vec<String> = values
+            .iter()
+            .map(|v| format!(r#"{{"value":{}}}"#, canonical(v)))
+            .collect();
+        let body = format!(r#"{{"records":[{}]{stamp}}}"#, records.join(","));
         let out = self
             .with_leader(topic, partition, |http, addr| {
                 json_body(http.post(format!("http://{addr}{path}")), &body)
