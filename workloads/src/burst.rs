@@ -1,10 +1,12 @@
 //! Load bursts: the queue workload's rate varies over a campaign. Between steady
 //! phases at the campaign's rate come bursts in which extra producers send as fast
-//! as the cluster answers (each with one batch of up to [`MAX_BATCH`] values in
-//! flight), so that the leader's log grows by many records between two fetches:
-//! followers' fetches and consumers' polls carry many records, produce requests carry several records (an
-//! idempotent producer's numbered from its sequence on), the purgatory holds many
-//! produce requests, and the paths only a busy partition reaches run.
+//! as the cluster answers, each with up to [`MAX_IN_FLIGHT`] batches of up to
+//! [`MAX_BATCH`] values in flight to one partition, as Kafka's producer has them.
+//! So the leader's log grows by many records between two fetches: followers'
+//! fetches and consumers' polls carry many records, produce requests carry several
+//! (an idempotent producer's numbered from its sequence on, its batches arriving
+//! in any order), the purgatory holds many produce requests, and the paths only a
+//! busy partition reaches run.
 //!
 //! When the bursts come is drawn from the seed ([`Bursts`]): the first a few
 //! seconds in, then one every 8–20 s, each 2–5 s long. Burst producers are
@@ -17,6 +19,8 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::producer::MAX_IN_FLIGHT;
+
 /// The first process number of the burst producers ([`process`]).
 pub const PROCESS_BASE: u64 = 1 << 20;
 
@@ -25,13 +29,17 @@ pub const PROCESS_BASE: u64 = 1 << 20;
 /// the size is drawn from 1 to this for each request.
 pub const MAX_BATCH: u32 = 8;
 
-/// The process of slot `slot` of burst producer `b` of `n` in its `generation`
-/// (which moves on after each `info`): each value of a batch is an operation of
-/// its own, so a batch has a process per slot — `PROCESS_BASE + MAX_BATCH ×
-/// (b + n × generation) + slot`.
+/// The values a burst producer has in flight at most: [`MAX_IN_FLIGHT`] batches
+/// of [`MAX_BATCH`]. Batch `j`'s `k`-th value is slot `j × MAX_BATCH + k`.
+pub const SLOTS: u32 = MAX_IN_FLIGHT as u32 * MAX_BATCH;
+
+/// The process of slot `slot` (of [`SLOTS`]) of burst producer `b` of `n` in its
+/// `generation` (which moves on after each `info`): each value in flight is an
+/// operation of its own, so a producer has a process per slot —
+/// `PROCESS_BASE + SLOTS × (b + n × generation) + slot`.
 pub fn process(b: u32, n: u32, generation: u64, slot: u32) -> u64 {
     let producer = u64::from(b) + u64::from(n.max(1)) * generation;
-    PROCESS_BASE + u64::from(MAX_BATCH) * producer + u64::from(slot)
+    PROCESS_BASE + u64::from(SLOTS) * producer + u64::from(slot)
 }
 
 /// The first value burst producers send: producer `b` of `n` sends
@@ -123,7 +131,7 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for generation in 0..4 {
             for b in 0..16 {
-                for slot in 0..MAX_BATCH {
+                for slot in 0..SLOTS {
                     let p = process(b, 16, generation, slot);
                     assert!(p >= PROCESS_BASE && seen.insert(p), "{p} twice");
                 }

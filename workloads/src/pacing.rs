@@ -73,6 +73,15 @@ impl Ended {
         unreachable: false,
     };
 
+    /// The worse of two endings (of operations run together): crashed if either
+    /// is, unreachable if either was.
+    pub fn worse(self, other: Ended) -> Ended {
+        Ended {
+            crashed: self.crashed || other.crashed,
+            unreachable: self.unreachable || other.unreachable,
+        }
+    }
+
     /// An operation that failed with `f`; `crashed` when its outcome is unknown.
     pub fn failed(f: &Failure, crashed: bool) -> Ended {
         Ended {

@@ -24,7 +24,7 @@ use crate::burst;
 use crate::client::{Client, ClientConfig, Outcome};
 use crate::pacing::{Draws, Ended, Pacer, run_workers};
 pub use crate::producer::Producers;
-use crate::producer::{Policy, Producer, Sent};
+use crate::producer::{MAX_IN_FLIGHT, Policy, Producer, Sent};
 use crate::recorder::Recorder;
 use crate::workload::{BoxFuture, Workload};
 
@@ -297,10 +297,11 @@ async fn worker(
 }
 
 /// Burst producer `b`: during each load burst ([`burst::Schedule`]) it sends
-/// batches of 1 to [`burst::MAX_BATCH`] values (the size drawn per request) to a
-/// partition drawn from its own stream, one batch after the other; between bursts
-/// it waits. Each value of a batch is its own operation, of its own process (the
-/// batch's slot, [`burst::process`]). Returns the last generation it reached.
+/// groups of 1 to [`MAX_IN_FLIGHT`] batches at once to a partition drawn from its
+/// own stream, each batch of 1 to [`burst::MAX_BATCH`] values over a connection of
+/// its own (the counts drawn per group), one group after the other; between bursts
+/// it waits. Each value is its own operation, of its own process (its slot in the
+/// group, [`burst::process`]). Returns the last generation it reached.
 async fn burst_producer(
     config: QueueConfig,
     b: u32,
@@ -314,8 +315,16 @@ async fn burst_producer(
     // Moves on after each `info`, with every slot's process.
     let mut generation = 0u64;
     let client_seed = config.seed ^ 0x6275_7273_7400_0000;
-    let first = |generation| burst::process(b, config.burst_producers, generation, 0);
-    let Ok(mut client) = Client::new(config.client.clone(), client_seed ^ first(0)) else {
+    let connect = |generation| -> Option<Vec<Client>> {
+        (0..MAX_IN_FLIGHT as u32)
+            .map(|j| {
+                let slot = j * burst::MAX_BATCH;
+                let process = burst::process(b, config.burst_producers, generation, slot);
+                Client::new(config.client.clone(), client_seed ^ process).ok()
+            })
+            .collect()
+    };
+    let Some(mut clients) = connect(generation) else {
         return generation;
     };
     let policy = config.producers.policy(b);
@@ -337,24 +346,49 @@ async fn burst_producer(
         let partition = draws
             .ops
             .random_range(0..partitions.load(Ordering::Relaxed).max(1));
-        let size = draws.ops.random_range(1..=burst::MAX_BATCH);
-        let batch: Vec<(u64, u64)> = (0..size)
-            .map(|slot| {
-                let process = burst::process(b, config.burst_producers, generation, slot);
-                let value = burst::VALUE_BASE + u64::from(b) + n * (sends + u64::from(slot));
-                (process, value)
+        let in_flight = draws.ops.random_range(1..=MAX_IN_FLIGHT as u32);
+        let group: Vec<Vec<(u64, u64)>> = (0..in_flight)
+            .map(|j| {
+                let size = draws.ops.random_range(1..=burst::MAX_BATCH);
+                (0..size)
+                    .map(|k| {
+                        let slot = j * burst::MAX_BATCH + k;
+                        let process = burst::process(b, config.burst_producers, generation, slot);
+                        let value = burst::VALUE_BASE + u64::from(b) + n * sends;
+                        sends += 1;
+                        (process, value)
+                    })
+                    .collect()
             })
             .collect();
-        sends += u64::from(size);
-        let values: Vec<u64> = batch.iter().map(|&(_, v)| v).collect();
-        let jitter = || draws.jitter();
-        let sent = producer.send(&mut client, TOPIC, partition, &values, &stop, jitter);
-        let ended = record_batch(&*recorder, &batch, partition, sent).await;
+        let values: Vec<Vec<u64>> = group
+            .iter()
+            .map(|batch| batch.iter().map(|&(_, v)| v).collect())
+            .collect();
+        group
+            .iter()
+            .for_each(|batch| invoke_batch(&*recorder, batch, partition));
+        let seed = draws.ops.random();
+        let complete = |j: usize, sent: &Sent| {
+            complete_batch(&*recorder, &group[j], partition, sent);
+        };
+        let sent = producer
+            .send_group(
+                &mut clients,
+                TOPIC,
+                partition,
+                &values,
+                &stop,
+                seed,
+                complete,
+            )
+            .await;
+        let ended = sent.iter().map(ended).fold(Ended::OK, Ended::worse);
         if ended.crashed {
             generation += 1;
-            match Client::new(config.client.clone(), client_seed ^ first(generation)) {
-                Ok(c) => client = c,
-                Err(_) => return generation,
+            match connect(generation) {
+                Some(c) => clients = c,
+                None => return generation,
             }
             producer = Producer::new(policy);
         }
@@ -371,55 +405,54 @@ async fn record_send(
     value: u64,
     sent: impl std::future::Future<Output = Sent>,
 ) -> Ended {
-    record_batch(recorder, &[(process, value)], partition, sent).await
+    let batch = [(process, value)];
+    invoke_batch(recorder, &batch, partition);
+    let sent = sent.await;
+    complete_batch(recorder, &batch, partition, &sent);
+    ended(&sent)
 }
 
-/// Send a batch of values, each `(process, value)` one operation: the invocations
-/// now, the completions once `sent` (every attempt of the batch) is done — all
+/// The invocations of a batch of values, each `(process, value)` one operation.
+fn invoke_batch(recorder: &dyn Recorder, batch: &[(u64, u64)], partition: u32) {
+    for &(process, value) in batch {
+        let invoke = json!({"partition": partition, "value": value});
+        recorder.record(process, EventType::Invoke, "send", invoke, None);
+    }
+}
+
+/// The completions of a batch once `sent` (every attempt of it) is done — all
 /// alike, as the batch succeeded or failed as one, the `k`-th value at the batch's
 /// offset + `k`. A batch of several says its size (`"batch":n`).
-async fn record_batch(
-    recorder: &dyn Recorder,
-    batch: &[(u64, u64)],
-    partition: u32,
-    sent: impl std::future::Future<Output = Sent>,
-) -> Ended {
-    let invoke = |value: u64| json!({"partition": partition, "value": value});
-    for &(process, value) in batch {
-        recorder.record(process, EventType::Invoke, "send", invoke(value), None);
-    }
-    let sent = sent.await;
-    let completion = |value: u64| {
-        let mut v = sent.annotate(invoke(value));
+fn complete_batch(recorder: &dyn Recorder, batch: &[(u64, u64)], partition: u32, sent: &Sent) {
+    for (k, &(process, value)) in batch.iter().enumerate() {
+        let mut v = sent.annotate(json!({"partition": partition, "value": value}));
         if batch.len() > 1 {
             v["batch"] = json!(batch.len());
         }
-        v
-    };
-    let mut ended = Ended::OK;
-    for (k, &(process, value)) in batch.iter().enumerate() {
-        ended = match &sent.outcome {
+        match &sent.outcome {
             Outcome::Ok(offset) => {
-                let mut v = completion(value);
                 if let Some(o) = offset {
                     v["offset"] = json!(o + k as u64);
                 }
                 recorder.record(process, EventType::Ok, "send", v, None);
-                Ended::OK
             }
             Outcome::Fail(f) => {
-                let v = completion(value);
                 recorder.record(process, EventType::Fail, "send", v, Some(f.message.clone()));
-                Ended::failed(f, false)
             }
             Outcome::Info(f) => {
-                let v = completion(value);
                 recorder.record(process, EventType::Info, "send", v, Some(f.message.clone()));
-                Ended::failed(f, true)
             }
-        };
+        }
     }
-    ended
+}
+
+/// How a send ended, as the worker's pacing cares.
+fn ended(sent: &Sent) -> Ended {
+    match &sent.outcome {
+        Outcome::Ok(_) => Ended::OK,
+        Outcome::Fail(f) => Ended::failed(f, false),
+        Outcome::Info(f) => Ended::failed(f, true),
+    }
 }
 
 /// Poll one partition from `offset`, advancing the worker's position.

@@ -1,4 +1,4 @@
-//! The queue workload's producer: one `send`, retried as Kafka's producer retries.
+//! The queue workload's producer: a `send`, retried as Kafka's producer retries.
 //! A send whose outcome is unknown — timed out, connection lost,
 //! `REQUEST_TIMED_OUT`, `NOT_ENOUGH_REPLICAS_AFTER_APPEND` — is sent again after the
 //! reconnect backoff and with the leader looked up afresh (the client forgets a
@@ -28,17 +28,29 @@
 //! Once an attempt was ambiguous, the send can no longer end `fail`: a later
 //! definite refusal (`NOT_LEADER`, ...) says only that *that* attempt did nothing,
 //! so the send is retried again, or ends `info` when no attempt is left.
+//!
+//! A send is a batch of values (one produce request), and a load burst's producer
+//! has several batches in flight to one partition at once ([`Producer::send_group`],
+//! at most [`MAX_IN_FLIGHT`]), as Kafka's producer does; [`retry`] says how a batch
+//! behind others is retried.
 
+mod retry;
+
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::api;
-use std::collections::HashMap;
-
 use crate::client::{Acks, Client, Failure, Outcome, ProducerStamp};
-use crate::pacing::backoff;
+use retry::{Earlier, Group, OUT_OF_ORDER, send};
+
+/// The most batches an idempotent producer has in flight to one partition at
+/// once: Kafka's `max.in.flight.requests.per.connection` default, which its
+/// brokers' deduplication (the last five batches of each producer) is sized for.
+pub const MAX_IN_FLIGHT: usize = 5;
 
 /// Kafka's `delivery.timeout.ms` for the default producer, scaled to a campaign:
 /// Kafka's 120 s would outlast most campaigns; 30 s outlasts every fault pattern's
@@ -144,9 +156,9 @@ impl Producer {
         }
     }
 
-    /// Send `values` to `partition` of `topic` as one batch ([`send`]), as an
-    /// idempotent producer when the policy says so (the batch's records numbered
-    /// from the partition's next sequence on).
+    /// Send `values` to `partition` of `topic` as one batch ([`retry::send`]), as
+    /// an idempotent producer when the policy says so (the batch's records
+    /// numbered from the partition's next sequence on).
     pub async fn send(
         &mut self,
         client: &mut Client,
@@ -156,68 +168,152 @@ impl Producer {
         stop: &watch::Receiver<bool>,
         jitter: impl FnMut() -> f64,
     ) -> Sent {
-        let stamp = if self.policy.idempotent {
-            let (id, epoch) = match self.id {
-                Some(known) => known,
-                None => match client.init_producer_id().await {
-                    Ok(got) => *self.id.insert(got),
-                    // Nothing was sent: the send certainly did not happen.
-                    Err(e) => {
-                        return Sent {
-                            outcome: Outcome::Fail(Failure::local(e)),
-                            attempts: 1,
-                            retried: Vec::new(),
-                            producer: None,
-                        };
-                    }
-                },
-            };
-            let sequence = self.next_sequence.get(&partition).copied().unwrap_or(0);
-            Some(ProducerStamp {
-                id,
-                epoch,
-                sequence,
-            })
-        } else {
-            None
+        let stamp = match self.stamp(client, partition).await {
+            Ok(stamp) => stamp,
+            Err(sent) => return sent,
         };
+        let policy = self.policy;
+        let alone = || Earlier::Ended;
         let mut sent = send(
-            client,
-            topic,
-            partition,
-            values,
-            self.policy,
-            stamp,
-            stop,
-            jitter,
+            client, topic, partition, values, policy, stamp, stop, jitter, alone,
         )
         .await;
         sent.producer = stamp.map(|s| s.id);
         match (stamp, &sent.outcome) {
             (Some(s), Outcome::Ok(_)) => {
-                let n = u32::try_from(values.len()).unwrap_or(u32::MAX);
                 self.next_sequence
-                    .insert(partition, s.sequence.saturating_add(n));
+                    .insert(partition, s.sequence + count(values));
             }
             // The partition expects another sequence, or a newer epoch fenced us:
             // start over with a new producer id.
             (Some(_), Outcome::Fail(f))
                 if matches!(
                     f.code.as_deref(),
-                    Some("OUT_OF_ORDER_SEQUENCE_NUMBER" | "INVALID_PRODUCER_EPOCH")
+                    Some(OUT_OF_ORDER | "INVALID_PRODUCER_EPOCH")
                 ) =>
             {
-                self.id = None;
-                self.next_sequence.clear();
+                self.forget();
             }
             _ => {}
         }
         sent
     }
+
+    /// Send `batches` to `partition` of `topic` all at once, batch `j` through
+    /// `clients[j]` (a connection of its own), numbered one after the other as an
+    /// idempotent producer's batches in flight together are (at most
+    /// [`MAX_IN_FLIGHT`]); each batch is retried as [`retry`] says, a refusal as
+    /// out of sequence too while a batch before it is pending. `on_sent(j, sent)`
+    /// is called as batch `j` ends. Unless every batch succeeds, the producer
+    /// starts over with a new id, as Kafka's does when a batch in flight fails: the
+    /// partition may expect any of their sequences next. `seed` draws the backoffs.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn send_group(
+        &mut self,
+        clients: &mut [Client],
+        topic: &str,
+        partition: u32,
+        batches: &[Vec<u64>],
+        stop: &watch::Receiver<bool>,
+        seed: u64,
+        on_sent: impl Fn(usize, &Sent),
+    ) -> Vec<Sent> {
+        assert!(batches.len() <= clients.len().min(MAX_IN_FLIGHT));
+        let Some(first) = clients.first_mut() else {
+            return Vec::new();
+        };
+        let stamp = match self.stamp(first, partition).await {
+            Ok(stamp) => stamp,
+            Err(sent) => {
+                let failed: Vec<Sent> = batches.iter().map(|_| sent.clone()).collect();
+                failed.iter().enumerate().for_each(|(j, s)| on_sent(j, s));
+                return failed;
+            }
+        };
+        let policy = self.policy;
+        let group = Group::new(batches.len());
+        let (group, on_sent) = (&group, &on_sent);
+        let mut sequence = stamp.map_or(0, |s| s.sequence);
+        let sends = clients
+            .iter_mut()
+            .zip(batches)
+            .enumerate()
+            .map(|(j, (client, batch))| {
+                let stamp = stamp.map(|s| ProducerStamp { sequence, ..s });
+                sequence += count(batch);
+                let mut rng = ChaCha8Rng::seed_from_u64(seed ^ j as u64);
+                async move {
+                    let jitter = move || rng.random_range(0.5..1.5);
+                    let earlier = || group.before(j);
+                    let mut sent = send(
+                        client, topic, partition, batch, policy, stamp, stop, jitter, earlier,
+                    )
+                    .await;
+                    sent.producer = stamp.map(|s| s.id);
+                    group.ended(j);
+                    on_sent(j, &sent);
+                    sent
+                }
+            });
+        let sent = futures_util::future::join_all(sends).await;
+        let all_ok = sent.iter().all(|s| matches!(s.outcome, Outcome::Ok(_)));
+        match stamp {
+            Some(_) if all_ok => {
+                self.next_sequence.insert(partition, sequence);
+            }
+            Some(_) => self.forget(),
+            None => {}
+        }
+        sent
+    }
+
+    /// The stamp of the partition's next batch (None: not idempotent), the
+    /// producer id asked for first if there is none; Err: the send that failed
+    /// for want of one (nothing was sent).
+    async fn stamp(
+        &mut self,
+        client: &mut Client,
+        partition: u32,
+    ) -> Result<Option<ProducerStamp>, Sent> {
+        if !self.policy.idempotent {
+            return Ok(None);
+        }
+        let (id, epoch) = match self.id {
+            Some(known) => known,
+            None => match client.init_producer_id().await {
+                Ok(got) => *self.id.insert(got),
+                Err(e) => {
+                    return Err(Sent {
+                        outcome: Outcome::Fail(Failure::local(e)),
+                        attempts: 1,
+                        retried: Vec::new(),
+                        producer: None,
+                    });
+                }
+            },
+        };
+        let sequence = self.next_sequence.get(&partition).copied().unwrap_or(0);
+        Ok(Some(ProducerStamp {
+            id,
+            epoch,
+            sequence,
+        }))
+    }
+
+    /// Start over with a new producer id.
+    fn forget(&mut self) {
+        self.id = None;
+        self.next_sequence.clear();
+    }
+}
+
+/// The records of a batch, as sequence numbers count them.
+fn count(values: &[u64]) -> u32 {
+    u32::try_from(values.len()).unwrap_or(u32::MAX)
 }
 
 /// How a send ended after all its attempts.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Sent {
     /// The last attempt's outcome, `Fail` turned `Info` once an attempt was
     /// ambiguous.
@@ -243,88 +339,6 @@ impl Sent {
             value["producer"] = json!(id);
         }
         value
-    }
-}
-
-/// Whether a failure of an attempt, after an earlier ambiguous one, is worth
-/// another attempt: no answer at all, or a leader's refusal that a new leader
-/// or a moment may cure (Kafka's retriable errors).
-fn worth_retrying(f: &Failure) -> bool {
-    match f.code.as_deref() {
-        None => true,
-        Some(code) => api::retriable(code) || code == "NOT_ENOUGH_REPLICAS",
-    }
-}
-
-/// Send `values` to `partition` of `topic` in one batch, retrying an unknown outcome (and with
-/// `policy.retry_refusals` a retriable refusal) as `policy.retries` allows, every
-/// attempt with the same `stamp`. No retry starts once `stop` is true (the send
-/// then ends with what it knows). `jitter` spreads the backoffs.
-#[allow(clippy::too_many_arguments)]
-async fn send(
-    client: &mut Client,
-    topic: &str,
-    partition: u32,
-    values: &[u64],
-    policy: Policy,
-    stamp: Option<ProducerStamp>,
-    stop: &watch::Receiver<bool>,
-    mut jitter: impl FnMut() -> f64,
-) -> Sent {
-    let started = Instant::now();
-    let mut retried = Vec::new();
-    let mut ambiguous = false;
-    let mut attempt = 0;
-    let values: Vec<Value> = values.iter().map(|v| json!(v)).collect();
-    loop {
-        attempt += 1;
-        let failure = match client
-            .produce_batch(topic, partition, &values, policy.acks, stamp)
-            .await
-        {
-            Outcome::Ok(offset) => {
-                return Sent {
-                    outcome: Outcome::Ok(offset),
-                    attempts: attempt,
-                    retried,
-                    producer: None,
-                };
-            }
-            Outcome::Info(f) => {
-                ambiguous = true;
-                f
-            }
-            Outcome::Fail(f) if !ambiguous => {
-                // Nothing was appended yet: the send may still fail definitely.
-                let again = policy.retry_refusals
-                    && worth_retrying(&f)
-                    && policy.may_retry(attempt, started)
-                    && !*stop.borrow();
-                if !again {
-                    return Sent {
-                        outcome: Outcome::Fail(f),
-                        attempts: attempt,
-                        retried,
-                        producer: None,
-                    };
-                }
-                f
-            }
-            Outcome::Fail(f) => f,
-        };
-        if ambiguous
-            && (!policy.may_retry(attempt, started) || *stop.borrow() || !worth_retrying(&failure))
-        {
-            return Sent {
-                outcome: Outcome::Info(failure),
-                attempts: attempt,
-                retried,
-                producer: None,
-            };
-        }
-        retried.push(failure.message);
-        let pause: Duration = backoff(attempt - 1, jitter());
-        tokio::time::sleep(pause).await;
     }
 }
 
@@ -367,18 +381,5 @@ mod tests {
         if let Some(then) = long_ago {
             assert!(!kafka.may_retry(1, then));
         }
-    }
-
-    #[test]
-    fn refusals_a_moment_may_cure_are_worth_retrying_and_others_are_not() {
-        let code = |c: &str| Failure {
-            code: Some(c.to_string()),
-            ..Failure::local("refused")
-        };
-        assert!(worth_retrying(&Failure::local("connection refused")));
-        assert!(worth_retrying(&code("NOT_ENOUGH_REPLICAS")));
-        assert!(worth_retrying(&code("NOT_LEADER")));
-        assert!(!worth_retrying(&code("OUT_OF_ORDER_SEQUENCE_NUMBER")));
-        assert!(!worth_retrying(&code("INVALID_PRODUCER_EPOCH")));
     }
 }

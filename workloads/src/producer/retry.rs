@@ -1,0 +1,191 @@
+//! One batch's attempts: the retry loop every send runs, alone or as one of an
+//! idempotent producer's batches in flight together ([`super::Producer::send_group`]).
+//!
+//! A batch in flight behind others of the same producer and partition may reach
+//! the leader before an earlier one (each request has its own connection), or a
+//! new leader that lacks an earlier one still being retried: the leader then
+//! refuses it as out of sequence. As Kafka's producer does, such a refusal is
+//! retried while an earlier batch of the group is still pending — once they have
+//! all ended, it is the leader's final word.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::api;
+use crate::client::{Client, Failure, Outcome, ProducerStamp};
+use crate::pacing::backoff;
+
+use super::{Policy, Sent};
+
+/// The error code of a refusal of an idempotent batch that is not the next one.
+pub const OUT_OF_ORDER: &str = "OUT_OF_ORDER_SEQUENCE_NUMBER";
+
+/// How the batches in flight before one have ended, as far as it cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Earlier {
+    /// One of them is still being sent (a refusal as out of sequence may be cured
+    /// once it lands).
+    Pending,
+    /// All of them ended (or there were none).
+    Ended,
+}
+
+/// The state of each batch of a group, shared by the batches' loops: a batch
+/// asks whether those before it are still pending.
+#[derive(Debug)]
+pub struct Group {
+    pending: Vec<AtomicU8>,
+}
+
+impl Group {
+    pub fn new(batches: usize) -> Group {
+        Group {
+            pending: (0..batches).map(|_| AtomicU8::new(1)).collect(),
+        }
+    }
+
+    /// Batch `j` has ended, whatever its outcome.
+    pub fn ended(&self, j: usize) {
+        self.pending[j].store(0, Ordering::Release);
+    }
+
+    /// The batches before `j`.
+    pub fn before(&self, j: usize) -> Earlier {
+        match self.pending[..j]
+            .iter()
+            .any(|p| p.load(Ordering::Acquire) == 1)
+        {
+            true => Earlier::Pending,
+            false => Earlier::Ended,
+        }
+    }
+}
+
+/// Whether a failure of an attempt, after an earlier ambiguous one, is worth
+/// another attempt: no answer at all, or a leader's refusal that a new leader
+/// or a moment may cure (Kafka's retriable errors).
+pub fn worth_retrying(f: &Failure) -> bool {
+    match f.code.as_deref() {
+        None => true,
+        Some(code) => api::retriable(code) || code == "NOT_ENOUGH_REPLICAS",
+    }
+}
+
+/// Whether `f` may be cured by an earlier batch still in flight landing first.
+fn waits_on_earlier(f: &Failure, earlier: Earlier) -> bool {
+    earlier == Earlier::Pending && f.code.as_deref() == Some(OUT_OF_ORDER)
+}
+
+/// Send `values` to `partition` of `topic` in one batch, retrying an unknown
+/// outcome (and with `policy.retry_refusals` a retriable refusal, or a refusal as
+/// out of sequence while `earlier` says a batch before this one is pending) as
+/// `policy.retries` allows, every attempt with the same `stamp`. No retry starts
+/// once `stop` is true (the send then ends with what it knows). `jitter` spreads
+/// the backoffs.
+#[allow(clippy::too_many_arguments)]
+pub async fn send(
+    client: &mut Client,
+    topic: &str,
+    partition: u32,
+    values: &[u64],
+    policy: Policy,
+    stamp: Option<ProducerStamp>,
+    stop: &watch::Receiver<bool>,
+    mut jitter: impl FnMut() -> f64,
+    earlier: impl Fn() -> Earlier,
+) -> Sent {
+    let started = Instant::now();
+    let mut retried = Vec::new();
+    let mut ambiguous = false;
+    let mut attempt = 0;
+    let values: Vec<Value> = values.iter().map(|v| json!(v)).collect();
+    loop {
+        attempt += 1;
+        let failure = match client
+            .produce_batch(topic, partition, &values, policy.acks, stamp)
+            .await
+        {
+            Outcome::Ok(offset) => {
+                return Sent {
+                    outcome: Outcome::Ok(offset),
+                    attempts: attempt,
+                    retried,
+                    producer: None,
+                };
+            }
+            Outcome::Info(f) => {
+                ambiguous = true;
+                f
+            }
+            Outcome::Fail(f) if !ambiguous => {
+                // Nothing was appended yet: the send may still fail definitely.
+                let again = policy.retry_refusals
+                    && (worth_retrying(&f) || waits_on_earlier(&f, earlier()))
+                    && policy.may_retry(attempt, started)
+                    && !*stop.borrow();
+                if !again {
+                    return Sent {
+                        outcome: Outcome::Fail(f),
+                        attempts: attempt,
+                        retried,
+                        producer: None,
+                    };
+                }
+                f
+            }
+            Outcome::Fail(f) => f,
+        };
+        let curable = worth_retrying(&failure) || waits_on_earlier(&failure, earlier());
+        if ambiguous && (!policy.may_retry(attempt, started) || *stop.borrow() || !curable) {
+            return Sent {
+                outcome: Outcome::Info(failure),
+                attempts: attempt,
+                retried,
+                producer: None,
+            };
+        }
+        retried.push(failure.message);
+        let pause: Duration = backoff(attempt - 1, jitter());
+        tokio::time::sleep(pause).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_a_moment_may_cure_are_worth_retrying_and_others_are_not() {
+        let code = |c: &str| Failure {
+            code: Some(c.to_string()),
+            ..Failure::local("refused")
+        };
+        assert!(worth_retrying(&Failure::local("connection refused")));
+        assert!(worth_retrying(&code("NOT_ENOUGH_REPLICAS")));
+        assert!(worth_retrying(&code("NOT_LEADER")));
+        assert!(!worth_retrying(&code(OUT_OF_ORDER)));
+        assert!(!worth_retrying(&code("INVALID_PRODUCER_EPOCH")));
+        // Out of sequence is cured only by an earlier batch still in flight.
+        assert!(waits_on_earlier(&code(OUT_OF_ORDER), Earlier::Pending));
+        assert!(!waits_on_earlier(&code(OUT_OF_ORDER), Earlier::Ended));
+        assert!(!waits_on_earlier(
+            &code("INVALID_PRODUCER_EPOCH"),
+            Earlier::Pending
+        ));
+    }
+
+    #[test]
+    fn a_batch_waits_on_those_before_it_only() {
+        let g = Group::new(3);
+        assert_eq!(g.before(0), Earlier::Ended);
+        assert_eq!(g.before(2), Earlier::Pending);
+        g.ended(0);
+        assert_eq!(g.before(1), Earlier::Ended);
+        assert_eq!(g.before(2), Earlier::Pending);
+        g.ended(1);
+        assert_eq!(g.before(2), Earlier::Ended);
+    }
+}
