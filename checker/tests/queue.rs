@@ -290,6 +290,99 @@ fn a_refused_retry_whose_record_is_not_in_the_log_or_another_error_is_fine() {
     assert_eq!(h.check().valid, Validity::Valid);
 }
 
+/// Producer 7's send of `v` to partition 0 by `p`, ended `end` (`ok` at `offset`),
+/// or with `error`.
+fn by_producer(h: &mut H, p: u64, v: i64, end: EventType, offset: Option<i64>, error: &str) {
+    let mut value = json!({"partition": 0, "value": v, "producer": 7});
+    if let Some(o) = offset {
+        value["offset"] = json!(o);
+    }
+    h.invoke_send(p, 0, v).push(p, end, "send", value);
+    if !error.is_empty() {
+        h.events.last_mut().unwrap().error = Some(error.into());
+    }
+}
+
+const REFUSED: &str =
+    "OUT_OF_ORDER_SEQUENCE_NUMBER: queue-0: the producer's next sequence is 9, not 2";
+
+#[test]
+fn a_fresh_batch_refused_after_every_earlier_one_was_acknowledged_is_out_of_sequence() {
+    let mut h = H::default();
+    by_producer(&mut h, 0, 1, EventType::Ok, Some(0), "");
+    by_producer(&mut h, 1, 2, EventType::Ok, Some(1), "");
+    by_producer(&mut h, 2, 3, EventType::Fail, None, REFUSED);
+    // The producer's next batch: refused too, reported once.
+    by_producer(&mut h, 3, 4, EventType::Fail, None, REFUSED);
+    h.final_poll(0, &[(0, 1), (1, 2)]);
+    let a = only(&h.check(), AnomalyKind::OutOfSequence).clone();
+    assert_eq!(a.values, vec![json!(3)]);
+    assert!(a.message.contains("producer 7"), "{}", a.message);
+    assert_eq!(a.ops[0].f, "send");
+    assert!(a.ops[0].text.contains("OUT_OF_ORDER"), "{}", a.ops[0].text);
+    // Refused as the producer's very first batch to the partition: the same.
+    let mut h = H::default();
+    by_producer(&mut h, 0, 1, EventType::Fail, None, REFUSED);
+    h.send_ok(1, 0, 2, 0).final_poll(0, &[(0, 2)]);
+    only(&h.check(), AnomalyKind::OutOfSequence);
+}
+
+#[test]
+fn a_refusal_after_a_batch_that_did_not_end_ok_or_had_not_ended_is_fine() {
+    let cases: [(EventType, &str); 3] = [
+        // The batch ahead failed or is in doubt: the leader may expect either.
+        (EventType::Fail, "NOT_LEADER_OR_FOLLOWER"),
+        (EventType::Info, "timed out"),
+        // The refused send itself was in doubt (a refused-duplicate's business).
+        (EventType::Ok, ""),
+    ];
+    for (first, error) in cases {
+        let mut h = H::default();
+        let offset = (first == EventType::Ok).then_some(0);
+        by_producer(&mut h, 0, 1, first, offset, error);
+        let refused = if first == EventType::Ok {
+            EventType::Info
+        } else {
+            EventType::Fail
+        };
+        by_producer(&mut h, 1, 2, refused, None, REFUSED);
+        let log: Vec<(i64, i64)> = if first == EventType::Ok {
+            vec![(0, 1), (1, 3)]
+        } else {
+            vec![(0, 3)]
+        };
+        h.send_ok(2, 0, 3, log.len() as i64 - 1);
+        h.final_poll(0, &log);
+        let r = h.check();
+        assert_eq!(r.valid, Validity::Valid, "{first:?}: {:?}", r.anomalies);
+    }
+    // The batch ahead ended ok only after the refusal: refused while it was pending.
+    let mut h = H::default();
+    h.invoke_send(0, 0, 1);
+    by_producer(&mut h, 1, 2, EventType::Fail, None, REFUSED);
+    h.push(
+        0,
+        EventType::Ok,
+        "send",
+        json!({"partition": 0, "value": 1, "offset": 0, "producer": 7}),
+    );
+    h.final_poll(0, &[(0, 1)]);
+    let r = h.check();
+    assert_eq!(r.valid, Validity::Valid, "{:?}", r.anomalies);
+    // Another producer's acknowledged batches say nothing of producer 7's.
+    let mut h = H::default();
+    h.invoke_send(0, 0, 1).push(
+        0,
+        EventType::Ok,
+        "send",
+        json!({"partition": 0, "value": 1, "offset": 0, "producer": 8}),
+    );
+    by_producer(&mut h, 1, 2, EventType::Info, None, "timed out");
+    by_producer(&mut h, 2, 3, EventType::Fail, None, REFUSED);
+    h.final_poll(0, &[(0, 1)]);
+    assert_eq!(h.check().valid, Validity::Valid);
+}
+
 #[test]
 fn a_retried_send_written_once_is_fine() {
     for (end, offset) in [(EventType::Ok, Some(0)), (EventType::Info, None)] {

@@ -5,8 +5,9 @@
 //! the leader before an earlier one (each request has its own connection), or a
 //! new leader that lacks an earlier one still being retried: the leader then
 //! refuses it as out of sequence. As Kafka's producer does, such a refusal is
-//! retried while an earlier batch of the group is still pending — once they have
-//! all ended, it is the leader's final word.
+//! retried when an earlier batch of the group was still pending as the attempt
+//! was sent — only a refusal of an attempt sent after they had all ended is the
+//! leader's final word.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
@@ -104,6 +105,9 @@ pub async fn send(
     let values: Vec<Value> = values.iter().map(|v| json!(v)).collect();
     loop {
         attempt += 1;
+        // As the attempt leaves: a refusal is cured by a batch that was pending
+        // then, even if it has landed by the time the answer is read.
+        let behind = earlier();
         let failure = match client
             .produce_batch(topic, partition, &values, policy.acks, stamp)
             .await
@@ -123,7 +127,7 @@ pub async fn send(
             Outcome::Fail(f) if !ambiguous => {
                 // Nothing was appended yet: the send may still fail definitely.
                 let again = policy.retry_refusals
-                    && (worth_retrying(&f) || waits_on_earlier(&f, earlier()))
+                    && (worth_retrying(&f) || waits_on_earlier(&f, behind))
                     && policy.may_retry(attempt, started)
                     && !*stop.borrow();
                 if !again {
@@ -138,7 +142,7 @@ pub async fn send(
             }
             Outcome::Fail(f) => f,
         };
-        let curable = worth_retrying(&failure) || waits_on_earlier(&failure, earlier());
+        let curable = worth_retrying(&failure) || waits_on_earlier(&failure, behind);
         if ambiguous && (!policy.may_retry(attempt, started) || *stop.borrow() || !curable) {
             return Sent {
                 outcome: Outcome::Info(failure),
