@@ -12,7 +12,6 @@
 //! - `pacing`: how a worker paces its operations, shared by both.
 
 pub mod api;
-pub mod burst;
 pub mod client;
 pub mod mixed;
 mod pacing;

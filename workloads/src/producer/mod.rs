@@ -31,7 +31,7 @@
 //!
 //! A send is a batch of values (one produce request), and a load burst's producer
 //! has several batches in flight to one partition at once ([`Producer::send_group`],
-//! at most [`MAX_IN_FLIGHT`]), as Kafka's producer does; [`retry`] says how a batch
+//! at most [`MAX_IN_FLIGHT`]), as Kafka's producer does; `retry` says how a batch
 //! behind others is retried.
 
 mod retry;
@@ -156,7 +156,7 @@ impl Producer {
         }
     }
 
-    /// Send `values` to `partition` of `topic` as one batch ([`retry::send`]), as
+    /// Send `values` to `partition` of `topic` as one batch (`retry::send`), as
     /// an idempotent producer when the policy says so (the batch's records
     /// numbered from the partition's next sequence on).
     pub async fn send(
@@ -202,7 +202,7 @@ impl Producer {
     /// Send `batches` to `partition` of `topic` all at once, batch `j` through
     /// `clients[j]` (a connection of its own), numbered one after the other as an
     /// idempotent producer's batches in flight together are (at most
-    /// [`MAX_IN_FLIGHT`]); each batch is retried as [`retry`] says, a refusal as
+    /// [`MAX_IN_FLIGHT`]); each batch is retried as `retry` says, a refusal as
     /// out of sequence too while a batch before it is pending. `on_sent(j, sent)`
     /// is called as batch `j` ends. Unless every batch succeeds, the producer
     /// starts over with a new id, as Kafka's does when a batch in flight fails: the

@@ -14,12 +14,20 @@
 //! as [`crate::producer::Producers`] says) with process numbers and values of their
 //! own, far above the workers': a burst's sends are recorded as any other.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use tokio::sync::watch;
 
-use crate::producer::MAX_IN_FLIGHT;
+use super::sends::{complete_batch, ended, invoke_batch};
+use super::{QueueConfig, TOPIC};
+use crate::client::Client;
+use crate::pacing::{Draws, Ended, Pacer};
+use crate::producer::{MAX_IN_FLIGHT, Producer, Sent};
+use crate::recorder::Recorder;
 
 /// The first process number of the burst producers ([`process`]).
 pub const PROCESS_BASE: u64 = 1 << 20;
@@ -101,6 +109,106 @@ impl Schedule {
             self.current = self.bursts.next_burst();
         }
         self.current.0.saturating_sub(now)
+    }
+}
+
+/// Burst producer `b`: during each load burst ([`Schedule`]) it sends
+/// groups of 1 to [`MAX_IN_FLIGHT`] batches at once to a partition drawn from its
+/// own stream, each batch of 1 to [`MAX_BATCH`] values over a connection of
+/// its own (the counts drawn per group), one group after the other; between bursts
+/// it waits. Each value is its own operation, of its own process (its slot in the
+/// group, [`process`]). Returns the last generation it reached.
+pub(super) async fn burst_producer(
+    config: QueueConfig,
+    b: u32,
+    recorder: std::sync::Arc<dyn Recorder>,
+    mut stop: watch::Receiver<bool>,
+    partitions: Arc<AtomicU32>,
+    started: Instant,
+) -> u64 {
+    let n = u64::from(config.burst_producers.max(1));
+    let mut schedule = Schedule::new(config.seed, started);
+    // Moves on after each `info`, with every slot's process.
+    let mut generation = 0u64;
+    let client_seed = config.seed ^ 0x6275_7273_7400_0000;
+    let connect = |generation| -> Option<Vec<Client>> {
+        (0..MAX_IN_FLIGHT as u32)
+            .map(|j| {
+                let slot = j * MAX_BATCH;
+                let process = process(b, config.burst_producers, generation, slot);
+                Client::new(config.client.clone(), client_seed ^ process).ok()
+            })
+            .collect()
+    };
+    let Some(mut clients) = connect(generation) else {
+        return generation;
+    };
+    let policy = config.producers.policy(b);
+    let mut producer = Producer::new(policy);
+    let mut draws = Draws::new(config.seed ^ 0x0062_7572_7374, b, 1, 1.0);
+    let mut pacer = Pacer::new(Duration::ZERO);
+    let mut sends = 0u64;
+    loop {
+        let wait = schedule.until_burst();
+        if !wait.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop.wait_for(|s| *s) => {}
+            }
+        }
+        if !pacer.wait(&mut stop).await {
+            return generation;
+        }
+        let partition = draws
+            .ops
+            .random_range(0..partitions.load(Ordering::Relaxed).max(1));
+        let in_flight = draws.ops.random_range(1..=MAX_IN_FLIGHT as u32);
+        let group: Vec<Vec<(u64, u64)>> = (0..in_flight)
+            .map(|j| {
+                let size = draws.ops.random_range(1..=MAX_BATCH);
+                (0..size)
+                    .map(|k| {
+                        let slot = j * MAX_BATCH + k;
+                        let process = process(b, config.burst_producers, generation, slot);
+                        let value = VALUE_BASE + u64::from(b) + n * sends;
+                        sends += 1;
+                        (process, value)
+                    })
+                    .collect()
+            })
+            .collect();
+        let values: Vec<Vec<u64>> = group
+            .iter()
+            .map(|batch| batch.iter().map(|&(_, v)| v).collect())
+            .collect();
+        group
+            .iter()
+            .for_each(|batch| invoke_batch(&*recorder, batch, partition));
+        let seed = draws.ops.random();
+        let complete = |j: usize, sent: &Sent| {
+            complete_batch(&*recorder, &group[j], partition, sent);
+        };
+        let sent = producer
+            .send_group(
+                &mut clients,
+                TOPIC,
+                partition,
+                &values,
+                &stop,
+                seed,
+                complete,
+            )
+            .await;
+        let ended = sent.iter().map(ended).fold(Ended::OK, Ended::worse);
+        if ended.crashed {
+            generation += 1;
+            match connect(generation) {
+                Some(c) => clients = c,
+                None => return generation,
+            }
+            producer = Producer::new(policy);
+        }
+        pacer.next(&ended, Duration::ZERO, || draws.jitter());
     }
 }
 

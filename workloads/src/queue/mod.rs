@@ -15,18 +15,25 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::watch;
 
 use checker::history::EventType;
 
-use crate::burst;
 use crate::client::{Client, ClientConfig, Outcome};
 use crate::pacing::{Draws, Ended, Pacer, run_workers};
 pub use crate::producer::Producers;
-use crate::producer::{MAX_IN_FLIGHT, Policy, Producer, Sent};
+use crate::producer::{Policy, Producer};
 use crate::recorder::Recorder;
 use crate::workload::{BoxFuture, Workload};
+
+pub mod burst;
+mod drain;
+mod sends;
+
+pub use drain::final_drain;
+use drain::records_value;
+use sends::record_send;
 
 /// The topic the queue workload writes.
 pub const TOPIC: &str = "queue";
@@ -53,7 +60,7 @@ pub struct QueueConfig {
     /// How each worker's producer sends.
     pub producers: Producers,
     /// Producers that send as fast as the cluster answers during the load bursts
-    /// (`crate::burst`; 0: no bursts).
+    /// ([`burst`]; 0: no bursts).
     pub burst_producers: u32,
     /// Number of concurrent workers of the campaign (of every workload it runs).
     pub concurrency: u32,
@@ -190,7 +197,7 @@ pub async fn run(
         )
     });
     let bursts = run_workers(0..config.burst_producers, |b| {
-        burst_producer(
+        burst::burst_producer(
             config.clone(),
             b,
             recorder.clone(),
@@ -296,165 +303,6 @@ async fn worker(
     }
 }
 
-/// Burst producer `b`: during each load burst ([`burst::Schedule`]) it sends
-/// groups of 1 to [`MAX_IN_FLIGHT`] batches at once to a partition drawn from its
-/// own stream, each batch of 1 to [`burst::MAX_BATCH`] values over a connection of
-/// its own (the counts drawn per group), one group after the other; between bursts
-/// it waits. Each value is its own operation, of its own process (its slot in the
-/// group, [`burst::process`]). Returns the last generation it reached.
-async fn burst_producer(
-    config: QueueConfig,
-    b: u32,
-    recorder: std::sync::Arc<dyn Recorder>,
-    mut stop: watch::Receiver<bool>,
-    partitions: Arc<AtomicU32>,
-    started: Instant,
-) -> u64 {
-    let n = u64::from(config.burst_producers.max(1));
-    let mut schedule = burst::Schedule::new(config.seed, started);
-    // Moves on after each `info`, with every slot's process.
-    let mut generation = 0u64;
-    let client_seed = config.seed ^ 0x6275_7273_7400_0000;
-    let connect = |generation| -> Option<Vec<Client>> {
-        (0..MAX_IN_FLIGHT as u32)
-            .map(|j| {
-                let slot = j * burst::MAX_BATCH;
-                let process = burst::process(b, config.burst_producers, generation, slot);
-                Client::new(config.client.clone(), client_seed ^ process).ok()
-            })
-            .collect()
-    };
-    let Some(mut clients) = connect(generation) else {
-        return generation;
-    };
-    let policy = config.producers.policy(b);
-    let mut producer = Producer::new(policy);
-    let mut draws = Draws::new(config.seed ^ 0x0062_7572_7374, b, 1, 1.0);
-    let mut pacer = Pacer::new(Duration::ZERO);
-    let mut sends = 0u64;
-    loop {
-        let wait = schedule.until_burst();
-        if !wait.is_zero() {
-            tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
-                _ = stop.wait_for(|s| *s) => {}
-            }
-        }
-        if !pacer.wait(&mut stop).await {
-            return generation;
-        }
-        let partition = draws
-            .ops
-            .random_range(0..partitions.load(Ordering::Relaxed).max(1));
-        let in_flight = draws.ops.random_range(1..=MAX_IN_FLIGHT as u32);
-        let group: Vec<Vec<(u64, u64)>> = (0..in_flight)
-            .map(|j| {
-                let size = draws.ops.random_range(1..=burst::MAX_BATCH);
-                (0..size)
-                    .map(|k| {
-                        let slot = j * burst::MAX_BATCH + k;
-                        let process = burst::process(b, config.burst_producers, generation, slot);
-                        let value = burst::VALUE_BASE + u64::from(b) + n * sends;
-                        sends += 1;
-                        (process, value)
-                    })
-                    .collect()
-            })
-            .collect();
-        let values: Vec<Vec<u64>> = group
-            .iter()
-            .map(|batch| batch.iter().map(|&(_, v)| v).collect())
-            .collect();
-        group
-            .iter()
-            .for_each(|batch| invoke_batch(&*recorder, batch, partition));
-        let seed = draws.ops.random();
-        let complete = |j: usize, sent: &Sent| {
-            complete_batch(&*recorder, &group[j], partition, sent);
-        };
-        let sent = producer
-            .send_group(
-                &mut clients,
-                TOPIC,
-                partition,
-                &values,
-                &stop,
-                seed,
-                complete,
-            )
-            .await;
-        let ended = sent.iter().map(ended).fold(Ended::OK, Ended::worse);
-        if ended.crashed {
-            generation += 1;
-            match connect(generation) {
-                Some(c) => clients = c,
-                None => return generation,
-            }
-            producer = Producer::new(policy);
-        }
-        pacer.next(&ended, Duration::ZERO, || draws.jitter());
-    }
-}
-
-/// Send one value: the invocation now, the completion once `sent` (every attempt
-/// of the send) is done.
-async fn record_send(
-    recorder: &dyn Recorder,
-    process: u64,
-    partition: u32,
-    value: u64,
-    sent: impl std::future::Future<Output = Sent>,
-) -> Ended {
-    let batch = [(process, value)];
-    invoke_batch(recorder, &batch, partition);
-    let sent = sent.await;
-    complete_batch(recorder, &batch, partition, &sent);
-    ended(&sent)
-}
-
-/// The invocations of a batch of values, each `(process, value)` one operation.
-fn invoke_batch(recorder: &dyn Recorder, batch: &[(u64, u64)], partition: u32) {
-    for &(process, value) in batch {
-        let invoke = json!({"partition": partition, "value": value});
-        recorder.record(process, EventType::Invoke, "send", invoke, None);
-    }
-}
-
-/// The completions of a batch once `sent` (every attempt of it) is done — all
-/// alike, as the batch succeeded or failed as one, the `k`-th value at the batch's
-/// offset + `k`. A batch of several says its size (`"batch":n`).
-fn complete_batch(recorder: &dyn Recorder, batch: &[(u64, u64)], partition: u32, sent: &Sent) {
-    for (k, &(process, value)) in batch.iter().enumerate() {
-        let mut v = sent.annotate(json!({"partition": partition, "value": value}));
-        if batch.len() > 1 {
-            v["batch"] = json!(batch.len());
-        }
-        match &sent.outcome {
-            Outcome::Ok(offset) => {
-                if let Some(o) = offset {
-                    v["offset"] = json!(o + k as u64);
-                }
-                recorder.record(process, EventType::Ok, "send", v, None);
-            }
-            Outcome::Fail(f) => {
-                recorder.record(process, EventType::Fail, "send", v, Some(f.message.clone()));
-            }
-            Outcome::Info(f) => {
-                recorder.record(process, EventType::Info, "send", v, Some(f.message.clone()));
-            }
-        }
-    }
-}
-
-/// How a send ended, as the worker's pacing cares.
-fn ended(sent: &Sent) -> Ended {
-    match &sent.outcome {
-        Outcome::Ok(_) => Ended::OK,
-        Outcome::Fail(f) => Ended::failed(f, false),
-        Outcome::Info(f) => Ended::failed(f, true),
-    }
-}
-
 /// Poll one partition from `offset`, advancing the worker's position.
 async fn poll(
     client: &mut Client,
@@ -499,99 +347,6 @@ async fn poll(
             ended
         }
     }
-}
-
-/// The value of an ok poll: `{"partition":p,"records":[[offset,value],...],
-/// "high_watermark":hw}`. The high watermark the broker answered with tells the
-/// checker whether a final drain read the whole committed log.
-fn records_value(partition: u32, fetched: &crate::api::Fetched) -> Value {
-    let records: Vec<Value> = fetched
-        .records
-        .iter()
-        .map(|r| json!([r.offset, r.value]))
-        .collect();
-    json!({"partition": partition, "records": records, "high_watermark": fetched.high_watermark})
-}
-
-/// The final drain: read every partition from offset 0 up to its high watermark as
-/// `final-poll` operations, retrying until `deadline`. `process` is the first
-/// process number to use (one nobody used); it moves on after an `info`.
-/// Returns the process numbers used, or what could not be drained.
-pub async fn final_drain(
-    config: &QueueConfig,
-    recorder: &dyn Recorder,
-    mut process: u64,
-    deadline: Instant,
-) -> Result<u64, String> {
-    let mut client = Client::new(config.client.clone(), config.seed ^ process)?;
-    // Every partition the topic has now: those added while the campaign ran too.
-    let partitions = client
-        .partition_count(TOPIC)
-        .await
-        .unwrap_or(0)
-        .max(config.partitions);
-    for partition in 0..partitions {
-        let mut offset = 0u64;
-        loop {
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "the final drain of {TOPIC}-{partition} did not finish in time (read up to offset {offset})"
-                ));
-            }
-            let invoke = json!({"partition": partition, "offset": offset});
-            recorder.record(
-                process,
-                EventType::Invoke,
-                "final-poll",
-                invoke.clone(),
-                None,
-            );
-            match client
-                .fetch(TOPIC, partition, offset, DRAIN_MAX_RECORDS)
-                .await
-            {
-                Outcome::Ok(fetched) => {
-                    recorder.record(
-                        process,
-                        EventType::Ok,
-                        "final-poll",
-                        records_value(partition, &fetched),
-                        None,
-                    );
-                    match fetched.records.last() {
-                        Some(last) => offset = last.offset + 1,
-                        None => break,
-                    }
-                    if offset >= fetched.high_watermark {
-                        break;
-                    }
-                }
-                Outcome::Fail(f) => {
-                    recorder.record(
-                        process,
-                        EventType::Fail,
-                        "final-poll",
-                        invoke,
-                        Some(f.message),
-                    );
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-                Outcome::Info(f) => {
-                    recorder.record(
-                        process,
-                        EventType::Info,
-                        "final-poll",
-                        invoke,
-                        Some(f.message),
-                    );
-                    process += 1;
-                    client = Client::new(config.client.clone(), config.seed ^ process)?;
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-            }
-        }
-    }
-    Ok(process)
 }
 
 #[cfg(test)]
