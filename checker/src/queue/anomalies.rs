@@ -244,7 +244,9 @@ fn out_of_sequence(a: &Analysis) -> Vec<Anomaly> {
                 AnomalyKind::OutOfSequence,
                 s.partition,
                 format!(
-                    "idempotent producer {id}'s send of {} was refused as out of sequence,                      although the leader had acknowledged every batch the producer sent                      the partition before it: the broker lost the producer's sequence",
+                    "idempotent producer {id}'s send of {} was refused as out of sequence, \
+                     although the leader had acknowledged every batch the producer sent \
+                     the partition before it: the broker lost the producer's sequence",
                     a.names.show(s.value)
                 ),
             );
@@ -411,34 +413,56 @@ fn uncommitted_reads(a: &Analysis) -> Vec<Anomaly> {
 }
 
 /// nonmonotonic-send: a process's acknowledged send to a partition got a lower
-/// offset than its previous acknowledged send to that partition.
+/// offset than its previous acknowledged send to that partition — or an
+/// idempotent producer's did, its sends taken in the order they were invoked
+/// (the order of their sequence numbers, which the leader must append them in,
+/// even when several are in flight at once).
 fn nonmonotonic_sends(a: &Analysis) -> Vec<Anomaly> {
     let mut anomalies = Vec::new();
-    let mut last: HashMap<(u64, i64), (&Send, i64)> = HashMap::new();
-    for s in a.sends {
-        let Some(offset) = s.offset else { continue };
-        let Some((prev, before)) = last.insert((s.op.process, s.partition), (s, offset)) else {
-            continue;
-        };
-        if offset >= before {
-            continue;
+    // A pair of sends reported once, though both their process and their producer
+    // went backwards.
+    let mut reported = BTreeSet::new();
+    let by_process = |s: &Send| Some((Sender::Process(s.op.process), s.partition));
+    let by_producer = |s: &Send| Some((Sender::Producer(s.producer?), s.partition));
+    for key in [&by_process as &dyn Fn(&Send) -> _, &by_producer] {
+        let mut last: HashMap<(Sender, i64), (&Send, i64)> = HashMap::new();
+        for s in a.sends {
+            let (Some(offset), Some(k)) = (s.offset, key(s)) else {
+                continue;
+            };
+            let Some((prev, before)) = last.insert(k, (s, offset)) else {
+                continue;
+            };
+            if offset >= before || !reported.insert((prev.op.invoke_index, s.op.invoke_index)) {
+                continue;
+            }
+            let who = match k.0 {
+                Sender::Process(p) => format!("process {p}"),
+                Sender::Producer(id) => format!("idempotent producer {id}"),
+            };
+            let mut x = anomaly(
+                AnomalyKind::NonmonotonicSend,
+                s.partition,
+                format!(
+                    "{who} sent {} at offset {before}, then {} at lower offset {offset}",
+                    a.names.show(prev.value),
+                    a.names.show(s.value)
+                ),
+            );
+            x.offsets = vec![offset, before];
+            x.values = vec![a.names.exported(prev.value), a.names.exported(s.value)];
+            x.ops = vec![prev.op_ref(&a.names), s.op_ref(&a.names)];
+            anomalies.push(x);
         }
-        let mut x = anomaly(
-            AnomalyKind::NonmonotonicSend,
-            s.partition,
-            format!(
-                "process {} sent {} at offset {before}, then {} at lower offset {offset}",
-                s.op.process,
-                a.names.show(prev.value),
-                a.names.show(s.value)
-            ),
-        );
-        x.offsets = vec![offset, before];
-        x.values = vec![a.names.exported(prev.value), a.names.exported(s.value)];
-        x.ops = vec![prev.op_ref(&a.names), s.op_ref(&a.names)];
-        anomalies.push(x);
     }
     anomalies
+}
+
+/// Who sent a value, as nonmonotonic-send keeps order per sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Sender {
+    Process(u64),
+    Producer(i64),
 }
 
 /// replica-divergence of the queue topic's replicas ([`super::divergence`]), their
