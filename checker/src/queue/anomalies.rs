@@ -15,12 +15,11 @@ use crate::verdict::{Anomaly, AnomalyKind, OpRef};
 pub(super) type Check = fn(&Analysis<'_>) -> Vec<Anomaly>;
 
 /// Every queue check, by the kind it finds.
-pub(super) const CHECKS: [(AnomalyKind, Check); 12] = [
+pub(super) const CHECKS: [(AnomalyKind, Check); 11] = [
     (AnomalyKind::LostWrite, lost_writes),
     (AnomalyKind::InconsistentOffsets, inconsistent_offsets),
     (AnomalyKind::Duplicate, duplicates),
     (AnomalyKind::RefusedDuplicate, refused_duplicates),
-    (AnomalyKind::OutOfSequence, out_of_sequence),
     (AnomalyKind::Unexpected, unexpected),
     (AnomalyKind::AbortedRead, aborted_reads),
     (AnomalyKind::UncommittedRead, uncommitted_reads),
@@ -216,48 +215,6 @@ fn refused_duplicates(a: &Analysis) -> Vec<Anomaly> {
             )
         },
     )
-}
-
-/// out-of-sequence: an idempotent producer's send ended `fail` (no attempt of it
-/// was ever in doubt), refused as out of sequence, although every send its
-/// producer made to that partition before — invoked before it — had ended `ok`
-/// before it ended. The leader held every batch the producer had sent it (each
-/// acknowledged with `acks=all`) and none of this one (every attempt was refused),
-/// so this batch was the next one it must append: a leader that refuses it has
-/// lost the producer's sequence (its producer state, or the records themselves).
-/// Kafka's producer reports this as `OutOfOrderSequenceException`, a sign of data
-/// loss on the broker. One anomaly per producer and partition, at its first such
-/// send.
-fn out_of_sequence(a: &Analysis) -> Vec<Anomaly> {
-    // Per (producer, partition): whether every send so far ended ok, and when the
-    // last of them ended.
-    let mut so_far: HashMap<(i64, i64), (bool, u64)> = HashMap::new();
-    let mut reported = BTreeSet::new();
-    let mut anomalies = Vec::new();
-    for s in a.sends {
-        let Some(id) = s.producer else { continue };
-        let ended = s.op.complete_index.unwrap_or(u64::MAX);
-        let (all_ok, last_end) = so_far.entry((id, s.partition)).or_insert((true, 0));
-        let refused = s.refused_out_of_sequence && s.op.outcome == Outcome::Fail;
-        if refused && *all_ok && *last_end < ended && reported.insert((id, s.partition)) {
-            let mut x = anomaly(
-                AnomalyKind::OutOfSequence,
-                s.partition,
-                format!(
-                    "idempotent producer {id}'s send of {} was refused as out of sequence, \
-                     although the leader had acknowledged every batch the producer sent \
-                     the partition before it: the broker lost the producer's sequence",
-                    a.names.show(s.value)
-                ),
-            );
-            x.values = vec![a.names.exported(s.value)];
-            x.ops = vec![s.op_ref(&a.names)];
-            anomalies.push(x);
-        }
-        *all_ok &= s.op.outcome == Outcome::Ok && s.offset.is_some();
-        *last_end = (*last_end).max(ended);
-    }
-    anomalies
 }
 
 /// The first read of each (partition, value) whose send `judge` picks out, with
