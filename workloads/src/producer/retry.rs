@@ -9,7 +9,7 @@
 //! was sent — only a refusal of an attempt sent after they had all ended is the
 //! leader's final word.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -22,7 +22,7 @@ use crate::pacing::backoff;
 use super::{Policy, Sent};
 
 /// The error code of a refusal of an idempotent batch that is not the next one.
-pub const OUT_OF_ORDER: &str = "OUT_OF_ORDER_SEQUENCE_NUMBER";
+pub(super) const OUT_OF_ORDER: &str = "OUT_OF_ORDER_SEQUENCE_NUMBER";
 
 /// How the batches in flight before one have ended, as far as it cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,29 +38,28 @@ pub enum Earlier {
 /// asks whether those before it are still pending.
 #[derive(Debug)]
 pub struct Group {
-    pending: Vec<AtomicU8>,
+    /// Per batch: still being sent.
+    pending: Vec<AtomicBool>,
 }
 
 impl Group {
     pub fn new(batches: usize) -> Group {
         Group {
-            pending: (0..batches).map(|_| AtomicU8::new(1)).collect(),
+            pending: (0..batches).map(|_| AtomicBool::new(true)).collect(),
         }
     }
 
     /// Batch `j` has ended, whatever its outcome.
     pub fn ended(&self, j: usize) {
-        self.pending[j].store(0, Ordering::Release);
+        self.pending[j].store(false, Ordering::Release);
     }
 
     /// The batches before `j`.
     pub fn before(&self, j: usize) -> Earlier {
-        match self.pending[..j]
-            .iter()
-            .any(|p| p.load(Ordering::Acquire) == 1)
-        {
-            true => Earlier::Pending,
-            false => Earlier::Ended,
+        if self.pending[..j].iter().any(|p| p.load(Ordering::Acquire)) {
+            Earlier::Pending
+        } else {
+            Earlier::Ended
         }
     }
 }
@@ -68,7 +67,7 @@ impl Group {
 /// Whether a failure of an attempt, after an earlier ambiguous one, is worth
 /// another attempt: no answer at all, or a leader's refusal that a new leader
 /// or a moment may cure (Kafka's retriable errors).
-pub fn worth_retrying(f: &Failure) -> bool {
+fn worth_retrying(f: &Failure) -> bool {
     match f.code.as_deref() {
         None => true,
         Some(code) => api::retriable(code) || code == "NOT_ENOUGH_REPLICAS",
