@@ -88,13 +88,17 @@ async fn a_new_leader_answers_a_retry_with_the_first_offset() {
     assert_eq!(produce_ok(&c, old, &producer, 1, "b").await, 1);
     // The answer "was lost": the leader dies, the producer retries at the new one.
     c.node(old).kill();
-    let (new, _) = leader(&c, "t", Some(old)).await;
+    let (new, new_epoch) = leader(&c, "t", Some(old)).await;
     assert_eq!(produce_ok(&c, new, &producer, 1, "b").await, 1);
     // A gap is refused; the next sequence is appended.
     let (status, body) = produce(&c, new, &producer, 3, "d").await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["error"], "OUT_OF_ORDER_SEQUENCE_NUMBER", "{body}");
     assert_eq!(body["expected_sequence"], 2, "{body}");
+    assert_eq!(
+        body["leader_epoch"], new_epoch,
+        "the refusing leader's epoch: {body}"
+    );
     assert_eq!(produce_ok(&c, new, &producer, 2, "c").await, 2);
     assert_eq!(values(&c, new).await, [json!("a"), json!("b"), json!("c")]);
 }

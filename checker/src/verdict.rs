@@ -80,6 +80,7 @@ pub enum AnomalyKind {
     InconsistentOffsets,
     Duplicate,
     RefusedDuplicate,
+    OutOfSequence,
     Unexpected,
     AbortedRead,
     UncommittedRead,
@@ -109,6 +110,9 @@ impl AnomalyKind {
             AnomalyKind::Duplicate => "One sent value sits at two offsets of the log.",
             AnomalyKind::RefusedDuplicate => {
                 "An idempotent producer's retry was refused as out of sequence although the record it retried is in the log: the broker did not recognise a duplicate, and the producer gave up on a written record."
+            }
+            AnomalyKind::OutOfSequence => {
+                "An idempotent producer's batch was refused as out of sequence by a leader whose epoch was no older than those that acknowledged every batch the producer sent that partition before: the leader lost track of the producer's sequence."
             }
             AnomalyKind::Unexpected => "A poll returned a value that no client ever sent.",
             AnomalyKind::AbortedRead => {
@@ -152,11 +156,12 @@ impl AnomalyKind {
     }
 
     /// Every kind, in the order results list them.
-    pub const ALL: [AnomalyKind; 18] = [
+    pub const ALL: [AnomalyKind; 19] = [
         AnomalyKind::LostWrite,
         AnomalyKind::InconsistentOffsets,
         AnomalyKind::Duplicate,
         AnomalyKind::RefusedDuplicate,
+        AnomalyKind::OutOfSequence,
         AnomalyKind::Unexpected,
         AnomalyKind::AbortedRead,
         AnomalyKind::UncommittedRead,
@@ -180,6 +185,7 @@ impl AnomalyKind {
             AnomalyKind::InconsistentOffsets => "inconsistent-offsets",
             AnomalyKind::Duplicate => "duplicate",
             AnomalyKind::RefusedDuplicate => "refused-duplicate",
+            AnomalyKind::OutOfSequence => "out-of-sequence",
             AnomalyKind::Unexpected => "unexpected",
             AnomalyKind::AbortedRead => "aborted-read",
             AnomalyKind::UncommittedRead => "uncommitted-read",

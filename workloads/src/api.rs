@@ -86,6 +86,9 @@ impl Metadata {
 pub struct Produced {
     /// `null` with `acks=0` (the broker answered before appending).
     pub base_offset: Option<u64>,
+    /// The epoch of the leader that appended it (absent with `acks=0`).
+    #[serde(default)]
+    pub leader_epoch: Option<i64>,
 }
 
 /// `200` answer of a fetch.
@@ -131,6 +134,10 @@ pub struct ErrorBody {
     /// `OFFSET_OUT_OF_RANGE`: the partition's high watermark.
     #[serde(default)]
     pub high_watermark: Option<u64>,
+    /// `FENCED_LEADER_EPOCH`: the current leader epoch; an idempotent producer's
+    /// refusal: the epoch the refusing leader leads.
+    #[serde(default)]
+    pub leader_epoch: Option<i64>,
 }
 
 /// What an error code lets a client conclude about a write (docs/api.md's table).

@@ -290,7 +290,16 @@ impl<L: ReplicaLog> Replica<L> {
             .producers
             .check(producer.id, producer.epoch, producer.sequence);
         match check {
-            Err(e) => (Err(ReplicaError::Sequence(e)), fx),
+            Err(error) => {
+                let leader_epoch = epoch;
+                (
+                    Err(ReplicaError::Sequence {
+                        error,
+                        leader_epoch,
+                    }),
+                    fx,
+                )
+            }
             Ok(SequenceCheck::Duplicate { base_offset }) => {
                 let appended = Appended {
                     base_offset,

@@ -125,8 +125,12 @@ pub enum ReplicaError {
         replica: BrokerId,
     },
     /// An idempotent producer's batch out of sequence, or from a fenced epoch;
-    /// nothing was appended.
-    Sequence(producers::SequenceError),
+    /// nothing was appended. `leader_epoch`: the epoch this replica led as it
+    /// refused (a client tells a deposed leader's refusal from its successor's).
+    Sequence {
+        error: producers::SequenceError,
+        leader_epoch: LeaderEpoch,
+    },
     Io(io::Error),
 }
 

@@ -1457,10 +1457,13 @@ fn a_retried_batch_is_answered_with_its_offset_not_appended_again() {
     );
     assert!(matches!(
         produce_idempotent(&mut b, a, 13, 3),
-        Err(ReplicaError::Sequence(SequenceError::OutOfOrder {
-            expected: 2,
-            got: 3
-        }))
+        Err(ReplicaError::Sequence {
+            error: SequenceError::OutOfOrder {
+                expected: 2,
+                got: 3
+            },
+            leader_epoch: 1,
+        })
     ));
     assert_eq!(b.get(a).log_end_offset(), 3);
 }

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::analysis::{Analysis, Witness};
 use super::ops::{Send, Val};
+use super::sequence::out_of_sequence;
 use crate::history::Outcome;
 use crate::linear::fx::FxMap;
 use crate::verdict::{Anomaly, AnomalyKind, OpRef};
@@ -15,11 +16,12 @@ use crate::verdict::{Anomaly, AnomalyKind, OpRef};
 pub(super) type Check = fn(&Analysis<'_>) -> Vec<Anomaly>;
 
 /// Every queue check, by the kind it finds.
-pub(super) const CHECKS: [(AnomalyKind, Check); 11] = [
+pub(super) const CHECKS: [(AnomalyKind, Check); 12] = [
     (AnomalyKind::LostWrite, lost_writes),
     (AnomalyKind::InconsistentOffsets, inconsistent_offsets),
     (AnomalyKind::Duplicate, duplicates),
     (AnomalyKind::RefusedDuplicate, refused_duplicates),
+    (AnomalyKind::OutOfSequence, out_of_sequence),
     (AnomalyKind::Unexpected, unexpected),
     (AnomalyKind::AbortedRead, aborted_reads),
     (AnomalyKind::UncommittedRead, uncommitted_reads),
@@ -42,7 +44,7 @@ pub(super) fn all(a: &Analysis) -> Vec<Anomaly> {
     found
 }
 
-fn anomaly(kind: AnomalyKind, partition: i64, message: String) -> Anomaly {
+pub(super) fn anomaly(kind: AnomalyKind, partition: i64, message: String) -> Anomaly {
     let mut a = Anomaly::new(kind, message);
     a.partition = Some(partition);
     a

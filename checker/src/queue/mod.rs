@@ -33,6 +33,7 @@ mod divergence;
 mod final_log;
 mod ops;
 pub(crate) mod reading;
+mod sequence;
 
 pub use divergence::replica_divergence;
 pub use final_log::{LogError, ReplicaLog, parse_final_log};

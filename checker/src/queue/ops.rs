@@ -115,6 +115,9 @@ pub(super) struct Send {
     /// Its last attempt was refused as out of sequence (the completion's `error`
     /// starts with `OUT_OF_ORDER_SEQUENCE_NUMBER`).
     pub(super) refused_out_of_sequence: bool,
+    /// The epoch of the leader that answered its last attempt (the completion's
+    /// `leader_epoch`): the one that acknowledged it, or refused it.
+    pub(super) leader_epoch: Option<i64>,
 }
 
 /// An `ok` `poll` or `final-poll` operation.

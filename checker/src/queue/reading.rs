@@ -393,6 +393,7 @@ impl QueueHistory {
                         attempts: 1,
                         producer: None,
                         refused_out_of_sequence: false,
+                        leader_epoch: None,
                     });
                     Ok(self.sends.len() - 1)
                 }
@@ -453,8 +454,10 @@ impl QueueHistory {
                 let s = &mut self.sends[i];
                 s.op.complete_index = Some(at.index);
                 s.op.outcome = outcome;
-                let [offset, attempts, producer] = value.ints(["offset", "attempts", "producer"]);
+                let [offset, attempts, producer, leader_epoch] =
+                    value.ints(["offset", "attempts", "producer", "leader_epoch"]);
                 s.producer = producer;
+                s.leader_epoch = leader_epoch;
                 if outcome == Outcome::Ok {
                     s.offset = offset;
                 }

@@ -136,10 +136,11 @@ impl Client {
     ) -> Outcome<Option<u64>> {
         self.produce_batch(topic, partition, &[value], acks, producer)
             .await
+            .map(|p| p.base_offset)
     }
 
     /// Append `values` as one batch, in one request; `Ok` carries the first one's
-    /// offset (the others follow it). As an idempotent producer, `producer`'s
+    /// offset (the others follow it) and the appending leader's epoch. As an idempotent producer, `producer`'s
     /// sequence is the first record's, the others numbered after it.
     pub async fn produce_batch(
         &mut self,
@@ -148,7 +149,7 @@ impl Client {
         values: &[Value],
         acks: Acks,
         producer: Option<ProducerStamp>,
-    ) -> Outcome<Option<u64>> {
+    ) -> Outcome<Produced> {
         let path = format!(
             "/v1/topics/{topic}/partitions/{partition}/records?acks={}",
             acks.as_str()
@@ -164,16 +165,10 @@ impl Client {
             .map(|v| format!(r#"{{"value":{}}}"#, canonical(v)))
             .collect();
         let body = format!(r#"{{"records":[{}]{stamp}}}"#, records.join(","));
-        let out = self
-            .with_leader(topic, partition, |http, addr| {
-                json_body(http.post(format!("http://{addr}{path}")), &body)
-            })
-            .await;
-        match out {
-            Outcome::Ok(Produced { base_offset }) => Outcome::Ok(base_offset),
-            Outcome::Fail(f) => Outcome::Fail(f),
-            Outcome::Info(f) => Outcome::Info(f),
-        }
+        self.with_leader(topic, partition, |http, addr| {
+            json_body(http.post(format!("http://{addr}{path}")), &body)
+        })
+        .await
     }
 
     /// Read up to `max_records` records from `offset` (never past the high watermark).
@@ -233,16 +228,11 @@ impl Client {
             body.push_str(&format!(r#","if_value":{}"#, canonical(&expected)));
         }
         body.push('}');
-        let out = self
-            .with_leader(topic, partition, |http, addr| {
-                json_body(http.post(format!("http://{addr}{path}")), &body)
-            })
-            .await;
-        match out {
-            Outcome::Ok(Produced { base_offset }) => Outcome::Ok(base_offset),
-            Outcome::Fail(f) => Outcome::Fail(f),
-            Outcome::Info(f) => Outcome::Info(f),
-        }
+        self.with_leader(topic, partition, |http, addr| {
+            json_body(http.post(format!("http://{addr}{path}")), &body)
+        })
+        .await
+        .map(|p: Produced| p.base_offset)
     }
 }
 

@@ -12,6 +12,9 @@ pub struct Failure {
     pub message: String,
     /// `OFFSET_OUT_OF_RANGE` carries the partition's high watermark.
     pub high_watermark: Option<u64>,
+    /// The leader epoch the refusal carries (an idempotent producer's refusal:
+    /// the epoch the refusing leader leads).
+    pub leader_epoch: Option<i64>,
 }
 
 impl Failure {
@@ -20,6 +23,7 @@ impl Failure {
             code: None,
             message: message.into(),
             high_watermark: None,
+            leader_epoch: None,
         }
     }
 
@@ -32,6 +36,7 @@ impl Failure {
             },
             code: Some(body.error),
             high_watermark: body.high_watermark,
+            leader_epoch: body.leader_epoch,
         }
     }
 }
@@ -51,4 +56,15 @@ pub enum Outcome<T> {
     Fail(Failure),
     /// Unknown: it may or may not have happened.
     Info(Failure),
+}
+
+impl<T> Outcome<T> {
+    /// What an `ok` carries, turned into something else.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Outcome<U> {
+        match self {
+            Outcome::Ok(t) => Outcome::Ok(f(t)),
+            Outcome::Fail(e) => Outcome::Fail(e),
+            Outcome::Info(e) => Outcome::Info(e),
+        }
+    }
 }

@@ -250,8 +250,10 @@ impl Producer {
                     )
                     .await;
                     sent.producer = stamp.map(|s| s.id);
-                    group.ended(j);
+                    // Recorded before the batches behind it may see it ended:
+                    // their final refusals come after its completion.
                     on_sent(j, &sent);
+                    group.ended(j);
                     sent
                 }
             });
@@ -288,6 +290,7 @@ impl Producer {
                         attempts: 1,
                         retried: Vec::new(),
                         producer: None,
+                        leader_epoch: None,
                     });
                 }
             },
@@ -324,12 +327,17 @@ pub struct Sent {
     pub retried: Vec<String>,
     /// The idempotent producer's id that sent it (None: not idempotent).
     pub producer: Option<u64>,
+    /// The epoch of the leader that answered the last attempt, when the answer
+    /// carries it: the appending leader's (`ok`), the refusing one's (a refusal of
+    /// an idempotent batch).
+    pub leader_epoch: Option<i64>,
 }
 
 impl Sent {
     /// Add the attempts to a completion's value (nothing for a single attempt, so
     /// a run without retries records what it always did), and the idempotent
-    /// producer's id.
+    /// producer's id with the answering leader's epoch (what judges a refusal as
+    /// out of sequence: docs/anomalies.md).
     pub fn annotate(&self, mut value: Value) -> Value {
         if self.attempts > 1 {
             value["attempts"] = json!(self.attempts);
@@ -337,6 +345,9 @@ impl Sent {
         }
         if let Some(id) = self.producer {
             value["producer"] = json!(id);
+            if let Some(epoch) = self.leader_epoch {
+                value["leader_epoch"] = json!(epoch);
+            }
         }
         value
     }
@@ -381,5 +392,21 @@ mod tests {
         if let Some(then) = long_ago {
             assert!(!kafka.may_retry(1, then));
         }
+    }
+
+    #[test]
+    fn an_idempotent_send_records_its_producer_and_the_answering_leaders_epoch() {
+        let sent = |producer, leader_epoch| Sent {
+            outcome: Outcome::Ok(Some(3)),
+            attempts: 1,
+            retried: Vec::new(),
+            producer,
+            leader_epoch,
+        };
+        let v = sent(Some(7), Some(4)).annotate(json!({"value": 1}));
+        assert_eq!(v, json!({"value": 1, "producer": 7, "leader_epoch": 4}));
+        // A plain send records what it always did.
+        let v = sent(None, Some(4)).annotate(json!({"value": 1}));
+        assert_eq!(v, json!({"value": 1}));
     }
 }

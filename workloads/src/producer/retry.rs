@@ -6,8 +6,9 @@
 //! new leader that lacks an earlier one still being retried: the leader then
 //! refuses it as out of sequence. As Kafka's producer does, such a refusal is
 //! retried when an earlier batch of the group was still pending as the attempt
-//! was sent — only a refusal of an attempt sent after they had all ended is the
-//! leader's final word.
+//! was sent — only a refusal of an attempt sent after they had all ended (and
+//! their completions were recorded) is the leader's final word, whatever the
+//! retry policy and even once the run stops.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -111,12 +112,13 @@ pub async fn send(
             .produce_batch(topic, partition, &values, policy.acks, stamp)
             .await
         {
-            Outcome::Ok(offset) => {
+            Outcome::Ok(p) => {
                 return Sent {
-                    outcome: Outcome::Ok(offset),
+                    outcome: Outcome::Ok(p.base_offset),
                     attempts: attempt,
                     retried,
                     producer: None,
+                    leader_epoch: p.leader_epoch,
                 };
             }
             Outcome::Info(f) => {
@@ -125,12 +127,18 @@ pub async fn send(
             }
             Outcome::Fail(f) if !ambiguous => {
                 // Nothing was appended yet: the send may still fail definitely.
-                let again = policy.retry_refusals
-                    && (worth_retrying(&f) || waits_on_earlier(&f, behind))
-                    && policy.may_retry(attempt, started)
-                    && !*stop.borrow();
+                // A refusal a batch still ahead of it may cure is always sent
+                // again (those batches end too, within their own retries), so
+                // a refusal as out of sequence that ends a send is the answer to
+                // an attempt sent once every batch ahead of it had ended.
+                let again = waits_on_earlier(&f, behind)
+                    || (policy.retry_refusals
+                        && worth_retrying(&f)
+                        && policy.may_retry(attempt, started)
+                        && !*stop.borrow());
                 if !again {
                     return Sent {
+                        leader_epoch: f.leader_epoch,
                         outcome: Outcome::Fail(f),
                         attempts: attempt,
                         retried,
@@ -144,6 +152,7 @@ pub async fn send(
         let curable = worth_retrying(&failure) || waits_on_earlier(&failure, behind);
         if ambiguous && (!policy.may_retry(attempt, started) || *stop.borrow() || !curable) {
             return Sent {
+                leader_epoch: failure.leader_epoch,
                 outcome: Outcome::Info(failure),
                 attempts: attempt,
                 retried,

@@ -195,7 +195,7 @@ fn refused(node: &ReplicaManager, part: &Partition, api: Api, e: ReplicaError) -
         }),
         ReplicaError::OffsetOutOfRange { .. }
         | ReplicaError::UnknownReplica { .. }
-        | ReplicaError::Sequence(_)
+        | ReplicaError::Sequence { .. }
         | ReplicaError::Io(_) => None,
     };
     if let Some(event) = event {
@@ -230,20 +230,28 @@ fn replica_error(part: &Partition, e: ReplicaError) -> ApiError {
         ReplicaError::UnknownReplica { replica } => {
             ApiError::invalid(format!("{name}: broker {replica} is not a replica"))
         }
-        ReplicaError::Sequence(SequenceError::OutOfOrder { expected, got }) => ApiError::new(
+        ReplicaError::Sequence {
+            error: SequenceError::OutOfOrder { expected, got },
+            leader_epoch,
+        } => ApiError::new(
             Code::OutOfOrderSequenceNumber,
             format!(
                 "{name}: the producer's next sequence is {expected}, not {got}; nothing was written"
             ),
         )
-        .with("expected_sequence", expected),
-        ReplicaError::Sequence(SequenceError::StaleEpoch { current, got }) => ApiError::new(
+        .with("expected_sequence", expected)
+        .with("leader_epoch", leader_epoch),
+        ReplicaError::Sequence {
+            error: SequenceError::StaleEpoch { current, got },
+            leader_epoch,
+        } => ApiError::new(
             Code::InvalidProducerEpoch,
             format!(
                 "{name}: producer epoch {got} is fenced by epoch {current}; nothing was written"
             ),
         )
-        .with("producer_epoch", current),
+        .with("producer_epoch", current)
+        .with("leader_epoch", leader_epoch),
         // A storage failure: the write was taken back, but a crash before the disk
         // let it be cut may bring it back; its outcome is unknown.
         ReplicaError::Io(e) => ApiError::new(
