@@ -194,6 +194,10 @@ impl Producer {
             {
                 self.forget();
             }
+            // Given up in doubt: the batch may be in the log under its sequence,
+            // which the next batch must not reuse (Kafka's producer resets its id
+            // then too, KIP-360).
+            (Some(_), Outcome::Info(_)) => self.forget(),
             _ => {}
         }
         sent
