@@ -9,6 +9,10 @@
 //!   an invocation and a completion in a history file (`history.jsonl`), as Kafka's
 //!   default producer (idempotent, retrying) on every other one.
 //!
+//! - **with batches in flight**: both again, each producer sending as a burst
+//!   producer does at most — five batches of eight values at once, each over a
+//!   connection of its own (through the harness: an idempotent producer's group,
+//!   every value recorded as a send of its own) — counting acknowledged values;
 //! - **broker alone on the fault filesystem**: the first measurement again, on a
 //!   second cluster whose data dirs are fault filesystems (docs/faults.md): what
 //!   FUSE and the journal of un-fsynced writes cost the broker.
@@ -30,7 +34,8 @@ use watermark::proc::Proc;
 use watermark::store::{History, HistoryFile, Tally};
 use watermark::system::broker::{Cluster, ClusterConfig};
 use workloads::client::{Acks, Client, ClientConfig, Outcome};
-use workloads::producer::{Producer, Producers};
+use workloads::producer::{MAX_IN_FLIGHT, Producer, Producers, Sent};
+use workloads::queue::burst::MAX_BATCH;
 use workloads::recorder::Recorder;
 
 /// The broker built in this profile (cargo bench builds release).
@@ -135,6 +140,121 @@ async fn measure(
     (ok as f64 / secs, failed)
 }
 
+/// As [`measure`], each producer sending groups of [`MAX_IN_FLIGHT`] batches of
+/// [`MAX_BATCH`] values at once, one connection per batch; counts values.
+async fn measure_batches(
+    nodes: BTreeMap<i32, SocketAddr>,
+    producers: u32,
+    secs: f64,
+    recorder: Option<Arc<dyn Recorder>>,
+) -> (f64, u64) {
+    let warmup = Duration::from_secs(1);
+    let start = Instant::now();
+    let (from, end) = (
+        start + warmup,
+        start + warmup + Duration::from_secs_f64(secs),
+    );
+    let (_stop_tx, stop) = watch::channel(false);
+    let slots = MAX_IN_FLIGHT as u64 * u64::from(MAX_BATCH);
+    let mut tasks = Vec::new();
+    for c in 0..producers {
+        let (nodes, recorder, stop) = (nodes.clone(), recorder.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut clients: Vec<Client> = (0..MAX_IN_FLIGHT as u64)
+                .map(|j| {
+                    let config = ClientConfig::new(nodes.clone(), None);
+                    Client::new(config, u64::from(c) * slots + j).unwrap()
+                })
+                .collect();
+            let mut producer = Producer::new(Producers::KafkaDefault.policy(0));
+            let (mut ok, mut failed, mut n) = (0u64, 0u64, 0u64);
+            while Instant::now() < end {
+                let partition = (n % 2) as u32;
+                // Value `k` of batch `j`: slot `j * MAX_BATCH + k`, as a burst's.
+                let group: Vec<Vec<(u64, u64)>> = (0..MAX_IN_FLIGHT as u64)
+                    .map(|j| {
+                        (0..u64::from(MAX_BATCH))
+                            .map(|k| {
+                                let slot = j * u64::from(MAX_BATCH) + k;
+                                let value =
+                                    (n * u64::from(producers) + u64::from(c)) * slots + slot;
+                                (u64::from(c) * slots + slot, value)
+                            })
+                            .collect()
+                    })
+                    .collect();
+                n += 1;
+                let values: Vec<Vec<u64>> = group
+                    .iter()
+                    .map(|b| b.iter().map(|&(_, v)| v).collect())
+                    .collect();
+                let acked: Vec<bool> = match &recorder {
+                    None => {
+                        let sends = clients.iter_mut().zip(&values).map(|(client, batch)| {
+                            let batch: Vec<serde_json::Value> =
+                                batch.iter().map(|v| json!(v)).collect();
+                            async move {
+                                let out = client
+                                    .produce_batch("queue", partition, &batch, Acks::All, None)
+                                    .await;
+                                matches!(out, Outcome::Ok(_))
+                            }
+                        });
+                        futures_util::future::join_all(sends).await
+                    }
+                    Some(r) => {
+                        for &(process, value) in group.iter().flatten() {
+                            let v = json!({"partition": partition, "value": value});
+                            r.record(process, EventType::Invoke, "send", v, None);
+                        }
+                        let complete = |j: usize, sent: &Sent| {
+                            let ok = matches!(sent.outcome, Outcome::Ok(_));
+                            let kind = if ok { EventType::Ok } else { EventType::Fail };
+                            for &(process, value) in &group[j] {
+                                let v = json!({"partition": partition, "value": value});
+                                r.record(process, kind, "send", sent.annotate(v), None);
+                            }
+                        };
+                        let seed = n;
+                        let sent = producer
+                            .send_group(
+                                &mut clients,
+                                "queue",
+                                partition,
+                                &values,
+                                &stop,
+                                seed,
+                                complete,
+                            )
+                            .await;
+                        sent.iter()
+                            .map(|s| matches!(s.outcome, Outcome::Ok(_)))
+                            .collect()
+                    }
+                };
+                if Instant::now() >= from {
+                    for (done, batch) in acked.iter().zip(&values) {
+                        let count = batch.len() as u64;
+                        if *done {
+                            ok += count;
+                        } else {
+                            failed += count;
+                        }
+                    }
+                }
+            }
+            (ok, failed)
+        }));
+    }
+    let (mut ok, mut failed) = (0, 0);
+    for t in tasks {
+        let (o, f) = t.await.unwrap();
+        ok += o;
+        failed += f;
+    }
+    (ok as f64 / secs, failed)
+}
+
 /// Each node's own address, past the proxies.
 fn own_addrs(cluster: &Cluster) -> BTreeMap<i32, SocketAddr> {
     cluster
@@ -179,6 +299,16 @@ fn main() {
         let (harness, harness_failed) = measure(proxied, clients, secs, Some(history)).await;
         println!("through the harness   {harness:>9.0} ok/s   ({harness_failed} failed)");
         println!("ratio harness/broker alone: {:.3}", harness / alone);
+        let history = Arc::new(History::new(
+            HistoryFile::create(&dir.path().join("batches.jsonl"), Instant::now()).unwrap(),
+            Arc::new(Tally::default()),
+        ));
+        let (alone_b, alone_b_failed) = measure_batches(own_addrs(&cluster), clients, secs, None).await;
+        println!("broker alone, batches {alone_b:>9.0} ok/s   ({alone_b_failed} failed)");
+        let proxied = cluster.client_addrs();
+        let (harness_b, harness_b_failed) = measure_batches(proxied, clients, secs, Some(history)).await;
+        println!("through the harness, batches {harness_b:>9.0} ok/s   ({harness_b_failed} failed)");
+        println!("ratio harness/broker alone, batches: {:.3}", harness_b / alone_b);
         drop(cluster);
         let cluster = Cluster::start(config("on-faultfs", true)).await.unwrap();
         cluster.create_topic("queue", 2, 3, 2).await.unwrap();

@@ -45,7 +45,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::client::{Acks, Client, Failure, Outcome, ProducerStamp};
-use retry::{Earlier, Group, OUT_OF_ORDER, send};
+use retry::{Group, OUT_OF_ORDER, send};
 
 /// The most batches an idempotent producer has in flight to one partition at
 /// once: Kafka's `max.in.flight.requests.per.connection` default, which its
@@ -173,9 +173,8 @@ impl Producer {
             Err(sent) => return sent,
         };
         let policy = self.policy;
-        let alone = || Earlier::Ended;
         let mut sent = send(
-            client, topic, partition, values, policy, stamp, stop, jitter, alone,
+            client, topic, partition, values, policy, stamp, stop, jitter, None,
         )
         .await;
         sent.producer = stamp.map(|s| s.id);
@@ -248,9 +247,16 @@ impl Producer {
                 let mut rng = ChaCha8Rng::seed_from_u64(seed ^ j as u64);
                 async move {
                     let jitter = move || rng.random_range(0.5..1.5);
-                    let earlier = || group.before(j);
                     let mut sent = send(
-                        client, topic, partition, batch, policy, stamp, stop, jitter, earlier,
+                        client,
+                        topic,
+                        partition,
+                        batch,
+                        policy,
+                        stamp,
+                        stop,
+                        jitter,
+                        Some((group, j)),
                     )
                     .await;
                     sent.producer = stamp.map(|s| s.id);

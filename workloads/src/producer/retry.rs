@@ -6,7 +6,8 @@
 //! new leader that lacks an earlier one still being retried: the leader then
 //! refuses it as out of sequence. As Kafka's producer does, such a refusal is
 //! retried when an earlier batch of the group was still pending as the attempt
-//! was sent — only a refusal of an attempt sent after they had all ended (and
+//! was sent, as soon as one of those ends (not after a backoff: it has most likely
+//! landed a moment later) — only a refusal of an attempt sent after they had all ended (and
 //! their completions were recorded) is the leader's final word, whatever the
 //! retry policy and even once the run stops.
 
@@ -14,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use crate::api;
 use crate::client::{Client, Failure, Outcome, ProducerStamp};
@@ -36,23 +37,39 @@ pub enum Earlier {
 }
 
 /// The state of each batch of a group, shared by the batches' loops: a batch
-/// asks whether those before it are still pending.
+/// asks whether those before it are still pending, and waits for one to end.
 #[derive(Debug)]
 pub struct Group {
     /// Per batch: still being sent.
     pending: Vec<AtomicBool>,
+    /// Told whenever a batch ends.
+    moved: Notify,
 }
 
 impl Group {
     pub fn new(batches: usize) -> Group {
         Group {
             pending: (0..batches).map(|_| AtomicBool::new(true)).collect(),
+            moved: Notify::new(),
         }
     }
 
     /// Batch `j` has ended, whatever its outcome.
     pub fn ended(&self, j: usize) {
         self.pending[j].store(false, Ordering::Release);
+        self.moved.notify_waiters();
+    }
+
+    /// Until a batch before `j` ends (at once if none is pending), or `at_most`
+    /// has passed.
+    async fn one_before_ends(&self, j: usize, at_most: Duration) {
+        let moved = self.moved.notified();
+        tokio::pin!(moved);
+        // Registered before looking, so an end in between is not missed.
+        moved.as_mut().enable();
+        if self.before(j) == Earlier::Pending {
+            let _ = tokio::time::timeout(at_most, moved).await;
+        }
     }
 
     /// The batches before `j`.
@@ -81,11 +98,12 @@ fn waits_on_earlier(f: &Failure, earlier: Earlier) -> bool {
 }
 
 /// Send `values` to `partition` of `topic` in one batch, retrying an unknown
-/// outcome (and with `policy.retry_refusals` a retriable refusal, or a refusal as
-/// out of sequence while `earlier` says a batch before this one is pending) as
-/// `policy.retries` allows, every attempt with the same `stamp`. No retry starts
-/// once `stop` is true (the send then ends with what it knows). `jitter` spreads
-/// the backoffs.
+/// outcome (and with `policy.retry_refusals` a retriable refusal) as
+/// `policy.retries` allows, every attempt with the same `stamp`; as batch `j` of
+/// a `group`, a refusal as out of sequence while a batch before it is pending too,
+/// as soon as one of them ends (it has landed, or never will). No retry starts
+/// once `stop` is true (the send then ends with what it knows), but for the
+/// latter. `jitter` spreads the backoffs.
 #[allow(clippy::too_many_arguments)]
 pub async fn send(
     client: &mut Client,
@@ -96,8 +114,9 @@ pub async fn send(
     stamp: Option<ProducerStamp>,
     stop: &watch::Receiver<bool>,
     mut jitter: impl FnMut() -> f64,
-    earlier: impl Fn() -> Earlier,
+    group: Option<(&Group, usize)>,
 ) -> Sent {
+    let earlier = || group.map_or(Earlier::Ended, |(g, j)| g.before(j));
     let started = Instant::now();
     let mut retried = Vec::new();
     let mut ambiguous = false;
@@ -149,7 +168,8 @@ pub async fn send(
             }
             Outcome::Fail(f) => f,
         };
-        let curable = worth_retrying(&failure) || waits_on_earlier(&failure, behind);
+        let waits = waits_on_earlier(&failure, behind);
+        let curable = worth_retrying(&failure) || waits;
         if ambiguous && (!policy.may_retry(attempt, started) || *stop.borrow() || !curable) {
             return Sent {
                 leader_epoch: failure.leader_epoch,
@@ -161,7 +181,11 @@ pub async fn send(
         }
         retried.push(failure.message);
         let pause: Duration = backoff(attempt - 1, jitter());
-        tokio::time::sleep(pause).await;
+        match group {
+            // Cured once a batch ahead lands: wait for that, not a backoff.
+            Some((g, j)) if waits => g.one_before_ends(j, pause).await,
+            _ => tokio::time::sleep(pause).await,
+        }
     }
 }
 
