@@ -98,6 +98,13 @@ fn found(r: &CheckerResult) -> Vec<AnomalyKind> {
     r.anomalies.iter().map(|a| a.kind).collect()
 }
 
+/// The one anomaly of an invalid verdict, an out-of-sequence one.
+fn only_out_of_sequence(r: &CheckerResult) -> &checker::verdict::Anomaly {
+    assert_eq!(found(r), [AnomalyKind::OutOfSequence], "{:#?}", r.anomalies);
+    assert_eq!(r.valid, Validity::Invalid);
+    &r.anomalies[0]
+}
+
 #[test]
 fn the_next_batch_refused_by_a_leader_no_older_than_the_acknowledging_ones_is_found() {
     for refusing_epoch in [3, 5] {
@@ -108,14 +115,7 @@ fn the_next_batch_refused_by_a_leader_no_older_than_the_acknowledging_ones_is_fo
             // Its next batch: refused too, reported once.
             .send(4, EventType::Fail, 7, Some(refusing_epoch));
         let r = h.drained();
-        assert_eq!(
-            found(&r),
-            [AnomalyKind::OutOfSequence],
-            "{:#?}",
-            r.anomalies
-        );
-        assert_eq!(r.valid, Validity::Invalid);
-        let a = &r.anomalies[0];
+        let a = only_out_of_sequence(&r);
         assert_eq!(a.values, [json!(3)]);
         for part in [
             "producer 7's".to_string(),
@@ -134,13 +134,7 @@ fn the_next_batch_refused_by_a_leader_no_older_than_the_acknowledging_ones_is_fo
     h.send(1, EventType::Ok, 8, Some(1))
         .send(2, EventType::Fail, 7, Some(1));
     let r = h.drained();
-    assert_eq!(
-        found(&r),
-        [AnomalyKind::OutOfSequence],
-        "{:#?}",
-        r.anomalies
-    );
-    assert!(r.anomalies[0].message.contains("first batch"));
+    assert!(only_out_of_sequence(&r).message.contains("first batch"));
 }
 
 #[test]

@@ -68,6 +68,24 @@ fn env_or(name: &str, default: f64) -> f64 {
         .unwrap_or(default)
 }
 
+/// The measured window: from a second's warmup on, `secs` long.
+fn window(secs: f64) -> (Instant, Instant) {
+    let from = Instant::now() + Duration::from_secs(1);
+    (from, from + Duration::from_secs_f64(secs))
+}
+
+/// The producers' acknowledged operations per second over `secs`, and their
+/// failures.
+async fn total(tasks: Vec<tokio::task::JoinHandle<(u64, u64)>>, secs: f64) -> (f64, u64) {
+    let (mut ok, mut failed) = (0, 0);
+    for t in tasks {
+        let (o, f) = t.await.unwrap();
+        ok += o;
+        failed += f;
+    }
+    (ok as f64 / secs, failed)
+}
+
 /// `clients` producers for `secs` (after a second's warmup) on `nodes`; with a
 /// `recorder`, each send recorded and sent as the campaign's producers send.
 /// Returns the acknowledged sends per second and the sends that failed.
@@ -77,12 +95,7 @@ async fn measure(
     secs: f64,
     recorder: Option<Arc<dyn Recorder>>,
 ) -> (f64, u64) {
-    let warmup = Duration::from_secs(1);
-    let start = Instant::now();
-    let (from, end) = (
-        start + warmup,
-        start + warmup + Duration::from_secs_f64(secs),
-    );
+    let (from, end) = window(secs);
     let (_stop_tx, stop) = watch::channel(false);
     let mut tasks = Vec::new();
     for c in 0..clients {
@@ -131,13 +144,7 @@ async fn measure(
             (ok, failed)
         }));
     }
-    let (mut ok, mut failed) = (0, 0);
-    for t in tasks {
-        let (o, f) = t.await.unwrap();
-        ok += o;
-        failed += f;
-    }
-    (ok as f64 / secs, failed)
+    total(tasks, secs).await
 }
 
 /// As [`measure`], each producer sending groups of [`MAX_IN_FLIGHT`] batches of
@@ -148,12 +155,7 @@ async fn measure_batches(
     secs: f64,
     recorder: Option<Arc<dyn Recorder>>,
 ) -> (f64, u64) {
-    let warmup = Duration::from_secs(1);
-    let start = Instant::now();
-    let (from, end) = (
-        start + warmup,
-        start + warmup + Duration::from_secs_f64(secs),
-    );
+    let (from, end) = window(secs);
     let (_stop_tx, stop) = watch::channel(false);
     let slots = MAX_IN_FLIGHT as u64 * u64::from(MAX_BATCH);
     let mut tasks = Vec::new();
@@ -246,13 +248,7 @@ async fn measure_batches(
             (ok, failed)
         }));
     }
-    let (mut ok, mut failed) = (0, 0);
-    for t in tasks {
-        let (o, f) = t.await.unwrap();
-        ok += o;
-        failed += f;
-    }
-    (ok as f64 / secs, failed)
+    total(tasks, secs).await
 }
 
 /// Each node's own address, past the proxies.
