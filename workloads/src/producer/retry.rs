@@ -224,4 +224,25 @@ mod tests {
         g.ended(1);
         assert_eq!(g.before(2), Earlier::Ended);
     }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_batch_waits_for_one_ahead_to_end_not_for_its_backoff() {
+        let g = std::sync::Arc::new(Group::new(2));
+        let long = Duration::from_secs(60);
+        // Batch 0 ends 10 ms on: batch 1 stops waiting then, not a minute on.
+        let ahead = g.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            ahead.ended(0);
+        });
+        let start = tokio::time::Instant::now();
+        g.one_before_ends(1, long).await;
+        assert_eq!(start.elapsed(), Duration::from_millis(10));
+        // None pending: at once; still pending with none ending: the bound.
+        g.one_before_ends(1, long).await;
+        assert_eq!(start.elapsed(), Duration::from_millis(10));
+        let g = Group::new(2);
+        g.one_before_ends(1, Duration::from_millis(50)).await;
+        assert_eq!(start.elapsed(), Duration::from_millis(60));
+    }
 }
