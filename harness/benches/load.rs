@@ -27,7 +27,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use checker::history::EventType;
 use serde_json::json;
 use tokio::sync::watch;
 use watermark::proc::Proc;
@@ -36,6 +35,7 @@ use watermark::system::broker::{Cluster, ClusterConfig};
 use workloads::client::{Acks, Client, ClientConfig, Outcome};
 use workloads::producer::{MAX_IN_FLIGHT, Producer, Producers, Sent};
 use workloads::queue::burst::MAX_BATCH;
+use workloads::queue::{complete_batch, invoke_batch};
 use workloads::recorder::Recorder;
 
 /// The broker built in this profile (cargo bench builds release).
@@ -121,16 +121,13 @@ async fn measure(
                         Outcome::Ok(_)
                     ),
                     Some(r) => {
-                        let process = u64::from(c);
-                        let v = json!({"partition": partition, "value": value});
-                        r.record(process, EventType::Invoke, "send", v.clone(), None);
+                        let batch = [(u64::from(c), value)];
+                        invoke_batch(&**r, &batch, partition);
                         let sent = producer
                             .send(&mut client, "queue", partition, &[value], &stop, || 1.0)
                             .await;
-                        let ok = matches!(sent.outcome, Outcome::Ok(_));
-                        let kind = if ok { EventType::Ok } else { EventType::Fail };
-                        r.record(process, kind, "send", sent.annotate(v), None);
-                        ok
+                        complete_batch(&**r, &batch, partition, &sent);
+                        matches!(sent.outcome, Outcome::Ok(_))
                     }
                 };
                 if now >= from {
@@ -205,17 +202,11 @@ async fn measure_batches(
                         futures_util::future::join_all(sends).await
                     }
                     Some(r) => {
-                        for &(process, value) in group.iter().flatten() {
-                            let v = json!({"partition": partition, "value": value});
-                            r.record(process, EventType::Invoke, "send", v, None);
+                        for batch in &group {
+                            invoke_batch(&**r, batch, partition);
                         }
                         let complete = |j: usize, sent: &Sent| {
-                            let ok = matches!(sent.outcome, Outcome::Ok(_));
-                            let kind = if ok { EventType::Ok } else { EventType::Fail };
-                            for &(process, value) in &group[j] {
-                                let v = json!({"partition": partition, "value": value});
-                                r.record(process, kind, "send", sent.annotate(v), None);
-                            }
+                            complete_batch(&**r, &group[j], partition, sent);
                         };
                         let seed = n;
                         let sent = producer

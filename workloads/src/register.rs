@@ -272,20 +272,14 @@ async fn perform(
                 Outcome::Fail(e) | Outcome::Info(e) => Outcome::Fail(e),
             }
         }
-        Op::Write { value, .. } => {
-            match clients
-                .writer
-                .write_key(TOPIC, partition, &key, json!(value), None)
-                .await
-            {
-                Outcome::Ok(_) => {
-                    known.insert(key.clone(), json!(value));
-                    Outcome::Ok(invoke.clone())
-                }
-                Outcome::Fail(e) => Outcome::Fail(e),
-                Outcome::Info(e) => Outcome::Info(e),
-            }
-        }
+        Op::Write { value, .. } => clients
+            .writer
+            .write_key(TOPIC, partition, &key, json!(value), None)
+            .await
+            .map(|_| {
+                known.insert(key.clone(), json!(value));
+                invoke.clone()
+            }),
         Op::Cas { expected, new, .. } => {
             match clients
                 .writer

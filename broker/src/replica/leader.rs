@@ -291,14 +291,11 @@ impl<L: ReplicaLog> Replica<L> {
             .check(producer.id, producer.epoch, producer.sequence);
         match check {
             Err(error) => {
-                let leader_epoch = epoch;
-                (
-                    Err(ReplicaError::Sequence {
-                        error,
-                        leader_epoch,
-                    }),
-                    fx,
-                )
+                let refused = ReplicaError::Sequence {
+                    error,
+                    leader_epoch: epoch,
+                };
+                (Err(refused), fx)
             }
             Ok(SequenceCheck::Duplicate { base_offset }) => {
                 let appended = Appended {

@@ -52,11 +52,13 @@ pub(super) fn out_of_sequence(a: &Analysis) -> Vec<Anomaly> {
     let mut reported = BTreeSet::new();
     let mut anomalies = Vec::new();
     for s in a.sends {
-        let Some(id) = s.producer else { continue };
+        // (A send without an end has no producer either.)
+        let (Some(id), Some(ended)) = (s.producer, s.op.complete_index) else {
+            continue;
+        };
         if open.contains(&s.partition) {
             continue;
         }
-        let ended = s.op.complete_index.unwrap_or(u64::MAX);
         let p = so_far.entry((id, s.partition)).or_insert(SoFar {
             all_acknowledged: true,
             last_end: 0,

@@ -140,8 +140,9 @@ impl Client {
     }
 
     /// Append `values` as one batch, in one request; `Ok` carries the first one's
-    /// offset (the others follow it) and the appending leader's epoch. As an idempotent producer, `producer`'s
-    /// sequence is the first record's, the others numbered after it.
+    /// offset (the others follow it) and the appending leader's epoch. As an
+    /// idempotent producer, `producer`'s sequence is the first record's, the
+    /// others numbered after it.
     pub async fn produce_batch(
         &mut self,
         topic: &str,

@@ -6,10 +6,10 @@
 //! new leader that lacks an earlier one still being retried: the leader then
 //! refuses it as out of sequence. As Kafka's producer does, such a refusal is
 //! retried when an earlier batch of the group was still pending as the attempt
-//! was sent, as soon as one of those ends (not after a backoff: it has most likely
-//! landed a moment later) — only a refusal of an attempt sent after they had all ended (and
-//! their completions were recorded) is the leader's final word, whatever the
-//! retry policy and even once the run stops.
+//! was sent, as soon as one of those ends (not after a backoff: it has most
+//! likely landed a moment later) — only a refusal of an attempt sent after they
+//! had all ended (and their completions were recorded) is the leader's final
+//! word, whatever the retry policy and even once the run stops.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -144,36 +144,26 @@ pub async fn send(
                 ambiguous = true;
                 f
             }
-            Outcome::Fail(f) if !ambiguous => {
-                // Nothing was appended yet: the send may still fail definitely.
-                // A refusal a batch still ahead of it may cure is always sent
-                // again (those batches end too, within their own retries), so
-                // a refusal as out of sequence that ends a send is the answer to
-                // an attempt sent once every batch ahead of it had ended.
-                let again = waits_on_earlier(&f, behind)
-                    || (policy.retry_refusals
-                        && worth_retrying(&f)
-                        && policy.may_retry(attempt, started)
-                        && !*stop.borrow());
-                if !again {
-                    return Sent {
-                        leader_epoch: f.leader_epoch,
-                        outcome: Outcome::Fail(f),
-                        attempts: attempt,
-                        retried,
-                        producer: None,
-                    };
-                }
-                f
-            }
             Outcome::Fail(f) => f,
         };
         let waits = waits_on_earlier(&failure, behind);
-        let curable = worth_retrying(&failure) || waits;
-        if ambiguous && (!policy.may_retry(attempt, started) || *stop.borrow() || !curable) {
+        let may_retry = policy.may_retry(attempt, started) && !*stop.borrow();
+        // Nothing appended yet, the send may still fail definitely. A refusal a
+        // batch still ahead of it may cure is always sent again (those batches
+        // end too, within their own retries), so a refusal as out of sequence that
+        // ends a send answered an attempt sent once every batch ahead had ended.
+        let again = if ambiguous {
+            may_retry && (worth_retrying(&failure) || waits)
+        } else {
+            waits || (policy.retry_refusals && worth_retrying(&failure) && may_retry)
+        };
+        if !again {
             return Sent {
                 leader_epoch: failure.leader_epoch,
-                outcome: Outcome::Info(failure),
+                outcome: match ambiguous {
+                    true => Outcome::Info(failure),
+                    false => Outcome::Fail(failure),
+                },
                 attempts: attempt,
                 retried,
                 producer: None,

@@ -34,6 +34,7 @@ mod sends;
 pub use drain::final_drain;
 use drain::records_value;
 use sends::record_send;
+pub use sends::{complete_batch, invoke_batch};
 
 /// The topic the queue workload writes.
 pub const TOPIC: &str = "queue";

@@ -29,7 +29,7 @@ pub(super) async fn record_send(
 }
 
 /// The invocations of a batch of values, each `(process, value)` one operation.
-pub(super) fn invoke_batch(recorder: &dyn Recorder, batch: &[(u64, u64)], partition: u32) {
+pub fn invoke_batch(recorder: &dyn Recorder, batch: &[(u64, u64)], partition: u32) {
     for &(process, value) in batch {
         let invoke = json!({"partition": partition, "value": value});
         recorder.record(process, EventType::Invoke, "send", invoke, None);
@@ -39,12 +39,7 @@ pub(super) fn invoke_batch(recorder: &dyn Recorder, batch: &[(u64, u64)], partit
 /// The completions of a batch once `sent` (every attempt of it) is done — all
 /// alike, as the batch succeeded or failed as one, the `k`-th value at the batch's
 /// offset + `k`. A batch of several says its size (`"batch":n`).
-pub(super) fn complete_batch(
-    recorder: &dyn Recorder,
-    batch: &[(u64, u64)],
-    partition: u32,
-    sent: &Sent,
-) {
+pub fn complete_batch(recorder: &dyn Recorder, batch: &[(u64, u64)], partition: u32, sent: &Sent) {
     for (k, &(process, value)) in batch.iter().enumerate() {
         let mut v = sent.annotate(json!({"partition": partition, "value": value}));
         if batch.len() > 1 {
