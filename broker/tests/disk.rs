@@ -319,6 +319,19 @@ impl Tmpfs {
         }
         filler
     }
+
+    /// Give the filler's space back: cut it to nothing, then remove it. Cutting frees
+    /// its pages at once, even while a child another test is spawning (forked, not yet
+    /// exec'd) still holds an inherited descriptor of it — an unlink alone would free
+    /// them only when that descriptor closes.
+    fn free(&self, filler: &std::path::Path) {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(filler)
+            .and_then(|f| f.set_len(0))
+            .expect("cut the filler");
+        std::fs::remove_file(filler).expect("remove the filler");
+    }
 }
 
 impl Drop for Tmpfs {
@@ -375,7 +388,7 @@ fn a_log_on_a_full_filesystem_never_writes_an_offset_twice() {
         assert_eq!(log.log_end_offset(), acked.len() as u64);
         i += 1;
     }
-    std::fs::remove_file(&filler).unwrap();
+    fs.free(&filler);
     for _ in 0..5 {
         let offset = log.append(2, vec![(None, value(i).into())]).unwrap();
         acked.push((offset, value(i)));
@@ -476,7 +489,7 @@ async fn a_leader_on_a_full_filesystem_hands_over_and_rejoins_once_space_is_free
         acked.push((o, json!(v)));
     }
     assert_has_every_ack(&c, new, &acked).await;
-    std::fs::remove_file(&filler).unwrap();
+    mounts[old as usize - 1].free(&filler);
     let leo = acked.iter().map(|(o, _)| o + 1).max().unwrap();
     wait_rejoined(&c, old, leo).await;
     assert_has_every_ack(&c, old, &acked).await;

@@ -10,6 +10,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::commands::campaign_process::{read_outcome_of, spawn_and_wait};
+use crate::commands::selftest::detection::Detection;
 use crate::nemesis::schedule_file::ScheduleFile;
 
 /// What is asked of each try.
@@ -38,10 +39,12 @@ pub struct Attempt {
     pub reproduced: u32,
     /// The anomaly kinds the tries showed.
     pub kinds: Vec<String>,
-    /// When the reproducing tries witnessed their first anomaly: the latest of
-    /// them (seconds).
+    /// When the reproducing tries witnessed their first anomaly, each (seconds; at
+    /// the end of the run when only the final logs showed it).
+    pub witnessed: Vec<Detection>,
+    /// The time a run is cut after: see [`cut_witness`] (seconds).
     pub detected: Option<f64>,
-    /// Some reproducing try showed its anomaly only at the end of the run.
+    /// The cut would need a try that showed its anomaly only at the end of the run.
     pub detected_at_end: bool,
     pub folder: PathBuf,
     pub elapsed_s: f64,
@@ -69,6 +72,7 @@ impl Trial<'_> {
             tries: 0,
             reproduced: 0,
             kinds: Vec::new(),
+            witnessed: Vec::new(),
             detected: None,
             detected_at_end: false,
             folder: folder.to_path_buf(),
@@ -101,20 +105,14 @@ impl Trial<'_> {
                 let hit = kinds.iter().any(|k| self.kinds.contains(k));
                 if hit {
                     attempt.reproduced += 1;
-                    // The latest first witness of the reproducing tries: a run cut
-                    // after it keeps every one of them.
-                    if let Some(d) = detected {
-                        attempt.detected_at_end |= d.at_end;
-                        if attempt.detected.is_none_or(|latest| d.seconds > latest) {
-                            attempt.detected = Some(d.seconds);
-                        }
-                    }
+                    attempt.witnessed.extend(detected);
                 }
                 attempt.kinds.extend(kinds);
             }
         }
         attempt.kinds.sort();
         attempt.kinds.dedup();
+        (attempt.detected, attempt.detected_at_end) = cut_witness(&attempt.witnessed, self.needed);
         attempt.elapsed_s = t.elapsed().as_secs_f64();
         attempt
     }
@@ -152,6 +150,25 @@ impl Trial<'_> {
     }
 }
 
+/// The time a run can be cut after and still show the failure in `needed` of the
+/// runs that witnessed it: the `needed`-th earliest witness (the latest when fewer
+/// witnessed) — a replay that met the failure late, by another path than most, does
+/// not hold the cut back, and a cut that keeps `needed` of them is as many as
+/// adopt a candidate. Whether that needs a run that showed its anomaly only at the
+/// end (then there is no time to cut after). None: no witness.
+pub fn cut_witness(witnessed: &[Detection], needed: u32) -> (Option<f64>, bool) {
+    let mut sorted = witnessed.to_vec();
+    sorted.sort_by(|a, b| {
+        a.at_end
+            .cmp(&b.at_end)
+            .then(a.seconds.total_cmp(&b.seconds))
+    });
+    let kept = &sorted[..sorted.len().min(needed.max(1) as usize)];
+    let at_end = kept.iter().any(|d| d.at_end);
+    let latest = kept.iter().map(|d| d.seconds).max_by(f64::total_cmp);
+    (latest, at_end)
+}
+
 /// Whether a candidate that reproduced in `reproduced` of `done` tries gets another,
 /// out of `tries`: every try when `needed` is None, else until `needed` reproduced or
 /// the tries left can no longer make them up.
@@ -161,7 +178,33 @@ fn wants_more(done: u32, reproduced: u32, tries: u32, needed: Option<u32>) -> bo
 
 #[cfg(test)]
 mod tests {
-    use super::wants_more;
+    use super::{Detection, cut_witness, wants_more};
+
+    fn at(seconds: f64) -> Detection {
+        Detection {
+            seconds,
+            at_end: false,
+        }
+    }
+
+    #[test]
+    fn a_run_is_cut_after_as_many_witnesses_as_adopt_a_candidate() {
+        let end = Detection {
+            seconds: 10.5,
+            at_end: true,
+        };
+        // Two of three adopt: the second earliest, a late third left out.
+        assert_eq!(
+            cut_witness(&[at(9.9), at(2.2), at(3.1)], 2),
+            (Some(3.1), false)
+        );
+        // Fewer witnesses than needed: the latest of them.
+        assert_eq!(cut_witness(&[at(4.0)], 2), (Some(4.0), false));
+        // A run that showed it only at the end counts after every in-run witness.
+        assert_eq!(cut_witness(&[end, at(2.0), at(6.0)], 2), (Some(6.0), false));
+        assert_eq!(cut_witness(&[end, at(2.0)], 2), (Some(10.5), true));
+        assert_eq!(cut_witness(&[], 2), (None, false));
+    }
 
     #[test]
     fn a_candidate_is_tried_until_it_reproduces_enough_or_cannot() {

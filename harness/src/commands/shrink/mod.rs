@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::commands::campaign_process::read_outcome;
+use crate::commands::selftest::detection::Detection;
 use crate::exit::Exit;
 use crate::nemesis::schedule_file::ScheduleFile;
 use crate::store::RunRecord;
@@ -351,7 +352,9 @@ impl Search<'_> {
 }
 
 /// The original run's failure: its anomaly kinds, and its schedule.
-fn original(run_dir: &Path) -> Result<(RunRecord, Vec<String>, Option<f64>, ScheduleFile), String> {
+fn original(
+    run_dir: &Path,
+) -> Result<(RunRecord, Vec<String>, Option<Detection>, ScheduleFile), String> {
     let record = RunRecord::load(run_dir).map_err(|e| e.to_string())?;
     let (kinds, detected) = read_outcome(run_dir);
     if kinds.is_empty() {
@@ -368,7 +371,6 @@ fn original(run_dir: &Path) -> Result<(RunRecord, Vec<String>, Option<f64>, Sche
         )
     })?;
     let schedule = ScheduleFile::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let detected = detected.filter(|d| !d.at_end).map(|d| d.seconds);
     Ok((record, kinds, detected, schedule))
 }
 
@@ -447,7 +449,7 @@ pub fn run(args: ShrinkArgs) -> Exit {
         attempts: Vec::new(),
         started: Instant::now(),
         budget: Duration::from_secs_f64(args.budget * 60.0),
-        detected,
+        detected: None,
         adopted: vec![(schedule.clone(), seconds)],
         passed: Vec::new(),
         bar: budget_bar(Duration::from_secs_f64(args.budget * 60.0)),
@@ -465,13 +467,13 @@ pub fn run(args: ShrinkArgs) -> Exit {
         write_summary(&search, &schedule, seconds, None);
         return Exit::Invalid;
     }
-    // The witness time the run is cut after: the latest of the original's and the
-    // replays' (a replay may meet the failure sooner, by another path, than most
-    // do); none when a replay showed it only at the end.
-    search.detected = match first.detected {
-        _ if first.detected_at_end => None,
-        Some(d) => Some(search.detected.map_or(d, |o: f64| o.max(d))),
-        None => search.detected,
+    // The witness time the run is cut after: over the original's and the replays'
+    // (a replay may meet the failure sooner, or later, by another path, than most).
+    let mut witnessed = first.witnessed.clone();
+    witnessed.extend(detected);
+    search.detected = match attempt::cut_witness(&witnessed, args.reproductions) {
+        (_, true) => None,
+        (d, false) => d,
     };
     search.cut_time();
     search.shrink_faults();
