@@ -95,6 +95,7 @@ pub enum AnomalyKind {
     CounterOutOfRange,
     Crash,
     ProtocolError,
+    Unavailable,
 }
 
 impl AnomalyKind {
@@ -149,6 +150,9 @@ impl AnomalyKind {
             AnomalyKind::CounterOutOfRange => {
                 "A counter read a value that no set of the adds could sum to."
             }
+            AnomalyKind::Unavailable => {
+                "A partition took no write for a stretch in which the faults in force left it a leader and enough in-sync replicas, while clients kept sending to it: the system under test stalled where it should have served."
+            }
             AnomalyKind::ProtocolError => {
                 "A node wrote what Maelstrom's protocol does not allow — a line that is no message, a message from another id, to an unknown destination, or in reply to no request: the system under test broke the protocol."
             }
@@ -156,7 +160,7 @@ impl AnomalyKind {
     }
 
     /// Every kind, in the order results list them.
-    pub const ALL: [AnomalyKind; 19] = [
+    pub const ALL: [AnomalyKind; 20] = [
         AnomalyKind::LostWrite,
         AnomalyKind::InconsistentOffsets,
         AnomalyKind::Duplicate,
@@ -176,6 +180,7 @@ impl AnomalyKind {
         AnomalyKind::CounterOutOfRange,
         AnomalyKind::Crash,
         AnomalyKind::ProtocolError,
+        AnomalyKind::Unavailable,
     ];
 
     /// The name in results.json (docs/anomalies.md).
@@ -200,6 +205,7 @@ impl AnomalyKind {
             AnomalyKind::CounterOutOfRange => "counter-out-of-range",
             AnomalyKind::Crash => "crash",
             AnomalyKind::ProtocolError => "protocol-error",
+            AnomalyKind::Unavailable => "unavailable",
         }
     }
 }

@@ -513,6 +513,7 @@ async fn package_cluster(
         dedicated_controller: false,
         lossless_topics: vec!["queue".into()],
         reconfigurable: true,
+        min_insync: 2,
     };
     (cluster, settings)
 }

@@ -195,6 +195,7 @@ mod tests {
             AnomalyKind::EchoMismatch,
             AnomalyKind::CounterOutOfRange,
             AnomalyKind::ProtocolError,
+            AnomalyKind::Unavailable,
         ];
         assert!(others.iter().all(|k| !kinds.contains(k)));
         assert_eq!(kinds.len() + others.len(), AnomalyKind::ALL.len());

@@ -1,6 +1,9 @@
 //! How a run's history is judged: by the checker of each workload the run ran, each
 //! on its own operations. `watermark run` judges its history this way at its end and
 //! `watermark check` judges a run folder the same way, so the two always agree.
+//! Beside the checkers stand the harness's own verdicts, each from marks the
+//! history carries: [`crashes`], [`protocol`] errors, and [`availability`] where a
+//! plan promised a partition would take writes.
 //!
 //! A single workload's history goes to its checker whole. A mixed campaign's history
 //! holds both workloads' operations, told apart by their names (docs/history.md): the
@@ -14,6 +17,7 @@
 //! that kept a deposed leader's record, or a record its failed append left, holds
 //! a write no read may ever see — the register's reads go to the leader alone).
 
+pub(crate) mod availability;
 pub(crate) mod crashes;
 pub(crate) mod protocol;
 

@@ -387,12 +387,23 @@ impl Action {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Script {
     pub steps: Vec<(Duration, Action)>,
+    /// A stretch (from the script's start) in which, by the system's own contract,
+    /// the partition aimed at must take acks=all writes despite what the script
+    /// does: the plan declares it and the `availability` verdict judges it.
+    pub available: Option<(Duration, Duration)>,
 }
 
 impl Script {
     /// Add a step `after` the previous one.
     pub fn then(mut self, after: Duration, action: Action) -> Script {
         self.steps.push((after, action));
+        self
+    }
+
+    /// Declare that the partition must take writes from `from` to `to` after the
+    /// script's start.
+    pub fn available(mut self, from: Duration, to: Duration) -> Script {
+        self.available = (from < to).then_some((from, to));
         self
     }
 

@@ -228,6 +228,7 @@ impl Resolved {
             dedicated_controller: self.dedicated_controller,
             lossless_topics: Vec::new(),
             reconfigurable: true,
+            min_insync: self.min_insync,
         }
     }
 

@@ -24,6 +24,8 @@ fn kinds_of(name: &str, c: &CheckerResult) -> Vec<AnomalyKind> {
         vec![AnomalyKind::Nonlinearizable]
     } else if name == crate::judge::crashes::CHECKER {
         vec![AnomalyKind::Crash]
+    } else if name == crate::judge::availability::CHECKER {
+        vec![AnomalyKind::Unavailable]
     } else {
         Vec::new()
     };

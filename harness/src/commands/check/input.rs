@@ -11,32 +11,35 @@ use checker::queue::ReplicaLog;
 
 use crate::store::FinalLogs;
 
-/// The `crash` and `protocol-error` events of a history.jsonl (what the harness
-/// judges itself), read a line at a time (only lines that mention one are parsed).
-pub(super) fn crash_events(
+/// The events of a history.jsonl the harness judges itself — the nemesis's (its
+/// `crash` and `protocol-error` events, its plans and faults) and the workloads'
+/// writes (for the `availability` verdict) —, read a line at a time (only lines
+/// that may hold one are parsed).
+pub(super) fn judged_events(
     input: impl std::io::BufRead,
     shown: &str,
 ) -> Result<Vec<checker::history::Event>, String> {
     let mut crashes = Vec::new();
     for line in input.lines() {
         let line = line.map_err(|e| format!("cannot read {shown}: {e}"))?;
-        if !line.contains(crate::judge::crashes::EVENT)
-            && !line.contains(crate::judge::protocol::EVENT)
+        if !line.contains("\"nemesis\"")
+            && !["\"send\"", "\"write\"", "\"cas\""]
+                .iter()
+                .any(|f| line.contains(f))
         {
             continue;
         }
         // A torn or malformed line was already reported by the reading above.
         if let Ok(parsed) = format::parse(&line, Format::Jsonl) {
-            crashes.extend(parsed.events.into_iter().filter(is_crash));
+            crashes.extend(parsed.events.into_iter().filter(judged_by_harness));
         }
     }
     Ok(crashes)
 }
 
-/// A crash or a protocol error: an event the harness judges itself.
-pub(super) fn is_crash(e: &checker::history::Event) -> bool {
-    e.process == checker::history::Process::Nemesis
-        && (e.f == crate::judge::crashes::EVENT || e.f == crate::judge::protocol::EVENT)
+/// An event the harness judges itself: the nemesis's, or a write.
+pub(super) fn judged_by_harness(e: &checker::history::Event) -> bool {
+    e.process == checker::history::Process::Nemesis || crate::judge::availability::is_write(&e.f)
 }
 
 /// The beginning of a history file (its first MiB, whole lines where it can), to

@@ -16,8 +16,8 @@ use checker::verdict::Results;
 use clap::ValueEnum;
 
 use super::input::{
-    at, beginning, crash_events, disorder_note, ended_early, final_logs, history_in, is_crash,
-    read_run_json,
+    at, beginning, disorder_note, ended_early, final_logs, history_in, judged_by_harness,
+    judged_events, read_run_json,
 };
 use super::{FormatArg, Judged, Judging, checker_options};
 use crate::options::WorkloadKind;
@@ -82,9 +82,13 @@ pub(crate) fn judge(
     };
     // The crash events, where the history was read into events (else they are read
     // from the file).
-    let recorded_crashes: Option<Vec<Event>> = read
-        .parsed()
-        .map(|p| p.events.iter().filter(|e| is_crash(e)).cloned().collect());
+    let recorded_crashes: Option<Vec<Event>> = read.parsed().map(|p| {
+        p.events
+            .iter()
+            .filter(|e| judged_by_harness(e))
+            .cloned()
+            .collect()
+    });
     let event_count = read.events;
     let mut results = input.check(read, &plan, &models, judging, &options, &checked_as)?;
     input.judge_crashes(&mut results, recorded_crashes, judging)?;
@@ -279,7 +283,7 @@ impl Input {
             .unwrap_or(false);
         let crashes = match recorded {
             Some(crashes) => crashes,
-            None => crash_events(self.reader()?, &self.shown)?,
+            None => judged_events(self.reader()?, &self.shown)?,
         };
         crate::judge::crashes::add_verdict(
             results,
@@ -287,6 +291,7 @@ impl Input {
             judging.allow_crashes || allowed_by_run,
         );
         crate::judge::protocol::add_verdict(results, &crashes);
+        crate::judge::availability::add_verdict(results, &crashes);
         Ok(())
     }
 }

@@ -169,6 +169,7 @@ fn verdict(
     let events = history.events();
     let mut results = judge(args, workload, &events, folder, complete, notes);
     crashes::add_verdict(&mut results, &events, args.allow_crashes);
+    crate::judge::availability::add_verdict(&mut results, &events);
     coverage.recount(&folder.nodes());
     coverage.finish(&args.reachable_transitions());
     let results_json = coverage

@@ -38,7 +38,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
-use super::overlap::{self, Overlap};
+use super::overlap::{self, Anchor, Overlap};
 use crate::nemesis::action::Script;
 use crate::nemesis::coverage::{Coverage, Transition};
 use crate::nemesis::fault::NemesisEvent;
@@ -94,11 +94,66 @@ impl Plan {
                 "roles": self.roles.to_json(),
                 "steps": self.script.to_json(),
                 "overlap": self.overlap.as_ref().map(Overlap::to_json),
+                "available": self.available(),
                 "observed": self.observed,
             }),
         )
     }
 }
+
+impl Plan {
+    /// The stretch in which the partition aimed at must take acks=all writes, as
+    /// the history records it (relative to the plan's own event): for a partition
+    /// of the queue or the register, whose writes the `availability` verdict reads
+    /// (the register's by key, so the promise says how many partitions it has), and
+    /// only where no overlap plays within it (a second fault may leave the partition
+    /// rightly unable to write): an overlap that starts after a step due once the
+    /// stretch is over leaves it whole, one timed from the start cuts it short (or
+    /// leaves too little of it to judge).
+    fn available(&self) -> Value {
+        let Some((from, to)) = self.script.available else {
+            return Value::Null;
+        };
+        let to = match self.overlap.as_ref().map(|o| (o.anchor, o.hold)) {
+            None => Some(to),
+            Some((Anchor::AfterStep(i, _), _)) => {
+                let at: Duration = self.script.steps.iter().take(i + 1).map(|(d, _)| *d).sum();
+                (at >= to).then_some(to)
+            }
+            Some((Anchor::FromStart(at), _)) if at >= to => Some(to),
+            Some((Anchor::FromStart(at), hold)) if at + hold <= from => Some(to),
+            Some((Anchor::FromStart(at), _)) => Some(at),
+        };
+        let (Some(to), Some(topic), Some(partition)) = (to, &self.topic, self.partition) else {
+            return Value::Null;
+        };
+        if to < from + MIN_STRETCH {
+            return Value::Null;
+        }
+        let mut promise = json!({
+            "partition": partition,
+            "from_ms": from.as_millis() as u64,
+            "to_ms": to.as_millis() as u64,
+        });
+        if topic == workloads::queue::TOPIC {
+            promise["workload"] = json!("queue");
+        } else if topic == workloads::register::TOPIC {
+            // Its writes name keys: the judge places them by the partition count.
+            let partitions = self.observed["partitions"]
+                .as_array()
+                .map_or(0, |ps| ps.iter().filter(|p| p["topic"] == *topic).count());
+            promise["workload"] = json!("register");
+            promise["partitions"] = json!(partitions);
+        } else {
+            return Value::Null;
+        }
+        promise
+    }
+}
+
+/// The shortest stretch a plan promises: a send must be seen waiting a second of
+/// it, unanswered, for a stall to be judged.
+const MIN_STRETCH: Duration = Duration::from_millis(1500);
 
 /// The seeded planner of the replication package: see the module doc.
 #[derive(Debug, Clone)]

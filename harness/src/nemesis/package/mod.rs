@@ -373,6 +373,7 @@ mod tests {
             dedicated_controller: false,
             lossless_topics: vec!["queue".into()],
             reconfigurable: false,
+            min_insync: 2,
         };
         Aimed::new(1, settings, Default::default())
     }

@@ -12,6 +12,11 @@ use crate::proc::Proc;
 
 pub struct FollowerLag;
 
+/// How long after the lag time the leader's ISR shrink may take to be agreed with
+/// the controller and let writes through (its ISR check, the AlterPartition round
+/// trip, a loaded machine).
+const SHRINK_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Pattern for FollowerLag {
     fn name(&self) -> &'static str {
         "follower-lag"
@@ -106,12 +111,21 @@ impl Pattern for FollowerLag {
             seed: rng.random(),
         };
         let restore = throttle.undo().expect("a degradation is undone");
+        let held = t.lag.max(t.client) + t.client.mul_f64(rng.random_range(1.0..1.7));
+        // Kafka's contract (replica.lag.time.max.ms): once the lag time is over the
+        // leader drops the follower it cannot reach and acknowledges with the rest
+        // — when the rest are enough (min.insync.replicas) — until the heal.
+        let rest = aim.partition.map_or(0, |p| {
+            p.isr.iter().filter(|&&r| r != next).count() as u32
+        });
+        let s = if rest >= aim.settings.min_insync.max(1) {
+            s.available(t.lag + SHRINK_GRACE, held)
+        } else {
+            s
+        };
         let s = s
             .then(zero, cut("cut-follower", &grudge))
-            .then(
-                t.lag.max(t.client) + t.client.mul_f64(rng.random_range(1.0..1.7)),
-                throttle,
-            )
+            .then(held, throttle)
             .then(zero, heal("cut-follower", &grudge))
             .then(
                 ms(rng, 50..150),

@@ -207,6 +207,8 @@ pub struct PackageSettings {
     pub lossless_topics: Vec<String>,
     /// The system moves replicas on request (reassignment): `reassign` plays.
     pub reconfigurable: bool,
+    /// The in-sync replicas an acks=all write needs (min.insync.replicas).
+    pub min_insync: u32,
 }
 
 impl PackageSettings {

@@ -28,6 +28,7 @@ fn settings() -> Settings {
         dedicated_controller: true,
         lossless_topics: vec!["queue".into()],
         reconfigurable: false,
+        min_insync: 2,
     }
 }
 
@@ -259,6 +260,32 @@ fn patterns_aim_at_the_roles_the_metadata_names() {
                     // is restarted.
                     assert!(matches!(steps[4], Action::Cut { .. }));
                     assert!(matches!(steps[5], Action::Heal { .. }));
+                    // Its plan promises the queue's partition takes writes from 2 s
+                    // past the lag time until the heal (the ISR without the
+                    // follower holds min.insync.replicas); the register's, nothing.
+                    let lag = Timeouts::of_cluster(&broker_config::Settings::default()).lag;
+                    let heal: Duration = p.script.steps[..3].iter().map(|(d, _)| *d).sum();
+                    assert_eq!(
+                        p.script.available,
+                        Some((lag + Duration::from_secs(2), heal))
+                    );
+                    let promised = &p.event().value["available"];
+                    let ms = |d: Duration| d.as_millis() as u64;
+                    let short = heal < lag + Duration::from_millis(3500);
+                    if short {
+                        // Too short a stretch to judge.
+                        assert!(promised.is_null(), "{promised}");
+                    } else if p.overlap.is_none() {
+                        assert_eq!(promised["workload"], part.topic.as_str(), "{promised}");
+                        assert_eq!(promised["partition"], partition, "{promised}");
+                        assert_eq!(promised["to_ms"], ms(heal), "{promised}");
+                    } else if !promised.is_null() {
+                        // An overlap may cut it short, never lengthen it.
+                        let (from, to) = (&promised["from_ms"], &promised["to_ms"]);
+                        assert_eq!(from, ms(lag + Duration::from_secs(2)), "{promised}");
+                        let to = to.as_u64().unwrap();
+                        assert!(to <= ms(heal) && to >= from.as_u64().unwrap() + 1500);
+                    }
                     assert_eq!(steps[6], &Action::Restart(Proc::Node(leader)));
                 }
             }

@@ -1,0 +1,449 @@
+//! Availability where the system's contract promises it: a pattern of the
+//! replication package may declare, in its `plan` event, a stretch in which the
+//! partition it aims at must take acks=all writes despite its faults (`available`:
+//! a follower cut from its leader past the lag time leaves the ISR, and the leader
+//! acknowledges with the rest). Safety checks cannot see a broker that stalls
+//! there — nothing it acknowledged is lost, it acknowledges nothing — so this
+//! verdict, `availability`, reads the writes to that partition (the queue's sends,
+//! the register's writes and compare-and-sets, placed by key): an `unavailable`
+//! anomaly when clients kept a write waiting through the stretch and none was
+//! acknowledged in it. A stretch in which anything else happened (another
+//! fault, its end, a crash, the run's end) is not judged: the promise was made for
+//! the script's faults alone. `watermark check` judges a run folder's history the
+//! same way, so it agrees with the run.
+
+use std::collections::BTreeMap;
+
+use checker::history::{Event, EventType, Process};
+use checker::verdict::{Anomaly, AnomalyKind, CheckerResult, OpRef, Results};
+use serde_json::Value;
+
+/// The name of the verdict in results.json.
+pub const CHECKER: &str = "availability";
+/// How long a send must have waited within the stretch to count as the clients
+/// asking (a send the stretch only grazes asks nothing).
+const WAITED_NS: u64 = 1_000_000_000;
+
+/// The writes of each workload, by `f`.
+const QUEUE_WRITES: &[&str] = &["send"];
+const REGISTER_WRITES: &[&str] = &["write", "cas"];
+
+/// Whether `f` names a write the verdict reads.
+pub fn is_write(f: &str) -> bool {
+    QUEUE_WRITES.contains(&f) || REGISTER_WRITES.contains(&f)
+}
+
+/// Where a workload's writes go.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Workload {
+    Queue,
+    /// The register's keys, placed among this many partitions.
+    Register {
+        partitions: u32,
+    },
+}
+
+/// A stretch a plan declared: the workload's partition and its bounds (ns).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Stretch {
+    plan: u64,
+    workload: Workload,
+    partition: i64,
+    from: u64,
+    to: u64,
+}
+
+/// Where a write went: a queue's partition, or a register's key.
+#[derive(Debug, Clone, PartialEq)]
+enum Target {
+    Partition(i64),
+    Key(String),
+}
+
+/// A write: when it was invoked, where to, and how and when it ended.
+#[derive(Debug, Clone)]
+struct Sent {
+    process: u64,
+    f: &'static str,
+    invoke_index: u64,
+    invoke: u64,
+    target: Target,
+    complete_index: Option<u64>,
+    complete: Option<u64>,
+    ok: bool,
+}
+
+impl Sent {
+    /// Whether it went to the stretch's partition.
+    fn to(&self, s: &Stretch) -> bool {
+        match (&self.target, s.workload) {
+            (Target::Partition(p), Workload::Queue) => *p == s.partition,
+            (Target::Key(k), Workload::Register { partitions }) => {
+                i64::from(workloads::register::partition_for_key(k, partitions)) == s.partition
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The stretches the history's plans declare.
+fn stretches(events: &[Event]) -> Vec<Stretch> {
+    events
+        .iter()
+        .filter(|e| e.process == Process::Nemesis && e.f == "plan")
+        .filter_map(|e| {
+            let a = e.value.get("available")?;
+            let workload = match a.get("workload")?.as_str()? {
+                "queue" => Workload::Queue,
+                "register" => Workload::Register {
+                    partitions: u32::try_from(a.get("partitions")?.as_u64()?)
+                        .ok()
+                        .filter(|&n| n > 0)?,
+                },
+                _ => return None,
+            };
+            let ms = |k: &str| a.get(k).and_then(Value::as_u64).map(|m| m * 1_000_000);
+            Some(Stretch {
+                plan: e.index,
+                workload,
+                partition: a.get("partition")?.as_i64()?,
+                from: e.time + ms("from_ms")?,
+                to: e.time + ms("to_ms")?,
+            })
+        })
+        .collect()
+}
+
+/// Every write of the history, paired by process (a write never completed ends
+/// with the history).
+fn sends(events: &[Event]) -> Vec<Sent> {
+    let mut open: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut all = Vec::new();
+    for e in events {
+        let Process::Client(p) = e.process else {
+            continue;
+        };
+        if e.kind == EventType::Invoke {
+            open.remove(&p);
+            let (f, target) = if let Some(f) = QUEUE_WRITES.iter().find(|f| **f == e.f) {
+                let Some(partition) = e.value.get("partition").and_then(Value::as_i64) else {
+                    continue;
+                };
+                (*f, Target::Partition(partition))
+            } else if let Some(f) = REGISTER_WRITES.iter().find(|f| **f == e.f) {
+                let Some(key) = e.value.get("key").and_then(Value::as_str) else {
+                    continue;
+                };
+                (*f, Target::Key(key.to_string()))
+            } else {
+                continue;
+            };
+            open.insert(p, all.len());
+            all.push(Sent {
+                process: p,
+                f,
+                invoke_index: e.index,
+                invoke: e.time,
+                target,
+                complete_index: None,
+                complete: None,
+                ok: false,
+            });
+        } else if let Some(i) = open.remove(&p) {
+            let s = &mut all[i];
+            s.complete_index = Some(e.index);
+            s.complete = Some(e.time);
+            s.ok = e.kind == EventType::Ok;
+        }
+    }
+    all
+}
+
+/// The `availability` verdict of a history, or None when no plan declared a
+/// stretch it can judge.
+pub fn judge(events: &[Event]) -> Option<CheckerResult> {
+    let stretches = stretches(events);
+    if stretches.is_empty() {
+        return None;
+    }
+    let end = events.last().map_or(0, |e| e.time);
+    let others: Vec<u64> = events
+        .iter()
+        .filter(|e| e.process == Process::Nemesis && e.f != "plan")
+        .map(|e| e.time)
+        .collect();
+    let sends = sends(events);
+    let (mut judged, mut anomalies) = (0u64, Vec::new());
+    for s in stretches {
+        let quiet = !others.iter().any(|&t| t > s.from && t < s.to);
+        if !quiet || end < s.to {
+            continue;
+        }
+        judged += 1;
+        let to_it: Vec<&Sent> = sends.iter().filter(|x| x.to(&s)).collect();
+        let acked = to_it
+            .iter()
+            .any(|x| x.ok && x.complete.is_some_and(|c| c >= s.from && c <= s.to));
+        let waited: Vec<&&Sent> = to_it
+            .iter()
+            .filter(|x| {
+                let until = x.complete.unwrap_or(end).min(s.to);
+                until.saturating_sub(x.invoke.max(s.from)) >= WAITED_NS
+            })
+            .collect();
+        if !acked && !waited.is_empty() {
+            anomalies.push(anomaly(&s, &waited));
+        }
+    }
+    if judged == 0 {
+        return None;
+    }
+    let mut result = CheckerResult::from_anomalies(anomalies);
+    result.stats = BTreeMap::from([("stretches-judged".to_string(), judged)]);
+    Some(result)
+}
+
+/// Add the `availability` verdict of `events` to `results` (if a plan declared a
+/// stretch it can judge), folding the run's validity again.
+pub fn add_verdict(results: &mut Results, events: &[Event]) {
+    if let Some(verdict) = judge(events) {
+        results.insert(CHECKER, verdict);
+    }
+}
+
+fn anomaly(s: &Stretch, waited: &[&&Sent]) -> Anomaly {
+    let secs = |t: u64| t as f64 / 1e9;
+    let (topic, writes) = match s.workload {
+        Workload::Queue => ("queue", "send"),
+        Workload::Register { .. } => ("register", "write"),
+    };
+    let message = format!(
+        "partition {} of the {topic} acknowledged no {writes} from {:.3} s to {:.3} s into the \
+         run, where the plan at index {} promised it would take writes; {} waited there",
+        s.partition,
+        secs(s.from),
+        secs(s.to),
+        s.plan,
+        waited.len()
+    );
+    let mut a = Anomaly::new(AnomalyKind::Unavailable, message);
+    a.partition = Some(s.partition);
+    a.ops = waited
+        .iter()
+        .take(6)
+        .map(|x| OpRef {
+            invoke: x.invoke_index,
+            complete: x.complete_index,
+            process: x.process,
+            f: x.f.to_string(),
+            text: format!(
+                "{} to {} → {}",
+                x.f,
+                match &x.target {
+                    Target::Partition(p) => format!("partition {p}"),
+                    Target::Key(k) => format!("key {k}"),
+                },
+                match x.complete {
+                    None => "never ended".to_string(),
+                    Some(c) => format!("ended {:.3} s into the run", secs(c)),
+                }
+            ),
+        })
+        .collect();
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use checker::verdict::Validity;
+    use serde_json::json;
+
+    fn ev(index: u64, ms: u64, process: Process, kind: EventType, f: &str, value: Value) -> Event {
+        Event {
+            index,
+            time: ms * 1_000_000,
+            process,
+            kind,
+            f: f.to_string(),
+            value,
+            error: None,
+        }
+    }
+
+    /// A plan at 1 s promising partition 0 from 4 s to 7 s, its cut at once, a
+    /// heal at 8 s; the sends given; the run ends at 10 s.
+    fn history(sends: &[(u64, u64, u64, EventType)]) -> Vec<Event> {
+        let n = Process::Nemesis;
+        let available =
+            json!({"workload": "queue", "partition": 0, "from_ms": 3000, "to_ms": 6000});
+        let mut events = vec![
+            ev(
+                0,
+                1000,
+                n,
+                EventType::Info,
+                "plan",
+                json!({"available": available}),
+            ),
+            ev(
+                0,
+                1001,
+                n,
+                EventType::Info,
+                "start",
+                json!({"shape": "cut-follower"}),
+            ),
+            ev(
+                0,
+                8000,
+                n,
+                EventType::Info,
+                "stop",
+                json!({"shape": "cut-follower"}),
+            ),
+        ];
+        for &(p, from, to, kind) in sends {
+            let v = json!({"partition": 0, "value": p});
+            events.push(ev(
+                0,
+                from,
+                Process::Client(p),
+                EventType::Invoke,
+                "send",
+                v.clone(),
+            ));
+            events.push(ev(0, to, Process::Client(p), kind, "send", v));
+        }
+        events.push(ev(
+            0,
+            10_000,
+            Process::Client(99),
+            EventType::Invoke,
+            "poll",
+            json!({}),
+        ));
+        events.sort_by_key(|e| e.time);
+        for (i, e) in events.iter_mut().enumerate() {
+            e.index = i as u64;
+        }
+        events
+    }
+
+    #[test]
+    fn a_partition_that_acknowledges_in_the_stretch_is_available() {
+        let h = history(&[
+            (1, 2000, 4500, EventType::Info),
+            (2, 4600, 4610, EventType::Ok),
+        ]);
+        let r = judge(&h).expect("a stretch judged");
+        assert_eq!(r.valid, Validity::Valid, "{:?}", r.anomalies);
+    }
+
+    #[test]
+    fn sends_that_wait_through_the_stretch_unacknowledged_are_unavailable() {
+        let h = history(&[
+            (1, 2000, 5000, EventType::Info),
+            (2, 5000, 8500, EventType::Ok),
+        ]);
+        let r = judge(&h).expect("a stretch judged");
+        assert_eq!(r.valid, Validity::Invalid);
+        assert_eq!(r.anomalies[0].kind, AnomalyKind::Unavailable);
+        assert_eq!(r.anomalies[0].ops.len(), 2);
+    }
+
+    #[test]
+    fn the_registers_writes_are_placed_by_key() {
+        // Two partitions: k0 and k1 land in different ones.
+        let (k_in, k_out) = ["k0", "k1", "k2", "k3"]
+            .into_iter()
+            .fold(
+                (None, None),
+                |(i, o), k| match workloads::register::partition_for_key(k, 2) {
+                    0 => (i.or(Some(k)), o),
+                    _ => (i, o.or(Some(k))),
+                },
+            );
+        let (k_in, k_out) = (k_in.unwrap(), k_out.unwrap());
+        let n = Process::Nemesis;
+        let available = json!({"workload": "register", "partition": 0, "partitions": 2,
+            "from_ms": 3000, "to_ms": 6000});
+        let mut h = vec![
+            ev(
+                0,
+                1000,
+                n,
+                EventType::Info,
+                "plan",
+                json!({"available": available}),
+            ),
+            ev(
+                1,
+                2000,
+                Process::Client(1),
+                EventType::Invoke,
+                "write",
+                json!({"key": k_in, "value": 1}),
+            ),
+            ev(
+                2,
+                5000,
+                Process::Client(2),
+                EventType::Invoke,
+                "cas",
+                json!({"key": k_out, "value": [1, 2]}),
+            ),
+            ev(
+                3,
+                5001,
+                Process::Client(2),
+                EventType::Ok,
+                "cas",
+                json!({"key": k_out, "value": [1, 2]}),
+            ),
+            ev(4, 8000, n, EventType::Info, "stop", json!({})),
+        ];
+        // The other partition's write does not count: unavailable.
+        let r = judge(&h).expect("a stretch judged");
+        assert_eq!(r.valid, Validity::Invalid, "{:?}", r.anomalies);
+        assert!(r.anomalies[0].message.contains("register"));
+        // One to a key of partition 0 acknowledged in the stretch: available.
+        h.insert(
+            3,
+            ev(
+                5,
+                5002,
+                Process::Client(1),
+                EventType::Ok,
+                "write",
+                json!({"key": k_in, "value": 1}),
+            ),
+        );
+        assert_eq!(judge(&h).unwrap().valid, Validity::Valid);
+    }
+
+    #[test]
+    fn a_stretch_nobody_wrote_in_or_where_another_fault_came_is_not_judged() {
+        // Nobody waited a second in it: nothing asked, nothing judged wrong.
+        let h = history(&[(1, 6500, 6900, EventType::Info)]);
+        assert_eq!(judge(&h).unwrap().valid, Validity::Valid);
+        // A kill inside the stretch: the promise was for the cut alone.
+        let mut h = history(&[(1, 2000, 8500, EventType::Info)]);
+        h.push(ev(
+            99,
+            5000,
+            Process::Nemesis,
+            EventType::Info,
+            "kill",
+            json!(3),
+        ));
+        h.sort_by_key(|e| e.time);
+        assert!(judge(&h).is_none());
+        // No plan declared any stretch.
+        let h: Vec<Event> = history(&[(1, 2000, 8500, EventType::Info)])
+            .into_iter()
+            .filter(|e| e.f != "plan")
+            .collect();
+        assert!(judge(&h).is_none());
+    }
+}
