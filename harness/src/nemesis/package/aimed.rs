@@ -153,7 +153,7 @@ impl Plan {
 
 /// The shortest stretch a plan promises: a send must be seen waiting a second of
 /// it, unanswered, for a stall to be judged.
-const MIN_STRETCH: Duration = Duration::from_millis(1500);
+const MIN_STRETCH: Duration = Duration::from_millis(1200);
 
 /// The seeded planner of the replication package: see the module doc.
 #[derive(Debug, Clone)]

@@ -271,7 +271,7 @@ fn patterns_aim_at_the_roles_the_metadata_names() {
                     );
                     let promised = &p.event().value["available"];
                     let ms = |d: Duration| d.as_millis() as u64;
-                    let short = heal < lag + Duration::from_millis(3500);
+                    let short = heal < lag + Duration::from_millis(3200);
                     if short {
                         // Too short a stretch to judge.
                         assert!(promised.is_null(), "{promised}");
@@ -284,7 +284,7 @@ fn patterns_aim_at_the_roles_the_metadata_names() {
                         let (from, to) = (&promised["from_ms"], &promised["to_ms"]);
                         assert_eq!(from, ms(lag + Duration::from_secs(2)), "{promised}");
                         let to = to.as_u64().unwrap();
-                        assert!(to <= ms(heal) && to >= from.as_u64().unwrap() + 1500);
+                        assert!(to <= ms(heal) && to >= from.as_u64().unwrap() + 1200);
                     }
                     assert_eq!(steps[6], &Action::Restart(Proc::Node(leader)));
                 }
