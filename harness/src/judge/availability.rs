@@ -70,10 +70,15 @@ struct Sent {
     target: Target,
     complete_index: Option<u64>,
     complete: Option<u64>,
-    ok: bool,
+    /// How it ended (`ok`, `fail`, `info`; None: never).
+    ended: Option<EventType>,
 }
 
 impl Sent {
+    fn ok(&self) -> bool {
+        self.ended == Some(EventType::Ok)
+    }
+
     /// Whether it went to the stretch's partition.
     fn to(&self, s: &Stretch) -> bool {
         match (&self.target, s.workload) {
@@ -147,13 +152,13 @@ fn sends(events: &[Event]) -> Vec<Sent> {
                 target,
                 complete_index: None,
                 complete: None,
-                ok: false,
+                ended: None,
             });
         } else if let Some(i) = open.remove(&p) {
             let s = &mut all[i];
             s.complete_index = Some(e.index);
             s.complete = Some(e.time);
-            s.ok = e.kind == EventType::Ok;
+            s.ended = Some(e.kind);
         }
     }
     all
@@ -183,7 +188,7 @@ pub fn judge(events: &[Event]) -> Option<CheckerResult> {
         let to_it: Vec<&Sent> = sends.iter().filter(|x| x.to(&s)).collect();
         let acked = to_it
             .iter()
-            .any(|x| x.ok && x.complete.is_some_and(|c| c >= s.from && c <= s.to));
+            .any(|x| x.ok() && x.complete.is_some_and(|c| c >= s.from && c <= s.to));
         let waited: Vec<&&Sent> = to_it
             .iter()
             .filter(|x| {
@@ -243,9 +248,9 @@ fn anomaly(s: &Stretch, waited: &[&&Sent]) -> Anomaly {
                     Target::Partition(p) => format!("partition {p}"),
                     Target::Key(k) => format!("key {k}"),
                 },
-                match x.complete {
-                    None => "never ended".to_string(),
-                    Some(c) => format!("ended {:.3} s into the run", secs(c)),
+                match (x.ended, x.complete) {
+                    (Some(kind), Some(c)) => format!("{kind} {:.3} s into the run", secs(c)),
+                    _ => "never ended".to_string(),
                 }
             ),
         })
