@@ -264,9 +264,10 @@ mod tests {
     use checker::verdict::Validity;
     use serde_json::json;
 
-    fn ev(index: u64, ms: u64, process: Process, kind: EventType, f: &str, value: Value) -> Event {
+    /// An event `ms` into the run (indices are set by [`ordered`]).
+    fn ev(ms: u64, process: Process, kind: EventType, f: &str, value: Value) -> Event {
         Event {
-            index,
+            index: 0,
             time: ms * 1_000_000,
             process,
             kind,
@@ -276,63 +277,56 @@ mod tests {
         }
     }
 
-    /// A plan at 1 s promising partition 0 from 4 s to 7 s, its cut at once, a
-    /// heal at 8 s; the sends given; the run ends at 10 s.
+    /// A nemesis mark or fault `ms` into the run.
+    fn nemesis(ms: u64, f: &str, value: Value) -> Event {
+        ev(ms, Process::Nemesis, EventType::Info, f, value)
+    }
+
+    /// The events in time order, indexed.
+    fn ordered(mut events: Vec<Event>) -> Vec<Event> {
+        events.sort_by_key(|e| e.time);
+        for (i, e) in events.iter_mut().enumerate() {
+            e.index = i as u64;
+        }
+        events
+    }
+
+    /// A plan at 1 s promising `workload`'s partition 0 from 4 s to 7 s, its cut at
+    /// once, a heal at 8 s, and a poll at 10 s, the run's end.
+    fn around(workload: Value) -> Vec<Event> {
+        let mut available = json!({"partition": 0, "from_ms": 3000, "to_ms": 6000});
+        for (k, v) in workload.as_object().unwrap() {
+            available[k] = v.clone();
+        }
+        vec![
+            nemesis(1000, "plan", json!({"available": available})),
+            nemesis(1001, "start", json!({"shape": "cut-follower"})),
+            nemesis(8000, "stop", json!({"shape": "cut-follower"})),
+            ev(
+                10_000,
+                Process::Client(99),
+                EventType::Invoke,
+                "poll",
+                json!({}),
+            ),
+        ]
+    }
+
+    /// [`around`] the queue, with sends to partition 0: (process, invoked, ended, how).
     fn history(sends: &[(u64, u64, u64, EventType)]) -> Vec<Event> {
-        let n = Process::Nemesis;
-        let available =
-            json!({"workload": "queue", "partition": 0, "from_ms": 3000, "to_ms": 6000});
-        let mut events = vec![
-            ev(
-                0,
-                1000,
-                n,
-                EventType::Info,
-                "plan",
-                json!({"available": available}),
-            ),
-            ev(
-                0,
-                1001,
-                n,
-                EventType::Info,
-                "start",
-                json!({"shape": "cut-follower"}),
-            ),
-            ev(
-                0,
-                8000,
-                n,
-                EventType::Info,
-                "stop",
-                json!({"shape": "cut-follower"}),
-            ),
-        ];
+        let mut events = around(json!({"workload": "queue"}));
         for &(p, from, to, kind) in sends {
             let v = json!({"partition": 0, "value": p});
             events.push(ev(
-                0,
                 from,
                 Process::Client(p),
                 EventType::Invoke,
                 "send",
                 v.clone(),
             ));
-            events.push(ev(0, to, Process::Client(p), kind, "send", v));
+            events.push(ev(to, Process::Client(p), kind, "send", v));
         }
-        events.push(ev(
-            0,
-            10_000,
-            Process::Client(99),
-            EventType::Invoke,
-            "poll",
-            json!({}),
-        ));
-        events.sort_by_key(|e| e.time);
-        for (i, e) in events.iter_mut().enumerate() {
-            e.index = i as u64;
-        }
-        events
+        ordered(events)
     }
 
     #[test]
@@ -359,72 +353,24 @@ mod tests {
 
     #[test]
     fn the_registers_writes_are_placed_by_key() {
-        // Two partitions: k0 and k1 land in different ones.
-        let (k_in, k_out) = ["k0", "k1", "k2", "k3"]
-            .into_iter()
-            .fold(
-                (None, None),
-                |(i, o), k| match workloads::register::partition_for_key(k, 2) {
-                    0 => (i.or(Some(k)), o),
-                    _ => (i, o.or(Some(k))),
-                },
-            );
-        let (k_in, k_out) = (k_in.unwrap(), k_out.unwrap());
-        let n = Process::Nemesis;
-        let available = json!({"workload": "register", "partition": 0, "partitions": 2,
-            "from_ms": 3000, "to_ms": 6000});
-        let mut h = vec![
-            ev(
-                0,
-                1000,
-                n,
-                EventType::Info,
-                "plan",
-                json!({"available": available}),
-            ),
-            ev(
-                1,
-                2000,
-                Process::Client(1),
-                EventType::Invoke,
-                "write",
-                json!({"key": k_in, "value": 1}),
-            ),
-            ev(
-                2,
-                5000,
-                Process::Client(2),
-                EventType::Invoke,
-                "cas",
-                json!({"key": k_out, "value": [1, 2]}),
-            ),
-            ev(
-                3,
-                5001,
-                Process::Client(2),
-                EventType::Ok,
-                "cas",
-                json!({"key": k_out, "value": [1, 2]}),
-            ),
-            ev(4, 8000, n, EventType::Info, "stop", json!({})),
-        ];
+        let partition = |k: &str| workloads::register::partition_for_key(k, 2);
+        let keys = ["k0", "k1", "k2", "k3"];
+        let k_in = *keys.iter().find(|k| partition(k) == 0).unwrap();
+        let k_out = *keys.iter().find(|k| partition(k) == 1).unwrap();
+        let mut h = around(json!({"workload": "register", "partitions": 2}));
+        let (w, c) = (Process::Client(1), Process::Client(2));
+        let write = json!({"key": k_in, "value": 1});
+        let cas = json!({"key": k_out, "value": [1, 2]});
+        h.push(ev(2000, w, EventType::Invoke, "write", write.clone()));
+        h.push(ev(5000, c, EventType::Invoke, "cas", cas.clone()));
+        h.push(ev(5001, c, EventType::Ok, "cas", cas));
         // The other partition's write does not count: unavailable.
-        let r = judge(&h).expect("a stretch judged");
+        let r = judge(&ordered(h.clone())).expect("a stretch judged");
         assert_eq!(r.valid, Validity::Invalid, "{:?}", r.anomalies);
         assert!(r.anomalies[0].message.contains("register"));
         // One to a key of partition 0 acknowledged in the stretch: available.
-        h.insert(
-            3,
-            ev(
-                5,
-                5002,
-                Process::Client(1),
-                EventType::Ok,
-                "write",
-                json!({"key": k_in, "value": 1}),
-            ),
-        );
-        assert_eq!(judge(&h).unwrap().valid, Validity::Valid);
+        h.push(ev(5002, w, EventType::Ok, "write", write));
+        assert_eq!(judge(&ordered(h)).unwrap().valid, Validity::Valid);
     }
 
     #[test]
@@ -434,16 +380,8 @@ mod tests {
         assert_eq!(judge(&h).unwrap().valid, Validity::Valid);
         // A kill inside the stretch: the promise was for the cut alone.
         let mut h = history(&[(1, 2000, 8500, EventType::Info)]);
-        h.push(ev(
-            99,
-            5000,
-            Process::Nemesis,
-            EventType::Info,
-            "kill",
-            json!(3),
-        ));
-        h.sort_by_key(|e| e.time);
-        assert!(judge(&h).is_none());
+        h.push(nemesis(5000, "kill", json!(3)));
+        assert!(judge(&ordered(h)).is_none());
         // No plan declared any stretch.
         let h: Vec<Event> = history(&[(1, 2000, 8500, EventType::Info)])
             .into_iter()
