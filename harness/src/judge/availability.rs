@@ -24,13 +24,21 @@ pub const CHECKER: &str = "availability";
 /// asking (a send the stretch only grazes asks nothing).
 const WAITED_NS: u64 = 1_000_000_000;
 
+/// The operations a run must see answered ok at least once (the workloads'
+/// sends, polls, reads and writes; a compare-and-set may rightly fail every time).
+const ANSWERED: &[&str] = &["send", "poll", "read", "write"];
+/// How many times a kind of operation must be asked before never being answered
+/// counts.
+const MIN_ASKED: u64 = 20;
+
 /// The writes of each workload, by `f`.
 const QUEUE_WRITES: &[&str] = &["send"];
 const REGISTER_WRITES: &[&str] = &["write", "cas"];
 
-/// Whether `f` names a write the verdict reads.
-pub fn is_write(f: &str) -> bool {
-    QUEUE_WRITES.contains(&f) || REGISTER_WRITES.contains(&f)
+/// Whether `f` names an operation the verdict reads: a write, or one that must
+/// be answered at least once.
+pub fn reads(f: &str) -> bool {
+    QUEUE_WRITES.contains(&f) || REGISTER_WRITES.contains(&f) || ANSWERED.contains(&f)
 }
 
 /// Where a workload's writes go.
@@ -164,12 +172,26 @@ fn sends(events: &[Event]) -> Vec<Sent> {
     all
 }
 
-/// The `availability` verdict of a history, or None when no plan declared a
-/// stretch it can judge.
+/// The `availability` verdict of a history, or None when it has nothing to say: no
+/// plan declared a stretch it could judge, and every kind of operation the
+/// workloads ask of the system was answered ok at least once.
 pub fn judge(events: &[Event]) -> Option<CheckerResult> {
+    let (judged, mut anomalies) = judge_stretches(events);
+    anomalies.extend(never_answered(events));
+    if judged == 0 && anomalies.is_empty() {
+        return None;
+    }
+    let mut result = CheckerResult::from_anomalies(anomalies);
+    result.stats = BTreeMap::from([("stretches-judged".to_string(), judged)]);
+    Some(result)
+}
+
+/// The stretches the plans promised that can be judged: how many, and an anomaly
+/// for each in which no write was acknowledged while one waited.
+fn judge_stretches(events: &[Event]) -> (u64, Vec<Anomaly>) {
     let stretches = stretches(events);
     if stretches.is_empty() {
-        return None;
+        return (0, Vec::new());
     }
     let end = events.last().map_or(0, |e| e.time);
     let others: Vec<u64> = events
@@ -200,12 +222,43 @@ pub fn judge(events: &[Event]) -> Option<CheckerResult> {
             anomalies.push(anomaly(&s, &waited));
         }
     }
-    if judged == 0 {
-        return None;
+    (judged, anomalies)
+}
+
+/// Operations whose every invocation in the run went unanswered or refused: a
+/// system that never once answers a kind of request its clients kept asking loses
+/// nothing and misreads nothing, and serves nothing (Jepsen's stats checker fails
+/// such a history too). Only kinds asked at least [`MIN_ASKED`] times: a handful of
+/// refusals may be the faults' doing.
+fn never_answered(events: &[Event]) -> Vec<Anomaly> {
+    let mut counts: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for e in events {
+        let Process::Client(_) = e.process else {
+            continue;
+        };
+        let Some(f) = ANSWERED.iter().find(|f| **f == e.f) else {
+            continue;
+        };
+        let (asked, ok) = counts.entry(f).or_default();
+        match e.kind {
+            EventType::Invoke => *asked += 1,
+            EventType::Ok => *ok += 1,
+            _ => {}
+        }
     }
-    let mut result = CheckerResult::from_anomalies(anomalies);
-    result.stats = BTreeMap::from([("stretches-judged".to_string(), judged)]);
-    Some(result)
+    counts
+        .into_iter()
+        .filter(|&(_, (asked, ok))| asked >= MIN_ASKED && ok == 0)
+        .map(|(f, (asked, _))| {
+            Anomaly::new(
+                AnomalyKind::Unavailable,
+                format!(
+                    "not one of the run's {asked} {f} operations was answered ok: the system \
+                     under test never served them"
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Add the `availability` verdict of `events` to `results` (if a plan declared a
@@ -371,6 +424,42 @@ mod tests {
         // One to a key of partition 0 acknowledged in the stretch: available.
         h.push(ev(5002, w, EventType::Ok, "write", write));
         assert_eq!(judge(&ordered(h)).unwrap().valid, Validity::Valid);
+    }
+
+    #[test]
+    fn a_kind_of_operation_never_answered_ok_is_unavailable() {
+        let read = |ms: u64, p: u64, kind: EventType| {
+            ev(ms, Process::Client(p), kind, "read", json!({"key": "k1"}))
+        };
+        let mut h: Vec<Event> = (0..MIN_ASKED)
+            .flat_map(|p| {
+                [
+                    read(p * 10, p, EventType::Invoke),
+                    read(p * 10 + 5, p, EventType::Info),
+                ]
+            })
+            .collect();
+        let r = judge(&ordered(h.clone())).expect("a verdict");
+        assert_eq!(r.valid, Validity::Invalid);
+        assert!(
+            r.anomalies[0].message.contains("20 read operations"),
+            "{:?}",
+            r.anomalies
+        );
+        // One answered: served.
+        h.push(read(1000, 99, EventType::Invoke));
+        h.push(read(1001, 99, EventType::Ok));
+        assert!(judge(&ordered(h)).is_none());
+        // Fewer asked than the bound: the faults' doing, maybe.
+        let h: Vec<Event> = (0..MIN_ASKED - 1)
+            .flat_map(|p| {
+                [
+                    read(p * 10, p, EventType::Invoke),
+                    read(p * 10 + 5, p, EventType::Fail),
+                ]
+            })
+            .collect();
+        assert!(judge(&ordered(h)).is_none());
     }
 
     #[test]

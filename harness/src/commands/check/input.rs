@@ -23,7 +23,7 @@ pub(super) fn judged_events(
     for line in input.lines() {
         let line = line.map_err(|e| format!("cannot read {shown}: {e}"))?;
         if !line.contains("\"nemesis\"")
-            && !["\"send\"", "\"write\"", "\"cas\""]
+            && !["\"send\"", "\"write\"", "\"cas\"", "\"poll\"", "\"read\""]
                 .iter()
                 .any(|f| line.contains(f))
         {
@@ -31,15 +31,31 @@ pub(super) fn judged_events(
         }
         // A torn or malformed line was already reported by the reading above.
         if let Ok(parsed) = format::parse(&line, Format::Jsonl) {
-            crashes.extend(parsed.events.into_iter().filter(judged_by_harness));
+            crashes.extend(
+                parsed
+                    .events
+                    .into_iter()
+                    .filter(judged_by_harness)
+                    .map(slim),
+            );
         }
     }
     Ok(crashes)
 }
 
-/// An event the harness judges itself: the nemesis's, or a write.
+/// An event the harness judges itself: the nemesis's, or a client operation the
+/// availability verdict reads.
 pub(super) fn judged_by_harness(e: &checker::history::Event) -> bool {
-    e.process == checker::history::Process::Nemesis || crate::judge::availability::is_write(&e.f)
+    e.process == checker::history::Process::Nemesis || crate::judge::availability::reads(&e.f)
+}
+
+/// The event as the harness keeps it: a poll's or a read's value (records, maybe
+/// many) is not needed, only that it was asked and how it ended.
+pub(super) fn slim(mut e: checker::history::Event) -> checker::history::Event {
+    if e.f == "poll" || e.f == "read" {
+        e.value = serde_json::Value::Null;
+    }
+    e
 }
 
 /// The beginning of a history file (its first MiB, whole lines where it can), to

@@ -17,7 +17,7 @@ use clap::ValueEnum;
 
 use super::input::{
     at, beginning, disorder_note, ended_early, final_logs, history_in, judged_by_harness,
-    judged_events, read_run_json,
+    judged_events, read_run_json, slim,
 };
 use super::{FormatArg, Judged, Judging, checker_options};
 use crate::options::WorkloadKind;
@@ -80,13 +80,14 @@ pub(crate) fn judge(
         (true, Some(p)) => p.events.clone(),
         _ => Vec::new(),
     };
-    // The crash events, where the history was read into events (else they are read
-    // from the file).
+    // The events the harness judges itself (crashes, availability), where the
+    // history was read into events (else they are read from the file).
     let recorded_crashes: Option<Vec<Event>> = read.parsed().map(|p| {
         p.events
             .iter()
             .filter(|e| judged_by_harness(e))
             .cloned()
+            .map(slim)
             .collect()
     });
     let event_count = read.events;

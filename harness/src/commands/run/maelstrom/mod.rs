@@ -284,6 +284,7 @@ fn judge(args: &Resolved, events: &[Event]) -> Results {
         });
     crashes::add_verdict(&mut results, events, args.allow_crashes);
     protocol::add_verdict(&mut results, events);
+    crate::judge::availability::add_verdict(&mut results, events);
     results
 }
 
