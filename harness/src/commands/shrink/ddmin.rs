@@ -14,8 +14,12 @@ pub enum Tested {
 
 /// The smallest subset of `items` that `test` still finds failing (1-minimal when
 /// the budget lasts: taking out any one item makes it pass), given that `items`
-/// fails. The empty set is tried first.
+/// fails. The empty set is tried first (unless `items` is empty: nothing to try).
 pub fn ddmin<T: Clone>(items: Vec<T>, mut test: impl FnMut(&[T]) -> Tested) -> Vec<T> {
+    // Nothing to take out: the empty set is the one that reproduced.
+    if items.is_empty() {
+        return items;
+    }
     match test(&[]) {
         Tested::Fails => return Vec::new(),
         Tested::OutOfBudget => return items,
@@ -132,6 +136,13 @@ mod tests {
         let mut calls = 0;
         assert!(ddmin((0..10).collect(), needs(&[], &mut calls)).is_empty());
         assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn nothing_to_take_out_is_not_tried_again() {
+        let mut calls = 0;
+        assert!(ddmin(Vec::<u32>::new(), needs(&[], &mut calls)).is_empty());
+        assert_eq!(calls, 0);
     }
 
     #[test]
