@@ -70,7 +70,7 @@ enum Target {
 
 /// A write: when it was invoked, where to, and how and when it ended.
 #[derive(Debug, Clone)]
-struct Sent {
+struct Write {
     process: u64,
     f: &'static str,
     invoke_index: u64,
@@ -82,7 +82,7 @@ struct Sent {
     ended: Option<EventType>,
 }
 
-impl Sent {
+impl Write {
     fn ok(&self) -> bool {
         self.ended == Some(EventType::Ok)
     }
@@ -129,7 +129,7 @@ fn stretches(events: &[Event]) -> Vec<Stretch> {
 
 /// Every write of the history, paired by process (a write never completed ends
 /// with the history).
-fn sends(events: &[Event]) -> Vec<Sent> {
+fn writes(events: &[Event]) -> Vec<Write> {
     let mut open: BTreeMap<u64, usize> = BTreeMap::new();
     let mut all = Vec::new();
     for e in events {
@@ -152,7 +152,7 @@ fn sends(events: &[Event]) -> Vec<Sent> {
                 continue;
             };
             open.insert(p, all.len());
-            all.push(Sent {
+            all.push(Write {
                 process: p,
                 f,
                 invoke_index: e.index,
@@ -199,7 +199,7 @@ fn judge_stretches(events: &[Event]) -> (u64, Vec<Anomaly>) {
         .filter(|e| e.process == Process::Nemesis && e.f != "plan")
         .map(|e| e.time)
         .collect();
-    let sends = sends(events);
+    let writes = writes(events);
     let (mut judged, mut anomalies) = (0u64, Vec::new());
     for s in stretches {
         let quiet = !others.iter().any(|&t| t > s.from && t < s.to);
@@ -207,11 +207,11 @@ fn judge_stretches(events: &[Event]) -> (u64, Vec<Anomaly>) {
             continue;
         }
         judged += 1;
-        let to_it: Vec<&Sent> = sends.iter().filter(|x| x.to(&s)).collect();
+        let to_it: Vec<&Write> = writes.iter().filter(|x| x.to(&s)).collect();
         let acked = to_it
             .iter()
             .any(|x| x.ok() && x.complete.is_some_and(|c| c >= s.from && c <= s.to));
-        let waited: Vec<&&Sent> = to_it
+        let waited: Vec<&&Write> = to_it
             .iter()
             .filter(|x| {
                 let until = x.complete.unwrap_or(end).min(s.to);
@@ -269,7 +269,7 @@ pub fn add_verdict(results: &mut Results, events: &[Event]) {
     }
 }
 
-fn anomaly(s: &Stretch, waited: &[&&Sent]) -> Anomaly {
+fn anomaly(s: &Stretch, waited: &[&&Write]) -> Anomaly {
     let secs = |t: u64| t as f64 / 1e9;
     let (topic, writes) = match s.workload {
         Workload::Queue => ("queue", "send"),

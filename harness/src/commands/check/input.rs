@@ -19,7 +19,7 @@ pub(super) fn judged_events(
     input: impl std::io::BufRead,
     shown: &str,
 ) -> Result<Vec<checker::history::Event>, String> {
-    let mut crashes = Vec::new();
+    let mut events = Vec::new();
     for line in input.lines() {
         let line = line.map_err(|e| format!("cannot read {shown}: {e}"))?;
         if !line.contains("\"nemesis\"")
@@ -31,7 +31,7 @@ pub(super) fn judged_events(
         }
         // A torn or malformed line was already reported by the reading above.
         if let Ok(parsed) = format::parse(&line, Format::Jsonl) {
-            crashes.extend(
+            events.extend(
                 parsed
                     .events
                     .into_iter()
@@ -40,7 +40,7 @@ pub(super) fn judged_events(
             );
         }
     }
-    Ok(crashes)
+    Ok(events)
 }
 
 /// An event the harness judges itself: the nemesis's, or a client operation the

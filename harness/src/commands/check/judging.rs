@@ -82,7 +82,7 @@ pub(crate) fn judge(
     };
     // The events the harness judges itself (crashes, availability), where the
     // history was read into events (else they are read from the file).
-    let recorded_crashes: Option<Vec<Event>> = read.parsed().map(|p| {
+    let recorded: Option<Vec<Event>> = read.parsed().map(|p| {
         p.events
             .iter()
             .filter(|e| judged_by_harness(e))
@@ -92,7 +92,7 @@ pub(crate) fn judge(
     });
     let event_count = read.events;
     let mut results = input.check(read, &plan, &models, judging, &options, &checked_as)?;
-    input.judge_crashes(&mut results, recorded_crashes, judging)?;
+    input.judge_harness_verdicts(&mut results, recorded, judging)?;
     let warning = input.run_json.as_ref().and_then(ended_early);
     for w in warning.iter().chain(&disorder) {
         for c in results.checkers.values_mut() {
@@ -265,9 +265,9 @@ impl Input {
             .map_err(|e| failed(e.message, e.line))
     }
 
-    /// The harness's own verdicts on the processes it watched (crashes, protocol
-    /// errors), as the run judged them.
-    fn judge_crashes(
+    /// The harness's own verdicts (crashes, protocol errors, availability), as the
+    /// run judged them.
+    fn judge_harness_verdicts(
         &self,
         results: &mut Results,
         recorded: Option<Vec<Event>>,
@@ -282,17 +282,15 @@ impl Input {
             .and_then(|r| r.pointer("/options/allow_crashes"))
             .and_then(|a| a.as_bool())
             .unwrap_or(false);
-        let crashes = match recorded {
-            Some(crashes) => crashes,
+        let events = match recorded {
+            Some(events) => events,
             None => judged_events(self.reader()?, &self.shown)?,
         };
-        crate::judge::crashes::add_verdict(
+        crate::judge::add_harness_verdicts(
             results,
-            &crashes,
+            &events,
             judging.allow_crashes || allowed_by_run,
         );
-        crate::judge::protocol::add_verdict(results, &crashes);
-        crate::judge::availability::add_verdict(results, &crashes);
         Ok(())
     }
 }

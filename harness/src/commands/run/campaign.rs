@@ -168,8 +168,7 @@ fn verdict(
 ) -> Result<(Results, Coverage)> {
     let events = history.events();
     let mut results = judge(args, workload, &events, folder, complete, notes);
-    crashes::add_verdict(&mut results, &events, args.allow_crashes);
-    crate::judge::availability::add_verdict(&mut results, &events);
+    crate::judge::add_harness_verdicts(&mut results, &events, args.allow_crashes);
     coverage.recount(&folder.nodes());
     coverage.finish(&args.reachable_transitions());
     let results_json = coverage

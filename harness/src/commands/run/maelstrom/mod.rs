@@ -28,7 +28,6 @@ use crate::commands::check::checker_options;
 use crate::console::progress::{self, Progress};
 use crate::error::{HarnessError, Result};
 use crate::exit::Exit;
-use crate::judge::{crashes, protocol};
 use crate::nemesis::schedule_file::{ScheduleFile, ScheduleSource};
 use crate::nemesis::{Coverage, FaultList, Interpreter, NemesisEvent, Planner, Source};
 use crate::options::Resolved;
@@ -282,9 +281,7 @@ fn judge(args: &Resolved, events: &[Event]) -> Results {
                 CheckerResult::unknown(why),
             )]))
         });
-    crashes::add_verdict(&mut results, events, args.allow_crashes);
-    protocol::add_verdict(&mut results, events);
-    crate::judge::availability::add_verdict(&mut results, events);
+    crate::judge::add_harness_verdicts(&mut results, events, args.allow_crashes);
     results
 }
 
