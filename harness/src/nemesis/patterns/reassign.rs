@@ -6,7 +6,9 @@
 //! throttled link; while it does, in turn the leader dies (only the ISR may elect:
 //! the adding replica has none of the log) or the active controller does (the new
 //! one must resume the reassignment from the replicated state, adding replicas as
-//! adding). Then the partition is moved back to its replicas in their first order.
+//! adding). Every other time the move is then cancelled, as an operator would
+//! (KIP-455's cancellation: back to the replicas and ISR of before it). Then the
+//! partition is moved back to its replicas in their first order.
 
 use rand::{Rng, RngCore};
 
@@ -132,12 +134,32 @@ impl Pattern for Reassign {
         } else {
             (within, Action::Kill(victim))
         };
-        let s = Script::default()
+        let mut s = Script::default()
             .then(zero, reassign(vec![leader, first], SHRINK_SETTLES))
             .then(zero, throttle)
             .then(zero, reassign(vec![moved, leader, first], zero))
             .then(delay, kill)
-            .then(back_up, Action::Restart(victim))
+            .then(back_up, Action::Restart(victim));
+        // Every other time, the move is then cancelled (KIP-455) while the moved
+        // replica is likely still catching up on the throttled link, 1–4 s after the
+        // restart (the restarted replica is mostly back in the ISR by then, so the
+        // cancel is taken; sooner, it is refused for the ISR it would leave below
+        // min.insync.replicas): the controller must put back the replicas and ISR of
+        // before it, the moved replica out of both (it deletes its replica), and lead
+        // from an original replica — or refuse if the move completed meanwhile. The
+        // partition's next election (the move back below, or a later pattern's)
+        // shows a cancel that left a replica without the log in the ISR.
+        if rng.random_bool(0.5) {
+            let cancel = Action::Reconfigure {
+                change: Reconfiguration::CancelReassignment {
+                    topic: aim.topic(),
+                    partition: aim.partition_number(),
+                },
+                settle: zero,
+            };
+            s = s.then(ms(rng, 1000..4000), cancel);
+        }
+        let s = s
             .then(ms(rng, 300..1000), restore)
             .then(ms(rng, 500..1500), reassign(original, BACK_SETTLES));
         (roles, s)

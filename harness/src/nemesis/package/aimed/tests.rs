@@ -834,14 +834,14 @@ fn patterns_that_need_roles_apart_wait_for_a_partition_that_suits_them() {
 /// A cluster that moves replicas plays `reassign` once a round, on a partition of
 /// three replicas, shrinking it, adding the replica back first and killing the
 /// leader (once that replica is in the ISR, or at a drawn delay) or the controller
-/// meanwhile, and moving it back.
+/// meanwhile, cancelling the move some of the time, and moving it back.
 #[test]
 fn a_reconfigurable_cluster_reassigns_once_a_round() {
     let mut s = settings();
     s.reconfigurable = true;
     let mut a = Aimed::new(4, s, Transition::reachable(false, false));
     let c = coverage_without(&[]);
-    let mut seen = 0;
+    let (mut seen, mut cancels) = (0, 0);
     for _ in 0..30 {
         let p = plan(a.decide(&view(), &c));
         if p.pattern.name() != "reassign" {
@@ -879,7 +879,36 @@ fn a_reconfigurable_cluster_reassigns_once_a_round() {
             "{:?}: {steps:?}",
             p.roles.variant
         );
+        // A cancel, if drawn, comes after the victim's restart and before the move
+        // back to the first replicas.
+        let cancel = steps.iter().position(|a| {
+            matches!(
+                a,
+                Action::Reconfigure {
+                    change: crate::system::Reconfiguration::CancelReassignment { .. },
+                    ..
+                }
+            )
+        });
+        if let Some(at) = cancel {
+            cancels += 1;
+            assert!(matches!(steps[at - 1], Action::Restart(_)), "{steps:?}");
+            assert!(
+                matches!(
+                    steps.last(),
+                    Some(Action::Reconfigure {
+                        change: crate::system::Reconfiguration::Reassign { .. },
+                        ..
+                    })
+                ),
+                "{steps:?}"
+            );
+        }
         assert!(p.script.leaves_nothing(), "{steps:?}");
     }
     assert!(seen >= 2, "reassign played {seen} times in 30 decisions");
+    assert!(
+        cancels >= 1 && cancels < seen,
+        "{cancels} of {seen} moves cancelled"
+    );
 }
