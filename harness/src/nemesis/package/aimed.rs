@@ -106,10 +106,14 @@ impl Plan {
     /// the history records it (relative to the plan's own event): for a partition
     /// of the queue or the register, whose writes the `availability` verdict reads
     /// (the register's by key, so the promise says how many partitions it has), and
-    /// only where no overlap plays within it (a second fault may leave the partition
-    /// rightly unable to write): an overlap that starts after a step due once the
-    /// stretch is over leaves it whole, one timed from the start cuts it short (or
-    /// leaves too little of it to judge).
+    /// only where no overlap plays within it or before it (a second fault may leave
+    /// the partition rightly unable to write): an overlap that starts after a step
+    /// due once the stretch is over leaves it whole, one timed from the start that
+    /// starts within the stretch cuts it short (or leaves too little of it to
+    /// judge), and one that starts before the stretch voids it even if it is over by
+    /// then — slowing or pausing the active controller while the follower falls
+    /// behind can cost the controller its leadership, and the leader's ISR change
+    /// then waits for a new one, past the time the stretch allows.
     fn available(&self) -> Value {
         let Some((from, to)) = self.script.available else {
             return Value::Null;
@@ -121,7 +125,7 @@ impl Plan {
                 (at >= to).then_some(to)
             }
             Some((Anchor::FromStart(at), _)) if at >= to => Some(to),
-            Some((Anchor::FromStart(at), hold)) if at + hold <= from => Some(to),
+            Some((Anchor::FromStart(at), _)) if at <= from => None,
             Some((Anchor::FromStart(at), _)) => Some(at),
         };
         let (Some(to), Some(topic), Some(partition)) = (to, &self.topic, self.partition) else {

@@ -280,7 +280,11 @@ fn patterns_aim_at_the_roles_the_metadata_names() {
                         assert_eq!(promised["partition"], partition, "{promised}");
                         assert_eq!(promised["to_ms"], ms(heal), "{promised}");
                     } else if !promised.is_null() {
-                        // An overlap may cut it short, never lengthen it.
+                        // An overlap may cut it short, never lengthen it, and one
+                        // that starts before the stretch leaves no promise.
+                        if let Some(Anchor::FromStart(at)) = p.overlap.as_ref().map(|o| o.anchor) {
+                            assert!(at > lag + Duration::from_secs(2), "{promised}");
+                        }
                         let (from, to) = (&promised["from_ms"], &promised["to_ms"]);
                         assert_eq!(from, ms(lag + Duration::from_secs(2)), "{promised}");
                         let to = to.as_u64().unwrap();
