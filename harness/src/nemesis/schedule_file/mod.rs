@@ -119,6 +119,12 @@ pub enum Spec {
         topic: String,
         count: u32,
     },
+    /// The partition's reassignment in progress cancelled (KIP-455): back to the
+    /// replicas of before it.
+    CancelReassignment {
+        topic: String,
+        partition: u32,
+    },
     /// A process's wall clock set as `fault` says, true again at the end.
     Clock {
         target: Target,
@@ -155,6 +161,7 @@ impl Spec {
             Spec::Disk { .. } => "disk",
             Spec::Reassign { .. } => "reassign",
             Spec::AddPartitions { .. } => "add-partitions",
+            Spec::CancelReassignment { .. } => "cancel-reassignment",
             Spec::Clock { fault, .. } => match fault {
                 ClockFault::Offset { .. } => "clock-offset",
                 ClockFault::Step { .. } => "clock-step",
@@ -195,6 +202,7 @@ impl Spec {
             Spec::Reassign {
                 topic, partition, ..
             }
+            | Spec::CancelReassignment { topic, partition }
             | Spec::KillOnceInIsr {
                 topic, partition, ..
             } => Some((topic.as_str(), *partition)),
@@ -290,6 +298,9 @@ impl Spec {
             ],
             Spec::AddPartitions { topic, count } => {
                 vec![("topic", json!(topic)), ("count", json!(count))]
+            }
+            Spec::CancelReassignment { topic, partition } => {
+                vec![("partition", json!(format!("{topic}/{partition}")))]
             }
         }
     }

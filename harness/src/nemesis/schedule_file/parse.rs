@@ -323,8 +323,8 @@ fn entry(mut f: Fields<'_>) -> Result<Entry, ScheduleError> {
 }
 
 const KINDS: &str = "kill, pause, lose-unflushed, torn-write, corrupt, hold-answers, crash-all, partition, slow, \
-                     flaky, throttle, disk, reassign, add-partitions, clock-offset, clock-step, \
-                     clock-strobe";
+                     flaky, throttle, disk, reassign, cancel-reassignment, add-partitions, clock-offset, \
+                     clock-step, clock-strobe";
 
 fn spec(f: &mut Fields<'_>) -> Result<Spec, ScheduleError> {
     let kind = f.kind.clone();
@@ -440,6 +440,12 @@ fn spec(f: &mut Fields<'_>) -> Result<Spec, ScheduleError> {
                 partition,
                 replicas,
             }
+        }
+        "cancel-reassignment" => {
+            let p = f.string("partition")?;
+            let p = f.required("partition", p, "TOPIC/P")?;
+            let (topic, partition) = partition_ref(&p).map_err(|e| f.err("partition", e))?;
+            Spec::CancelReassignment { topic, partition }
         }
         "add-partitions" => {
             let topic = f.string("topic")?;

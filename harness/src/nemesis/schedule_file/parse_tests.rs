@@ -12,6 +12,7 @@ const HAND_WRITTEN: &str = r#"{
     {"at": 30, "fault": "partition", "shape": "bridge", "cut": [["node 1", "node 2"]], "for": 2},
     {"at": 33, "fault": "disk", "target": "node 2", "mode": "eio", "for": 1.5},
     {"at": 40, "fault": "reassign", "partition": "queue/1", "replicas": [3, 1]},
+    {"at": 40.5, "fault": "cancel-reassignment", "partition": "queue/1"},
     {"at": 41, "fault": "crash-all", "for": 3},
     {"at": 50, "fault": "kill", "target": "leader of queue/0", "once_in_isr": "follower 2 of queue/0",
      "of": "queue/0", "within": 1.2, "for": 2.5},
@@ -22,16 +23,23 @@ const HAND_WRITTEN: &str = r#"{
 #[test]
 fn a_hand_written_schedule_reads_and_writes_back_the_same() {
     let file = parse(HAND_WRITTEN).unwrap();
-    assert_eq!(file.faults.len(), 9);
+    assert_eq!(file.faults.len(), 10);
     assert_eq!(
-        file.faults[8].fault,
+        file.faults[6].fault,
+        Spec::CancelReassignment {
+            topic: "queue".into(),
+            partition: 1,
+        }
+    );
+    assert_eq!(
+        file.faults[9].fault,
         Spec::TornWrite {
             target: Target::parse("follower of queue/0").unwrap(),
             seed: 77,
         }
     );
     assert_eq!(
-        file.faults[7].fault,
+        file.faults[8].fault,
         Spec::KillOnceInIsr {
             target: Target::parse("leader of queue/0").unwrap(),
             follower: Target::parse("follower 2 of queue/0").unwrap(),

@@ -175,6 +175,13 @@ impl Recorder {
                     };
                     (spec, Vec::new())
                 }
+                Reconfiguration::CancelReassignment { topic, partition } => {
+                    let spec = Spec::CancelReassignment {
+                        topic: topic.clone(),
+                        partition: *partition,
+                    };
+                    (spec, Vec::new())
+                }
                 Reconfiguration::AddPartitions { topic, count } if *count > 0 => {
                     let spec = Spec::AddPartitions {
                         topic: topic.clone(),

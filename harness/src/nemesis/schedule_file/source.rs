@@ -163,6 +163,13 @@ impl ScheduleSource {
                 },
                 settle: REASSIGN_SETTLE,
             },
+            Spec::CancelReassignment { topic, partition } => Action::Reconfigure {
+                change: Reconfiguration::CancelReassignment {
+                    topic: topic.clone(),
+                    partition: *partition,
+                },
+                settle: Duration::ZERO,
+            },
             Spec::AddPartitions { topic, count } => Action::Reconfigure {
                 change: Reconfiguration::AddPartitions {
                     topic: topic.clone(),
