@@ -12,6 +12,7 @@ use crate::net::Grudge;
 use crate::proc::Proc;
 use crate::system::Reconfiguration;
 use crate::system::view::ClusterView;
+use serde_json::Value;
 
 /// The faults applied so far, each with its end once applied.
 #[derive(Debug, Default)]
@@ -21,6 +22,8 @@ pub struct Recorder {
     open: Vec<(usize, Action)>,
     /// The partition and the words of the last decision.
     hint: Option<(String, u32)>,
+    /// The process the last decision aimed at as the active controller, if any.
+    controller: Option<Proc>,
     trigger: Option<String>,
 }
 
@@ -35,6 +38,11 @@ impl Recorder {
             .as_str()
             .zip(v["partition"].as_u64())
             .map(|(t, p)| (t.to_string(), p as u32));
+        self.controller = match &v["roles"]["controller"] {
+            Value::Number(n) => n.as_i64().map(|n| Proc::Node(n as i32)),
+            Value::String(s) if s == "controller" => Some(Proc::Controller),
+            _ => None,
+        };
         if let Some(t) = v["trigger"].as_str() {
             self.trigger = Some(t.to_string());
             return;
@@ -69,7 +77,8 @@ impl Recorder {
             return;
         }
         let hint = self.hint.as_ref().map(|(t, p)| (t.as_str(), *p));
-        let role = |p: Proc| Target::of(p, view, hint);
+        let aimed_controller = self.controller;
+        let role = |p: Proc| Target::of(p, view, hint, aimed_controller == Some(p));
         let (fault, touched): (Spec, Vec<Proc>) = match action {
             Action::Kill(p) => (Spec::Kill(role(*p)), vec![*p]),
             Action::KillOnceInIsr {
@@ -292,5 +301,30 @@ mod tests {
         assert_eq!(f[1].lasts, Some(s(4)));
         assert_eq!(field(&f[2], "target"), "follower of queue/0");
         assert_eq!(f[2].lasts, None, "still in force");
+    }
+
+    /// A pattern aimed at a partition names its processes by their roles there: a
+    /// follower it kills that is also the active controller is replayed as that
+    /// follower, unless the pattern aimed at the controller.
+    #[test]
+    fn a_plan_names_its_processes_by_their_roles_in_its_partition() {
+        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
+        let v = view();
+        let plan = |roles: serde_json::Value| {
+            NemesisEvent::new(
+                "plan",
+                serde_json::json!({"pattern": "p", "topic": "queue", "partition": 0, "roles": roles}),
+            )
+        };
+        let mut r = Recorder::default();
+        let s = Duration::from_secs;
+        r.note(&plan(serde_json::json!({"leader": 2, "follower": 1})));
+        r.applied(s(1), &Action::Kill(Proc::Node(1)), Some(&v), &procs);
+        r.note(&plan(serde_json::json!({"leader": 2, "controller": 1})));
+        r.applied(s(2), &Action::Kill(Proc::Node(1)), Some(&v), &procs);
+        let f = r.schedule().faults;
+        let target = |e: &Entry| e.fault.fields()[0].1.clone();
+        assert_eq!(target(&f[0]), "follower 2 of queue/0");
+        assert_eq!(target(&f[1]), "active-controller");
     }
 }

@@ -96,10 +96,19 @@ impl Target {
     }
 
     /// The role `p` plays in `view`, as a replay should aim at it: the leader of the
-    /// partition a decision named (`hint`), else the active controller, else the
-    /// leader of another partition, else a follower of the hinted partition (or of
-    /// the first it follows), else the process itself.
-    pub fn of(p: Proc, view: Option<&ClusterView>, hint: Option<(&str, u32)>) -> Target {
+    /// partition a decision named (`hint`), else the active controller if the
+    /// decision aimed at it (`aimed_controller`), else a follower of the hinted
+    /// partition, else the active controller, else the leader of another partition,
+    /// else a follower of the first partition it follows, else the process itself.
+    /// A pattern names its processes by their roles in its partition: a follower it
+    /// cut that happens to lead another partition, or to be the active controller,
+    /// is replayed as that partition's follower, the one the pattern meant.
+    pub fn of(
+        p: Proc,
+        view: Option<&ClusterView>,
+        hint: Option<(&str, u32)>,
+        aimed_controller: bool,
+    ) -> Target {
         let Some(view) = view else {
             return Target::fixed(p);
         };
@@ -112,7 +121,22 @@ impl Target {
                 partition: h.partition,
             };
         }
-        if view.controller == Some(p) {
+        let controller = view.controller == Some(p);
+        if controller && aimed_controller {
+            return Target::ActiveController;
+        }
+        let Proc::Node(id) = p else {
+            return Target::fixed(p);
+        };
+        let follows = |q: &PartitionView| q.followers().iter().position(|&f| f == id);
+        if let Some((h, index)) = hinted.and_then(|h| follows(h).map(|i| (h, i))) {
+            return Target::FollowerOf {
+                topic: h.topic.clone(),
+                partition: h.partition,
+                index,
+            };
+        }
+        if controller {
             return Target::ActiveController;
         }
         if let Some(q) = view
@@ -125,15 +149,10 @@ impl Target {
                 partition: q.partition,
             };
         }
-        let Proc::Node(id) = p else {
-            return Target::fixed(p);
-        };
-        let follows = |q: &PartitionView| q.followers().iter().position(|&f| f == id);
-        let followed = hinted.and_then(|h| follows(h).map(|i| (h, i))).or_else(|| {
-            view.partitions
-                .iter()
-                .find_map(|q| follows(q).map(|i| (q, i)))
-        });
+        let followed = view
+            .partitions
+            .iter()
+            .find_map(|q| follows(q).map(|i| (q, i)));
         match followed {
             Some((q, index)) => Target::FollowerOf {
                 topic: q.topic.clone(),
