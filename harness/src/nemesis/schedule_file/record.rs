@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::target::Aimed;
 use super::{Entry, Links, ScheduleFile, Spec, Target};
 use crate::nemesis::action::Action;
 use crate::nemesis::fault::NemesisEvent;
@@ -22,8 +23,10 @@ pub struct Recorder {
     open: Vec<(usize, Action)>,
     /// The partition and the words of the last decision.
     hint: Option<(String, u32)>,
-    /// The process the last decision aimed at as the active controller, if any.
+    /// The processes the last decision aimed at as the active controller and as its
+    /// follower, if any.
     controller: Option<Proc>,
+    follower: Option<Proc>,
     trigger: Option<String>,
 }
 
@@ -38,11 +41,13 @@ impl Recorder {
             .as_str()
             .zip(v["partition"].as_u64())
             .map(|(t, p)| (t.to_string(), p as u32));
-        self.controller = match &v["roles"]["controller"] {
+        let proc = |r: &Value| match r {
             Value::Number(n) => n.as_i64().map(|n| Proc::Node(n as i32)),
             Value::String(s) if s == "controller" => Some(Proc::Controller),
             _ => None,
         };
+        self.controller = proc(&v["roles"]["controller"]);
+        self.follower = proc(&v["roles"]["follower"]);
         if let Some(t) = v["trigger"].as_str() {
             self.trigger = Some(t.to_string());
             return;
@@ -77,8 +82,17 @@ impl Recorder {
             return;
         }
         let hint = self.hint.as_ref().map(|(t, p)| (t.as_str(), *p));
-        let aimed_controller = self.controller;
-        let role = |p: Proc| Target::of(p, view, hint, aimed_controller == Some(p));
+        let (controller, follower) = (self.controller, self.follower);
+        let role = |p: Proc| {
+            let aimed = if controller == Some(p) {
+                Aimed::Controller
+            } else if follower == Some(p) {
+                Aimed::Follower
+            } else {
+                Aimed::Other
+            };
+            Target::of(p, view, hint, aimed)
+        };
         let (fault, touched): (Spec, Vec<Proc>) = match action {
             Action::Kill(p) => (Spec::Kill(role(*p)), vec![*p]),
             Action::KillOnceInIsr {

@@ -97,17 +97,19 @@ impl Target {
 
     /// The role `p` plays in `view`, as a replay should aim at it: the leader of the
     /// partition a decision named (`hint`), else the active controller if the
-    /// decision aimed at it (`aimed_controller`), else a follower of the hinted
-    /// partition, else the active controller, else the leader of another partition,
-    /// else a follower of the first partition it follows, else the process itself.
-    /// A pattern names its processes by their roles in its partition: a follower it
-    /// cut that happens to lead another partition, or to be the active controller,
-    /// is replayed as that partition's follower, the one the pattern meant.
+    /// decision aimed at it as that, else a follower of the hinted partition, else
+    /// the process itself if the decision named it its follower (a replica a
+    /// reassignment moved out of the partition: the moves name nodes too), else the
+    /// active controller, else the leader of another partition, else a follower of
+    /// the first partition it follows, else the process itself. A pattern names its
+    /// processes by their roles in its partition: a follower it cut that happens to
+    /// lead another partition, or to be the active controller, is replayed as that
+    /// partition's follower, the one the pattern meant.
     pub fn of(
         p: Proc,
         view: Option<&ClusterView>,
         hint: Option<(&str, u32)>,
-        aimed_controller: bool,
+        aimed: Aimed,
     ) -> Target {
         let Some(view) = view else {
             return Target::fixed(p);
@@ -122,7 +124,7 @@ impl Target {
             };
         }
         let controller = view.controller == Some(p);
-        if controller && aimed_controller {
+        if controller && aimed == Aimed::Controller {
             return Target::ActiveController;
         }
         let Proc::Node(id) = p else {
@@ -135,6 +137,9 @@ impl Target {
                 partition: h.partition,
                 index,
             };
+        }
+        if aimed == Aimed::Follower {
+            return Target::fixed(p);
         }
         if controller {
             return Target::ActiveController;
@@ -169,6 +174,15 @@ impl Target {
             Proc::Controller => Target::Controller,
         }
     }
+}
+
+/// What the decision that made a fault named its process: the active controller,
+/// its follower, or neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aimed {
+    Controller,
+    Follower,
+    Other,
 }
 
 /// `TOPIC/P`.
