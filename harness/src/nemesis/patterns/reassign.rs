@@ -6,7 +6,7 @@
 //! throttled link; while it does, in turn the leader dies (only the ISR may elect:
 //! the adding replica has none of the log) or the active controller does (the new
 //! one must resume the reassignment from the replicated state, adding replicas as
-//! adding). Every other time the move is then cancelled, as an operator would
+//! adding). Half the time the move is then cancelled, as an operator would
 //! (KIP-455's cancellation: back to the replicas and ISR of before it). Then the
 //! partition is moved back to its replicas in their first order.
 
@@ -140,7 +140,7 @@ impl Pattern for Reassign {
             .then(zero, reassign(vec![moved, leader, first], zero))
             .then(delay, kill)
             .then(back_up, Action::Restart(victim));
-        // Every other time, the move is then cancelled (KIP-455) while the moved
+        // Half the time, the move is then cancelled (KIP-455) while the moved
         // replica is likely still catching up on the throttled link, 1–4 s after the
         // restart (the restarted replica is mostly back in the ISR by then, so the
         // cancel is taken; sooner, it is refused for the ISR it would leave below
