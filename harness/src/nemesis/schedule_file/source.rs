@@ -50,8 +50,11 @@ impl ScheduleSource {
                 moments.push((e.at + d, Moment::End(i)));
             }
         }
-        // Stable: a fault's end after its start, and ties in the file's order.
-        moments.sort_by_key(|&(t, _)| t);
+        // At one instant, the faults that start go before those that end (a pattern
+        // throttles a link and then heals its cut, so that nothing passes at full
+        // speed between the two; a fault of no length starts before it ends); ties
+        // otherwise in the file's order (stable).
+        moments.sort_by_key(|&(t, m)| (t, matches!(m, Moment::End(_))));
         ScheduleSource {
             in_force: vec![None; file.faults.len()],
             file,
@@ -298,6 +301,39 @@ mod tests {
         );
         assert_eq!(s.next(&at(3100)), Next::Done);
         assert!(s.wind_down().is_empty());
+    }
+
+    /// A fault that starts as another ends goes first: a throttle put on before the
+    /// cut it follows heals, as the pattern that recorded them did.
+    #[test]
+    fn at_one_instant_a_start_goes_before_an_end() {
+        let text = "{\"schedule\": 1, \"faults\": [\n\
+            {\"at\": 0, \"fault\": \"pause\", \"target\": \"node 2\", \"for\": 1},\n\
+            {\"at\": 1, \"fault\": \"pause\", \"target\": \"node 3\", \"for\": 1}\n]}";
+        let file = ScheduleFile::parse(text).unwrap();
+        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
+        let mut s = ScheduleSource::new(file, &procs, &[1, 2, 3]);
+        let cov = Coverage::new(0);
+        let at = |ms| Now {
+            elapsed: Duration::from_millis(ms),
+            left: None,
+            view: None,
+            coverage: &cov,
+        };
+        assert!(matches!(s.next(&at(0)), Next::Now(Step::Note(_))));
+        assert_eq!(
+            s.next(&at(0)),
+            Next::Now(Step::Act(Action::Pause(Proc::Node(2))))
+        );
+        assert!(matches!(s.next(&at(1000)), Next::Now(Step::Note(_))));
+        assert_eq!(
+            s.next(&at(1000)),
+            Next::Now(Step::Act(Action::Pause(Proc::Node(3))))
+        );
+        assert_eq!(
+            s.next(&at(1000)),
+            Next::Now(Step::Act(Action::Resume(Proc::Node(2))))
+        );
     }
 
     #[test]
