@@ -216,7 +216,7 @@ fn a_corpus_plays_each_file_as_a_campaign_with_its_own_seed_into_one_suite() {
 /// A failing run shrunk end to end: a planted bug a linearizable read catches within
 /// seconds and without any fault (`ack-off-by-one`), under a schedule of two faults
 /// that do not matter; the shrink (its defaults: a candidate adopted when 2 of at
-/// most 3 tries reproduce) takes both out and cuts the run short, and the
+/// most 3 tries reproduce) takes both out and cuts the 15 s run short, and the
 /// reproducer it writes states the run's seed and its own length.
 #[test]
 fn a_failing_run_shrinks_to_the_faults_that_matter() {
@@ -239,7 +239,7 @@ fn a_failing_run_shrinks_to_the_faults_that_matter() {
             "--schedule",
             file.to_str().unwrap(),
             "--time-limit",
-            "10",
+            "15",
             "--seed",
             "1",
             "--results",
@@ -267,7 +267,9 @@ fn a_failing_run_shrinks_to_the_faults_that_matter() {
     assert_eq!(summary["original_reproduced"], true, "{summary}");
     let minimal = &summary["minimal"];
     assert!(minimal["faults"].as_u64().unwrap() < 2, "{summary}");
-    assert!(minimal["seconds"].as_f64().unwrap() < 10.0, "{summary}");
+    // Cut after the witness plus a margin: within the 15 s, even for a witness
+    // that a loaded machine delays to 9 s.
+    assert!(minimal["seconds"].as_f64().unwrap() < 15.0, "{summary}");
     assert!(minimal["reproduced"].as_u64().unwrap() >= 2, "{summary}");
     assert_eq!(minimal["tries"], 3, "{summary}");
     let reproducer = read_json(&run.join("shrink/minimal-schedule.json"));
