@@ -271,6 +271,16 @@ mod tests {
     use super::*;
     use crate::nemesis::coverage::Coverage;
 
+    /// The moment `ms` into the run, nothing seen of the cluster.
+    fn at_ms(cov: &Coverage, ms: u64) -> Now<'_> {
+        Now {
+            elapsed: Duration::from_millis(ms),
+            left: None,
+            view: None,
+            coverage: cov,
+        }
+    }
+
     #[test]
     fn faults_are_played_at_their_times_and_ended_after_their_length() {
         let text = "{\"schedule\": 1, \"faults\": [\n\
@@ -280,12 +290,7 @@ mod tests {
         let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
         let mut s = ScheduleSource::new(file, &procs, &[1, 2, 3]);
         let cov = Coverage::new(0);
-        let at = |ms| Now {
-            elapsed: Duration::from_millis(ms),
-            left: None,
-            view: None,
-            coverage: &cov,
-        };
+        let at = |ms| at_ms(&cov, ms);
         assert_eq!(s.next(&at(0)), Next::Wait(Duration::from_secs(1)));
         assert!(matches!(s.next(&at(1000)), Next::Now(Step::Note(_))));
         assert_eq!(
@@ -314,12 +319,7 @@ mod tests {
         let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
         let mut s = ScheduleSource::new(file, &procs, &[1, 2, 3]);
         let cov = Coverage::new(0);
-        let at = |ms| Now {
-            elapsed: Duration::from_millis(ms),
-            left: None,
-            view: None,
-            coverage: &cov,
-        };
+        let at = |ms| at_ms(&cov, ms);
         assert!(matches!(s.next(&at(0)), Next::Now(Step::Note(_))));
         assert_eq!(
             s.next(&at(0)),
