@@ -33,6 +33,17 @@ impl Proc {
         }
     }
 
+    /// From history values (the inverse of [`Proc::to_json`]): None for anything else.
+    pub fn from_json(v: &Value) -> Option<Proc> {
+        match v {
+            Value::String(s) if s == "controller" => Some(Proc::Controller),
+            v => v
+                .as_i64()
+                .and_then(|n| i32::try_from(n).ok())
+                .map(Proc::Node),
+        }
+    }
+
     /// As a JSON object key and a folder name: `"1"`, `"controller"`.
     pub fn key(self) -> String {
         match self {
@@ -48,5 +59,19 @@ impl fmt::Display for Proc {
             Proc::Controller => f.write_str("controller"),
             Proc::Node(id) => write!(f, "node {id}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_reads_back_from_its_json() {
+        for p in [Proc::Controller, Proc::Node(3)] {
+            assert_eq!(Proc::from_json(&p.to_json()), Some(p));
+        }
+        assert_eq!(Proc::from_json(&json!("node 3")), None);
+        assert_eq!(Proc::from_json(&Value::Null), None);
     }
 }

@@ -21,20 +21,6 @@ pub(crate) mod availability;
 pub(crate) mod crashes;
 pub(crate) mod protocol;
 
-/// Add the harness's own verdicts of `events` to `results` — crashes (noted only,
-/// with `allow_crashes`), protocol errors, availability —, each present only when it
-/// has something to say: one list for `run` (the broker's and `--bin`'s) and `check`,
-/// so that they agree.
-pub fn add_harness_verdicts(
-    results: &mut checker::verdict::Results,
-    events: &[Event],
-    allow_crashes: bool,
-) {
-    crashes::add_verdict(results, events, allow_crashes);
-    protocol::add_verdict(results, events);
-    availability::add_verdict(results, events);
-}
-
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -46,6 +32,16 @@ use checker::queue::ReplicaLog;
 use checker::verdict::Results;
 
 use crate::options::WorkloadKind;
+
+/// Add the harness's own verdicts of `events` to `results` — crashes (noted only,
+/// with `allow_crashes`), protocol errors, availability —, each present only when it
+/// has something to say: one list for `run` (the broker's and `--bin`'s) and `check`,
+/// so that they agree.
+pub fn add_harness_verdicts(results: &mut Results, events: &[Event], allow_crashes: bool) {
+    crashes::add_verdict(results, events, allow_crashes);
+    protocol::add_verdict(results, events);
+    availability::add_verdict(results, events);
+}
 
 impl WorkloadKind {
     /// What a single workload's operations are checked as: the queue analysis, or

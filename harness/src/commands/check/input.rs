@@ -1,7 +1,7 @@
 //! Reading what `watermark check` is given: the history file a path names (a run
 //! folder's, a Jepsen store folder's), its first bytes to tell its format by, a run
-//! folder's run.json and final logs, the events the harness judges itself, and what the history's order
-//! and the run's end say about how far to trust it.
+//! folder's run.json and final logs, the events the harness judges itself, and what
+//! the history's order and the run's end say about how far to trust it.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};

@@ -140,13 +140,14 @@ impl Pattern for Reassign {
             .then(zero, reassign(vec![moved, leader, first], zero))
             .then(delay, kill)
             .then(back_up, Action::Restart(victim));
-        // Half the time, the move is then cancelled (KIP-455) while the moved
-        // replica is likely still catching up on the throttled link, 1–4 s after the
-        // restart (the restarted replica is mostly back in the ISR by then, so the
-        // cancel is taken; sooner, it is refused for the ISR it would leave below
-        // min.insync.replicas): the controller must put back the replicas and ISR of
-        // before it, the moved replica out of both (it deletes its replica), and lead
-        // from an original replica — or refuse if the move completed meanwhile. The
+        // Half the time, the move is then cancelled (KIP-455), 1–4 s after the
+        // restart (sooner, the restarted replica is rarely back in the ISR and the
+        // cancel is refused for the ISR it would leave below min.insync.replicas): if
+        // the moved replica is still catching up on the throttled link, the
+        // controller must put back the replicas and ISR of before the move, the moved
+        // replica out of both (it deletes its replica), and lead from an original
+        // replica; if the move completed meanwhile — as it does whenever the leader
+        // was killed the moment the moved replica joined the ISR — it refuses. The
         // partition's next election (the move back below, or a later pattern's)
         // shows a cancel that left a replica without the log in the ISR.
         if rng.random_bool(0.5) {

@@ -215,6 +215,17 @@ impl Fields<'_> {
         Target::parse(&s).map_err(|e| self.err(field, e))
     }
 
+    /// A partition, `TOPIC/P`; `what` says what it is for when it is missing.
+    fn partition(
+        &mut self,
+        field: &'static str,
+        what: &str,
+    ) -> Result<(String, u32), ScheduleError> {
+        let s = self.string(field)?;
+        let s = self.required(field, s, what)?;
+        partition_ref(&s).map_err(|e| self.err(field, e))
+    }
+
     fn targets(&mut self, field: &'static str) -> Result<Vec<Target>, ScheduleError> {
         let v = self.take(field);
         let Some(Value::Array(items)) = v else {
@@ -332,9 +343,8 @@ fn spec(f: &mut Fields<'_>) -> Result<Spec, ScheduleError> {
         "kill" if f.map.contains_key("once_in_isr") => {
             let target = f.target("target")?;
             let follower = f.target("once_in_isr")?;
-            let of = f.string("of")?;
-            let of = f.required("of", of, "the partition whose ISR it waits on: TOPIC/P")?;
-            let (topic, partition) = partition_ref(&of).map_err(|e| f.err("of", e))?;
+            let (topic, partition) =
+                f.partition("of", "the partition whose ISR it waits on: TOPIC/P")?;
             let within = f.seconds("within")?;
             let within = f.required("within", within, "how long it waits: seconds")?;
             Spec::KillOnceInIsr {
@@ -423,9 +433,7 @@ fn spec(f: &mut Fields<'_>) -> Result<Spec, ScheduleError> {
             Spec::Disk { target, mode }
         }
         "reassign" => {
-            let p = f.string("partition")?;
-            let p = f.required("partition", p, "TOPIC/P")?;
-            let (topic, partition) = partition_ref(&p).map_err(|e| f.err("partition", e))?;
+            let (topic, partition) = f.partition("partition", "TOPIC/P")?;
             let replicas = match f.take("replicas") {
                 Some(Value::Array(ids)) if !ids.is_empty() => ids
                     .iter()
@@ -442,9 +450,7 @@ fn spec(f: &mut Fields<'_>) -> Result<Spec, ScheduleError> {
             }
         }
         "cancel-reassignment" => {
-            let p = f.string("partition")?;
-            let p = f.required("partition", p, "TOPIC/P")?;
-            let (topic, partition) = partition_ref(&p).map_err(|e| f.err("partition", e))?;
+            let (topic, partition) = f.partition("partition", "TOPIC/P")?;
             Spec::CancelReassignment { topic, partition }
         }
         "add-partitions" => {

@@ -13,7 +13,6 @@ use crate::net::Grudge;
 use crate::proc::Proc;
 use crate::system::Reconfiguration;
 use crate::system::view::ClusterView;
-use serde_json::Value;
 
 /// The faults applied so far, each with its end once applied.
 #[derive(Debug, Default)]
@@ -41,13 +40,8 @@ impl Recorder {
             .as_str()
             .zip(v["partition"].as_u64())
             .map(|(t, p)| (t.to_string(), p as u32));
-        let proc = |r: &Value| match r {
-            Value::Number(n) => n.as_i64().map(|n| Proc::Node(n as i32)),
-            Value::String(s) if s == "controller" => Some(Proc::Controller),
-            _ => None,
-        };
-        self.controller = proc(&v["roles"]["controller"]);
-        self.follower = proc(&v["roles"]["follower"]);
+        self.controller = Proc::from_json(&v["roles"]["controller"]);
+        self.follower = Proc::from_json(&v["roles"]["follower"]);
         if let Some(t) = v["trigger"].as_str() {
             self.trigger = Some(t.to_string());
             return;
@@ -59,6 +53,17 @@ impl Recorder {
                 None => p.to_string(),
             }
         });
+    }
+
+    /// What the last decision named `p`.
+    fn aimed(&self, p: Proc) -> Aimed {
+        if self.controller == Some(p) {
+            Aimed::Controller
+        } else if self.follower == Some(p) {
+            Aimed::Follower
+        } else {
+            Aimed::Other
+        }
     }
 
     /// Whether `action` starts a fault (and so wants the roles before it applies).
@@ -82,17 +87,7 @@ impl Recorder {
             return;
         }
         let hint = self.hint.as_ref().map(|(t, p)| (t.as_str(), *p));
-        let (controller, follower) = (self.controller, self.follower);
-        let role = |p: Proc| {
-            let aimed = if controller == Some(p) {
-                Aimed::Controller
-            } else if follower == Some(p) {
-                Aimed::Follower
-            } else {
-                Aimed::Other
-            };
-            Target::of(p, view, hint, aimed)
-        };
+        let role = |p: Proc| Target::of(p, view, hint, self.aimed(p));
         let (fault, touched): (Spec, Vec<Proc>) = match action {
             Action::Kill(p) => (Spec::Kill(role(*p)), vec![*p]),
             Action::KillOnceInIsr {

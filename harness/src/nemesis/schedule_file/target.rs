@@ -128,7 +128,12 @@ impl Target {
             return Target::ActiveController;
         }
         let Proc::Node(id) = p else {
-            return Target::fixed(p);
+            // A dedicated controller process follows no partition.
+            return if controller {
+                Target::ActiveController
+            } else {
+                Target::fixed(p)
+            };
         };
         let follows = |q: &PartitionView| q.followers().iter().position(|&f| f == id);
         if let Some((h, index)) = hinted.and_then(|h| follows(h).map(|i| (h, i))) {
