@@ -35,6 +35,10 @@ pub use record::Recorder;
 pub use source::ScheduleSource;
 pub use target::Target;
 
+/// How long a reassignment waits (for one in progress to end, then to complete)
+/// when its file does not say.
+pub const REASSIGN_SETTLE: Duration = Duration::from_secs(3);
+
 /// The version a schedule file states (`"schedule": 1`).
 pub const VERSION: u64 = 1;
 
@@ -95,7 +99,14 @@ pub enum Spec {
     },
     /// Hold the process's answers to the clients.
     HoldAnswers(Target),
-    CrashAll,
+    /// Every node killed at once; at its end restarted in the order of `restarts`,
+    /// each after its gap from the one before (the nodes it does not name last, at
+    /// once). The roles are resolved when the crash starts, while there still is a
+    /// leader to name: `crash-all`'s old leader comes back last, seconds after the
+    /// others.
+    CrashAll {
+        restarts: Vec<(Target, Duration)>,
+    },
     Partition {
         shape: String,
         links: Links,
@@ -110,10 +121,14 @@ pub enum Spec {
         target: Target,
         mode: DiskMode,
     },
+    /// A move of the partition to `replicas`, which waits up to `settle` for a move
+    /// in progress to end before it asks and for itself to complete after (holding
+    /// back the faults after it, as the pattern that made it did).
     Reassign {
         topic: String,
         partition: u32,
         replicas: Vec<i32>,
+        settle: Duration,
     },
     AddPartitions {
         topic: String,
@@ -151,7 +166,7 @@ impl Spec {
             Spec::TornWrite { .. } => "torn-write",
             Spec::Corrupt { .. } => "corrupt",
             Spec::HoldAnswers(_) => "hold-answers",
-            Spec::CrashAll => "crash-all",
+            Spec::CrashAll { .. } => "crash-all",
             Spec::Partition { .. } => "partition",
             Spec::Degrade { how, .. } => match how {
                 Degradation::Slow { .. } => "slow",
@@ -199,6 +214,7 @@ impl Spec {
                 ..
             } => pairs.iter().find_map(|(a, b)| role(a).or(role(b))),
             Spec::Degrade { targets, .. } => targets.iter().find_map(role),
+            Spec::CrashAll { restarts } => restarts.iter().find_map(|(t, _)| role(t)),
             Spec::Reassign {
                 topic, partition, ..
             }
@@ -206,7 +222,15 @@ impl Spec {
             | Spec::KillOnceInIsr {
                 topic, partition, ..
             } => Some((topic.as_str(), *partition)),
-            Spec::CrashAll | Spec::AddPartitions { .. } => None,
+            Spec::AddPartitions { .. } => None,
+        }
+    }
+
+    /// How long its end takes after it begins: a crash-all's gaps between restarts.
+    pub fn restarting(&self) -> Duration {
+        match self {
+            Spec::CrashAll { restarts } => restarts.iter().map(|(_, gap)| *gap).sum(),
+            _ => Duration::ZERO,
         }
     }
 
@@ -242,7 +266,14 @@ impl Spec {
                 ("of", json!(format!("{topic}/{partition}"))),
                 ("within", seconds(*within)),
             ],
-            Spec::CrashAll => Vec::new(),
+            Spec::CrashAll { restarts } if restarts.is_empty() => Vec::new(),
+            Spec::CrashAll { restarts } => vec![(
+                "restart",
+                restarts
+                    .iter()
+                    .map(|(x, gap)| json!([t(x), seconds(*gap)]))
+                    .collect(),
+            )],
             Spec::Partition { shape, links } => {
                 let links = match links {
                     Links::Isolate(x) => ("isolate", t(x)),
@@ -292,9 +323,11 @@ impl Spec {
                 topic,
                 partition,
                 replicas,
+                settle,
             } => vec![
                 ("partition", json!(format!("{topic}/{partition}"))),
                 ("replicas", json!(replicas)),
+                ("settle", seconds(*settle)),
             ],
             Spec::AddPartitions { topic, count } => {
                 vec![("topic", json!(topic)), ("count", json!(count))]
@@ -371,11 +404,11 @@ impl ScheduleFile {
         parse::parse(text)
     }
 
-    /// How long it runs: the last start or end.
+    /// How long it runs: the last start or end (a crash-all's last restart).
     pub fn length(&self) -> Duration {
         self.faults
             .iter()
-            .map(|e| e.at + e.lasts.unwrap_or_default())
+            .map(|e| e.at + e.lasts.unwrap_or_default() + e.fault.restarting())
             .max()
             .unwrap_or_default()
     }

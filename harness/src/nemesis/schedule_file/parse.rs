@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::target::{Target, partition_ref};
-use super::{Entry, Links, ScheduleFile, Spec, VERSION};
+use super::{Entry, Links, REASSIGN_SETTLE, ScheduleFile, Spec, VERSION};
 use crate::nemesis::fault::Degradation;
 use crate::system::DiskMode;
 use crate::system::clock::ClockFault;
@@ -381,7 +381,9 @@ fn spec(f: &mut Fields<'_>) -> Result<Spec, ScheduleError> {
             seed: f.whole("seed", u64::MAX)?,
         },
         "hold-answers" => Spec::HoldAnswers(f.target("target")?),
-        "crash-all" => Spec::CrashAll,
+        "crash-all" => Spec::CrashAll {
+            restarts: restarts(f)?,
+        },
         "partition" => {
             let shape = f.string("shape")?.unwrap_or_else(|| "schedule".to_string());
             let links = match (f.map.contains_key("isolate"), f.map.contains_key("cut")) {
@@ -443,10 +445,12 @@ fn spec(f: &mut Fields<'_>) -> Result<Spec, ScheduleError> {
             };
             let replicas =
                 f.required("replicas", replicas, "a list of node ids, e.g. [1, 2, 3]")?;
+            let settle = f.seconds("settle")?.unwrap_or(REASSIGN_SETTLE);
             Spec::Reassign {
                 topic,
                 partition,
                 replicas,
+                settle,
             }
         }
         "cancel-reassignment" => {
@@ -466,6 +470,40 @@ fn spec(f: &mut Fields<'_>) -> Result<Spec, ScheduleError> {
             ));
         }
     })
+}
+
+/// A crash-all's `restart`: the processes in restart order, each a name or a
+/// `[name, seconds after the one before]` pair (none: all at once).
+fn restarts(f: &mut Fields<'_>) -> Result<Vec<(Target, Duration)>, ScheduleError> {
+    let bad = |f: &Fields<'_>| {
+        f.err(
+            "restart",
+            "expected a list of processes in restart order, each a name or [name, seconds \
+             after the one before]",
+        )
+    };
+    let items = match f.take("restart") {
+        None => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(bad(f)),
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let (name, gap) = match &item {
+            Value::String(s) => (s.as_str(), 0.0),
+            Value::Array(pair) => match pair.as_slice() {
+                [Value::String(s), Value::Number(n)] => match n.as_f64() {
+                    Some(g) if (0.0..3600.0).contains(&g) => (s.as_str(), g),
+                    _ => return Err(f.err("restart", format!("{n}: expected seconds 0 to 3600"))),
+                },
+                _ => return Err(bad(f)),
+            },
+            _ => return Err(bad(f)),
+        };
+        let target = Target::parse(name).map_err(|e| f.err("restart", e))?;
+        out.push((target, Duration::from_secs_f64(gap)));
+    }
+    Ok(out)
 }
 
 fn cut(f: &mut Fields<'_>) -> Result<Vec<(Target, Target)>, ScheduleError> {

@@ -13,7 +13,7 @@ const HAND_WRITTEN: &str = r#"{
     {"at": 33, "fault": "disk", "target": "node 2", "mode": "eio", "for": 1.5},
     {"at": 40, "fault": "reassign", "partition": "queue/1", "replicas": [3, 1]},
     {"at": 40.5, "fault": "cancel-reassignment", "partition": "queue/1"},
-    {"at": 41, "fault": "crash-all", "for": 3},
+    {"at": 41, "fault": "crash-all", "for": 0.5, "restart": ["node 3", ["leader of queue/0", 6.5]]},
     {"at": 50, "fault": "kill", "target": "leader of queue/0", "once_in_isr": "follower 2 of queue/0",
      "of": "queue/0", "within": 1.2, "for": 2.5},
     {"at": 55, "fault": "torn-write", "target": "follower of queue/0", "seed": 77, "for": 3}
@@ -46,6 +46,18 @@ fn a_hand_written_schedule_reads_and_writes_back_the_same() {
             topic: "queue".into(),
             partition: 0,
             within: Duration::from_millis(1200),
+        }
+    );
+    assert_eq!(
+        file.faults[7].fault,
+        Spec::CrashAll {
+            restarts: vec![
+                (Target::Node(3), Duration::ZERO),
+                (
+                    Target::parse("leader of queue/0").unwrap(),
+                    Duration::from_millis(6500)
+                ),
+            ],
         }
     );
     assert_eq!(file.faults[0].line, 4);
@@ -132,6 +144,14 @@ fn a_malformed_schedule_is_refused_naming_the_line_and_the_field() {
         (
             "{\"schedule\": 1, \"faults\": [{\"at\": 1, \"fault\": \"reassign\", \"partition\": \"queue\", \"replicas\": [1]}]}",
             "field `partition`: `queue` names no partition",
+        ),
+        (
+            "{\"schedule\": 1, \"faults\": [{\"at\": 1, \"fault\": \"crash-all\", \"restart\": [[\"node 1\"]]}]}",
+            "field `restart`: expected a list of processes in restart order",
+        ),
+        (
+            "{\"schedule\": 1, \"faults\": [{\"at\": 1, \"fault\": \"crash-all\", \"restart\": [\"boss\"]}]}",
+            "field `restart`: `boss` names no process",
         ),
         (
             "{\"schedule\": 1, \"faults\": [3]}",

@@ -81,9 +81,30 @@ impl Recorder {
         procs: &[Proc],
     ) {
         if let Some(i) = self.open.iter().rposition(|(_, a)| action.undoes(a)) {
-            let (entry, _) = self.open.remove(i);
+            let (entry, started) = self.open.remove(i);
             let e = &mut self.entries[entry];
             e.lasts = Some(at.saturating_sub(e.at));
+            if let (
+                Spec::CrashAll { restarts },
+                Action::CrashAll(nodes),
+                Action::RestartEach(order),
+            ) = (&mut e.fault, &started, action)
+            {
+                // The restarts in the order and with the gaps they had, each node
+                // named by the role it had when the crash began.
+                let named: Vec<(i32, Target)> = nodes
+                    .iter()
+                    .copied()
+                    .zip(restarts.drain(..).map(|(t, _)| t))
+                    .collect();
+                *restarts = order
+                    .iter()
+                    .filter_map(|(gap, id)| {
+                        let (_, t) = named.iter().find(|(n, _)| n == id)?;
+                        Some((t.clone(), *gap))
+                    })
+                    .collect();
+            }
             return;
         }
         let hint = self.hint.as_ref().map(|(t, p)| (t.as_str(), *p));
@@ -134,7 +155,14 @@ impl Recorder {
                 let p = Proc::Node(*id);
                 (Spec::LoseUnflushed(role(p)), vec![p])
             }
-            Action::CrashAll(_) => (Spec::CrashAll, Vec::new()),
+            Action::CrashAll(nodes) => {
+                // Named now, while the leaders are known; ordered at the restart.
+                let restarts = nodes
+                    .iter()
+                    .map(|&id| (role(Proc::Node(id)), Duration::ZERO))
+                    .collect();
+                (Spec::CrashAll { restarts }, Vec::new())
+            }
             Action::Pause(p) => (Spec::Pause(role(*p)), vec![*p]),
             Action::HoldAnswers(p) => (Spec::HoldAnswers(role(*p)), vec![*p]),
             Action::Cut { shape, grudge } => {
@@ -179,7 +207,7 @@ impl Recorder {
                 };
                 (spec, vec![p])
             }
-            Action::Reconfigure { change, .. } => match change {
+            Action::Reconfigure { change, settle } => match change {
                 Reconfiguration::Reassign {
                     topic,
                     partition,
@@ -190,6 +218,7 @@ impl Recorder {
                         topic: topic.clone(),
                         partition: *partition,
                         replicas: replicas.clone(),
+                        settle: *settle,
                     };
                     (spec, Vec::new())
                 }
@@ -310,6 +339,35 @@ mod tests {
         assert_eq!(f[1].lasts, Some(s(4)));
         assert_eq!(field(&f[2], "target"), "follower of queue/0");
         assert_eq!(f[2].lasts, None, "still in force");
+    }
+
+    /// A crash-all's restarts are recorded in their order, with their gaps, each
+    /// node by the role it had before the crash: the old leader last, seconds after.
+    #[test]
+    fn a_crash_all_records_its_restart_order_by_role() {
+        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
+        let v = view();
+        let mut r = Recorder::default();
+        r.note(&NemesisEvent::new(
+            "plan",
+            serde_json::json!({"pattern": "crash-all", "topic": "queue", "partition": 0}),
+        ));
+        let ms = Duration::from_millis;
+        r.applied(ms(1000), &Action::CrashAll(vec![1, 2, 3]), Some(&v), &procs);
+        let restart = Action::RestartEach(vec![(ms(0), 3), (ms(400), 1), (ms(6000), 2)]);
+        r.applied(ms(1300), &restart, None, &procs);
+        let f = r.schedule().faults;
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].lasts, Some(ms(300)));
+        assert_eq!(
+            f[0].to_line(),
+            "{\"at\": 1.0, \"fault\": \"crash-all\", \"restart\": [[\"follower of queue/0\",0.0],\
+             [\"follower 2 of queue/0\",0.4],[\"leader of queue/0\",6.0]], \"for\": 0.3, \
+             \"trigger\": \"crash-all\"}"
+        );
+        let back = ScheduleFile::parse(&r.schedule().to_text()).unwrap();
+        assert_eq!(back.faults[0].fault, f[0].fault);
+        assert_eq!(back.length(), ms(7700));
     }
 
     /// A pattern aimed at a partition names its processes by their roles there: a

@@ -16,9 +16,6 @@ use crate::proc::Proc;
 use crate::system::Reconfiguration;
 use crate::system::view::ClusterView;
 
-/// How long a reassignment in a schedule waits for one in progress to end.
-const REASSIGN_SETTLE: Duration = Duration::from_secs(3);
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Moment {
     Start(usize),
@@ -32,7 +29,7 @@ pub struct ScheduleSource {
     /// Every start and end, in time order.
     moments: Vec<(Duration, Moment)>,
     next: usize,
-    /// Each fault as it was applied (None: not yet, skipped, or ended).
+    /// The end of each fault applied and not yet ended.
     in_force: Vec<Option<Action>>,
     procs: Vec<Proc>,
     nodes: Vec<i32>,
@@ -105,7 +102,7 @@ impl ScheduleSource {
                 seed: *seed,
             },
             Spec::HoldAnswers(t) => Action::HoldAnswers(one(t)?),
-            Spec::CrashAll => Action::CrashAll(self.nodes.clone()),
+            Spec::CrashAll { .. } => Action::CrashAll(self.nodes.clone()),
             Spec::Partition { shape, links } => {
                 let grudge = match links {
                     Links::Isolate(t) => Grudge::isolate(one(t)?, &self.procs),
@@ -154,6 +151,7 @@ impl ScheduleSource {
                 topic,
                 partition,
                 replicas,
+                settle,
             } => Action::Reconfigure {
                 change: Reconfiguration::Reassign {
                     topic: topic.clone(),
@@ -164,7 +162,7 @@ impl ScheduleSource {
                         .map(|p| p.replicas.clone())
                         .unwrap_or_default(),
                 },
-                settle: REASSIGN_SETTLE,
+                settle: *settle,
             },
             Spec::CancelReassignment { topic, partition } => Action::Reconfigure {
                 change: Reconfiguration::CancelReassignment {
@@ -185,6 +183,30 @@ impl ScheduleSource {
 }
 
 impl ScheduleSource {
+    /// What ends fault `i`, applied as `action` on the cluster seen as `view`: a
+    /// crash-all's restarts in its order, its roles resolved now (a role that names
+    /// no node, or one named already, is passed over; the nodes it does not name
+    /// come back last, at once).
+    fn end(&self, i: usize, action: &Action, view: Option<&ClusterView>) -> Option<Action> {
+        let Spec::CrashAll { restarts } = &self.file.faults[i].fault else {
+            return action.undo();
+        };
+        let mut order: Vec<(Duration, i32)> = Vec::new();
+        for (t, gap) in restarts {
+            if let Some(Proc::Node(id)) = t.resolve(view, &self.procs)
+                && !order.iter().any(|&(_, n)| n == id)
+            {
+                order.push((*gap, id));
+            }
+        }
+        for &id in &self.nodes {
+            if !order.iter().any(|&(_, n)| n == id) {
+                order.push((Duration::ZERO, id));
+            }
+        }
+        Some(Action::RestartEach(order))
+    }
+
     /// The decision to apply fault `i` (a `plan`): its line, its target's role,
     /// and the partition that role is of, so that the run's own schedule names the
     /// target as this one did.
@@ -225,9 +247,7 @@ impl Source for ScheduleSource {
                 Moment::Start(i) => {
                     return match self.resolve(i, now.view) {
                         Ok(action) => {
-                            if action.undo().is_some() {
-                                self.in_force[i] = Some(action.clone());
-                            }
+                            self.in_force[i] = self.end(i, &action, now.view);
                             self.queued = Some(action);
                             Next::Now(Step::Note(self.decision(i)))
                         }
@@ -246,8 +266,8 @@ impl Source for ScheduleSource {
                     };
                 }
                 Moment::End(i) => {
-                    if let Some(undo) = self.in_force[i].take().and_then(|a| a.undo()) {
-                        return Next::Now(Step::Act(undo));
+                    if let Some(end) = self.in_force[i].take() {
+                        return Next::Now(Step::Act(end));
                     }
                 }
             }
@@ -260,7 +280,7 @@ impl Source for ScheduleSource {
         self.in_force
             .iter_mut()
             .rev()
-            .filter_map(|a| a.take().and_then(|a| a.undo()))
+            .filter_map(Option::take)
             .map(Step::Act)
             .collect()
     }
@@ -333,6 +353,54 @@ mod tests {
         assert_eq!(
             s.next(&at(1000)),
             Next::Now(Step::Act(Action::Resume(Proc::Node(2))))
+        );
+    }
+
+    /// A crash-all's restarts follow its roles as they were when it began: the old
+    /// leader last, after its gap, whoever led by then.
+    #[test]
+    fn a_crash_all_restarts_its_nodes_in_the_order_of_their_roles() {
+        let text = "{\"schedule\": 1, \"faults\": [\n\
+            {\"at\": 0, \"fault\": \"crash-all\", \"for\": 0.5, \"restart\": \
+            [\"follower of queue/0\", [\"leader of queue/0\", 6]]}\n]}";
+        let file = ScheduleFile::parse(text).unwrap();
+        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
+        let mut s = ScheduleSource::new(file, &procs, &[1, 2, 3]);
+        let view = ClusterView {
+            nodes: vec![1, 2, 3],
+            alive: vec![1, 2, 3],
+            topics: vec!["queue".into()],
+            partitions: vec![crate::system::view::PartitionView {
+                topic: "queue".into(),
+                partition: 0,
+                leader: Some(1),
+                leader_epoch: 1,
+                isr: vec![1, 2, 3],
+                replicas: vec![1, 2, 3],
+                adding: vec![],
+                removing: vec![],
+            }],
+            controller: Some(Proc::Node(2)),
+            controller_epoch: 1,
+        };
+        let cov = Coverage::new(0);
+        let now = Now {
+            view: Some(&view),
+            ..at_ms(&cov, 0)
+        };
+        assert!(matches!(s.next(&now), Next::Now(Step::Note(_))));
+        assert_eq!(
+            s.next(&now),
+            Next::Now(Step::Act(Action::CrashAll(vec![1, 2, 3])))
+        );
+        let ms = Duration::from_millis;
+        assert_eq!(
+            s.next(&at_ms(&cov, 500)),
+            Next::Now(Step::Act(Action::RestartEach(vec![
+                (ms(0), 2),
+                (ms(6000), 1),
+                (ms(0), 3)
+            ])))
         );
     }
 
