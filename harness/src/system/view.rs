@@ -176,6 +176,40 @@ impl ClusterView {
 }
 
 #[cfg(test)]
+impl ClusterView {
+    /// For tests: nodes 1–3, all alive, `controller` active; each of `partitions`
+    /// (topic, number, replicas) led by its first replica, every replica in its ISR.
+    pub fn sample(controller: Proc, partitions: &[(&str, u32, &[i32])]) -> ClusterView {
+        let mut topics: Vec<String> = Vec::new();
+        for (t, _, _) in partitions {
+            if !topics.iter().any(|x| x == t) {
+                topics.push(t.to_string());
+            }
+        }
+        ClusterView {
+            nodes: vec![1, 2, 3],
+            alive: vec![1, 2, 3],
+            topics,
+            partitions: partitions
+                .iter()
+                .map(|&(topic, partition, replicas)| PartitionView {
+                    topic: topic.into(),
+                    partition,
+                    leader: replicas.first().copied(),
+                    leader_epoch: 1,
+                    isr: replicas.to_vec(),
+                    replicas: replicas.to_vec(),
+                    adding: vec![],
+                    removing: vec![],
+                })
+                .collect(),
+            controller: Some(controller),
+            controller_epoch: 1,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

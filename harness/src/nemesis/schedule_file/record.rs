@@ -284,26 +284,11 @@ fn isolated(grudge: &Grudge, procs: &[Proc]) -> Option<Proc> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::system::view::PartitionView;
 
+    /// queue/0 led by 2 (the controller would elect 3, then 1), node 1 the active
+    /// controller.
     fn view() -> ClusterView {
-        ClusterView {
-            nodes: vec![1, 2, 3],
-            alive: vec![1, 2, 3],
-            topics: vec!["queue".into()],
-            partitions: vec![PartitionView {
-                topic: "queue".into(),
-                partition: 0,
-                leader: Some(2),
-                leader_epoch: 1,
-                isr: vec![1, 2, 3],
-                replicas: vec![2, 3, 1],
-                adding: vec![],
-                removing: vec![],
-            }],
-            controller: Some(Proc::Node(1)),
-            controller_epoch: 1,
-        }
+        ClusterView::sample(Proc::Node(1), &[("queue", 0, &[2, 3, 1])])
     }
 
     #[test]

@@ -366,23 +366,7 @@ mod tests {
         let file = ScheduleFile::parse(text).unwrap();
         let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
         let mut s = ScheduleSource::new(file, &procs, &[1, 2, 3]);
-        let view = ClusterView {
-            nodes: vec![1, 2, 3],
-            alive: vec![1, 2, 3],
-            topics: vec!["queue".into()],
-            partitions: vec![crate::system::view::PartitionView {
-                topic: "queue".into(),
-                partition: 0,
-                leader: Some(1),
-                leader_epoch: 1,
-                isr: vec![1, 2, 3],
-                replicas: vec![1, 2, 3],
-                adding: vec![],
-                removing: vec![],
-            }],
-            controller: Some(Proc::Node(2)),
-            controller_epoch: 1,
-        };
+        let view = ClusterView::sample(Proc::Node(2), &[("queue", 0, &[1, 2, 3])]);
         let cov = Coverage::new(0);
         let now = Now {
             view: Some(&view),
