@@ -62,8 +62,13 @@ pub struct Entry {
     /// end of the run).
     pub lasts: Option<Duration>,
     pub fault: Spec,
-    /// Recorded, not played: the process its target was when it was applied.
+    /// The processes its targets were when it was applied, in the order
+    /// [`Spec::targets`] names them; with `plan`, a replay binds them (see
+    /// [`source`]).
     pub process: Option<String>,
+    /// The number of the decision (the `plan`) that made it: the faults of one plan
+    /// strike the same process where the original did.
+    pub plan: Option<u64>,
     /// Recorded, not played: the decision that made it (a pattern and its variant).
     pub trigger: Option<String>,
     /// The line of the file it was read from (0: made, not read).
@@ -129,6 +134,10 @@ pub enum Spec {
         partition: u32,
         replicas: Vec<i32>,
         settle: Duration,
+        /// The partition's replicas before the move, by role (recorded): in a plan,
+        /// they bind the node ids of `replicas` to the processes a replay finds in
+        /// those roles.
+        from: Vec<Target>,
     },
     AddPartitions {
         topic: String,
@@ -224,6 +233,54 @@ impl Spec {
             } => Some((topic.as_str(), *partition)),
             Spec::AddPartitions { .. } => None,
         }
+    }
+
+    /// The processes it names, each once, in the order its `process` lists them:
+    /// its target (a timed kill's, then the follower it waits on), its targets, a
+    /// cut's processes as its pairs first name them, a reassignment's replicas
+    /// before the move; none for a crash-all (its restarts are resolved together).
+    pub fn targets(&self) -> Vec<&Target> {
+        fn add<'a>(t: &'a Target, out: &mut Vec<&'a Target>) {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        let mut out: Vec<&Target> = Vec::new();
+        match self {
+            Spec::Kill(t)
+            | Spec::Pause(t)
+            | Spec::LoseUnflushed(t)
+            | Spec::HoldAnswers(t)
+            | Spec::TornWrite { target: t, .. }
+            | Spec::Corrupt { target: t, .. }
+            | Spec::Clock { target: t, .. }
+            | Spec::Disk { target: t, .. }
+            | Spec::Partition {
+                links: Links::Isolate(t),
+                ..
+            } => out.push(t),
+            Spec::KillOnceInIsr {
+                target, follower, ..
+            } => {
+                add(target, &mut out);
+                add(follower, &mut out);
+            }
+            Spec::Partition {
+                links: Links::Cut(pairs),
+                ..
+            } => {
+                for (a, b) in pairs {
+                    add(a, &mut out);
+                    add(b, &mut out);
+                }
+            }
+            Spec::Degrade { targets, .. } => targets.iter().for_each(|t| add(t, &mut out)),
+            Spec::Reassign { from, .. } => from.iter().for_each(|t| add(t, &mut out)),
+            Spec::CrashAll { .. }
+            | Spec::AddPartitions { .. }
+            | Spec::CancelReassignment { .. } => {}
+        }
+        out
     }
 
     /// How long its end takes after it begins: a crash-all's gaps between restarts.
@@ -324,11 +381,18 @@ impl Spec {
                 partition,
                 replicas,
                 settle,
-            } => vec![
-                ("partition", json!(format!("{topic}/{partition}"))),
-                ("replicas", json!(replicas)),
-                ("settle", seconds(*settle)),
-            ],
+                from,
+            } => {
+                let mut v = vec![
+                    ("partition", json!(format!("{topic}/{partition}"))),
+                    ("replicas", json!(replicas)),
+                    ("settle", seconds(*settle)),
+                ];
+                if !from.is_empty() {
+                    v.push(("from", from.iter().map(t).collect()));
+                }
+                v
+            }
             Spec::AddPartitions { topic, count } => {
                 vec![("topic", json!(topic)), ("count", json!(count))]
             }
@@ -359,10 +423,29 @@ impl Entry {
         if let Some(p) = &self.process {
             v.push(("process", json!(p)));
         }
+        if let Some(n) = self.plan {
+            v.push(("plan", json!(n)));
+        }
         if let Some(t) = &self.trigger {
             v.push(("trigger", json!(t)));
         }
         v
+    }
+
+    /// Its `process`, read: one process per target (None: not recorded, or not
+    /// one a target).
+    pub fn processes(&self) -> Option<Vec<crate::proc::Proc>> {
+        let listed: Vec<crate::proc::Proc> = self
+            .process
+            .as_deref()?
+            .split(',')
+            .map(|p| match Target::parse(p).ok()? {
+                Target::Node(id) => Some(crate::proc::Proc::Node(id)),
+                Target::Controller => Some(crate::proc::Proc::Controller),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        (listed.len() == self.fault.targets().len()).then_some(listed)
     }
 
     /// The entry as one line of the file.

@@ -317,6 +317,7 @@ fn entry(mut f: Fields<'_>) -> Result<Entry, ScheduleError> {
     let at = f.required("at", at, "seconds from the workload's start")?;
     let lasts = f.seconds("for")?;
     let process = f.string("process")?;
+    let plan = f.number("plan", u64::MAX)?;
     let trigger = f.string("trigger")?;
     let fault = spec(&mut f)?;
     if matches!(fault, Spec::Disk { .. }) && lasts.is_none() {
@@ -328,6 +329,7 @@ fn entry(mut f: Fields<'_>) -> Result<Entry, ScheduleError> {
         lasts,
         fault,
         process,
+        plan,
         trigger,
         line: f.base,
     })
@@ -446,11 +448,18 @@ fn spec(f: &mut Fields<'_>) -> Result<Spec, ScheduleError> {
             let replicas =
                 f.required("replicas", replicas, "a list of node ids, e.g. [1, 2, 3]")?;
             let settle = f.seconds("settle")?.unwrap_or(REASSIGN_SETTLE);
+            let from = if f.map.contains_key("from") {
+                f.targets("from")?
+            } else {
+                f.used.push("from");
+                Vec::new()
+            };
             Spec::Reassign {
                 topic,
                 partition,
                 replicas,
                 settle,
+                from,
             }
         }
         "cancel-reassignment" => {

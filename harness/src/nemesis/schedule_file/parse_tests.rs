@@ -131,7 +131,7 @@ fn a_malformed_schedule_is_refused_naming_the_line_and_the_field() {
         ),
         (
             "{\"schedule\": 1, \"faults\": [{\"at\": 1, \"fault\": \"kill\", \"target\": \"node 1\", \"delay_ms\": 3}]}",
-            "field `delay_ms`: not a field of `kill` (it takes: at, fault, for, process, target, trigger)",
+            "field `delay_ms`: not a field of `kill` (it takes: at, fault, for, plan, process, target, trigger)",
         ),
         (
             "{\"schedule\": 1, \"faults\": [{\"at\": 1, \"fault\": \"partition\"}]}",

@@ -27,6 +27,8 @@ pub struct Recorder {
     controller: Option<Proc>,
     follower: Option<Proc>,
     trigger: Option<String>,
+    /// The last decision's number.
+    plan: Option<u64>,
 }
 
 impl Recorder {
@@ -42,6 +44,9 @@ impl Recorder {
             .map(|(t, p)| (t.to_string(), p as u32));
         self.controller = Proc::from_json(&v["roles"]["controller"]);
         self.follower = Proc::from_json(&v["roles"]["follower"]);
+        // A drawn decision's number, or, replaying a schedule, the plan its line
+        // was of.
+        self.plan = v["number"].as_u64().or_else(|| v["plan"].as_u64());
         if let Some(t) = v["trigger"].as_str() {
             self.trigger = Some(t.to_string());
             return;
@@ -119,14 +124,15 @@ impl Recorder {
                 within,
             } => {
                 let p = Proc::Node(*leader);
+                let f = Proc::Node(*follower);
                 let spec = Spec::KillOnceInIsr {
                     target: role(p),
-                    follower: role(Proc::Node(*follower)),
+                    follower: role(f),
                     topic: topic.clone(),
                     partition: *partition,
                     within: *within,
                 };
-                (spec, vec![p])
+                (spec, if f == p { vec![p] } else { vec![p, f] })
             }
             Action::Clock { proc, fault } => (
                 Spec::Clock {
@@ -168,16 +174,17 @@ impl Recorder {
             Action::Cut { shape, grudge } => {
                 let (links, touched) = match isolated(grudge, procs) {
                     Some(p) => (Links::Isolate(role(p)), vec![p]),
-                    None => (
-                        Links::Cut(
-                            grudge
-                                .cut
-                                .iter()
-                                .map(|&(a, b)| (role(a), role(b)))
-                                .collect(),
-                        ),
-                        grudge.affected(),
-                    ),
+                    None => {
+                        // Its processes in the order its pairs first name them.
+                        let mut named: Vec<Proc> = Vec::new();
+                        for &p in grudge.cut.iter().flat_map(|(a, b)| [a, b]) {
+                            if !named.contains(&p) {
+                                named.push(p);
+                            }
+                        }
+                        let pairs = grudge.cut.iter().map(|&(a, b)| (role(a), role(b)));
+                        (Links::Cut(pairs.collect()), named)
+                    }
                 };
                 let spec = Spec::Partition {
                     shape: shape.clone(),
@@ -214,13 +221,20 @@ impl Recorder {
                     replicas,
                     ..
                 } => {
+                    // The replicas before the move, by role: what binds the ids
+                    // of `replicas` to processes in a replay.
+                    let before: Vec<Proc> = view
+                        .and_then(|v| v.partition(topic, *partition))
+                        .map(|p| p.replicas.iter().map(|&id| Proc::Node(id)).collect())
+                        .unwrap_or_default();
                     let spec = Spec::Reassign {
                         topic: topic.clone(),
                         partition: *partition,
                         replicas: replicas.clone(),
                         settle: *settle,
+                        from: before.iter().map(|&p| role(p)).collect(),
                     };
-                    (spec, Vec::new())
+                    (spec, before)
                 }
                 Reconfiguration::CancelReassignment { topic, partition } => {
                     let spec = Spec::CancelReassignment {
@@ -253,6 +267,7 @@ impl Recorder {
             lasts: None,
             fault,
             process,
+            plan: self.plan,
             trigger: self.trigger.clone(),
             line: 0,
         });
@@ -353,6 +368,38 @@ mod tests {
         let back = ScheduleFile::parse(&r.schedule().to_text()).unwrap();
         assert_eq!(back.faults[0].fault, f[0].fault);
         assert_eq!(back.length(), ms(7700));
+    }
+
+    /// A decision's number is each of its faults' `plan`; a reassignment records
+    /// the replicas it moves from by role, and their processes.
+    #[test]
+    fn a_reassignment_records_its_plan_and_the_replicas_it_moves_from() {
+        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
+        let v = view();
+        let mut r = Recorder::default();
+        r.note(&NemesisEvent::new(
+            "plan",
+            serde_json::json!({"number": 4, "pattern": "reassign", "topic": "queue", "partition": 0}),
+        ));
+        let reassign = Action::Reconfigure {
+            change: Reconfiguration::Reassign {
+                topic: "queue".into(),
+                partition: 0,
+                replicas: vec![2, 3],
+                from: vec![],
+            },
+            settle: Duration::from_secs(3),
+        };
+        r.applied(Duration::from_secs(1), &reassign, Some(&v), &procs);
+        let e = &r.schedule().faults[0];
+        assert_eq!(
+            e.to_line(),
+            "{\"at\": 1.0, \"fault\": \"reassign\", \"partition\": \"queue/0\", \"replicas\": [2,3], \
+             \"settle\": 3.0, \"from\": [\"leader of queue/0\",\"follower of queue/0\",\
+             \"follower 2 of queue/0\"], \"process\": \"node 2, node 3, node 1\", \"plan\": 4, \
+             \"trigger\": \"reassign\"}"
+        );
+        assert_eq!(e.processes().map(|p| p.len()), Some(3));
     }
 
     /// A pattern aimed at a partition names its processes by their roles there: a

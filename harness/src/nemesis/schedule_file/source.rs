@@ -2,6 +2,9 @@
 //! against the cluster as seen just then, its end at its time after that; a fault
 //! whose role names no process when it is due (no leader at that moment) is skipped
 //! and the skip noted. What is still in force at the time limit is ended then.
+//! The faults of one plan strike what the original struck together: a process the
+//! plan named before is the one its role resolved to then (the roles shift as the
+//! plan's own faults move leaders and ISRs).
 
 use std::time::Duration;
 
@@ -35,6 +38,10 @@ pub struct ScheduleSource {
     nodes: Vec<i32>,
     /// The fault whose note was just handed out, to apply next.
     queued: Option<Action>,
+    /// The plan being played, and the processes bound in it: each process the
+    /// original named, with the one this replay found in its role the first time
+    /// the plan named it.
+    bound: (Option<u64>, Vec<(Proc, Proc)>),
 }
 
 impl ScheduleSource {
@@ -60,19 +67,63 @@ impl ScheduleSource {
             procs: procs.to_vec(),
             nodes: nodes.to_vec(),
             queued: None,
+            bound: (None, Vec::new()),
         }
     }
 
-    /// The action fault `i` is on the cluster seen as `view` (Err: which target
-    /// names no process now).
-    fn resolve(&self, i: usize, view: Option<&ClusterView>) -> Result<Action, String> {
+    /// The process each target of fault `i` names now: the one its plan bound
+    /// already to the process the original named (a plan strikes again what it
+    /// struck before, whatever the roles are by then), else its role resolved
+    /// against `view`, binding it. Faults without a plan, or whose `process` does
+    /// not list one process a target, resolve every role.
+    fn find(&self, i: usize, view: Option<&ClusterView>) -> Found {
         let e = &self.file.faults[i];
-        let one = |t: &Target| t.resolve(view, &self.procs).ok_or_else(|| t.to_string());
+        let targets = e.fault.targets();
+        let mut bound = match (e.plan, &self.bound) {
+            (Some(n), (Some(m), b)) if n == *m => b.clone(),
+            _ => Vec::new(),
+        };
+        let recorded = e.plan.and(e.processes());
+        let mut found = Vec::new();
+        for (k, t) in targets.into_iter().enumerate() {
+            let original = recorded.as_ref().map(|r| r[k]);
+            let already = original.and_then(|o| bound.iter().find(|(b, _)| *b == o));
+            let p = match already {
+                Some(&(_, p)) => Some(p),
+                None => {
+                    let p = t.resolve(view, &self.procs);
+                    if let (Some(o), Some(p)) = (original, p) {
+                        bound.push((o, p));
+                    }
+                    p
+                }
+            };
+            found.push((t.clone(), p));
+        }
+        Found { found, bound }
+    }
+
+    /// The action fault `i` is on the cluster seen as `view`, with its plan's
+    /// bindings after it (Err: which target names no process now).
+    fn resolve(
+        &self,
+        i: usize,
+        view: Option<&ClusterView>,
+    ) -> Result<(Action, Vec<(Proc, Proc)>), String> {
+        let e = &self.file.faults[i];
+        let Found { found, bound } = self.find(i, view);
+        let one = |t: &Target| {
+            let p = match found.iter().find(|(x, _)| x == t) {
+                Some((_, p)) => *p,
+                None => t.resolve(view, &self.procs),
+            };
+            p.ok_or_else(|| t.to_string())
+        };
         let node = |t: &Target| match one(t)? {
             Proc::Node(id) => Ok(id),
             Proc::Controller => Err(format!("{t} (not a broker)")),
         };
-        Ok(match &e.fault {
+        let action = match &e.fault {
             Spec::Kill(t) => Action::Kill(one(t)?),
             Spec::KillOnceInIsr {
                 target,
@@ -152,11 +203,21 @@ impl ScheduleSource {
                 partition,
                 replicas,
                 settle,
+                ..
             } => Action::Reconfigure {
                 change: Reconfiguration::Reassign {
                     topic: topic.clone(),
                     partition: *partition,
-                    replicas: replicas.clone(),
+                    // The original's node ids, as this replay found them.
+                    replicas: replicas
+                        .iter()
+                        .map(
+                            |&id| match bound.iter().find(|(o, _)| *o == Proc::Node(id)) {
+                                Some((_, Proc::Node(now))) => *now,
+                                _ => id,
+                            },
+                        )
+                        .collect(),
                     from: view
                         .and_then(|v| v.partition(topic, *partition))
                         .map(|p| p.replicas.clone())
@@ -178,8 +239,15 @@ impl ScheduleSource {
                 },
                 settle: Duration::ZERO,
             },
-        })
+        };
+        Ok((action, bound))
     }
+}
+
+/// A fault's targets as found now, and its plan's bindings with this fault's.
+struct Found {
+    found: Vec<(Target, Option<Proc>)>,
+    bound: Vec<(Proc, Proc)>,
 }
 
 impl ScheduleSource {
@@ -222,6 +290,9 @@ impl ScheduleSource {
             v["topic"] = json!(topic);
             v["partition"] = json!(partition);
         }
+        if let Some(n) = e.plan {
+            v["plan"] = json!(n);
+        }
         NemesisEvent::new("plan", v)
     }
 }
@@ -246,7 +317,8 @@ impl Source for ScheduleSource {
             match moment {
                 Moment::Start(i) => {
                     return match self.resolve(i, now.view) {
-                        Ok(action) => {
+                        Ok((action, bound)) => {
+                            self.bound = (self.file.faults[i].plan, bound);
                             self.in_force[i] = self.end(i, &action, now.view);
                             self.queued = Some(action);
                             Next::Now(Step::Note(self.decision(i)))
@@ -386,6 +458,52 @@ mod tests {
                 (ms(0), 3)
             ])))
         );
+    }
+
+    /// The faults of one plan strike the process the original struck: a follower
+    /// named again after the ISR's order changed, and a reassignment's node ids,
+    /// are the processes the plan's first faults found; a fault of no plan
+    /// resolves its role afresh.
+    #[test]
+    fn a_plan_strikes_the_processes_it_found_first() {
+        let text = "{\"schedule\": 1, \"faults\": [\n\
+            {\"at\": 0, \"fault\": \"pause\", \"target\": \"follower of queue/0\", \"process\": \"node 3\", \"plan\": 7},\n\
+            {\"at\": 1, \"fault\": \"kill\", \"target\": \"follower 2 of queue/0\", \"process\": \"node 3\", \"plan\": 7},\n\
+            {\"at\": 2, \"fault\": \"reassign\", \"partition\": \"queue/0\", \"replicas\": [3, 1], \"settle\": 0, \
+             \"from\": [\"leader of queue/0\", \"follower of queue/0\", \"follower 2 of queue/0\"], \
+             \"process\": \"node 1, node 3, node 2\", \"plan\": 7},\n\
+            {\"at\": 3, \"fault\": \"kill\", \"target\": \"follower 2 of queue/0\", \"process\": \"node 3\"}\n]}";
+        let file = ScheduleFile::parse(text).unwrap();
+        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
+        let mut s = ScheduleSource::new(file, &procs, &[1, 2, 3]);
+        // queue/0 led by 1; the controller would elect 2, then 3.
+        let view = ClusterView::sample(Proc::Node(1), &[("queue", 0, &[1, 2, 3])]);
+        let cov = Coverage::new(0);
+        let at = |ms| Now {
+            view: Some(&view),
+            ..at_ms(&cov, ms)
+        };
+        let mut act = |ms| {
+            assert!(matches!(s.next(&at(ms)), Next::Now(Step::Note(_))));
+            match s.next(&at(ms)) {
+                Next::Now(Step::Act(a)) => a,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(act(0), Action::Pause(Proc::Node(2)));
+        // `follower 2` is node 3 now, but the plan named node 3 of the original
+        // before: the process it found then.
+        assert_eq!(act(1000), Action::Kill(Proc::Node(2)));
+        let Action::Reconfigure {
+            change: Reconfiguration::Reassign { replicas, from, .. },
+            ..
+        } = act(2000)
+        else {
+            panic!("a reassignment")
+        };
+        assert_eq!(replicas, vec![2, 1], "the original's 3 is this replay's 2");
+        assert_eq!(from, vec![1, 2, 3]);
+        assert_eq!(act(3000), Action::Kill(Proc::Node(3)));
     }
 
     #[test]
