@@ -29,6 +29,9 @@ pub struct Recorder {
     trigger: Option<String>,
     /// The last decision's number.
     plan: Option<u64>,
+    /// The leader and the followers (in election order) of its partition the last
+    /// decision saw: its roles when no look at the cluster answers.
+    seen: Option<(Proc, Vec<Proc>)>,
 }
 
 impl Recorder {
@@ -47,6 +50,12 @@ impl Recorder {
         // A drawn decision's number, or, replaying a schedule, the plan its line
         // was of.
         self.plan = v["number"].as_u64().or_else(|| v["plan"].as_u64());
+        self.seen = Proc::from_json(&v["roles"]["leader"]).map(|leader| {
+            let followers = v["roles"]["followers"]
+                .as_array()
+                .map_or_else(Vec::new, |f| f.iter().filter_map(Proc::from_json).collect());
+            (leader, followers)
+        });
         if let Some(t) = v["trigger"].as_str() {
             self.trigger = Some(t.to_string());
             return;
@@ -113,7 +122,23 @@ impl Recorder {
             return;
         }
         let hint = self.hint.as_ref().map(|(t, p)| (t.as_str(), *p));
-        let role = |p: Proc| Target::of(p, view, hint, self.aimed(p));
+        let role = |p: Proc| match (view, hint, &self.seen) {
+            // No look answered (a slowed or cut-off controller): the roles the
+            // decision saw in its partition.
+            (None, Some((topic, partition)), Some((leader, followers))) => {
+                let (topic, partition) = (topic.to_string(), partition);
+                match followers.iter().position(|&f| f == p) {
+                    _ if *leader == p => Target::LeaderOf { topic, partition },
+                    Some(index) => Target::FollowerOf {
+                        topic,
+                        partition,
+                        index,
+                    },
+                    None => Target::of(p, view, hint, self.aimed(p)),
+                }
+            }
+            _ => Target::of(p, view, hint, self.aimed(p)),
+        };
         let (fault, touched): (Spec, Vec<Proc>) = match action {
             Action::Kill(p) => (Spec::Kill(role(*p)), vec![*p]),
             Action::KillOnceInIsr {
@@ -400,6 +425,35 @@ mod tests {
              \"trigger\": \"reassign\"}"
         );
         assert_eq!(e.processes().map(|p| p.len()), Some(3));
+    }
+
+    /// When no look at the cluster answers, a fault is named by the roles its
+    /// decision saw.
+    #[test]
+    fn without_a_look_the_decisions_roles_name_the_processes() {
+        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
+        let mut r = Recorder::default();
+        r.note(&NemesisEvent::new(
+            "plan",
+            serde_json::json!({"pattern": "leader-kill", "topic": "register", "partition": 0,
+                "roles": {"leader": 2, "followers": [3, 1]}}),
+        ));
+        r.applied(
+            Duration::from_secs(1),
+            &Action::Pause(Proc::Node(1)),
+            None,
+            &procs,
+        );
+        r.applied(
+            Duration::from_secs(2),
+            &Action::Kill(Proc::Node(2)),
+            None,
+            &procs,
+        );
+        let f = r.schedule().faults;
+        let target = |e: &Entry| e.fault.fields()[0].1.clone();
+        assert_eq!(target(&f[0]), "follower 2 of register/0");
+        assert_eq!(target(&f[1]), "leader of register/0");
     }
 
     /// A pattern aimed at a partition names its processes by their roles there: a
