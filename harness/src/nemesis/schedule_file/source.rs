@@ -92,7 +92,11 @@ impl ScheduleSource {
                 Some(&(_, p)) => Some(p),
                 None => {
                     let p = t.resolve(view, &self.procs);
-                    if let (Some(o), Some(p)) = (original, p) {
+                    // Bound once: a process another of the original's stands for
+                    // already is not bound again.
+                    if let (Some(o), Some(p)) = (original, p)
+                        && !bound.iter().any(|&(_, q)| q == p)
+                    {
                         bound.push((o, p));
                     }
                     p
@@ -208,16 +212,7 @@ impl ScheduleSource {
                 change: Reconfiguration::Reassign {
                     topic: topic.clone(),
                     partition: *partition,
-                    // The original's node ids, as this replay found them.
-                    replicas: replicas
-                        .iter()
-                        .map(
-                            |&id| match bound.iter().find(|(o, _)| *o == Proc::Node(id)) {
-                                Some((_, Proc::Node(now))) => *now,
-                                _ => id,
-                            },
-                        )
-                        .collect(),
+                    replicas: translated(replicas, &bound),
                     from: view
                         .and_then(|v| v.partition(topic, *partition))
                         .map(|p| p.replicas.clone())
@@ -242,6 +237,22 @@ impl ScheduleSource {
         };
         Ok((action, bound))
     }
+}
+
+/// The original's node ids `replicas` as this replay found them (as they are when
+/// that would name one node twice).
+fn translated(replicas: &[i32], bound: &[(Proc, Proc)]) -> Vec<i32> {
+    let now: Vec<i32> = replicas
+        .iter()
+        .map(
+            |&id| match bound.iter().find(|(o, _)| *o == Proc::Node(id)) {
+                Some((_, Proc::Node(now))) => *now,
+                _ => id,
+            },
+        )
+        .collect();
+    let distinct = now.iter().enumerate().all(|(i, a)| !now[..i].contains(a));
+    if distinct { now } else { replicas.to_vec() }
 }
 
 /// A fault's targets as found now, and its plan's bindings with this fault's.
@@ -504,6 +515,13 @@ mod tests {
         assert_eq!(replicas, vec![2, 1], "the original's 3 is this replay's 2");
         assert_eq!(from, vec![1, 2, 3]);
         assert_eq!(act(3000), Action::Kill(Proc::Node(3)));
+    }
+
+    #[test]
+    fn a_reassignment_moves_the_processes_its_plan_found_unless_it_would_name_one_twice() {
+        let bound = [(Proc::Node(3), Proc::Node(2))];
+        assert_eq!(translated(&[3, 1], &bound), vec![2, 1]);
+        assert_eq!(translated(&[3, 2], &bound), vec![3, 2]);
     }
 
     #[test]
