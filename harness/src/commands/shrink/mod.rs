@@ -4,11 +4,12 @@
 //! deterministic, so a candidate is adopted when N of its tries (2 of 3 by default)
 //! show an anomaly of a kind the original showed: first the whole schedule (does it
 //! reproduce at all? one try suffices), then the run cut after the first anomaly was
-//! witnessed, then subsets of the faults ([`ddmin`]: the aimed patterns' runs of
-//! faults together, then fault by fault), then shorter holds, then the faults moved
-//! earlier in a shorter run, then the time cut again (after the witness, or after
-//! the last fault when only the end of the run shows the anomaly); the minimal schedule is played K more times to say how
-//! reliably it reproduces, and when it does in fewer than two thirds, the schedule
+//! witnessed, then the aimed pattern under way at the failure alone, then subsets
+//! of the faults ([`ddmin`]: the aimed patterns' runs of faults together, then
+//! fault by fault), then shorter holds, then the faults moved earlier in a shorter
+//! run, then the time cut again (after the witness, or after the last fault when
+//! only the end of the run shows the anomaly) — the phases of [`phases`]; the
+//! minimal schedule is played K more times to say how reliably it reproduces, and when it does in fewer than two thirds, the schedule
 //! adopted before it (a lucky candidate is no reproducer a user can act on).
 //!
 //! Everything lands in `RUN_DIR/shrink/`: each attempt's folder (its schedule and
@@ -18,6 +19,7 @@
 mod attempt;
 mod ddmin;
 mod display;
+mod phases;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -31,7 +33,7 @@ use crate::exit::Exit;
 use crate::nemesis::schedule_file::ScheduleFile;
 use crate::store::RunRecord;
 use attempt::{Attempt, Trial};
-use ddmin::{Tested, ddmin};
+use ddmin::Tested;
 use display::{append_line, budget_bar};
 
 /// Seconds a run is given past the first anomaly's witness time.
@@ -235,120 +237,6 @@ impl Search<'_> {
         }
         chosen
     }
-
-    /// The schedule moved earlier — its first fault `LEAD` seconds into the run, the
-    /// run as much shorter —, for a failure that needs its faults, not the minutes
-    /// of load before them.
-    fn shift_earlier(&mut self) {
-        let Some(first) = self.best().faults.iter().map(|e| e.at).min() else {
-            return;
-        };
-        let shift = (first.as_secs_f64() - LEAD).floor();
-        if shift < MIN_SECONDS {
-            return;
-        }
-        let by = Duration::from_secs_f64(shift);
-        let mut s = self.best().clone();
-        for e in &mut s.faults {
-            e.at = e.at.saturating_sub(by);
-        }
-        let before = self.detected;
-        let seconds = (self.seconds() - shift).max(MIN_SECONDS);
-        // A reproducer whose tries gave no witness time moves its old one with it.
-        if self.test("shift", &s, seconds) == Tested::Fails && self.detected == before {
-            self.detected = before.map(|d| (d - shift).max(0.0));
-        }
-    }
-
-    /// The run cut after the first anomaly was witnessed (faults starting later
-    /// dropped) — or, when only the end of the run showed it, `SETTLE` after the
-    /// last fault ended — if that is shorter.
-    fn cut_time(&mut self) {
-        let cut = match self.detected {
-            Some(d) => d + WITNESS_MARGIN,
-            None => self.best().length().as_secs_f64() + SETTLE,
-        };
-        let seconds = cut.ceil().max(MIN_SECONDS);
-        if seconds >= self.seconds() {
-            return;
-        }
-        let mut s = self.best().clone();
-        s.faults.retain(|e| e.at.as_secs_f64() < seconds);
-        self.test("time", &s, seconds);
-    }
-
-    /// ddmin over the faults: first over the runs of faults one aimed pattern played
-    /// (they work together: a lagging follower and the kill timed by it), then over
-    /// the faults left, one by one.
-    fn shrink_faults(&mut self) {
-        let triggers: Vec<Option<&str>> = self
-            .best()
-            .faults
-            .iter()
-            .map(|e| e.trigger.as_deref())
-            .collect();
-        let patterns = ddmin::patterns(&triggers);
-        if patterns.len() < self.best().faults.len() {
-            self.ddmin_over(patterns);
-        }
-        let faults = (0..self.best().faults.len()).map(|i| vec![i]).collect();
-        self.ddmin_over(faults);
-    }
-
-    /// ddmin over `units` of the best schedule's faults (each a list of indices).
-    fn ddmin_over(&mut self, units: Vec<Vec<usize>>) {
-        let base = self.best().clone();
-        ddmin((0..units.len()).collect(), |subset| {
-            let s = ScheduleFile {
-                faults: subset
-                    .iter()
-                    .flat_map(|&u| units[u].iter().map(|&i| base.faults[i].clone()))
-                    .collect(),
-                ..ScheduleFile::default()
-            };
-            let seconds = self.seconds_for(&s);
-            self.test("faults", &s, seconds)
-        });
-    }
-
-    /// The time limit a candidate is played with: the current one, or when only the
-    /// end of a run shows the anomaly, `SETTLE` past the candidate's last fault if
-    /// that is shorter (every try of a subset of early faults then costs less).
-    fn seconds_for(&self, s: &ScheduleFile) -> f64 {
-        if self.detected.is_some() {
-            return self.seconds();
-        }
-        let cut = (s.length().as_secs_f64() + SETTLE).ceil().max(MIN_SECONDS);
-        cut.min(self.seconds())
-    }
-
-    /// Halve every hold at once, then each alone.
-    fn shrink_holds(&mut self) {
-        let halved = |s: &ScheduleFile, only: Option<usize>| {
-            let mut s = s.clone();
-            for (i, e) in s.faults.iter_mut().enumerate() {
-                if only.is_none_or(|o| o == i)
-                    && let Some(d) = e.lasts
-                    && d > Duration::from_secs(1)
-                {
-                    e.lasts = Some(d / 2);
-                }
-            }
-            s
-        };
-        let all = halved(self.best(), None);
-        if all != *self.best() && self.test("holds", &all, self.seconds()) == Tested::Fails {
-            return;
-        }
-        for i in 0..self.best().faults.len() {
-            let one = halved(self.best(), Some(i));
-            if one != *self.best()
-                && self.test("holds", &one, self.seconds()) == Tested::OutOfBudget
-            {
-                return;
-            }
-        }
-    }
 }
 
 /// The original run's failure: its anomaly kinds, and its schedule.
@@ -476,6 +364,7 @@ pub fn run(args: ShrinkArgs) -> Exit {
         (d, false) => d,
     };
     search.cut_time();
+    search.pattern_alone();
     search.shrink_faults();
     search.shrink_holds();
     search.shift_earlier();

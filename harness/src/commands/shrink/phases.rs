@@ -1,0 +1,190 @@
+//! The candidates of a shrink, phase by phase: the run cut in time, the aimed
+//! pattern under way at the failure alone, ddmin over the faults, shorter holds,
+//! the faults moved earlier. Each plays its candidates through [`Search::test`],
+//! which adopts one that reproduces.
+
+use std::time::Duration;
+
+use super::ddmin::{self, Tested, ddmin};
+use super::{LEAD, MIN_SECONDS, SETTLE, Search, WITNESS_MARGIN};
+use crate::nemesis::schedule_file::ScheduleFile;
+
+impl Search<'_> {
+    /// The aimed pattern under way when the failure was first witnessed (the last
+    /// to start before it; the last of all when only the end of the run shows the
+    /// failure), alone: most failures need the one window one pattern opens, and
+    /// this candidate finds it before ddmin halves its way there.
+    pub(super) fn pattern_alone(&mut self) {
+        let base = self.best().clone();
+        let patterns = units(&base);
+        if patterns.len() < 2 {
+            return;
+        }
+        let witness = self.detected;
+        let Some(unit) = patterns
+            .iter()
+            .rev()
+            .find(|u| witness.is_none_or(|d| base.faults[u[0]].at.as_secs_f64() <= d))
+        else {
+            return;
+        };
+        // A fault no pattern played (a schedule written by hand) is left to ddmin.
+        let first = &base.faults[unit[0]];
+        if first.plan.is_none() && first.trigger.is_none() {
+            return;
+        }
+        let s = ScheduleFile {
+            faults: unit.iter().map(|&i| base.faults[i].clone()).collect(),
+            ..ScheduleFile::default()
+        };
+        let seconds = self.seconds_for(&s);
+        self.test("pattern", &s, seconds);
+    }
+
+    /// The schedule moved earlier — its first fault `LEAD` seconds into the run, the
+    /// run as much shorter —, for a failure that needs its faults, not the minutes
+    /// of load before them.
+    pub(super) fn shift_earlier(&mut self) {
+        let Some(first) = self.best().faults.iter().map(|e| e.at).min() else {
+            return;
+        };
+        let shift = (first.as_secs_f64() - LEAD).floor();
+        if shift < MIN_SECONDS {
+            return;
+        }
+        let by = Duration::from_secs_f64(shift);
+        let mut s = self.best().clone();
+        for e in &mut s.faults {
+            e.at = e.at.saturating_sub(by);
+        }
+        let before = self.detected;
+        let seconds = (self.seconds() - shift).max(MIN_SECONDS);
+        // A reproducer whose tries gave no witness time moves its old one with it.
+        if self.test("shift", &s, seconds) == Tested::Fails && self.detected == before {
+            self.detected = before.map(|d| (d - shift).max(0.0));
+        }
+    }
+
+    /// The run cut after the first anomaly was witnessed (faults starting later
+    /// dropped) — or, when only the end of the run showed it, `SETTLE` after the
+    /// last fault ended — if that is shorter.
+    pub(super) fn cut_time(&mut self) {
+        let cut = match self.detected {
+            Some(d) => d + WITNESS_MARGIN,
+            None => self.best().length().as_secs_f64() + SETTLE,
+        };
+        let seconds = cut.ceil().max(MIN_SECONDS);
+        if seconds >= self.seconds() {
+            return;
+        }
+        let mut s = self.best().clone();
+        s.faults.retain(|e| e.at.as_secs_f64() < seconds);
+        self.test("time", &s, seconds);
+    }
+
+    /// ddmin over the faults: first over the runs of faults one aimed pattern played
+    /// (they work together: a lagging follower and the kill timed by it), then over
+    /// the faults left, one by one.
+    pub(super) fn shrink_faults(&mut self) {
+        let patterns = units(self.best());
+        if patterns.len() < self.best().faults.len() {
+            self.ddmin_over(patterns);
+        }
+        let faults = (0..self.best().faults.len()).map(|i| vec![i]).collect();
+        self.ddmin_over(faults);
+    }
+
+    /// ddmin over `units` of the best schedule's faults (each a list of indices).
+    fn ddmin_over(&mut self, units: Vec<Vec<usize>>) {
+        let base = self.best().clone();
+        ddmin((0..units.len()).collect(), |subset| {
+            let s = ScheduleFile {
+                faults: subset
+                    .iter()
+                    .flat_map(|&u| units[u].iter().map(|&i| base.faults[i].clone()))
+                    .collect(),
+                ..ScheduleFile::default()
+            };
+            let seconds = self.seconds_for(&s);
+            self.test("faults", &s, seconds)
+        });
+    }
+
+    /// The time limit a candidate is played with: the current one, or when only the
+    /// end of a run shows the anomaly, `SETTLE` past the candidate's last fault if
+    /// that is shorter (every try of a subset of early faults then costs less).
+    fn seconds_for(&self, s: &ScheduleFile) -> f64 {
+        if self.detected.is_some() {
+            return self.seconds();
+        }
+        let cut = (s.length().as_secs_f64() + SETTLE).ceil().max(MIN_SECONDS);
+        cut.min(self.seconds())
+    }
+
+    /// Halve every hold at once, then each alone.
+    pub(super) fn shrink_holds(&mut self) {
+        let halved = |s: &ScheduleFile, only: Option<usize>| {
+            let mut s = s.clone();
+            for (i, e) in s.faults.iter_mut().enumerate() {
+                if only.is_none_or(|o| o == i)
+                    && let Some(d) = e.lasts
+                    && d > Duration::from_secs(1)
+                {
+                    e.lasts = Some(d / 2);
+                }
+            }
+            s
+        };
+        let all = halved(self.best(), None);
+        if all != *self.best() && self.test("holds", &all, self.seconds()) == Tested::Fails {
+            return;
+        }
+        for i in 0..self.best().faults.len() {
+            let one = halved(self.best(), Some(i));
+            if one != *self.best()
+                && self.test("holds", &one, self.seconds()) == Tested::OutOfBudget
+            {
+                return;
+            }
+        }
+    }
+}
+
+/// The runs of faults one aimed pattern played: by the plan each was of (its
+/// decision's number), else by its trigger.
+fn units(s: &ScheduleFile) -> Vec<Vec<usize>> {
+    let keys: Vec<Option<String>> = s
+        .faults
+        .iter()
+        .map(|e| match e.plan {
+            Some(n) => Some(format!("plan {n}")),
+            None => e.trigger.clone(),
+        })
+        .collect();
+    let keys: Vec<Option<&str>> = keys.iter().map(Option::as_deref).collect();
+    ddmin::patterns(&keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two plans of one pattern in a row are two units; faults of no plan go by
+    /// their trigger, and a fault of neither is a unit of its own.
+    #[test]
+    fn a_schedules_units_are_its_plans() {
+        let text = "{\"schedule\": 1, \"faults\": [\n\
+            {\"at\": 1, \"fault\": \"kill\", \"target\": \"node 1\", \"plan\": 1, \"trigger\": \"leader-disk\"},\n\
+            {\"at\": 2, \"fault\": \"kill\", \"target\": \"node 1\", \"plan\": 1, \"trigger\": \"leader-disk\"},\n\
+            {\"at\": 3, \"fault\": \"kill\", \"target\": \"node 1\", \"plan\": 2, \"trigger\": \"leader-disk\"},\n\
+            {\"at\": 4, \"fault\": \"kill\", \"target\": \"node 1\", \"trigger\": \"crash-all\"},\n\
+            {\"at\": 5, \"fault\": \"kill\", \"target\": \"node 1\", \"trigger\": \"crash-all\"},\n\
+            {\"at\": 6, \"fault\": \"kill\", \"target\": \"node 1\"},\n\
+            {\"at\": 7, \"fault\": \"kill\", \"target\": \"node 1\"}\n]}";
+        let s = ScheduleFile::parse(text).unwrap();
+        assert_eq!(
+            units(&s),
+            vec![vec![0, 1], vec![2], vec![3, 4], vec![5], vec![6]]
+        );
+    }
+}
