@@ -11,20 +11,22 @@ use crate::nemesis::schedule_file::ScheduleFile;
 
 impl Search<'_> {
     /// The aimed pattern under way when the failure was first witnessed (the last
-    /// to start before it; the last of all when only the end of the run shows the
-    /// failure), alone: most failures need the one window one pattern opens, and
-    /// this candidate finds it before ddmin halves its way there.
+    /// to start before it), alone: most failures need the one window one pattern
+    /// opens, and this candidate finds it before ddmin halves its way there. Not
+    /// when only the end of the run shows the failure: nothing then says which.
     pub(super) fn pattern_alone(&mut self) {
         let base = self.best().clone();
         let patterns = units(&base);
         if patterns.len() < 2 {
             return;
         }
-        let witness = self.detected;
+        let Some(witness) = self.detected else {
+            return;
+        };
         let Some(unit) = patterns
             .iter()
             .rev()
-            .find(|u| witness.is_none_or(|d| base.faults[u[0]].at.as_secs_f64() <= d))
+            .find(|u| base.faults[u[0]].at.as_secs_f64() <= witness)
         else {
             return;
         };
