@@ -122,10 +122,11 @@ impl Recorder {
             return;
         }
         let hint = self.hint.as_ref().map(|(t, p)| (t.as_str(), *p));
-        let role = |p: Proc| match (view, hint, &self.seen) {
-            // No look answered (a slowed or cut-off controller): the roles the
-            // decision saw in its partition.
-            (None, Some((topic, partition)), Some((leader, followers))) => {
+        // No look answered, or the controller did not say (a slowed or cut-off
+        // controller): the roles the decision saw in its partition.
+        let blind = hint.is_some_and(|(t, n)| view.and_then(|v| v.partition(t, n)).is_none());
+        let role = |p: Proc| match (blind, hint, &self.seen) {
+            (true, Some((topic, partition)), Some((leader, followers))) => {
                 let (topic, partition) = (topic.to_string(), partition);
                 match followers.iter().position(|&f| f == p) {
                     _ if *leader == p => Target::LeaderOf { topic, partition },
@@ -427,8 +428,8 @@ mod tests {
         assert_eq!(e.processes().map(|p| p.len()), Some(3));
     }
 
-    /// When no look at the cluster answers, a fault is named by the roles its
-    /// decision saw.
+    /// When no look at the cluster answers (or the controller did not say), a
+    /// fault is named by the roles its decision saw.
     #[test]
     fn without_a_look_the_decisions_roles_name_the_processes() {
         let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
@@ -444,10 +445,15 @@ mod tests {
             None,
             &procs,
         );
+        let silent = ClusterView {
+            partitions: vec![],
+            controller: None,
+            ..view()
+        };
         r.applied(
             Duration::from_secs(2),
             &Action::Kill(Proc::Node(2)),
-            None,
+            Some(&silent),
             &procs,
         );
         let f = r.schedule().faults;
