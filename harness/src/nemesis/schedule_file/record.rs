@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use super::target::Aimed;
 use super::{Entry, Links, ScheduleFile, Spec, Target};
+use serde_json::Value;
+
 use crate::nemesis::action::Action;
 use crate::nemesis::fault::NemesisEvent;
 use crate::net::Grudge;
 use crate::proc::Proc;
 use crate::system::Reconfiguration;
-use crate::system::view::ClusterView;
+use crate::system::view::{ClusterView, PartitionView};
 
 /// The faults applied so far, each with its end once applied.
 #[derive(Debug, Default)]
@@ -29,9 +31,9 @@ pub struct Recorder {
     trigger: Option<String>,
     /// The last decision's number.
     plan: Option<u64>,
-    /// The leader and the followers (in election order) of its partition the last
-    /// decision saw: its roles when no look at the cluster answers.
-    seen: Option<(Proc, Vec<Proc>)>,
+    /// Its partition as the last decision saw it (its leader, its followers in
+    /// election order): its roles when no look at the cluster shows it.
+    seen: Option<PartitionView>,
 }
 
 impl Recorder {
@@ -50,11 +52,23 @@ impl Recorder {
         // A drawn decision's number, or, replaying a schedule, the plan its line
         // was of.
         self.plan = v["number"].as_u64().or_else(|| v["plan"].as_u64());
-        self.seen = Proc::from_json(&v["roles"]["leader"]).map(|leader| {
-            let followers = v["roles"]["followers"]
-                .as_array()
-                .map_or_else(Vec::new, |f| f.iter().filter_map(Proc::from_json).collect());
-            (leader, followers)
+        self.seen = self.hint.as_ref().and_then(|(topic, partition)| {
+            let leader = v["roles"]["leader"].as_i64()? as i32;
+            let followers = v["roles"]["followers"].as_array();
+            let followers = followers.into_iter().flatten().filter_map(Value::as_i64);
+            let replicas: Vec<i32> = std::iter::once(leader)
+                .chain(followers.map(|f| f as i32))
+                .collect();
+            Some(PartitionView {
+                topic: topic.clone(),
+                partition: *partition,
+                leader: Some(leader),
+                leader_epoch: 0,
+                isr: replicas.clone(),
+                replicas,
+                adding: Vec::new(),
+                removing: Vec::new(),
+            })
         });
         if let Some(t) = v["trigger"].as_str() {
             self.trigger = Some(t.to_string());
@@ -123,23 +137,21 @@ impl Recorder {
         }
         let hint = self.hint.as_ref().map(|(t, p)| (t.as_str(), *p));
         // No look answered, or the controller did not say (a slowed or cut-off
-        // controller): the roles the decision saw in its partition.
+        // controller): the decision's partition as it saw it.
         let blind = hint.is_some_and(|(t, n)| view.and_then(|v| v.partition(t, n)).is_none());
-        let role = |p: Proc| match (blind, hint, &self.seen) {
-            (true, Some((topic, partition)), Some((leader, followers))) => {
-                let (topic, partition) = (topic.to_string(), partition);
-                match followers.iter().position(|&f| f == p) {
-                    _ if *leader == p => Target::LeaderOf { topic, partition },
-                    Some(index) => Target::FollowerOf {
-                        topic,
-                        partition,
-                        index,
-                    },
-                    None => Target::of(p, view, hint, self.aimed(p)),
-                }
+        let patched;
+        let view = match (blind, &self.seen) {
+            (true, Some(seen)) => {
+                let mut v = view
+                    .cloned()
+                    .unwrap_or_else(|| ClusterView::new(&[], None, &[]));
+                v.partitions.push(seen.clone());
+                patched = v;
+                Some(&patched)
             }
-            _ => Target::of(p, view, hint, self.aimed(p)),
+            _ => view,
         };
+        let role = |p: Proc| Target::of(p, view, hint, self.aimed(p));
         let (fault, touched): (Spec, Vec<Proc>) = match action {
             Action::Kill(p) => (Spec::Kill(role(*p)), vec![*p]),
             Action::KillOnceInIsr {
@@ -326,6 +338,11 @@ fn isolated(grudge: &Grudge, procs: &[Proc]) -> Option<Proc> {
 mod tests {
     use super::*;
 
+    /// A decision's `plan` event.
+    fn plan(v: serde_json::Value) -> NemesisEvent {
+        NemesisEvent::new("plan", v)
+    }
+
     /// queue/0 led by 2 (the controller would elect 3, then 1), node 1 the active
     /// controller.
     fn view() -> ClusterView {
@@ -374,8 +391,7 @@ mod tests {
         let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
         let v = view();
         let mut r = Recorder::default();
-        r.note(&NemesisEvent::new(
-            "plan",
+        r.note(&plan(
             serde_json::json!({"pattern": "crash-all", "topic": "queue", "partition": 0}),
         ));
         let ms = Duration::from_millis;
@@ -403,10 +419,7 @@ mod tests {
         let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
         let v = view();
         let mut r = Recorder::default();
-        r.note(&NemesisEvent::new(
-            "plan",
-            serde_json::json!({"number": 4, "pattern": "reassign", "topic": "queue", "partition": 0}),
-        ));
+        r.note(&plan(serde_json::json!({"number": 4, "pattern": "reassign", "topic": "queue", "partition": 0})));
         let reassign = Action::Reconfigure {
             change: Reconfiguration::Reassign {
                 topic: "queue".into(),
@@ -434,8 +447,7 @@ mod tests {
     fn without_a_look_the_decisions_roles_name_the_processes() {
         let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
         let mut r = Recorder::default();
-        r.note(&NemesisEvent::new(
-            "plan",
+        r.note(&plan(
             serde_json::json!({"pattern": "leader-kill", "topic": "register", "partition": 0,
                 "roles": {"leader": 2, "followers": [3, 1]}}),
         ));
@@ -470,8 +482,7 @@ mod tests {
         let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
         let v = view();
         let plan = |roles: serde_json::Value| {
-            NemesisEvent::new(
-                "plan",
+            plan(
                 serde_json::json!({"pattern": "p", "topic": "queue", "partition": 0, "roles": roles}),
             )
         };

@@ -374,6 +374,13 @@ mod tests {
     use super::*;
     use crate::nemesis::coverage::Coverage;
 
+    /// The schedule `text` on brokers 1–3.
+    fn three_nodes(text: &str) -> ScheduleSource {
+        let file = ScheduleFile::parse(text).unwrap();
+        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
+        ScheduleSource::new(file, &procs, &[1, 2, 3])
+    }
+
     /// The moment `ms` into the run, nothing seen of the cluster.
     fn at_ms(cov: &Coverage, ms: u64) -> Now<'_> {
         Now {
@@ -389,9 +396,7 @@ mod tests {
         let text = "{\"schedule\": 1, \"faults\": [\n\
             {\"at\": 1, \"fault\": \"kill\", \"target\": \"node 2\", \"for\": 2},\n\
             {\"at\": 1.5, \"fault\": \"pause\", \"target\": \"leader of queue/0\"}\n]}";
-        let file = ScheduleFile::parse(text).unwrap();
-        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
-        let mut s = ScheduleSource::new(file, &procs, &[1, 2, 3]);
+        let mut s = three_nodes(text);
         let cov = Coverage::new(0);
         let at = |ms| at_ms(&cov, ms);
         assert_eq!(s.next(&at(0)), Next::Wait(Duration::from_secs(1)));
@@ -418,9 +423,7 @@ mod tests {
         let text = "{\"schedule\": 1, \"faults\": [\n\
             {\"at\": 0, \"fault\": \"pause\", \"target\": \"node 2\", \"for\": 1},\n\
             {\"at\": 1, \"fault\": \"pause\", \"target\": \"node 3\", \"for\": 1}\n]}";
-        let file = ScheduleFile::parse(text).unwrap();
-        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
-        let mut s = ScheduleSource::new(file, &procs, &[1, 2, 3]);
+        let mut s = three_nodes(text);
         let cov = Coverage::new(0);
         let at = |ms| at_ms(&cov, ms);
         assert!(matches!(s.next(&at(0)), Next::Now(Step::Note(_))));
@@ -446,9 +449,7 @@ mod tests {
         let text = "{\"schedule\": 1, \"faults\": [\n\
             {\"at\": 0, \"fault\": \"crash-all\", \"for\": 0.5, \"restart\": \
             [\"follower of queue/0\", [\"leader of queue/0\", 6]]}\n]}";
-        let file = ScheduleFile::parse(text).unwrap();
-        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
-        let mut s = ScheduleSource::new(file, &procs, &[1, 2, 3]);
+        let mut s = three_nodes(text);
         let view = ClusterView::sample(Proc::Node(2), &[("queue", 0, &[1, 2, 3])]);
         let cov = Coverage::new(0);
         let now = Now {
@@ -484,9 +485,7 @@ mod tests {
              \"from\": [\"leader of queue/0\", \"follower of queue/0\", \"follower 2 of queue/0\"], \
              \"process\": \"node 1, node 3, node 2\", \"plan\": 7},\n\
             {\"at\": 3, \"fault\": \"kill\", \"target\": \"follower 2 of queue/0\", \"process\": \"node 3\"}\n]}";
-        let file = ScheduleFile::parse(text).unwrap();
-        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
-        let mut s = ScheduleSource::new(file, &procs, &[1, 2, 3]);
+        let mut s = three_nodes(text);
         // queue/0 led by 1; the controller would elect 2, then 3.
         let view = ClusterView::sample(Proc::Node(1), &[("queue", 0, &[1, 2, 3])]);
         let cov = Coverage::new(0);
