@@ -13,7 +13,7 @@
 //! `cargo bench -p broker --bench failover` (BENCH_ROUNDS, default 5; BENCH_SECS, the
 //! window, default 10). Under `cargo test --benches` it runs one short round.
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/integration/support/mod.rs"]
 mod support;
 
 use std::sync::{Arc, Mutex};

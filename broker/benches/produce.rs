@@ -11,7 +11,7 @@
 //! default 10; BENCH_ROUNDS how many times the three are measured in turn, default 3,
 //! the ratios taken between their medians; BENCH_CLIENTS the concurrency, default 16).
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/integration/support/mod.rs"]
 mod support;
 
 use std::time::{Duration, Instant};

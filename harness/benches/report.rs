@@ -5,7 +5,7 @@
 //!
 //! Run: `cargo bench -p watermark --bench report`.
 
-#[path = "../tests/report_fixtures/mod.rs"]
+#[path = "../tests/integration/report_fixtures/mod.rs"]
 mod report_fixtures;
 
 use std::collections::HashMap;
