@@ -5,12 +5,14 @@
 //! show an anomaly of a kind the original showed: first the whole schedule (does it
 //! reproduce at all? one try suffices), then the run cut after the first anomaly was
 //! witnessed, then the aimed pattern under way at the failure alone, then subsets
-//! of the faults ([`ddmin`]: the aimed patterns' runs of faults together, then
-//! fault by fault), then shorter holds, then the faults moved earlier in a shorter
-//! run, then the time cut again (after the witness, or after the last fault when
-//! only the end of the run shows the anomaly) — the phases of [`phases`]; the
-//! minimal schedule is played K more times to say how reliably it reproduces, and when it does in fewer than two thirds, the schedule
-//! adopted before it (a lucky candidate is no reproducer a user can act on).
+//! of the aimed patterns' runs of faults ([`ddmin`]), then the time cut and the
+//! faults moved earlier in a shorter run (each later candidate costs less), then
+//! subsets fault by fault, then shorter holds, then the move earlier and the time
+//! cut again (after the witness, or after the last fault when only the end of the
+//! run shows the anomaly) — the phases of [`phases`]; the minimal schedule is
+//! played K more times to say how reliably it reproduces, and when it does in
+//! fewer than two thirds, the schedule adopted before it (a lucky candidate is no
+//! reproducer a user can act on: the budget keeps room for that step back).
 //!
 //! Everything lands in `RUN_DIR/shrink/`: each attempt's folder (its schedule and
 //! its tries' run folders), `attempts.jsonl` (a row each), `minimal-schedule.json`,
@@ -137,9 +139,11 @@ impl Search<'_> {
     }
 
     /// Whether the budget allows a candidate of `seconds`, keeping room for the
-    /// final confirmation.
+    /// final confirmation — of the candidate, should it be adopted — and for one
+    /// step back to the smallest so far, should the candidate then reproduce too
+    /// rarely.
     fn affords(&self, seconds: f64) -> bool {
-        let needed = self.estimate(seconds, self.trial.tries)
+        let needed = self.estimate(seconds, self.trial.tries) * 2
             + self.estimate(self.seconds(), self.trial.tries);
         self.started.elapsed() + needed <= self.budget && !stopped()
     }
@@ -365,7 +369,12 @@ pub fn run(args: ShrinkArgs) -> Exit {
     };
     search.cut_time();
     search.pattern_alone();
-    search.shrink_faults();
+    search.shrink_patterns();
+    // Fewer faults may fail sooner, and fewer, later faults play as well earlier
+    // in a shorter run: each candidate from here on costs less.
+    search.cut_time();
+    search.shift_earlier();
+    search.shrink_each();
     search.shrink_holds();
     search.shift_earlier();
     search.cut_time();

@@ -84,14 +84,17 @@ impl Search<'_> {
         self.test("time", &s, seconds);
     }
 
-    /// ddmin over the faults: first over the runs of faults one aimed pattern played
-    /// (they work together: a lagging follower and the kill timed by it), then over
-    /// the faults left, one by one.
-    pub(super) fn shrink_faults(&mut self) {
+    /// ddmin over the runs of faults one aimed pattern played (they work together:
+    /// a lagging follower and the kill timed by it).
+    pub(super) fn shrink_patterns(&mut self) {
         let patterns = units(self.best());
         if patterns.len() < self.best().faults.len() {
             self.ddmin_over(patterns);
         }
+    }
+
+    /// ddmin over the faults left, one by one.
+    pub(super) fn shrink_each(&mut self) {
         let faults = (0..self.best().faults.len()).map(|i| vec![i]).collect();
         self.ddmin_over(faults);
     }
