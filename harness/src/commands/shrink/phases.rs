@@ -192,4 +192,46 @@ mod tests {
             vec![vec![0, 1], vec![2], vec![3, 4], vec![5], vec![6]]
         );
     }
+
+    /// A search of `budget` seconds that has played nothing, its original schedule
+    /// of 60 s adopted; its tries would run no real binary.
+    fn search<'a>(trial: super::super::Trial<'a>, budget: f64) -> Search<'a> {
+        Search {
+            trial,
+            root: std::env::temp_dir(),
+            attempts: Vec::new(),
+            started: std::time::Instant::now(),
+            budget: Duration::from_secs_f64(budget),
+            detected: None,
+            adopted: vec![(ScheduleFile::default(), 60.0)],
+            passed: Vec::new(),
+            bar: None,
+        }
+    }
+
+    /// The same faults in no longer a run than one that did not reproduce them are
+    /// taken to pass, unplayed; a longer run is a new candidate, played only as the
+    /// budget allows: it keeps room for the candidate's tries, its confirmation and
+    /// a step back to the smallest so far.
+    #[test]
+    fn what_passed_is_not_played_again_nor_shorter() {
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let trial = super::super::Trial {
+            watermark: std::path::Path::new("/nonexistent/watermark"),
+            run_dir: std::path::Path::new("/nonexistent/run"),
+            kinds: &[],
+            tries: 3,
+            needed: 2,
+            jobs: 2,
+            stop: &stop,
+        };
+        let empty = ScheduleFile::default();
+        // Three estimates of two rounds of (60 s + 25 s) each: 510 s.
+        let mut s = search(trial, 500.0);
+        s.passed.push((empty.clone(), 30.0));
+        assert_eq!(s.test("faults", &empty, 30.0), Tested::Passes);
+        assert_eq!(s.test("faults", &empty, 20.0), Tested::Passes);
+        assert_eq!(s.test("faults", &empty, 60.0), Tested::OutOfBudget);
+        assert!(s.attempts.is_empty());
+    }
 }
