@@ -193,12 +193,16 @@ mod tests {
         );
     }
 
-    /// A search of `budget` seconds that has played nothing, its original schedule
-    /// of 60 s adopted; its tries would run no real binary.
-    fn search<'a>(trial: super::super::Trial<'a>, budget: f64) -> Search<'a> {
+    /// A search of `budget` seconds into `root` that has played nothing, its
+    /// original schedule of 60 s adopted; its tries would run no real binary.
+    fn search<'a>(
+        trial: super::super::Trial<'a>,
+        root: &std::path::Path,
+        budget: f64,
+    ) -> Search<'a> {
         Search {
             trial,
-            root: std::env::temp_dir(),
+            root: root.to_path_buf(),
             attempts: Vec::new(),
             started: std::time::Instant::now(),
             budget: Duration::from_secs_f64(budget),
@@ -227,7 +231,8 @@ mod tests {
         };
         let empty = ScheduleFile::default();
         // Three estimates of two rounds of (60 s + 25 s) each: 510 s.
-        let mut s = search(trial, 500.0);
+        let root = tempfile::tempdir().unwrap();
+        let mut s = search(trial, root.path(), 500.0);
         s.passed.push((empty.clone(), 30.0));
         assert_eq!(s.test("faults", &empty, 30.0), Tested::Passes);
         assert_eq!(s.test("faults", &empty, 20.0), Tested::Passes);
