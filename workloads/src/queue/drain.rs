@@ -24,10 +24,16 @@ pub(super) fn records_value(partition: u32, fetched: &crate::api::Fetched) -> Va
     json!({"partition": partition, "records": records, "high_watermark": fetched.high_watermark})
 }
 
+/// How long the drain keeps retrying one partition that gives nothing (every fetch
+/// fails, the offset does not move) before it moves on to the next: a partition no
+/// replica can serve must not take the whole deadline from the others.
+pub const PARTITION_STALL: Duration = Duration::from_secs(15);
+
 /// The final drain: read every partition from offset 0 up to its high watermark as
-/// `final-poll` operations, retrying until `deadline`. `process` is the first
+/// `final-poll` operations, retrying until `deadline`, and at most
+/// [`PARTITION_STALL`] without progress on one partition. `process` is the first
 /// process number to use (one nobody used); it moves on after an `info`.
-/// Returns the process numbers used, or what could not be drained.
+/// Returns the process numbers used, or every partition that could not be drained.
 pub async fn final_drain(
     config: &QueueConfig,
     recorder: &dyn Recorder,
@@ -41,13 +47,22 @@ pub async fn final_drain(
         .await
         .unwrap_or(0)
         .max(config.partitions);
+    let mut undrained = Vec::new();
     for partition in 0..partitions {
         let mut offset = 0u64;
+        let mut progress = Instant::now();
         loop {
             if Instant::now() >= deadline {
-                return Err(format!(
+                undrained.push(format!(
                     "the final drain of {TOPIC}-{partition} did not finish in time (read up to offset {offset})"
                 ));
+                break;
+            }
+            if progress.elapsed() >= PARTITION_STALL {
+                undrained.push(format!(
+                    "the final drain of {TOPIC}-{partition} got nothing for {PARTITION_STALL:?} (read up to offset {offset}); the drain moved on"
+                ));
+                break;
             }
             let invoke = json!({"partition": partition, "offset": offset});
             recorder.record(
@@ -73,6 +88,7 @@ pub async fn final_drain(
                         Some(last) => offset = last.offset + 1,
                         None => break,
                     }
+                    progress = Instant::now();
                     if offset >= fetched.high_watermark {
                         break;
                     }
@@ -102,5 +118,9 @@ pub async fn final_drain(
             }
         }
     }
-    Ok(process)
+    if undrained.is_empty() {
+        Ok(process)
+    } else {
+        Err(undrained.join("; "))
+    }
 }

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use workloads::api::PartitionMetadata;
 
@@ -128,19 +128,56 @@ fn replica(
     Some((r, s.log_end_offset, s.high_watermark))
 }
 
+/// How long the healed cluster may show the same reasons for not having converged
+/// before the wait gives up early: nothing in it moves (a partition whose only
+/// in-sync replica lost its log stays so for good), and the rest of the timeout
+/// would only delay the verdict. A cluster still recovering changes what it
+/// reports well within this (a follower's LEO, a leader elected, an ISR grown).
+pub const STALL: Duration = Duration::from_secs(20);
+
+/// How long the same reasons have been seen, look after look: a new reason, or a
+/// change in one (a follower's LEO moved), starts the count again.
+#[derive(Default)]
+struct Unchanged {
+    last: Option<(String, Instant)>,
+}
+
+impl Unchanged {
+    /// `why` seen at `now`: for how long it has been seen unchanged.
+    fn seen(&mut self, why: String, now: Instant) -> Duration {
+        let since = match &self.last {
+            Some((before, since)) if *before == why => *since,
+            _ => now,
+        };
+        self.last = Some((why, since));
+        now - since
+    }
+}
+
 impl Cluster {
     /// Wait until every partition has a full ISR, a leader, and HW = LEO on every
-    /// replica (read from the nodes' /debug/partitions); Err says what did not converge.
+    /// replica (read from the nodes' /debug/partitions), at most `timeout`, and at
+    /// most [`STALL`] while what keeps it from converging stays the same; Err says
+    /// what did not converge.
     pub(super) async fn await_convergence(&self, timeout: Duration) -> crate::error::Result<()> {
-        let deadline = tokio::time::Instant::now() + timeout;
+        let start = Instant::now();
+        let mut unchanged = Unchanged::default();
         loop {
             let why = match self.convergence().await {
                 Ok(()) => return Ok(()),
                 Err(why) => why,
             };
-            if tokio::time::Instant::now() >= deadline {
+            let now = Instant::now();
+            if now - start >= timeout {
                 return Err(HarnessError::new(format!(
                     "the cluster did not converge within {timeout:?}: {why}"
+                )));
+            }
+            let same = unchanged.seen(why.clone(), now);
+            if same >= STALL {
+                return Err(HarnessError::new(format!(
+                    "the cluster stopped changing: the same for {same:.0?}, {:.0?} into the wait: {why}",
+                    now - start
                 )));
             }
             tokio::time::sleep(POLL).await;
@@ -213,6 +250,18 @@ mod tests {
                 partitions: vec![state],
             }),
         )
+    }
+
+    /// The count starts again whenever what is reported changes.
+    #[test]
+    fn only_the_same_reasons_count_as_unchanged() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut u = Unchanged::default();
+        assert_eq!(u.seen("a: LEO 4".into(), at(0)), Duration::ZERO);
+        assert_eq!(u.seen("a: LEO 4".into(), at(5)), Duration::from_secs(5));
+        assert_eq!(u.seen("a: LEO 9".into(), at(7)), Duration::ZERO);
+        assert_eq!(u.seen("a: LEO 9".into(), at(30)), Duration::from_secs(23));
     }
 
     #[test]
