@@ -24,6 +24,10 @@ pub struct Detection {
     pub seconds: f64,
     /// Whether only the end of the run showed it (final drain, final logs).
     pub at_end: bool,
+    /// For what only the end showed: the latest moment the run saw an operation of
+    /// it (a lost write's acknowledgement) — what lost it came after.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<f64>,
 }
 
 /// When the earliest of `results`' anomalies was witnessed in `events` (the run's
@@ -36,10 +40,8 @@ pub fn detection(results: &Results, events: &[Event]) -> Option<Detection> {
             .map(|i| events[i].time)
     };
     let end = events.last().map_or(0, |e| e.time);
-    results
-        .checkers
-        .values()
-        .flat_map(|c| &c.anomalies)
+    let anomalies = || results.checkers.values().flat_map(|c| &c.anomalies);
+    let (t, at_end) = anomalies()
         .map(|a| {
             if !witnessed_in_run(a) {
                 return (end, true);
@@ -51,11 +53,22 @@ pub fn detection(results: &Results, events: &[Event]) -> Option<Detection> {
                 // An operation missing from the history: the end is all we know.
                 .map_or((end, true), |t| (t, false))
         })
-        .min_by_key(|&(t, _)| t)
-        .map(|(t, at_end)| Detection {
-            seconds: t as f64 / 1e9,
-            at_end,
+        .min_by_key(|&(t, _)| t)?;
+    let after = at_end
+        .then(|| {
+            anomalies()
+                .filter(|a| !witnessed_in_run(a))
+                .flat_map(|a| &a.ops)
+                .filter(|op| op.f != "final-poll")
+                .filter_map(|op| time_of(op.complete.unwrap_or(op.invoke)))
+                .max()
         })
+        .flatten();
+    Some(Detection {
+        seconds: t as f64 / 1e9,
+        at_end,
+        after: after.map(|t| t as f64 / 1e9),
+    })
 }
 
 /// Whether the operations of `a` show it on their own, during the run.
@@ -319,7 +332,8 @@ pub(super) mod tests {
             detection(&r, &e),
             Some(Detection {
                 seconds: 31.0,
-                at_end: false
+                at_end: false,
+                after: None,
             })
         );
         assert_eq!(detection(&results(vec![]), &e), None);
@@ -328,26 +342,49 @@ pub(super) mod tests {
     #[test]
     fn what_only_the_end_of_the_run_shows_is_witnessed_at_the_end() {
         let e = events(100);
-        let end = Detection {
+        let end = |after: Option<f64>| Detection {
             seconds: 99.0,
             at_end: true,
+            after,
         };
-        for a in [
-            anomaly(AnomalyKind::LostWrite, vec![op(3, Some(4), "send")]),
-            anomaly(AnomalyKind::ReplicaDivergence, vec![]),
-            anomaly(
-                AnomalyKind::InconsistentOffsets,
-                vec![op(3, Some(4), "send")],
+        for (a, after) in [
+            (
+                anomaly(AnomalyKind::LostWrite, vec![op(3, Some(4), "send")]),
+                Some(4.0),
             ),
-            anomaly(
-                AnomalyKind::InconsistentOffsets,
-                vec![op(3, Some(4), "send"), op(95, Some(96), "final-poll")],
+            (anomaly(AnomalyKind::ReplicaDivergence, vec![]), None),
+            (
+                anomaly(
+                    AnomalyKind::InconsistentOffsets,
+                    vec![op(3, Some(4), "send")],
+                ),
+                Some(4.0),
+            ),
+            (
+                anomaly(
+                    AnomalyKind::InconsistentOffsets,
+                    vec![op(3, Some(4), "send"), op(95, Some(96), "final-poll")],
+                ),
+                Some(4.0),
             ),
             // An operation the history does not hold.
-            anomaly(AnomalyKind::PollSkip, vec![op(500, Some(501), "poll")]),
+            (
+                anomaly(AnomalyKind::PollSkip, vec![op(500, Some(501), "poll")]),
+                None,
+            ),
         ] {
-            assert_eq!(detection(&results(vec![a.clone()]), &e), Some(end), "{a:?}");
+            assert_eq!(
+                detection(&results(vec![a.clone()]), &e),
+                Some(end(after)),
+                "{a:?}"
+            );
         }
+        // What was lost came after the latest acknowledgement of a lost write.
+        let two = results(vec![
+            anomaly(AnomalyKind::LostWrite, vec![op(3, Some(4), "send")]),
+            anomaly(AnomalyKind::LostWrite, vec![op(20, Some(22), "send")]),
+        ]);
+        assert_eq!(detection(&two, &e), Some(end(Some(22.0))));
         // The earliest witnessed anomaly counts.
         let both = results(vec![
             anomaly(AnomalyKind::LostWrite, vec![op(3, Some(4), "send")]),
@@ -372,6 +409,7 @@ pub(super) mod tests {
             detection: seconds.map(|seconds| Detection {
                 seconds,
                 at_end: false,
+                after: None,
             }),
             folder: None,
             seconds: 70.0,

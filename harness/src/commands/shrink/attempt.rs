@@ -184,6 +184,7 @@ mod tests {
         Detection {
             seconds,
             at_end: false,
+            after: None,
         }
     }
 
@@ -192,6 +193,7 @@ mod tests {
         let end = Detection {
             seconds: 10.5,
             at_end: true,
+            after: None,
         };
         // Two of three adopt: the second earliest, a late third left out.
         assert_eq!(

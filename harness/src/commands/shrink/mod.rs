@@ -94,6 +94,9 @@ struct Search<'a> {
     budget: Duration,
     /// The witness time of the smallest reproducing schedule.
     detected: Option<f64>,
+    /// When only the end of the original run showed the failure: the latest moment
+    /// it saw an operation of it (a lost write acknowledged), what lost it after.
+    lost_after: Option<f64>,
     /// Every schedule adopted, with its time limit, the original first, the smallest
     /// last: where the confirmation steps back to when the smallest reproduces too
     /// rarely.
@@ -344,6 +347,7 @@ pub fn run(args: ShrinkArgs) -> Exit {
         started: Instant::now(),
         budget: Duration::from_secs_f64(args.budget * 60.0),
         detected: None,
+        lost_after: None,
         adopted: vec![(schedule.clone(), seconds)],
         passed: Vec::new(),
         bar: budget_bar(Duration::from_secs_f64(args.budget * 60.0)),
@@ -369,6 +373,12 @@ pub fn run(args: ShrinkArgs) -> Exit {
         (_, true) => None,
         (d, false) => d,
     };
+    if search.detected.is_none() {
+        // The original's own timeline first: it is the schedule being shrunk.
+        search.lost_after = detected
+            .and_then(|d| d.after)
+            .or_else(|| first.witnessed.iter().find_map(|d| d.after));
+    }
     search.cut_time();
     search.pattern_alone();
     search.shrink_patterns();

@@ -12,22 +12,17 @@ use crate::nemesis::schedule_file::ScheduleFile;
 impl Search<'_> {
     /// The aimed pattern under way when the failure was first witnessed (the last
     /// to start before it), alone: most failures need the one window one pattern
-    /// opens, and this candidate finds it before ddmin halves its way there. Not
-    /// when only the end of the run shows the failure: nothing then says which.
+    /// opens, and this candidate finds it before ddmin halves its way there. When
+    /// only the end of the run showed the failure (lost writes), the first pattern
+    /// still under way when the last of them was acknowledged: what lost it came
+    /// later.
     pub(super) fn pattern_alone(&mut self) {
         let base = self.best().clone();
         let patterns = units(&base);
         if patterns.len() < 2 {
             return;
         }
-        let Some(witness) = self.detected else {
-            return;
-        };
-        let Some(unit) = patterns
-            .iter()
-            .rev()
-            .find(|u| base.faults[u[0]].at.as_secs_f64() <= witness)
-        else {
+        let Some(unit) = culprit(&base, &patterns, self.detected, self.lost_after) else {
             return;
         };
         // A fault no pattern played (a schedule written by hand) is left to ddmin.
@@ -155,6 +150,29 @@ impl Search<'_> {
     }
 }
 
+/// Which of `patterns` (units of `base`) a failure points at: the last to start
+/// before its `witness`, else the first still under way at or starting after
+/// `after` (the latest acknowledgement of what the end of the run found lost).
+fn culprit<'a>(
+    base: &ScheduleFile,
+    patterns: &'a [Vec<usize>],
+    witness: Option<f64>,
+    after: Option<f64>,
+) -> Option<&'a Vec<usize>> {
+    match (witness, after) {
+        (Some(witness), _) => patterns
+            .iter()
+            .rev()
+            .find(|u| base.faults[u[0]].at.as_secs_f64() <= witness),
+        (None, Some(after)) => patterns.iter().find(|u| {
+            u.iter()
+                .map(|&i| &base.faults[i])
+                .any(|e| (e.at + e.lasts.unwrap_or_default()).as_secs_f64() >= after)
+        }),
+        (None, None) => None,
+    }
+}
+
 /// The runs of faults one aimed pattern played: by the plan each was of (its
 /// decision's number), else by its trigger.
 fn units(s: &ScheduleFile) -> Vec<Vec<usize>> {
@@ -193,6 +211,28 @@ mod tests {
         );
     }
 
+    /// A failure seen during the run points at the pattern under way then; one only
+    /// the end showed, at the first pattern not over when its last lost write was
+    /// acknowledged.
+    #[test]
+    fn a_failure_points_at_its_pattern() {
+        let text = "{\"schedule\": 1, \"faults\": [\n\
+            {\"at\": 1, \"fault\": \"kill\", \"target\": \"node 1\", \"for\": 2, \"plan\": 1},\n\
+            {\"at\": 10, \"fault\": \"pause\", \"target\": \"node 2\", \"for\": 4, \"plan\": 2},\n\
+            {\"at\": 20, \"fault\": \"crash-all\", \"plan\": 3}\n]}";
+        let s = ScheduleFile::parse(text).unwrap();
+        let p = units(&s);
+        assert_eq!(culprit(&s, &p, Some(12.0), None), Some(&vec![1]));
+        assert_eq!(culprit(&s, &p, Some(12.0), Some(2.0)), Some(&vec![1]));
+        assert_eq!(culprit(&s, &p, Some(0.5), None), None);
+        // Lost after 2.5 s: the kill (1–3 s) was still under way.
+        assert_eq!(culprit(&s, &p, None, Some(2.5)), Some(&vec![0]));
+        // Lost after 15 s: the pause was over; the crash-all came next.
+        assert_eq!(culprit(&s, &p, None, Some(15.0)), Some(&vec![2]));
+        assert_eq!(culprit(&s, &p, None, Some(25.0)), None);
+        assert_eq!(culprit(&s, &p, None, None), None);
+    }
+
     /// A search of `budget` seconds into `root` that has played nothing, its
     /// original schedule of 60 s adopted; its tries would run no real binary.
     fn search<'a>(
@@ -207,6 +247,7 @@ mod tests {
             started: std::time::Instant::now(),
             budget: Duration::from_secs_f64(budget),
             detected: None,
+            lost_after: None,
             adopted: vec![(ScheduleFile::default(), 60.0)],
             passed: Vec::new(),
             bar: None,
