@@ -47,15 +47,16 @@ impl Pattern for PartialPartition {
         let mut roles = aim.roles();
         roles.cut_from = Some(far);
         roles.reaches = Some(near);
-        roles.controller = controller;
         let held = t.lag.mul_f64(rng.random_range(0.5..1.8));
         // The controller may be one of the partition's replicas (every broker is a
         // voter): stalling it is only the variant's point when it is neither the
         // leader nor the follower cut off — and when it is the other follower,
         // stopping it would stop the leader's acks too: the leader is then killed
         // with the controller running, which elects from the ISR it agreed to all
-        // the same.
+        // the same. Only such a controller is named one: the leader or the follower
+        // cut off is struck as that, whatever else it is.
         let stallable = controller.filter(|&c| c != node(leader) && c != node(far));
+        roles.controller = stallable;
         let stalled = stallable.filter(|_| rng.random_bool(0.5));
         let s = Script::default();
         if let Some(c) = stalled {

@@ -476,7 +476,8 @@ mod tests {
 
     /// A pattern aimed at a partition names its processes by their roles there: a
     /// follower it kills that is also the active controller is replayed as that
-    /// follower, unless the pattern aimed at the controller.
+    /// follower, and a leader that is as that leader, unless the pattern aimed at
+    /// the controller.
     #[test]
     fn a_plan_names_its_processes_by_their_roles_in_its_partition() {
         let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
@@ -492,9 +493,17 @@ mod tests {
         r.applied(s(1), &Action::Kill(Proc::Node(1)), Some(&v), &procs);
         r.note(&plan(serde_json::json!({"leader": 2, "controller": 1})));
         r.applied(s(2), &Action::Kill(Proc::Node(1)), Some(&v), &procs);
+        // The controller leading the partition too: struck as the controller.
+        let led = ClusterView::sample(Proc::Node(1), &[("queue", 0, &[1, 2, 3])]);
+        r.note(&plan(serde_json::json!({"leader": 1, "controller": 1})));
+        r.applied(s(3), &Action::Kill(Proc::Node(1)), Some(&led), &procs);
+        r.note(&plan(serde_json::json!({"leader": 1})));
+        r.applied(s(4), &Action::Kill(Proc::Node(1)), Some(&led), &procs);
         let f = r.schedule().faults;
         let target = |e: &Entry| e.fault.fields()[0].1.clone();
         assert_eq!(target(&f[0]), "follower 2 of queue/0");
         assert_eq!(target(&f[1]), "active-controller");
+        assert_eq!(target(&f[2]), "active-controller");
+        assert_eq!(target(&f[3]), "leader of queue/0");
     }
 }

@@ -75,7 +75,10 @@ impl ScheduleSource {
     /// already to the process the original named (a plan strikes again what it
     /// struck before, whatever the roles are by then), else its role resolved
     /// against `view`, binding it. Faults without a plan, or whose `process` does
-    /// not list one process a target, resolve every role.
+    /// not list one process a target, resolve every role; so does the active
+    /// controller, which names one process at any moment (a plan that fails it over
+    /// strikes the controller of then, not the process that was it when the plan
+    /// began).
     fn find(&self, i: usize, view: Option<&ClusterView>) -> Found {
         let e = &self.file.faults[i];
         let targets = e.fault.targets();
@@ -87,7 +90,9 @@ impl ScheduleSource {
         let mut found = Vec::new();
         for (k, t) in targets.into_iter().enumerate() {
             let original = recorded.as_ref().map(|r| r[k]);
-            let already = original.and_then(|o| bound.iter().find(|(b, _)| *b == o));
+            let already = original
+                .filter(|_| *t != Target::ActiveController)
+                .and_then(|o| bound.iter().find(|(b, _)| *b == o));
             let p = match already {
                 Some(&(_, p)) => Some(p),
                 None => {
@@ -514,6 +519,33 @@ mod tests {
         assert_eq!(replicas, vec![2, 1], "the original's 3 is this replay's 2");
         assert_eq!(from, vec![1, 2, 3]);
         assert_eq!(act(3000), Action::Kill(Proc::Node(3)));
+    }
+
+    /// The active controller is whoever it is when its fault is due, even if the
+    /// plan bound the original's process as another role before.
+    #[test]
+    fn a_plan_fails_over_the_controller_of_then() {
+        let text = "{\"schedule\": 1, \"faults\": [\n\
+            {\"at\": 0, \"fault\": \"pause\", \"target\": \"leader of queue/0\", \"for\": 0.5, \"process\": \"node 1\", \"plan\": 2},\n\
+            {\"at\": 1, \"fault\": \"kill\", \"target\": \"active-controller\", \"process\": \"node 1\", \"plan\": 2}\n]}";
+        let mut s = three_nodes(text);
+        // queue/0 led by 1, the controller 2.
+        let view = ClusterView::sample(Proc::Node(2), &[("queue", 0, &[1, 2, 3])]);
+        let cov = Coverage::new(0);
+        let at = |ms| Now {
+            view: Some(&view),
+            ..at_ms(&cov, ms)
+        };
+        let mut act = |ms| loop {
+            match s.next(&at(ms)) {
+                Next::Now(Step::Note(_)) => continue,
+                Next::Now(Step::Act(a)) => break a,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(act(0), Action::Pause(Proc::Node(1)));
+        assert_eq!(act(500), Action::Resume(Proc::Node(1)));
+        assert_eq!(act(1000), Action::Kill(Proc::Node(2)));
     }
 
     #[test]
