@@ -152,8 +152,18 @@ impl Recorder {
             _ => view,
         };
         let role = |p: Proc| Target::of(p, view, hint, self.aimed(p));
+        // A process the decision struck as the active controller (killed, paused,
+        // isolated) is replayed at the controller, even if it also led the
+        // decision's partition: a replay must fail the controller over. Its other
+        // faults (a link throttled, a reassignment's replicas) keep its role there.
+        let struck = |p: Proc| match view {
+            Some(v) if v.controller == Some(p) && self.aimed(p) == Aimed::Controller => {
+                Target::ActiveController
+            }
+            _ => role(p),
+        };
         let (fault, touched): (Spec, Vec<Proc>) = match action {
-            Action::Kill(p) => (Spec::Kill(role(*p)), vec![*p]),
+            Action::Kill(p) => (Spec::Kill(struck(*p)), vec![*p]),
             Action::KillOnceInIsr {
                 leader,
                 follower,
@@ -164,7 +174,7 @@ impl Recorder {
                 let p = Proc::Node(*leader);
                 let f = Proc::Node(*follower);
                 let spec = Spec::KillOnceInIsr {
-                    target: role(p),
+                    target: struck(p),
                     follower: role(f),
                     topic: topic.clone(),
                     partition: *partition,
@@ -207,11 +217,11 @@ impl Recorder {
                     .collect();
                 (Spec::CrashAll { restarts }, Vec::new())
             }
-            Action::Pause(p) => (Spec::Pause(role(*p)), vec![*p]),
+            Action::Pause(p) => (Spec::Pause(struck(*p)), vec![*p]),
             Action::HoldAnswers(p) => (Spec::HoldAnswers(role(*p)), vec![*p]),
             Action::Cut { shape, grudge } => {
                 let (links, touched) = match isolated(grudge, procs) {
-                    Some(p) => (Links::Isolate(role(p)), vec![p]),
+                    Some(p) => (Links::Isolate(struck(p)), vec![p]),
                     None => {
                         // Its processes in the order its pairs first name them.
                         let mut named: Vec<Proc> = Vec::new();
@@ -493,9 +503,17 @@ mod tests {
         r.applied(s(1), &Action::Kill(Proc::Node(1)), Some(&v), &procs);
         r.note(&plan(serde_json::json!({"leader": 2, "controller": 1})));
         r.applied(s(2), &Action::Kill(Proc::Node(1)), Some(&v), &procs);
-        // The controller leading the partition too: struck as the controller.
+        // The controller leading the partition too: killed as the controller, its
+        // link throttled as the leader.
         let led = ClusterView::sample(Proc::Node(1), &[("queue", 0, &[1, 2, 3])]);
         r.note(&plan(serde_json::json!({"leader": 1, "controller": 1})));
+        let throttle = Action::Degrade {
+            procs: vec![Proc::Node(3), Proc::Node(1)],
+            between: true,
+            how: crate::nemesis::fault::Degradation::Throttle { bytes_per_s: 1024 },
+            seed: 1,
+        };
+        r.applied(s(3), &throttle, Some(&led), &procs);
         r.applied(s(3), &Action::Kill(Proc::Node(1)), Some(&led), &procs);
         r.note(&plan(serde_json::json!({"leader": 1})));
         r.applied(s(4), &Action::Kill(Proc::Node(1)), Some(&led), &procs);
@@ -503,7 +521,13 @@ mod tests {
         let target = |e: &Entry| e.fault.fields()[0].1.clone();
         assert_eq!(target(&f[0]), "follower 2 of queue/0");
         assert_eq!(target(&f[1]), "active-controller");
-        assert_eq!(target(&f[2]), "active-controller");
-        assert_eq!(target(&f[3]), "leader of queue/0");
+        assert!(
+            f[2].to_line()
+                .contains(r#""targets": ["follower 2 of queue/0","leader of queue/0"]"#),
+            "{}",
+            f[2].to_line()
+        );
+        assert_eq!(target(&f[3]), "active-controller");
+        assert_eq!(target(&f[4]), "leader of queue/0");
     }
 }

@@ -95,10 +95,9 @@ impl Target {
         procs.contains(&found).then_some(found)
     }
 
-    /// The role `p` plays in `view`, as a replay should aim at it: the active
-    /// controller if the decision struck it as that (it may lead the partition the
-    /// decision named too, but a replay must fail over the controller), else the
-    /// leader of the partition a decision named (`hint`), else a follower of the hinted partition, else
+    /// The role `p` plays in `view`, as a replay should aim at it: the leader of the
+    /// partition a decision named (`hint`), else the active controller if the
+    /// decision aimed at it as that, else a follower of the hinted partition, else
     /// the process itself if the decision named it its follower (a replica a
     /// reassignment moved out of the partition: the moves name nodes too), else the
     /// active controller, else the leader of another partition, else a follower of
@@ -115,10 +114,6 @@ impl Target {
         let Some(view) = view else {
             return Target::fixed(p);
         };
-        let controller = view.controller == Some(p);
-        if controller && aimed == Aimed::Controller {
-            return Target::ActiveController;
-        }
         let hinted = hint.and_then(|(t, n)| view.partition(t, n));
         if let Some(h) = hinted
             && h.leader.map(Proc::Node) == Some(p)
@@ -127,6 +122,10 @@ impl Target {
                 topic: h.topic.clone(),
                 partition: h.partition,
             };
+        }
+        let controller = view.controller == Some(p);
+        if controller && aimed == Aimed::Controller {
+            return Target::ActiveController;
         }
         let Proc::Node(id) = p else {
             // A dedicated controller process follows no partition.
