@@ -40,25 +40,37 @@ impl Search<'_> {
 
     /// The schedule moved earlier — its first fault `LEAD` seconds into the run, the
     /// run as much shorter —, for a failure that needs its faults, not the minutes
-    /// of load before them.
+    /// of load before them; if that does not reproduce, moved half as far (a
+    /// failure may need a log of some length, or the cluster as a minute of faults
+    /// left it, but not all of the minute).
     pub(super) fn shift_earlier(&mut self) {
         let Some(first) = self.best().faults.iter().map(|e| e.at).min() else {
             return;
         };
-        let shift = (first.as_secs_f64() - LEAD).floor();
-        if shift < MIN_SECONDS {
-            return;
-        }
-        let by = Duration::from_secs_f64(shift);
-        let mut s = self.best().clone();
-        for e in &mut s.faults {
-            e.at = e.at.saturating_sub(by);
-        }
-        let before = self.detected;
-        let seconds = (self.seconds() - shift).max(MIN_SECONDS);
-        // A reproducer whose tries gave no witness time moves its old one with it.
-        if self.test("shift", &s, seconds) == Tested::Fails && self.detected == before {
-            self.detected = before.map(|d| (d - shift).max(0.0));
+        let full = (first.as_secs_f64() - LEAD).floor();
+        for shift in [full, (full / 2.0).floor()] {
+            if shift < MIN_SECONDS {
+                return;
+            }
+            let by = Duration::from_secs_f64(shift);
+            let mut s = self.best().clone();
+            for e in &mut s.faults {
+                e.at = e.at.saturating_sub(by);
+            }
+            let before = self.detected;
+            let seconds = (self.seconds() - shift).max(MIN_SECONDS);
+            match self.test("shift", &s, seconds) {
+                Tested::Fails => {
+                    // A reproducer whose tries gave no witness time moves its old
+                    // one with it.
+                    if self.detected == before {
+                        self.detected = before.map(|d| (d - shift).max(0.0));
+                    }
+                    return;
+                }
+                Tested::OutOfBudget => return,
+                Tested::Passes => {}
+            }
         }
     }
 
