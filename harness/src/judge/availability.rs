@@ -24,9 +24,20 @@ pub const CHECKER: &str = "availability";
 /// asking (a send the stretch only grazes asks nothing).
 const WAITED_NS: u64 = 1_000_000_000;
 
-/// The operations a run must see answered ok at least once (the workloads'
-/// sends, polls, reads and writes; a compare-and-set may rightly fail every time).
-const ANSWERED: &[&str] = &["send", "poll", "read", "write"];
+/// The operations a run must see answered at least once (the workloads' sends,
+/// polls, reads and writes ok; a compare-and-set ok or refused by its own
+/// precondition — it may rightly fail every time, but not for another reason).
+const ANSWERED: &[&str] = &["send", "poll", "read", "write", "cas"];
+
+/// Whether a failed compare-and-set was refused by its precondition (the value, or
+/// a Maelstrom key that does not exist): the system did evaluate it.
+fn refused_by_precondition(e: &Event) -> bool {
+    e.f == "cas"
+        && e.error.as_deref().is_some_and(|m| {
+            let m = m.to_ascii_lowercase();
+            m.contains("precondition") || m.contains("key-does-not-exist")
+        })
+}
 /// How many times a kind of operation must be asked before never being answered
 /// counts.
 const MIN_ASKED: u64 = 20;
@@ -243,6 +254,7 @@ fn never_answered(events: &[Event]) -> Vec<Anomaly> {
         match e.kind {
             EventType::Invoke => *asked += 1,
             EventType::Ok => *ok += 1,
+            EventType::Fail if refused_by_precondition(e) => *ok += 1,
             _ => {}
         }
     }
@@ -253,8 +265,13 @@ fn never_answered(events: &[Event]) -> Vec<Anomaly> {
             Anomaly::new(
                 AnomalyKind::Unavailable,
                 format!(
-                    "not one of the run's {asked} {f} operations was answered ok: the system \
-                     under test never served them"
+                    "not one of the run's {asked} {f} operations was answered ok{}: the system \
+                     under test never served them",
+                    if f == "cas" {
+                        " or refused by its precondition"
+                    } else {
+                        ""
+                    }
                 ),
             )
         })
@@ -460,6 +477,44 @@ mod tests {
             })
             .collect();
         assert!(judge(&ordered(h)).is_none());
+    }
+
+    /// A compare-and-set that only ever fails its precondition was served; one
+    /// refused every time for another reason was not.
+    #[test]
+    fn a_compare_and_set_never_evaluated_is_unavailable() {
+        let cas = |p: u64, error: &str| {
+            let v = json!({"key": "k1", "value": [1, 2]});
+            let mut done = ev(
+                p * 10 + 5,
+                Process::Client(p),
+                EventType::Fail,
+                "cas",
+                v.clone(),
+            );
+            done.error = Some(error.to_string());
+            [
+                ev(p * 10, Process::Client(p), EventType::Invoke, "cas", v),
+                done,
+            ]
+        };
+        let refused: Vec<Event> = (0..MIN_ASKED)
+            .flat_map(|p| cas(p, "INVALID_REQUEST: `if_value` needs exactly one record"))
+            .collect();
+        let r = judge(&ordered(refused.clone())).expect("a verdict");
+        assert_eq!(r.valid, Validity::Invalid);
+        assert!(
+            r.anomalies[0].message.contains("20 cas operations"),
+            "{:?}",
+            r.anomalies
+        );
+        let mut h = refused;
+        h.extend(cas(99, "PRECONDITION_FAILED: key `k1` holds 3, not 1"));
+        assert!(judge(&ordered(h)).is_none());
+        let maelstrom: Vec<Event> = (0..MIN_ASKED)
+            .flat_map(|p| cas(p, "error 22 (precondition-failed): expected 1"))
+            .collect();
+        assert!(judge(&ordered(maelstrom)).is_none());
     }
 
     #[test]
