@@ -28,16 +28,6 @@ const WAITED_NS: u64 = 1_000_000_000;
 /// polls, reads and writes ok; a compare-and-set ok or refused by its own
 /// precondition — it may rightly fail every time, but not for another reason).
 const ANSWERED: &[&str] = &["send", "poll", "read", "write", "cas"];
-
-/// Whether a failed compare-and-set was refused by its precondition (the value, or
-/// a Maelstrom key that does not exist): the system did evaluate it.
-fn refused_by_precondition(e: &Event) -> bool {
-    e.f == "cas"
-        && e.error.as_deref().is_some_and(|m| {
-            let m = m.to_ascii_lowercase();
-            m.contains("precondition") || m.contains("key-does-not-exist")
-        })
-}
 /// How many times a kind of operation must be asked before never being answered
 /// counts.
 const MIN_ASKED: u64 = 20;
@@ -234,6 +224,16 @@ fn judge_stretches(events: &[Event]) -> (u64, Vec<Anomaly>) {
         }
     }
     (judged, anomalies)
+}
+
+/// Whether a failed compare-and-set was refused by its precondition (the value, or
+/// a Maelstrom key that does not exist): the system did evaluate it.
+fn refused_by_precondition(e: &Event) -> bool {
+    e.f == "cas"
+        && e.error.as_deref().is_some_and(|m| {
+            let m = m.to_ascii_lowercase();
+            m.contains("precondition") || m.contains("key-does-not-exist")
+        })
 }
 
 /// Operations whose every invocation in the run went unanswered or refused: a

@@ -27,7 +27,7 @@ pub(super) fn records_value(partition: u32, fetched: &crate::api::Fetched) -> Va
 /// How long the drain keeps retrying one partition that gives nothing (every fetch
 /// fails, the offset does not move) before it moves on to the next: a partition no
 /// replica can serve must not take the whole deadline from the others.
-pub const PARTITION_STALL: Duration = Duration::from_secs(15);
+const PARTITION_STALL: Duration = Duration::from_secs(15);
 
 /// The final drain: read every partition from offset 0 up to its high watermark as
 /// `final-poll` operations, retrying until `deadline`, and at most

@@ -152,16 +152,7 @@ impl Recorder {
             _ => view,
         };
         let role = |p: Proc| Target::of(p, view, hint, self.aimed(p));
-        // A process the decision struck as the active controller (killed, paused,
-        // isolated) is replayed at the controller, even if it also led the
-        // decision's partition: a replay must fail the controller over. Its other
-        // faults (a link throttled, a reassignment's replicas) keep its role there.
-        let struck = |p: Proc| match view {
-            Some(v) if v.controller == Some(p) && self.aimed(p) == Aimed::Controller => {
-                Target::ActiveController
-            }
-            _ => role(p),
-        };
+        let struck = |p: Proc| Target::struck(p, view, hint, self.aimed(p));
         let (fault, touched): (Spec, Vec<Proc>) = match action {
             Action::Kill(p) => (Spec::Kill(struck(*p)), vec![*p]),
             Action::KillOnceInIsr {

@@ -95,6 +95,26 @@ impl Target {
         procs.contains(&found).then_some(found)
     }
 
+    /// The role of a process a decision kills, pauses or isolates: the active
+    /// controller if the decision struck it as that — even if it also led the
+    /// decision's partition: a replay must fail the controller over —, else its
+    /// role by [`Target::of`]. A fault that only touches the process (a link of it
+    /// throttled, a reassignment's replicas) names it by `of`: its role in the
+    /// partition.
+    pub fn struck(
+        p: Proc,
+        view: Option<&ClusterView>,
+        hint: Option<(&str, u32)>,
+        aimed: Aimed,
+    ) -> Target {
+        match view {
+            Some(v) if v.controller == Some(p) && aimed == Aimed::Controller => {
+                Target::ActiveController
+            }
+            _ => Target::of(p, view, hint, aimed),
+        }
+    }
+
     /// The role `p` plays in `view`, as a replay should aim at it: the leader of the
     /// partition a decision named (`hint`), else the active controller if the
     /// decision aimed at it as that, else a follower of the hinted partition, else

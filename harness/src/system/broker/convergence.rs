@@ -133,7 +133,7 @@ fn replica(
 /// in-sync replica lost its log stays so for good), and the rest of the timeout
 /// would only delay the verdict. A cluster still recovering changes what it
 /// reports well within this (a follower's LEO, a leader elected, an ISR grown).
-pub const STALL: Duration = Duration::from_secs(20);
+const STALL: Duration = Duration::from_secs(20);
 
 /// How long the same reasons have been seen, look after look: a new reason, or a
 /// change in one (a follower's LEO moved), starts the count again.
