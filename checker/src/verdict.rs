@@ -96,6 +96,7 @@ pub enum AnomalyKind {
     Crash,
     ProtocolError,
     Unavailable,
+    ContractViolation,
 }
 
 impl AnomalyKind {
@@ -153,6 +154,9 @@ impl AnomalyKind {
             AnomalyKind::Unavailable => {
                 "A partition took no write for a stretch in which the faults in force left it a leader and enough in-sync replicas, while clients kept sending to it: the system under test stalled where it should have served."
             }
+            AnomalyKind::ContractViolation => {
+                "The broker refused a request its API's contract says it must serve: a request built within the documented limits refused as invalid, or a read refused as past the high watermark at an offset the refusal itself puts at or below it."
+            }
             AnomalyKind::ProtocolError => {
                 "A node wrote what Maelstrom's protocol does not allow — a line that is no message, a message from another id, to an unknown destination, or in reply to no request: the system under test broke the protocol."
             }
@@ -160,7 +164,7 @@ impl AnomalyKind {
     }
 
     /// Every kind, in the order results list them.
-    pub const ALL: [AnomalyKind; 20] = [
+    pub const ALL: [AnomalyKind; 21] = [
         AnomalyKind::LostWrite,
         AnomalyKind::InconsistentOffsets,
         AnomalyKind::Duplicate,
@@ -181,6 +185,7 @@ impl AnomalyKind {
         AnomalyKind::Crash,
         AnomalyKind::ProtocolError,
         AnomalyKind::Unavailable,
+        AnomalyKind::ContractViolation,
     ];
 
     /// The name in results.json (docs/anomalies.md).
@@ -206,6 +211,7 @@ impl AnomalyKind {
             AnomalyKind::Crash => "crash",
             AnomalyKind::ProtocolError => "protocol-error",
             AnomalyKind::Unavailable => "unavailable",
+            AnomalyKind::ContractViolation => "contract-violation",
         }
     }
 }

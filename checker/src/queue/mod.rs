@@ -196,6 +196,7 @@ mod tests {
             AnomalyKind::CounterOutOfRange,
             AnomalyKind::ProtocolError,
             AnomalyKind::Unavailable,
+            AnomalyKind::ContractViolation,
         ];
         assert!(others.iter().all(|k| !kinds.contains(k)));
         assert_eq!(kinds.len() + others.len(), AnomalyKind::ALL.len());

@@ -2,8 +2,9 @@
 //! on its own operations. `watermark run` judges its history this way at its end and
 //! `watermark check` judges a run folder the same way, so the two always agree.
 //! Beside the checkers stand the harness's own verdicts, each from marks the
-//! history carries: [`crashes`], [`protocol`] errors, and [`availability`] where a
-//! plan promised a partition would take writes.
+//! history carries: [`crashes`], [`protocol`] errors, [`availability`] where a
+//! plan promised a partition would take writes, and the broker's refusals its API's
+//! [`contract`] does not allow.
 //!
 //! A single workload's history goes to its checker whole. A mixed campaign's history
 //! holds both workloads' operations, told apart by their names (docs/history.md): the
@@ -18,6 +19,7 @@
 //! a write no read may ever see — the register's reads go to the leader alone).
 
 pub(crate) mod availability;
+pub(crate) mod contract;
 pub(crate) mod crashes;
 pub(crate) mod protocol;
 
@@ -34,13 +36,14 @@ use checker::verdict::Results;
 use crate::options::WorkloadKind;
 
 /// Add the harness's own verdicts of `events` to `results` — crashes (noted only,
-/// with `allow_crashes`), protocol errors, availability —, each present only when it
+/// with `allow_crashes`), protocol errors, availability, the contract —, each present only when it
 /// has something to say: one list for `run` (the broker's and `--bin`'s) and `check`,
 /// so that they agree.
 pub fn add_harness_verdicts(results: &mut Results, events: &[Event], allow_crashes: bool) {
     crashes::add_verdict(results, events, allow_crashes);
     protocol::add_verdict(results, events);
     availability::add_verdict(results, events);
+    contract::add_verdict(results, events);
 }
 
 impl WorkloadKind {

@@ -26,6 +26,8 @@ fn kinds_of(name: &str, c: &CheckerResult) -> Vec<AnomalyKind> {
         vec![AnomalyKind::Crash]
     } else if name == crate::judge::availability::CHECKER {
         vec![AnomalyKind::Unavailable]
+    } else if name == crate::judge::contract::CHECKER {
+        vec![AnomalyKind::ContractViolation]
     } else {
         Vec::new()
     };

@@ -8,6 +8,11 @@
 //! in any order), the purgatory holds many produce requests, and the paths only a
 //! busy partition reaches run.
 //!
+//! Each burst opens, on the first burst producer, with one batch of the API's
+//! maximum of records ([`MAX_RECORDS`], a bulk batch): the largest append, FETCH
+//! and purgatory entry the contract allows, and a request a limit off by one
+//! refuses.
+//!
 //! When the bursts come is drawn from the seed ([`Bursts`]): the first a few
 //! seconds in, then one every 8–20 s, each 2–5 s long. Burst producers are
 //! producers like the workload's own (Kafka's default producer on every third one,
@@ -24,6 +29,7 @@ use tokio::sync::watch;
 
 use super::sends::{complete_batch, ended, invoke_batch};
 use super::{QueueConfig, TOPIC};
+use crate::api::MAX_RECORDS;
 use crate::client::Client;
 use crate::pacing::{Draws, Ended, Pacer};
 use crate::producer::{MAX_IN_FLIGHT, Producer, Sent};
@@ -48,6 +54,18 @@ pub const SLOTS: u32 = MAX_IN_FLIGHT as u32 * MAX_BATCH;
 pub fn process(b: u32, n: u32, generation: u64, slot: u32) -> u64 {
     let producer = u64::from(b) + u64::from(n.max(1)) * generation;
     PROCESS_BASE + u64::from(SLOTS) * producer + u64::from(slot)
+}
+
+/// The first process number of the bulk batches' values ([`bulk_process`]), far
+/// above every burst producer's slots.
+pub const BULK_PROCESS_BASE: u64 = 1 << 40;
+
+/// The process of value `k` of burst producer `b`'s (of `n`) `bulk`-th bulk batch:
+/// each value is an operation of its own, and each bulk batch has processes of its
+/// own, as its values may end in doubt.
+pub fn bulk_process(b: u32, n: u32, bulk: u64, k: u32) -> u64 {
+    let batch = u64::from(b) + u64::from(n.max(1)) * bulk;
+    BULK_PROCESS_BASE + u64::from(MAX_RECORDS) * batch + u64::from(k)
 }
 
 /// The first value burst producers send: producer `b` of `n` sends
@@ -89,6 +107,8 @@ pub struct Schedule {
     started: Instant,
     bursts: Bursts,
     current: (Duration, Duration),
+    /// The start of the last burst [`Schedule::opens_burst`] said yes to.
+    opened: Option<Duration>,
 }
 
 impl Schedule {
@@ -99,7 +119,15 @@ impl Schedule {
             started,
             bursts,
             current,
+            opened: None,
         }
+    }
+
+    /// Whether this is the first time it is asked during the burst on now (or the
+    /// next one): the first group of a burst.
+    pub fn opens_burst(&mut self) -> bool {
+        let start = self.current.0;
+        self.opened.replace(start) != Some(start)
     }
 
     /// How long until the next burst starts (zero: one is on now).
@@ -148,6 +176,7 @@ pub(super) async fn burst_producer(
     let mut draws = Draws::new(config.seed ^ 0x0062_7572_7374, b, 1, 1.0);
     let mut pacer = Pacer::new(Duration::ZERO);
     let mut sends = 0u64;
+    let mut bulks = 0u64;
     loop {
         let wait = schedule.until_burst();
         if !wait.is_zero() {
@@ -163,13 +192,29 @@ pub(super) async fn burst_producer(
             .ops
             .random_range(0..partitions.load(Ordering::Relaxed).max(1));
         let in_flight = draws.ops.random_range(1..=MAX_IN_FLIGHT as u32);
-        let group: Vec<Vec<(u64, u64)>> = (0..in_flight)
-            .map(|j| {
-                let size = draws.ops.random_range(1..=MAX_BATCH);
+        let sizes: Vec<u32> = (0..in_flight)
+            .map(|_| draws.ops.random_range(1..=MAX_BATCH))
+            .collect();
+        // The first producer opens each burst with a bulk batch, alone.
+        let bulk = (b == 0 && schedule.opens_burst()).then(|| {
+            bulks += 1;
+            bulks - 1
+        });
+        let sizes = match bulk {
+            Some(_) => vec![MAX_RECORDS],
+            None => sizes,
+        };
+        let group: Vec<Vec<(u64, u64)>> = (0u32..)
+            .zip(&sizes)
+            .map(|(j, &size)| {
                 (0..size)
                     .map(|k| {
-                        let slot = j * MAX_BATCH + k;
-                        let process = process(b, config.burst_producers, generation, slot);
+                        let process = match bulk {
+                            Some(i) => bulk_process(b, config.burst_producers, i, k),
+                            None => {
+                                process(b, config.burst_producers, generation, j * MAX_BATCH + k)
+                            }
+                        };
                         let value = VALUE_BASE + u64::from(b) + n * sends;
                         sends += 1;
                         (process, value)
@@ -246,6 +291,25 @@ mod tests {
             }
         }
         assert_eq!(process(0, 16, 0, 0), PROCESS_BASE);
+        let last_slot = process(15, 16, 1 << 30, SLOTS - 1);
+        assert!(last_slot < bulk_process(0, 16, 0, 0));
+        for bulk in 0..3 {
+            for b in 0..4 {
+                for k in [0, 1, MAX_RECORDS - 1] {
+                    assert!(seen.insert(bulk_process(b, 4, bulk, k)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_burst_is_opened_once() {
+        let mut s = Schedule::new(1, Instant::now());
+        assert!(s.opens_burst());
+        assert!(!s.opens_burst());
+        s.current = s.bursts.next_burst();
+        assert!(s.opens_burst());
+        assert!(!s.opens_burst());
     }
 
     #[test]

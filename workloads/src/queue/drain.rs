@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use checker::history::EventType;
 
-use super::{DRAIN_MAX_RECORDS, QueueConfig, TOPIC};
+use super::{DRAIN_MAX_RECORDS, QueueConfig, TOPIC, refusal_value};
 use crate::client::{Client, Outcome};
 use crate::recorder::Recorder;
 
@@ -94,11 +94,12 @@ pub async fn final_drain(
                     }
                 }
                 Outcome::Fail(f) => {
+                    let refused = refusal_value(invoke, &f);
                     recorder.record(
                         process,
                         EventType::Fail,
                         "final-poll",
-                        invoke,
+                        refused,
                         Some(f.message),
                     );
                     tokio::time::sleep(Duration::from_millis(200)).await;

@@ -20,7 +20,8 @@ use tokio::sync::watch;
 
 use checker::history::EventType;
 
-use crate::client::{Client, ClientConfig, Outcome};
+use crate::api::MAX_RECORDS;
+use crate::client::{Client, ClientConfig, Failure, Outcome};
 use crate::pacing::{Draws, Ended, Pacer, run_workers};
 pub use crate::producer::Producers;
 use crate::producer::{Policy, Producer};
@@ -45,10 +46,12 @@ pub const CHECKER: &str = "queue";
 /// The operations (`f`) of this workload in a history.
 pub const OPERATIONS: [&str; 3] = ["send", "poll", "final-poll"];
 
-/// Records asked for per poll.
+/// Records asked for per poll (but see [`MAX_POLL_PROBABILITY`]).
 const POLL_MAX_RECORDS: u32 = 100;
-/// Records asked for per final-poll.
-const DRAIN_MAX_RECORDS: u32 = 1000;
+/// How often a poll asks for the API's maximum of records instead.
+const MAX_POLL_PROBABILITY: f64 = 0.125;
+/// Records asked for per final-poll: the API's maximum.
+const DRAIN_MAX_RECORDS: u32 = MAX_RECORDS;
 /// How often a poll first seeks back to an earlier offset.
 const SEEK_BACK_PROBABILITY: f64 = 0.05;
 /// Share of operations that are sends (the rest are polls).
@@ -119,8 +122,16 @@ impl Workload for QueueConfig {
 /// One operation of the workload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
-    Send { partition: u32, value: u64 },
-    Poll { partition: u32, offset: u64 },
+    Send {
+        partition: u32,
+        value: u64,
+    },
+    Poll {
+        partition: u32,
+        offset: u64,
+        /// Records asked for at most.
+        max_records: u32,
+    },
 }
 
 /// A worker's seeded source of operations and pauses.
@@ -164,9 +175,14 @@ impl Generator {
             if *pos > 0 && self.draws.ops.random_bool(SEEK_BACK_PROBABILITY) {
                 *pos = self.draws.ops.random_range(0..=*pos);
             }
+            let max_records = match self.draws.ops.random_bool(MAX_POLL_PROBABILITY) {
+                true => MAX_RECORDS,
+                false => POLL_MAX_RECORDS,
+            };
             Op::Poll {
                 partition,
                 offset: *pos,
+                max_records,
             }
         }
     }
@@ -276,16 +292,13 @@ async fn worker(
                 let sent = producer.send(&mut client, TOPIC, partition, &values, &stop, jitter);
                 record_send(&*recorder, process, partition, value, sent).await
             }
-            Op::Poll { partition, offset } => {
-                poll(
-                    &mut client,
-                    &*recorder,
-                    process,
-                    partition,
-                    offset,
-                    &mut offsets,
-                )
-                .await
+            Op::Poll {
+                partition,
+                offset,
+                max_records,
+            } => {
+                let at = (partition, offset, max_records);
+                poll(&mut client, &*recorder, process, at, &mut offsets).await
             }
         };
         if ended.crashed {
@@ -304,21 +317,18 @@ async fn worker(
     }
 }
 
-/// Poll one partition from `offset`, advancing the worker's position.
+/// Poll one partition from `offset` for up to `max_records`, advancing the
+/// worker's position.
 async fn poll(
     client: &mut Client,
     recorder: &dyn Recorder,
     process: u64,
-    partition: u32,
-    offset: u64,
+    (partition, offset, max_records): (u32, u64, u32),
     offsets: &mut [u64],
 ) -> Ended {
     let invoke = json!({"partition": partition, "offset": offset});
     recorder.record(process, EventType::Invoke, "poll", invoke.clone(), None);
-    match client
-        .fetch(TOPIC, partition, offset, POLL_MAX_RECORDS)
-        .await
-    {
+    match client.fetch(TOPIC, partition, offset, max_records).await {
         Outcome::Ok(fetched) => {
             if let Some(last) = fetched.records.last() {
                 offsets[partition as usize] = last.offset + 1;
@@ -334,12 +344,13 @@ async fn poll(
         }
         Outcome::Fail(f) => {
             let ended = Ended::failed(&f, false);
+            let refused = refusal_value(invoke, &f);
             if let Some(hw) = f.high_watermark {
                 // Our position is past the end (the log was truncated, or a new
                 // leader is behind): start again from its high watermark.
                 offsets[partition as usize] = hw;
             }
-            recorder.record(process, EventType::Fail, "poll", invoke, Some(f.message));
+            recorder.record(process, EventType::Fail, "poll", refused, Some(f.message));
             ended
         }
         Outcome::Info(f) => {
@@ -348,6 +359,16 @@ async fn poll(
             ended
         }
     }
+}
+
+/// A failed poll's completion: its invocation, with the high watermark an
+/// `OFFSET_OUT_OF_RANGE` refusal gave (docs/history.md), so that a refusal of an
+/// offset the answer itself says is not past the end can be told.
+pub(crate) fn refusal_value(mut invoke: serde_json::Value, f: &Failure) -> serde_json::Value {
+    if let Some(hw) = f.high_watermark {
+        invoke["high_watermark"] = json!(hw);
+    }
+    invoke
 }
 
 #[cfg(test)]
@@ -361,7 +382,10 @@ mod tests {
             .map(|_| {
                 let op = g.next_op(&mut offsets);
                 // Pretend every poll read ten records.
-                if let Op::Poll { partition, offset } = op {
+                if let Op::Poll {
+                    partition, offset, ..
+                } = op
+                {
                     offsets[partition as usize] = offset + 10;
                 }
                 op
@@ -409,6 +433,24 @@ mod tests {
             seeks > polls / 50 && seeks < polls / 10,
             "{seeks} of {polls}"
         );
+    }
+
+    #[test]
+    fn one_poll_in_eight_asks_for_the_api_maximum() {
+        let mut g = Generator::new(5, 0, 1, 1, 100.0);
+        let mut offsets = vec![0u64];
+        let (mut polls, mut most) = (0, 0);
+        for _ in 0..4000 {
+            if let Op::Poll { max_records, .. } = g.next_op(&mut offsets) {
+                polls += 1;
+                match max_records {
+                    MAX_RECORDS => most += 1,
+                    n => assert_eq!(n, POLL_MAX_RECORDS),
+                }
+            }
+        }
+        // 12.5 % of polls; the bounds leave room for the seed's luck.
+        assert!(most > polls / 12 && most < polls / 6, "{most} of {polls}");
     }
 
     #[test]

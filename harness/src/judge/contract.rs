@@ -1,0 +1,268 @@
+//! The broker's refusals judged against its API's contract (docs/api.md): the
+//! workloads build only requests the contract allows — 1 to 10,000 records a
+//! produce, 1 to 10,000 asked for a consume, an offset no further than the high
+//! watermark —, now and then at exactly its limits, so a refusal the contract
+//! does not allow is the broker's own mistake whatever the faults did. Nothing is
+//! lost by it, which is why no other check sees it: a producer gives up on a record
+//! it could have written, a consumer asks again. Two refusals are judged, each a
+//! `contract-violation` anomaly of the verdict `contract`:
+//!
+//! - `INVALID_REQUEST` answered to any of the workloads' operations;
+//! - `OFFSET_OUT_OF_RANGE` answered to a poll at an offset no higher than the high
+//!   watermark the refusal itself carries (a consume at the high watermark is
+//!   answered with no records, only one above it refused).
+//!
+//! Like [`super::availability`], it reads the history alone, so `watermark check`
+//! judges a run folder as the run did.
+
+use std::collections::BTreeMap;
+
+use checker::history::{Event, EventType, Process};
+use checker::verdict::{Anomaly, AnomalyKind, CheckerResult, OpRef, Results};
+use serde_json::Value;
+
+/// The name of the verdict in results.json.
+pub const CHECKER: &str = "contract";
+
+/// The broker workloads' operations (docs/history.md).
+const OPERATIONS: [&str; 6] = ["send", "poll", "final-poll", "read", "write", "cas"];
+/// The reads whose refusal past the end is judged.
+const READS: [&str; 2] = ["poll", "final-poll"];
+
+/// Which refusal the contract does not allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Rule {
+    /// `INVALID_REQUEST` to a request built within the documented limits.
+    Invalid,
+    /// `OFFSET_OUT_OF_RANGE` at an offset no higher than the refusal's own HW.
+    NotPastTheEnd,
+}
+
+/// The first refusal of a kind of operation by one rule, and how many there were.
+struct Found<'a> {
+    invoke: Option<u64>,
+    completion: &'a Event,
+    count: u64,
+}
+
+/// The `contract` verdict of a history, or None if no refusal breaks the contract.
+pub fn judge(events: &[Event]) -> Option<CheckerResult> {
+    let mut open: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut found: BTreeMap<(&str, Rule), Found> = BTreeMap::new();
+    for e in events {
+        let Process::Client(p) = e.process else {
+            continue;
+        };
+        if e.kind == EventType::Invoke {
+            open.insert(p, e.index);
+            continue;
+        }
+        let invoke = open.remove(&p);
+        let Some(rule) = broken(e) else { continue };
+        found
+            .entry((e.f.as_str(), rule))
+            .and_modify(|f| f.count += 1)
+            .or_insert(Found {
+                invoke,
+                completion: e,
+                count: 1,
+            });
+    }
+    if found.is_empty() {
+        return None;
+    }
+    let refusals = found.values().map(|f| f.count).sum();
+    let anomalies = found
+        .iter()
+        .map(|(&(f, rule), x)| anomaly(f, rule, x))
+        .collect();
+    let mut result = CheckerResult::from_anomalies(anomalies);
+    result.stats = BTreeMap::from([("refusals_against_contract".to_string(), refusals)]);
+    Some(result)
+}
+
+/// Add the `contract` verdict of `events` to `results` (if a refusal breaks the
+/// contract), folding the run's validity again.
+pub fn add_verdict(results: &mut Results, events: &[Event]) {
+    if let Some(verdict) = judge(events) {
+        results.insert(CHECKER, verdict);
+    }
+}
+
+/// The rule a completion breaks, if any.
+fn broken(e: &Event) -> Option<Rule> {
+    if !OPERATIONS.contains(&e.f.as_str()) || e.kind == EventType::Ok {
+        return None;
+    }
+    let error = e.error.as_deref()?;
+    if error.starts_with("INVALID_REQUEST") {
+        return Some(Rule::Invalid);
+    }
+    let number = |field| e.value.get(field).and_then(Value::as_u64);
+    let not_past = match (number("offset"), number("high_watermark")) {
+        (Some(offset), Some(hw)) => offset <= hw,
+        _ => false,
+    };
+    (e.kind == EventType::Fail
+        && READS.contains(&e.f.as_str())
+        && error.starts_with("OFFSET_OUT_OF_RANGE")
+        && not_past)
+        .then_some(Rule::NotPastTheEnd)
+}
+
+fn anomaly(f: &str, rule: Rule, x: &Found) -> Anomaly {
+    let e = x.completion;
+    let error = e.error.as_deref().unwrap_or_default();
+    let at = format!("{:.3} s into the run", e.time as f64 / 1e9);
+    let times = match x.count {
+        1 => String::new(),
+        n => format!(" ({n} such refusals of a `{f}`; the first shown)"),
+    };
+    let message = match rule {
+        Rule::Invalid => format!(
+            "a `{f}` the API's contract allows was refused as an invalid request {at}: \
+             {error}{times}"
+        ),
+        Rule::NotPastTheEnd => format!(
+            "a `{f}` at offset {} was refused as past the high watermark {at}, though \
+             the refusal gives the high watermark as {}: an offset up to it is served \
+             ({error}){times}",
+            e.value["offset"], e.value["high_watermark"]
+        ),
+    };
+    let mut a = Anomaly::new(AnomalyKind::ContractViolation, message);
+    a.partition = e.value.get("partition").and_then(Value::as_i64);
+    a.offsets
+        .extend(e.value.get("offset").and_then(Value::as_i64));
+    if let (Some(invoke), Process::Client(process)) = (x.invoke, e.process) {
+        a.ops.push(OpRef {
+            invoke,
+            complete: Some(e.index),
+            process,
+            f: f.to_string(),
+            text: format!("{f} {} → {error}", e.value),
+        });
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use checker::verdict::Validity;
+    use serde_json::json;
+
+    fn event(index: u64, process: u64, kind: EventType, f: &str, value: Value) -> Event {
+        Event {
+            index,
+            time: index * 1_000_000,
+            process: Process::Client(process),
+            kind,
+            f: f.into(),
+            value,
+            error: None,
+        }
+    }
+
+    fn refused(index: u64, process: u64, f: &str, value: Value, error: &str) -> [Event; 2] {
+        let invoke = event(index, process, EventType::Invoke, f, value.clone());
+        let mut fail = event(index + 1, process, EventType::Fail, f, value);
+        fail.error = Some(error.into());
+        [invoke, fail]
+    }
+
+    #[test]
+    fn an_invalid_request_refusal_of_any_operation_breaks_the_contract() {
+        let mut h = Vec::new();
+        h.extend(refused(
+            0,
+            4,
+            "send",
+            json!({"partition": 1, "value": 9}),
+            "INVALID_REQUEST: `records` must hold 1 to 10000 records, got 10000",
+        ));
+        h.extend(refused(
+            2,
+            5,
+            "send",
+            json!({"partition": 0, "value": 10}),
+            "INVALID_REQUEST: `records` must hold 1 to 10000 records, got 10000",
+        ));
+        h.extend(refused(
+            4,
+            6,
+            "poll",
+            json!({"partition": 0, "offset": 3}),
+            "INVALID_REQUEST: `max_records` must be 1 to 10000, got 10000",
+        ));
+        let r = judge(&h).unwrap();
+        assert_eq!(r.valid, Validity::Invalid);
+        assert_eq!(r.anomalies.len(), 2, "one per kind of operation");
+        assert_eq!(r.stats["refusals_against_contract"], 3);
+        let send = r.anomalies.iter().find(|a| a.ops[0].f == "send").unwrap();
+        assert_eq!(send.kind, AnomalyKind::ContractViolation);
+        assert_eq!((send.ops[0].invoke, send.ops[0].complete), (0, Some(1)));
+        assert_eq!(send.partition, Some(1));
+        assert!(send.message.contains("2 such refusals"), "{}", send.message);
+    }
+
+    #[test]
+    fn out_of_range_is_a_violation_only_at_or_below_the_high_watermark_it_gives() {
+        let at = |offset, hw| {
+            refused(
+                0,
+                1,
+                "poll",
+                json!({"partition": 2, "offset": offset, "high_watermark": hw}),
+                "OFFSET_OUT_OF_RANGE: queue-2: offset is past the high watermark",
+            )
+        };
+        assert!(judge(&at(8, 7)).is_none(), "above the end: rightly refused");
+        let r = judge(&at(7, 7)).unwrap();
+        assert_eq!(r.anomalies[0].offsets, vec![7]);
+        assert!(r.anomalies[0].message.contains("offset 7"));
+        assert!(judge(&at(6, 7)).is_some());
+        // Without the high watermark recorded nothing can be told.
+        let bare = refused(
+            0,
+            1,
+            "poll",
+            json!({"partition": 2, "offset": 3}),
+            "OFFSET_OUT_OF_RANGE: past the end",
+        );
+        assert!(judge(&bare).is_none());
+    }
+
+    #[test]
+    fn other_refusals_and_other_operations_are_not_judged() {
+        let mut h = Vec::new();
+        h.extend(refused(
+            0,
+            1,
+            "send",
+            json!({"partition": 0, "value": 1}),
+            "NOT_LEADER: this broker does not lead queue-0",
+        ));
+        h.extend(refused(
+            2,
+            2,
+            "add",
+            json!(3),
+            "INVALID_REQUEST: a workload of another system",
+        ));
+        let mut ok = event(5, 3, EventType::Ok, "send", json!({"partition": 0}));
+        ok.error = Some("INVALID_REQUEST".into());
+        h.push(event(
+            4,
+            3,
+            EventType::Invoke,
+            "send",
+            json!({"partition": 0}),
+        ));
+        h.push(ok);
+        assert!(judge(&h).is_none());
+        let mut results = Results::new(BTreeMap::new());
+        add_verdict(&mut results, &h);
+        assert!(results.checkers.is_empty());
+    }
+}
