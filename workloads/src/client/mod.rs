@@ -268,12 +268,16 @@ impl Client {
                 break;
             };
             let url = format!("http://{addr}/v1/producers");
-            let resp = self
-                .http
-                .post(url)
-                .send()
-                .await
-                .map_err(|e| format!("InitProducerId: {}", attempt::describe(&e)))?;
+            let resp = match self.http.post(url).send().await {
+                Ok(resp) => resp,
+                Err(e) => {
+                    // That broker is down or cut off: ask another, as Kafka's
+                    // client asks its least loaded node.
+                    last = format!("InitProducerId: {}", attempt::describe(&e));
+                    self.controller_hint = None;
+                    continue;
+                }
+            };
             let status = resp.status();
             let bytes = resp
                 .bytes()

@@ -45,6 +45,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::client::{Acks, Client, Failure, Outcome, ProducerStamp};
+use crate::pacing::backoff;
 use retry::{Group, OUT_OF_ORDER, send};
 
 /// The most batches an idempotent producer has in flight to one partition at
@@ -168,7 +169,7 @@ impl Producer {
         stop: &watch::Receiver<bool>,
         jitter: impl FnMut() -> f64,
     ) -> Sent {
-        let stamp = match self.stamp(client, partition).await {
+        let stamp = match self.stamp(client, partition, stop).await {
             Ok(stamp) => stamp,
             Err(sent) => return sent,
         };
@@ -225,7 +226,7 @@ impl Producer {
         let Some(first) = clients.first_mut() else {
             return Vec::new();
         };
-        let stamp = match self.stamp(first, partition).await {
+        let stamp = match self.stamp(first, partition, stop).await {
             Ok(stamp) => stamp,
             Err(sent) => {
                 let failed: Vec<Sent> = batches.iter().map(|_| sent.clone()).collect();
@@ -286,24 +287,14 @@ impl Producer {
         &mut self,
         client: &mut Client,
         partition: u32,
+        stop: &watch::Receiver<bool>,
     ) -> Result<Option<ProducerStamp>, Sent> {
         if !self.policy.idempotent {
             return Ok(None);
         }
         let (id, epoch) = match self.id {
             Some(known) => known,
-            None => match client.init_producer_id().await {
-                Ok(got) => *self.id.insert(got),
-                Err(e) => {
-                    return Err(Sent {
-                        outcome: Outcome::Fail(Failure::local(e)),
-                        attempts: 1,
-                        retried: Vec::new(),
-                        producer: None,
-                        leader_epoch: None,
-                    });
-                }
-            },
+            None => self.init_producer_id(client, stop).await?,
         };
         let sequence = self.next_sequence.get(&partition).copied().unwrap_or(0);
         Ok(Some(ProducerStamp {
@@ -311,6 +302,43 @@ impl Producer {
             epoch,
             sequence,
         }))
+    }
+
+    /// A producer id from the cluster. Kafka's producer keeps asking, with backoff,
+    /// until it gets one within its delivery timeout (its sends wait meanwhile), so
+    /// a policy that retries refusals does too; otherwise the first failure fails
+    /// the send (nothing was sent).
+    async fn init_producer_id(
+        &mut self,
+        client: &mut Client,
+        stop: &watch::Receiver<bool>,
+    ) -> Result<(u64, u32), Sent> {
+        let started = Instant::now();
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let e = match client.init_producer_id().await {
+                Ok(got) => return Ok(*self.id.insert(got)),
+                Err(e) => e,
+            };
+            let again = self.policy.retry_refusals
+                && self.policy.may_retry(tries, started)
+                && !*stop.borrow();
+            if !again {
+                let e = match tries {
+                    1 => e,
+                    n => format!("{e} (asked {n} times)"),
+                };
+                return Err(Sent {
+                    outcome: Outcome::Fail(Failure::local(e)),
+                    attempts: 1,
+                    retried: Vec::new(),
+                    producer: None,
+                    leader_epoch: None,
+                });
+            }
+            tokio::time::sleep(backoff(tries - 1, 1.0)).await;
+        }
     }
 
     /// Start over with a new producer id.
@@ -366,6 +394,8 @@ impl Sent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::ClientConfig;
+    use std::sync::atomic::{AtomicU32, Ordering};
 
     #[test]
     fn kafkas_default_producers_run_on_every_third_worker_beside_plain_ones() {
@@ -402,6 +432,60 @@ mod tests {
         if let Some(then) = long_ago {
             assert!(!kafka.may_retry(1, then));
         }
+    }
+
+    /// A cluster of a broker that is down and one that refuses InitProducerId
+    /// `refusals` times before it answers; the times it was asked.
+    async fn cluster(refusals: u32) -> (ClientConfig, std::sync::Arc<AtomicU32>) {
+        use axum::http::StatusCode;
+        let down = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let down = down.local_addr().unwrap();
+        let asked = std::sync::Arc::new(AtomicU32::new(0));
+        let count = asked.clone();
+        let app = axum::Router::new().route(
+            "/v1/producers",
+            axum::routing::post(move || async move {
+                match count.fetch_add(1, Ordering::SeqCst) < refusals {
+                    true => (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        r#"{"error":"REQUEST_TIMED_OUT","message":"no quorum"}"#,
+                    ),
+                    false => (StatusCode::OK, r#"{"producer_id":7,"producer_epoch":2}"#),
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let up = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let nodes = std::collections::BTreeMap::from([(1, down), (2, up)]);
+        (ClientConfig::new(nodes, None), asked)
+    }
+
+    #[tokio::test]
+    async fn kafkas_default_producer_asks_for_its_id_again_and_elsewhere_until_it_gets_one() {
+        let (config, asked) = cluster(2).await;
+        let (_tx, stop) = watch::channel(false);
+        let mut client = Client::new(config.clone(), 1).unwrap();
+        let mut kafka = Producer::new(Policy::kafka_default());
+        let got = kafka.init_producer_id(&mut client, &stop).await;
+        assert_eq!(got.ok(), Some((7, 2)));
+        assert_eq!(asked.load(Ordering::SeqCst), 3);
+        // A producer that does not retry refusals gives the send up at the first.
+        let (config, asked) = cluster(1).await;
+        let mut client = Client::new(config, 1).unwrap();
+        let once = Policy {
+            idempotent: true,
+            ..Policy::plain(Acks::All)
+        };
+        let Err(sent) = Producer::new(once)
+            .init_producer_id(&mut client, &stop)
+            .await
+        else {
+            panic!("an id after a refusal");
+        };
+        assert!(matches!(sent.outcome, Outcome::Fail(_)));
+        // Asked once, or never if every broker it tried was the one down.
+        assert!(asked.load(Ordering::SeqCst) <= 1);
     }
 
     #[test]
