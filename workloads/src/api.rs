@@ -11,7 +11,8 @@ use serde_json::value::RawValue;
 /// The most records one produce request may carry and one consume may ask for
 /// (docs/api.md, "A request carries 1 to 10,000 records"): the workloads send and
 /// ask for exactly this many now and then, so that a limit off by one refuses a
-/// request the contract allows.
+/// request the contract allows — and, more rarely, one more, which the broker must
+/// refuse.
 pub const MAX_RECORDS: u32 = 10_000;
 
 /// `GET /v1/metadata` (the controller's view, or a node's).

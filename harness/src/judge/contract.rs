@@ -1,13 +1,17 @@
-//! The broker's refusals judged against its API's contract (docs/api.md): the
-//! workloads build only requests the contract allows — 1 to 10,000 records a
-//! produce, 1 to 10,000 asked for a consume, an offset no further than the high
-//! watermark —, now and then at exactly its limits, so a refusal the contract
-//! does not allow is the broker's own mistake whatever the faults did. Nothing is
-//! lost by it, which is why no other check sees it: a producer gives up on a record
-//! it could have written, a consumer asks again. Two refusals are judged, each a
-//! `contract-violation` anomaly of the verdict `contract`:
+//! The broker's answers judged against its API's contract (docs/api.md): the
+//! workloads build requests the contract allows — 1 to 10,000 records a produce,
+//! 1 to 10,000 asked for a consume, an offset no further than the high watermark
+//! —, now and then at exactly its limits, and rarely one over them, so an answer
+//! the contract does not allow is the broker's own mistake whatever the faults
+//! did. Nothing is lost by it, which is why no other check sees it: a producer
+//! gives up on a record it could have written, a consumer asks again. Three
+//! answers are judged, each a `contract-violation` anomaly of the verdict
+//! `contract`:
 //!
-//! - `INVALID_REQUEST` answered to any of the workloads' operations;
+//! - `INVALID_REQUEST` answered to a request within the limits;
+//! - `ok` answered to one over them: a send of a batch of more than 10,000 records
+//!   (its completion's `batch`), a poll asking for more than 10,000 (its
+//!   invocation's `max_records`);
 //! - `OFFSET_OUT_OF_RANGE` answered to a poll at an offset no higher than the high
 //!   watermark the refusal itself carries (a consume at the high watermark is
 //!   answered with no records, only one above it refused).
@@ -20,6 +24,7 @@ use std::collections::BTreeMap;
 use checker::history::{Event, EventType, Process};
 use checker::verdict::{Anomaly, AnomalyKind, CheckerResult, OpRef, Results};
 use serde_json::Value;
+use workloads::api::MAX_RECORDS;
 
 /// The name of the verdict in results.json.
 pub const CHECKER: &str = "contract";
@@ -29,36 +34,41 @@ const OPERATIONS: [&str; 6] = ["send", "poll", "final-poll", "read", "write", "c
 /// The reads whose refusal past the end is judged.
 const READS: [&str; 2] = ["poll", "final-poll"];
 
-/// Which refusal the contract does not allow.
+/// Which answer the contract does not allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Rule {
     /// `INVALID_REQUEST` to a request built within the documented limits.
     Invalid,
+    /// `ok` to a request over them.
+    OverTheLimits,
     /// `OFFSET_OUT_OF_RANGE` at an offset no higher than the refusal's own HW.
     NotPastTheEnd,
 }
 
-/// The first refusal of a kind of operation by one rule, and how many there were.
+/// The first answer of a kind of operation against one rule, and how many there were.
 struct Found<'a> {
     invoke: Option<u64>,
     completion: &'a Event,
     count: u64,
 }
 
-/// The `contract` verdict of a history, or None if no refusal breaks the contract.
+/// The `contract` verdict of a history, or None if no answer breaks the contract.
 pub fn judge(events: &[Event]) -> Option<CheckerResult> {
-    let mut open: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut open: BTreeMap<u64, &Event> = BTreeMap::new();
     let mut found: BTreeMap<(&str, Rule), Found> = BTreeMap::new();
     for e in events {
         let Process::Client(p) = e.process else {
             continue;
         };
         if e.kind == EventType::Invoke {
-            open.insert(p, e.index);
+            open.insert(p, e);
             continue;
         }
         let invoke = open.remove(&p);
-        let Some(rule) = broken(e) else { continue };
+        let Some(rule) = broken(invoke, e) else {
+            continue;
+        };
+        let invoke = invoke.map(|i| i.index);
         found
             .entry((e.f.as_str(), rule))
             .and_modify(|f| f.count += 1)
@@ -71,17 +81,17 @@ pub fn judge(events: &[Event]) -> Option<CheckerResult> {
     if found.is_empty() {
         return None;
     }
-    let refusals = found.values().map(|f| f.count).sum();
+    let answers = found.values().map(|f| f.count).sum();
     let anomalies = found
         .iter()
         .map(|(&(f, rule), x)| anomaly(f, rule, x))
         .collect();
     let mut result = CheckerResult::from_anomalies(anomalies);
-    result.stats = BTreeMap::from([("refusals_against_contract".to_string(), refusals)]);
+    result.stats = BTreeMap::from([("answers_against_contract".to_string(), answers)]);
     Some(result)
 }
 
-/// Add the `contract` verdict of `events` to `results` (if a refusal breaks the
+/// Add the `contract` verdict of `events` to `results` (if an answer breaks the
 /// contract), folding the run's validity again.
 pub fn add_verdict(results: &mut Results, events: &[Event]) {
     if let Some(verdict) = judge(events) {
@@ -89,14 +99,30 @@ pub fn add_verdict(results: &mut Results, events: &[Event]) {
     }
 }
 
-/// The rule a completion breaks, if any.
-fn broken(e: &Event) -> Option<Rule> {
-    if !OPERATIONS.contains(&e.f.as_str()) || e.kind == EventType::Ok {
+/// Whether a request asked beyond the API's limits: a send of a batch over the
+/// maximum of records (its completion's `batch`), a poll asking for none or more
+/// than the maximum (its invocation's `max_records`).
+fn over_the_limits(invoke: Option<&Event>, e: &Event) -> bool {
+    let over = |v: &Value, field| {
+        v.get(field)
+            .and_then(Value::as_u64)
+            .is_some_and(|n| n == 0 || n > u64::from(MAX_RECORDS))
+    };
+    over(&e.value, "batch") || invoke.is_some_and(|i| over(&i.value, "max_records"))
+}
+
+/// The rule a completion (of the invocation `invoke`) breaks, if any.
+fn broken(invoke: Option<&Event>, e: &Event) -> Option<Rule> {
+    if !OPERATIONS.contains(&e.f.as_str()) {
         return None;
+    }
+    let over = over_the_limits(invoke, e);
+    if e.kind == EventType::Ok {
+        return over.then_some(Rule::OverTheLimits);
     }
     let error = e.error.as_deref()?;
     if error.starts_with("INVALID_REQUEST") {
-        return Some(Rule::Invalid);
+        return (!over).then_some(Rule::Invalid);
     }
     let number = |field| e.value.get(field).and_then(Value::as_u64);
     let not_past = match (number("offset"), number("high_watermark")) {
@@ -116,12 +142,17 @@ fn anomaly(f: &str, rule: Rule, x: &Found) -> Anomaly {
     let at = format!("{:.3} s into the run", e.time as f64 / 1e9);
     let times = match x.count {
         1 => String::new(),
-        n => format!(" ({n} such refusals of a `{f}`; the first shown)"),
+        n => format!(" ({n} such answers to a `{f}`; the first shown)"),
     };
     let message = match rule {
         Rule::Invalid => format!(
             "a `{f}` the API's contract allows was refused as an invalid request {at}: \
              {error}{times}"
+        ),
+        Rule::OverTheLimits => format!(
+            "a `{f}` over the API's limit of {MAX_RECORDS} records was answered ok {at}, \
+             where the contract refuses it as an invalid request: {}{times}",
+            e.value
         ),
         Rule::NotPastTheEnd => format!(
             "a `{f}` at offset {} was refused as past the high watermark {at}, though \
@@ -140,7 +171,10 @@ fn anomaly(f: &str, rule: Rule, x: &Found) -> Anomaly {
             complete: Some(e.index),
             process,
             f: f.to_string(),
-            text: format!("{f} {} → {error}", e.value),
+            text: match error {
+                "" => format!("{f} {} → ok", e.value),
+                _ => format!("{f} {} → {error}", e.value),
+            },
         });
     }
     a
@@ -198,12 +232,65 @@ mod tests {
         let r = judge(&h).unwrap();
         assert_eq!(r.valid, Validity::Invalid);
         assert_eq!(r.anomalies.len(), 2, "one per kind of operation");
-        assert_eq!(r.stats["refusals_against_contract"], 3);
+        assert_eq!(r.stats["answers_against_contract"], 3);
         let send = r.anomalies.iter().find(|a| a.ops[0].f == "send").unwrap();
         assert_eq!(send.kind, AnomalyKind::ContractViolation);
         assert_eq!((send.ops[0].invoke, send.ops[0].complete), (0, Some(1)));
         assert_eq!(send.partition, Some(1));
-        assert!(send.message.contains("2 such refusals"), "{}", send.message);
+        assert!(send.message.contains("2 such answers"), "{}", send.message);
+    }
+
+    #[test]
+    fn a_request_over_the_limits_must_be_refused_and_may_be_as_invalid() {
+        let over = json!({"partition": 0, "offset": 0, "max_records": MAX_RECORDS + 1});
+        let refusal = refused(
+            0,
+            1,
+            "poll",
+            over.clone(),
+            "INVALID_REQUEST: `max_records` must be 1 to 10000, got 10001",
+        );
+        assert!(judge(&refusal).is_none(), "rightly refused");
+        let served = [
+            event(0, 1, EventType::Invoke, "poll", over),
+            event(
+                1,
+                1,
+                EventType::Ok,
+                "poll",
+                json!({"partition": 0, "records": []}),
+            ),
+        ];
+        let r = judge(&served).unwrap();
+        assert!(
+            r.anomalies[0].message.contains("answered ok"),
+            "{}",
+            r.anomalies[0].message
+        );
+        // A send's batch is in its completion.
+        let batch = |n: u32| json!({"partition": 0, "value": 5, "batch": n});
+        let sent = [
+            event(
+                0,
+                2,
+                EventType::Invoke,
+                "send",
+                json!({"partition": 0, "value": 5}),
+            ),
+            event(1, 2, EventType::Ok, "send", batch(MAX_RECORDS + 1)),
+        ];
+        assert!(judge(&sent).is_some());
+        let most = [
+            event(
+                0,
+                2,
+                EventType::Invoke,
+                "send",
+                json!({"partition": 0, "value": 5}),
+            ),
+            event(1, 2, EventType::Ok, "send", batch(MAX_RECORDS)),
+        ];
+        assert!(judge(&most).is_none());
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! Each burst opens, on the first burst producer, with one batch of the API's
 //! maximum of records ([`MAX_RECORDS`], a bulk batch): the largest append, FETCH
 //! and purgatory entry the contract allows, and a request a limit off by one
-//! refuses.
+//! refuses. The second burst's bulk batch holds one record more: a request the
+//! broker must refuse as invalid.
 //!
 //! When the bursts come is drawn from the seed ([`Bursts`]): the first a few
 //! seconds in, then one every 8–20 s, each 2–5 s long. Burst producers are
@@ -65,7 +66,16 @@ pub const BULK_PROCESS_BASE: u64 = 1 << 40;
 /// own, as its values may end in doubt.
 pub fn bulk_process(b: u32, n: u32, bulk: u64, k: u32) -> u64 {
     let batch = u64::from(b) + u64::from(n.max(1)) * bulk;
-    BULK_PROCESS_BASE + u64::from(MAX_RECORDS) * batch + u64::from(k)
+    BULK_PROCESS_BASE + u64::from(MAX_RECORDS + 1) * batch + u64::from(k)
+}
+
+/// The size of the `bulk`-th bulk batch (from 0): the API's maximum, but the
+/// second's, one record over it.
+pub fn bulk_size(bulk: u64) -> u32 {
+    match bulk {
+        1 => MAX_RECORDS + 1,
+        _ => MAX_RECORDS,
+    }
 }
 
 /// The first value burst producers send: producer `b` of `n` sends
@@ -201,7 +211,7 @@ pub(super) async fn burst_producer(
             bulks - 1
         });
         let sizes = match bulk {
-            Some(_) => vec![MAX_RECORDS],
+            Some(i) => vec![bulk_size(i)],
             None => sizes,
         };
         let group: Vec<Vec<(u64, u64)>> = (0u32..)
@@ -295,11 +305,18 @@ mod tests {
         assert!(last_slot < bulk_process(0, 16, 0, 0));
         for bulk in 0..3 {
             for b in 0..4 {
-                for k in [0, 1, MAX_RECORDS - 1] {
+                for k in [0, 1, MAX_RECORDS] {
                     assert!(seen.insert(bulk_process(b, 4, bulk, k)));
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_second_bulk_batch_is_one_record_over_the_maximum() {
+        let sizes: Vec<u32> = (0..4).map(bulk_size).collect();
+        let most = MAX_RECORDS;
+        assert_eq!(sizes, [most, most + 1, most, most]);
     }
 
     #[test]

@@ -50,6 +50,9 @@ pub const OPERATIONS: [&str; 3] = ["send", "poll", "final-poll"];
 const POLL_MAX_RECORDS: u32 = 100;
 /// How often a poll asks for the API's maximum of records instead.
 const MAX_POLL_PROBABILITY: f64 = 0.125;
+/// How often such a poll asks for one record more than the maximum: a request
+/// the broker must refuse as invalid (one poll in 64).
+const OVER_MAX_PROBABILITY: f64 = 0.125;
 /// Records asked for per final-poll: the API's maximum.
 const DRAIN_MAX_RECORDS: u32 = MAX_RECORDS;
 /// How often a poll first seeks back to an earlier offset.
@@ -176,6 +179,7 @@ impl Generator {
                 *pos = self.draws.ops.random_range(0..=*pos);
             }
             let max_records = match self.draws.ops.random_bool(MAX_POLL_PROBABILITY) {
+                true if self.draws.ops.random_bool(OVER_MAX_PROBABILITY) => MAX_RECORDS + 1,
                 true => MAX_RECORDS,
                 false => POLL_MAX_RECORDS,
             };
@@ -326,7 +330,7 @@ async fn poll(
     (partition, offset, max_records): (u32, u64, u32),
     offsets: &mut [u64],
 ) -> Ended {
-    let invoke = json!({"partition": partition, "offset": offset});
+    let invoke = json!({"partition": partition, "offset": offset, "max_records": max_records});
     recorder.record(process, EventType::Invoke, "poll", invoke.clone(), None);
     match client.fetch(TOPIC, partition, offset, max_records).await {
         Outcome::Ok(fetched) => {
@@ -436,21 +440,28 @@ mod tests {
     }
 
     #[test]
-    fn one_poll_in_eight_asks_for_the_api_maximum() {
+    fn one_poll_in_eight_asks_for_the_api_maximum_and_some_for_one_more() {
         let mut g = Generator::new(5, 0, 1, 1, 100.0);
         let mut offsets = vec![0u64];
-        let (mut polls, mut most) = (0, 0);
-        for _ in 0..4000 {
+        let (mut polls, mut most, mut over) = (0, 0, 0);
+        for _ in 0..8000 {
             if let Op::Poll { max_records, .. } = g.next_op(&mut offsets) {
                 polls += 1;
                 match max_records {
                     MAX_RECORDS => most += 1,
+                    n if n == MAX_RECORDS + 1 => over += 1,
                     n => assert_eq!(n, POLL_MAX_RECORDS),
                 }
             }
         }
-        // 12.5 % of polls; the bounds leave room for the seed's luck.
-        assert!(most > polls / 12 && most < polls / 6, "{most} of {polls}");
+        // 12.5 % of polls, one in eight of them one record over; the bounds leave
+        // room for the seed's luck.
+        let asked = most + over;
+        assert!(
+            asked > polls / 12 && asked < polls / 6,
+            "{asked} of {polls}"
+        );
+        assert!(over > asked / 16 && over < asked / 4, "{over} of {asked}");
     }
 
     #[test]
