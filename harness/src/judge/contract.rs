@@ -47,7 +47,7 @@ enum Rule {
 
 /// The first answer of a kind of operation against one rule, and how many there were.
 struct Found<'a> {
-    invoke: Option<u64>,
+    invoke: Option<&'a Event>,
     completion: &'a Event,
     count: u64,
 }
@@ -68,7 +68,6 @@ pub fn judge(events: &[Event]) -> Option<CheckerResult> {
         let Some(rule) = broken(invoke, e) else {
             continue;
         };
-        let invoke = invoke.map(|i| i.index);
         found
             .entry((e.f.as_str(), rule))
             .and_modify(|f| f.count += 1)
@@ -136,6 +135,15 @@ fn broken(invoke: Option<&Event>, e: &Event) -> Option<Rule> {
         .then_some(Rule::NotPastTheEnd)
 }
 
+/// What an operation answered ok asked for: a send's completion (it carries the
+/// batch's size), a poll's invocation (its answer holds the records read).
+fn asked(x: &Found) -> Value {
+    match (x.completion.value.get("batch"), x.invoke) {
+        (None, Some(invoke)) => invoke.value.clone(),
+        _ => x.completion.value.clone(),
+    }
+}
+
 fn anomaly(f: &str, rule: Rule, x: &Found) -> Anomaly {
     let e = x.completion;
     let error = e.error.as_deref().unwrap_or_default();
@@ -152,7 +160,7 @@ fn anomaly(f: &str, rule: Rule, x: &Found) -> Anomaly {
         Rule::OverTheLimits => format!(
             "a `{f}` over the API's limit of {MAX_RECORDS} records was answered ok {at}, \
              where the contract refuses it as an invalid request: {}{times}",
-            e.value
+            asked(x)
         ),
         Rule::NotPastTheEnd => format!(
             "a `{f}` at offset {} was refused as past the high watermark {at}, though \
@@ -167,12 +175,12 @@ fn anomaly(f: &str, rule: Rule, x: &Found) -> Anomaly {
         .extend(e.value.get("offset").and_then(Value::as_i64));
     if let (Some(invoke), Process::Client(process)) = (x.invoke, e.process) {
         a.ops.push(OpRef {
-            invoke,
+            invoke: invoke.index,
             complete: Some(e.index),
             process,
             f: f.to_string(),
             text: match error {
-                "" => format!("{f} {} → ok", e.value),
+                "" => format!("{f} {} → ok", asked(x)),
                 _ => format!("{f} {} → {error}", e.value),
             },
         });
@@ -262,11 +270,11 @@ mod tests {
             ),
         ];
         let r = judge(&served).unwrap();
-        assert!(
-            r.anomalies[0].message.contains("answered ok"),
-            "{}",
-            r.anomalies[0].message
-        );
+        let message = &r.anomalies[0].message;
+        assert!(message.contains("answered ok"), "{message}");
+        // The request, not the records its answer holds.
+        assert!(message.contains("\"max_records\":10001"), "{message}");
+        assert!(!message.contains("\"records\""), "{message}");
         // A send's batch is in its completion.
         let batch = |n: u32| json!({"partition": 0, "value": 5, "batch": n});
         let sent = [
