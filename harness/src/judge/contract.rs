@@ -52,6 +52,12 @@ struct Found<'a> {
     count: u64,
 }
 
+/// Whether the verdict reads operations named `f` (so `watermark check` keeps
+/// them: an `ok` read's value it may drop, never an invocation's or a refusal's).
+pub fn reads(f: &str) -> bool {
+    OPERATIONS.contains(&f)
+}
+
 /// The `contract` verdict of a history, or None if no answer breaks the contract.
 pub fn judge(events: &[Event]) -> Option<CheckerResult> {
     let mut open: BTreeMap<u64, &Event> = BTreeMap::new();

@@ -23,9 +23,16 @@ pub(super) fn judged_events(
     for line in input.lines() {
         let line = line.map_err(|e| format!("cannot read {shown}: {e}"))?;
         if !line.contains("\"nemesis\"")
-            && !["\"send\"", "\"write\"", "\"cas\"", "\"poll\"", "\"read\""]
-                .iter()
-                .any(|f| line.contains(f))
+            && ![
+                "\"send\"",
+                "\"write\"",
+                "\"cas\"",
+                "\"poll\"",
+                "\"final-poll\"",
+                "\"read\"",
+            ]
+            .iter()
+            .any(|f| line.contains(f))
         {
             continue;
         }
@@ -44,15 +51,19 @@ pub(super) fn judged_events(
 }
 
 /// An event the harness judges itself: the nemesis's, or a client operation the
-/// availability verdict reads.
+/// availability or the contract verdict reads.
 pub(super) fn judged_by_harness(e: &checker::history::Event) -> bool {
-    e.process == checker::history::Process::Nemesis || crate::judge::availability::reads(&e.f)
+    e.process == checker::history::Process::Nemesis
+        || crate::judge::availability::reads(&e.f)
+        || crate::judge::contract::reads(&e.f)
 }
 
-/// The event as the harness keeps it: a poll's or a read's value (records, maybe
-/// many) is not needed, only that it was asked and how it ended.
+/// The event as the harness keeps it: what an `ok` poll, final-poll or read
+/// returned (records, maybe many) is not needed, only that it was asked — how,
+/// as its invocation says — and how it ended.
 pub(super) fn slim(mut e: checker::history::Event) -> checker::history::Event {
-    if e.f == "poll" || e.f == "read" {
+    let read = matches!(e.f.as_str(), "poll" | "final-poll" | "read");
+    if read && e.kind == checker::history::EventType::Ok {
         e.value = serde_json::Value::Null;
     }
     e
@@ -195,5 +206,37 @@ pub(super) fn final_logs(dir: &Path) -> Result<Vec<ReplicaLog>, String> {
     match logs.errors.into_iter().next() {
         Some(e) => Err(e),
         None => Ok(logs.replicas),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use checker::history::{Event, EventType, Process};
+    use serde_json::json;
+
+    fn poll(kind: EventType, f: &str, value: serde_json::Value) -> Event {
+        Event {
+            index: 0,
+            time: 0,
+            process: Process::Client(1),
+            kind,
+            f: f.into(),
+            value,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_read_keeps_how_it_was_asked_and_refused_but_not_what_it_returned() {
+        let asked = json!({"partition": 0, "offset": 3, "max_records": 10001});
+        for f in ["poll", "final-poll"] {
+            let invoke = poll(EventType::Invoke, f, asked.clone());
+            assert!(judged_by_harness(&invoke));
+            assert_eq!(slim(invoke).value, asked);
+            assert_eq!(slim(poll(EventType::Fail, f, asked.clone())).value, asked);
+            let records = json!({"partition": 0, "records": [[3, 7]]});
+            assert!(slim(poll(EventType::Ok, f, records)).value.is_null());
+        }
     }
 }
