@@ -29,8 +29,6 @@ use workloads::api::MAX_RECORDS;
 /// The name of the verdict in results.json.
 pub const CHECKER: &str = "contract";
 
-/// The broker workloads' operations (docs/history.md).
-const OPERATIONS: [&str; 6] = ["send", "poll", "final-poll", "read", "write", "cas"];
 /// The reads whose refusal past the end is judged.
 const READS: [&str; 2] = ["poll", "final-poll"];
 
@@ -52,10 +50,11 @@ struct Found<'a> {
     count: u64,
 }
 
-/// Whether the verdict reads operations named `f` (so `watermark check` keeps
-/// them: an `ok` read's value it may drop, never an invocation's or a refusal's).
+/// Whether the verdict reads operations named `f`: the broker workloads' (so
+/// `watermark check` keeps them: an `ok` read's value it may drop, never an
+/// invocation's or a refusal's).
 pub fn reads(f: &str) -> bool {
-    OPERATIONS.contains(&f)
+    workloads::queue::OPERATIONS.contains(&f) || workloads::register::OPERATIONS.contains(&f)
 }
 
 /// The `contract` verdict of a history, or None if no answer breaks the contract.
@@ -118,7 +117,7 @@ fn over_the_limits(invoke: Option<&Event>, e: &Event) -> bool {
 
 /// The rule a completion (of the invocation `invoke`) breaks, if any.
 fn broken(invoke: Option<&Event>, e: &Event) -> Option<Rule> {
-    if !OPERATIONS.contains(&e.f.as_str()) {
+    if !reads(&e.f) {
         return None;
     }
     let over = over_the_limits(invoke, e);

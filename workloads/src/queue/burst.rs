@@ -202,6 +202,8 @@ pub(super) async fn burst_producer(
             .ops
             .random_range(0..partitions.load(Ordering::Relaxed).max(1));
         let in_flight = draws.ops.random_range(1..=MAX_IN_FLIGHT as u32);
+        // Drawn even when a bulk batch replaces them, so that the seed's stream of
+        // groups is the same whatever the bursts' timing.
         let sizes: Vec<u32> = (0..in_flight)
             .map(|_| draws.ops.random_range(1..=MAX_BATCH))
             .collect();

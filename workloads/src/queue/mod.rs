@@ -301,8 +301,16 @@ async fn worker(
                 offset,
                 max_records,
             } => {
-                let at = (partition, offset, max_records);
-                poll(&mut client, &*recorder, process, at, &mut offsets).await
+                poll(
+                    &mut client,
+                    &*recorder,
+                    process,
+                    partition,
+                    offset,
+                    max_records,
+                    &mut offsets,
+                )
+                .await
             }
         };
         if ended.crashed {
@@ -327,7 +335,9 @@ async fn poll(
     client: &mut Client,
     recorder: &dyn Recorder,
     process: u64,
-    (partition, offset, max_records): (u32, u64, u32),
+    partition: u32,
+    offset: u64,
+    max_records: u32,
     offsets: &mut [u64],
 ) -> Ended {
     let invoke = json!({"partition": partition, "offset": offset, "max_records": max_records});

@@ -13,27 +13,25 @@ use crate::store::FinalLogs;
 
 /// The events of a history.jsonl the harness judges itself — the nemesis's (its
 /// `crash` and `protocol-error` events, its plans and faults) and the workloads'
-/// writes (for the `availability` verdict) —, read a line at a time (only lines
-/// that may hold one are parsed).
+/// operations (for the `availability` and `contract` verdicts) —, read a line at a
+/// time (only lines that may hold one are parsed).
 pub(super) fn judged_events(
     input: impl std::io::BufRead,
     shown: &str,
 ) -> Result<Vec<checker::history::Event>, String> {
     let mut events = Vec::new();
+    // A quick look before parsing: the nemesis's events and the broker workloads'
+    // operations, the most the harness's verdicts read (`judged_by_harness`).
+    let quoted = |f: &str| format!("\"{f}\"");
+    let mut wanted: Vec<String> = workloads::queue::OPERATIONS
+        .iter()
+        .chain(&workloads::register::OPERATIONS)
+        .map(|f| quoted(f))
+        .collect();
+    wanted.push(quoted("nemesis"));
     for line in input.lines() {
         let line = line.map_err(|e| format!("cannot read {shown}: {e}"))?;
-        if !line.contains("\"nemesis\"")
-            && ![
-                "\"send\"",
-                "\"write\"",
-                "\"cas\"",
-                "\"poll\"",
-                "\"final-poll\"",
-                "\"read\"",
-            ]
-            .iter()
-            .any(|f| line.contains(f))
-        {
+        if !wanted.iter().any(|w| line.contains(w.as_str())) {
             continue;
         }
         // A torn or malformed line was already reported by the reading above.
