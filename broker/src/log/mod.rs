@@ -48,6 +48,26 @@ pub struct ProducerStamp {
     pub epoch: u32,
     /// This record's sequence number in its partition, from 0 per producer epoch.
     pub sequence: u32,
+    /// The sequence of the last record of the batch this one was written in (Kafka's
+    /// batch header: base sequence + last offset delta). A batch is replicated and
+    /// recovered whole or not at all, and a retry is a duplicate only of a batch held
+    /// whole: this is where a replica sees the batch's end.
+    pub last_sequence: u32,
+}
+
+impl ProducerStamp {
+    /// The stamp of the first record of a batch of `records` records from producer
+    /// `id` in `epoch`, starting at `sequence`; None when the batch is empty or its
+    /// last sequence would pass `u32::MAX`.
+    pub fn batch(id: u64, epoch: u32, sequence: u32, records: usize) -> Option<ProducerStamp> {
+        let more = u32::try_from(records.checked_sub(1)?).ok()?;
+        Some(ProducerStamp {
+            id,
+            epoch,
+            sequence,
+            last_sequence: sequence.checked_add(more)?,
+        })
+    }
 }
 
 /// How the log flushes (fsyncs), as Kafka's `flush.messages` / `flush.ms`.

@@ -268,7 +268,8 @@ impl<L: ReplicaLog> Replica<L> {
     }
 
     /// Leader append of an idempotent producer's batch (KIP-98): `producer` is its
-    /// id, epoch and the first record's sequence. The next batch of that producer is
+    /// id, epoch and the first record's sequence, with the batch's last sequence (as
+    /// many records as `entries`). The next batch of that producer is
     /// appended, each record stamped with its sequence; a batch the producer state
     /// already holds (a retry) is not appended again, its answer the offset it was
     /// first written at; anything else is refused with [`ReplicaError::Sequence`].
@@ -286,9 +287,17 @@ impl<L: ReplicaLog> Replica<L> {
         };
         let epoch = state.leader_epoch;
         let n = entries.len() as u64;
-        let check = self
-            .producers
-            .check(producer.id, producer.epoch, producer.sequence);
+        debug_assert_eq!(
+            u64::from(producer.last_sequence - producer.sequence) + 1,
+            n,
+            "a batch's sequences count its records"
+        );
+        let check = self.producers.check(
+            producer.id,
+            producer.epoch,
+            producer.sequence,
+            producer.last_sequence,
+        );
         match check {
             Err(error) => {
                 let refused = ReplicaError::Sequence {
@@ -428,7 +437,20 @@ impl<L: ReplicaLog> Replica<L> {
             });
         }
         let leo = self.log.log_end_offset();
-        let records = self.log.read(req.fetch_offset, req.max_records, leo)?;
+        let mut records = self.log.read(req.fetch_offset, req.max_records, leo)?;
+        // An idempotent producer's batch goes whole, past the fetch's limit if need be
+        // (as Kafka returns whole record batches): a follower holding only its start,
+        // once elected, could not answer the batch's retry — neither a duplicate nor
+        // the next batch.
+        if let Some(last) = records.last() {
+            let rest = last
+                .producer
+                .map_or(0, |s| s.last_sequence.saturating_sub(s.sequence));
+            if rest > 0 {
+                let next = last.offset + 1;
+                records.extend(self.log.read(next, rest as usize, leo)?);
+            }
+        }
         Ok(FetchResponse {
             leader_epoch: state.leader_epoch,
             high_watermark: self.high_watermark,

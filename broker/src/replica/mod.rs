@@ -232,13 +232,21 @@ impl<L: ReplicaLog> Replica<L> {
     /// records (the source of truth) plus a checkpointed epoch that started at LEO
     /// without records yet; the HW is the checkpointed one, capped at LEO. The effects
     /// checkpoint the rebuilt cache if it differs from the checkpointed one.
+    ///
+    /// A producer's batch the log holds only the start of (its append torn by a
+    /// crash) is cut first, as Kafka's recovery drops a batch that does not read back
+    /// whole: it was never acknowledged, and kept, its retry could be neither a
+    /// duplicate nor the next batch.
     pub fn open(
         id: BrokerId,
-        log: L,
+        mut log: L,
         checkpointed_epochs: &[(LeaderEpoch, u64)],
         checkpointed_hw: u64,
         lag_time_max_ms: u64,
     ) -> io::Result<(Self, Effects)> {
+        if let Some(start) = producers::torn_batch_start(&log)? {
+            log.truncate_to(start)?;
+        }
         let mut epochs = EpochCache::new();
         let mut producers = ProducerStates::default();
         let leo = log.log_end_offset();

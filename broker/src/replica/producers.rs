@@ -11,7 +11,9 @@
 //! batch the old one replicated to it.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::io;
 
+use super::ReplicaLog;
 use crate::log::{ProducerStamp, Record};
 
 /// Batches remembered per producer (Kafka's `max.in.flight.requests` bound); runs
@@ -69,13 +71,14 @@ impl ProducerStates {
         s
     }
 
-    /// Judge a batch from producer `id` in `epoch` whose first record has sequence
-    /// `first_sequence`.
+    /// Judge a batch from producer `id` in `epoch` whose records have the sequences
+    /// `first_sequence..=last_sequence`.
     pub fn check(
         &self,
         id: u64,
         epoch: u32,
         first_sequence: u32,
+        last_sequence: u32,
     ) -> Result<SequenceCheck, SequenceError> {
         let Some(p) = self.producers.get(&id) else {
             // A producer this log never saw starts at 0.
@@ -91,13 +94,15 @@ impl ProducerStates {
             // A new epoch starts its sequences again.
             return in_order(0, first_sequence);
         }
-        if let Some(b) = p
-            .batches
-            .iter()
-            .find(|b| (b.first_sequence..=b.last_sequence).contains(&first_sequence))
-        {
+        if let Some(b) = p.batches.iter().find(|b| {
+            (b.first_sequence..=b.last_sequence).contains(&first_sequence)
+                && last_sequence <= b.last_sequence
+        }) {
             // Batches are read back from the log, where consecutive ones of a
-            // producer may run together: the retried one starts inside.
+            // producer may run together: the retried one lies inside, whole (as
+            // Kafka matches a retry's first *and* last sequence). One whose start
+            // alone is held is not a duplicate: answered as one, the records the log
+            // lacks would be acknowledged and never written.
             return Ok(SequenceCheck::Duplicate {
                 base_offset: b.base_offset + u64::from(first_sequence - b.first_sequence),
             });
@@ -121,6 +126,7 @@ impl ProducerStates {
             id,
             epoch,
             sequence,
+            ..
         } = stamp;
         let p = self.producers.entry(id).or_default();
         if epoch != p.epoch {
@@ -145,6 +151,45 @@ impl ProducerStates {
     }
 }
 
+/// Where the batch the log ends inside starts: None when the log ends with a whole
+/// batch (or an unstamped record). A batch's records sit at consecutive offsets with
+/// consecutive sequences and one last sequence.
+pub fn torn_batch_start<L: ReplicaLog>(log: &L) -> io::Result<Option<u64>> {
+    let (start, leo) = (log.log_start_offset(), log.log_end_offset());
+    let Some(tail) = log.read(leo.saturating_sub(1).max(start), 1, leo)?.pop() else {
+        return Ok(None);
+    };
+    let Some(stamp) = tail.producer.filter(|s| s.sequence < s.last_sequence) else {
+        return Ok(None);
+    };
+    let same_batch = |r: &Record, sequence: u32| {
+        r.producer.is_some_and(|s| {
+            (s.id, s.epoch, s.last_sequence) == (stamp.id, stamp.epoch, stamp.last_sequence)
+                && s.sequence == sequence
+        })
+    };
+    // Walk back from the tail, a window at a time, to the batch's first record.
+    let (mut first, mut sequence) = (tail.offset, stamp.sequence);
+    while first > start && sequence > 0 {
+        let from = first.saturating_sub(4096).max(start);
+        let window = log.read(from, (first - from) as usize, first)?;
+        for r in window.iter().rev() {
+            if !same_batch(r, sequence - 1) {
+                return Ok(Some(first));
+            }
+            first = r.offset;
+            sequence -= 1;
+            if sequence == 0 {
+                break;
+            }
+        }
+        if window.is_empty() {
+            break;
+        }
+    }
+    Ok(Some(first))
+}
+
 fn in_order(expected: u32, got: u32) -> Result<SequenceCheck, SequenceError> {
     if got == expected {
         Ok(SequenceCheck::Append)
@@ -167,6 +212,7 @@ mod tests {
                 id,
                 epoch,
                 sequence,
+                last_sequence: sequence,
             }),
         }
     }
@@ -174,10 +220,10 @@ mod tests {
     #[test]
     fn in_order_batches_are_appended() {
         let mut s = ProducerStates::default();
-        assert_eq!(s.check(7, 0, 0), Ok(SequenceCheck::Append));
+        assert_eq!(s.check(7, 0, 0, 0), Ok(SequenceCheck::Append));
         s.observe(&rec(0, 7, 0, 0));
         s.observe(&rec(1, 7, 0, 1));
-        assert_eq!(s.check(7, 0, 2), Ok(SequenceCheck::Append));
+        assert_eq!(s.check(7, 0, 2, 2), Ok(SequenceCheck::Append));
     }
 
     #[test]
@@ -190,15 +236,15 @@ mod tests {
         s.observe(&rec(12, 8, 0, 0));
         s.observe(&rec(13, 7, 0, 2));
         assert_eq!(
-            s.check(7, 0, 0),
+            s.check(7, 0, 0, 0),
             Ok(SequenceCheck::Duplicate { base_offset: 10 })
         );
         assert_eq!(
-            s.check(7, 0, 1),
+            s.check(7, 0, 1, 1),
             Ok(SequenceCheck::Duplicate { base_offset: 11 })
         );
         assert_eq!(
-            s.check(7, 0, 2),
+            s.check(7, 0, 2, 2),
             Ok(SequenceCheck::Duplicate { base_offset: 13 })
         );
     }
@@ -210,11 +256,11 @@ mod tests {
             s.observe(&rec(u64::from(i) * 2, 7, 0, i));
         }
         assert_eq!(
-            s.check(7, 0, 2),
+            s.check(7, 0, 2, 2),
             Ok(SequenceCheck::Duplicate { base_offset: 4 })
         );
         assert_eq!(
-            s.check(7, 0, 1),
+            s.check(7, 0, 1, 1),
             Err(SequenceError::OutOfOrder {
                 expected: 7,
                 got: 1
@@ -226,7 +272,7 @@ mod tests {
     fn a_gap_is_out_of_order() {
         let mut s = ProducerStates::default();
         assert_eq!(
-            s.check(7, 0, 3),
+            s.check(7, 0, 3, 3),
             Err(SequenceError::OutOfOrder {
                 expected: 0,
                 got: 3
@@ -234,7 +280,7 @@ mod tests {
         );
         s.observe(&rec(0, 7, 0, 0));
         assert_eq!(
-            s.check(7, 0, 2),
+            s.check(7, 0, 2, 2),
             Err(SequenceError::OutOfOrder {
                 expected: 1,
                 got: 2
@@ -247,18 +293,18 @@ mod tests {
         let mut s = ProducerStates::default();
         s.observe(&rec(0, 7, 0, 0));
         s.observe(&rec(1, 7, 0, 1));
-        assert_eq!(s.check(7, 1, 0), Ok(SequenceCheck::Append));
+        assert_eq!(s.check(7, 1, 0, 0), Ok(SequenceCheck::Append));
         assert!(matches!(
-            s.check(7, 1, 2),
+            s.check(7, 1, 2, 2),
             Err(SequenceError::OutOfOrder { .. })
         ));
         s.observe(&rec(2, 7, 1, 0));
         assert_eq!(
-            s.check(7, 0, 2),
+            s.check(7, 0, 2, 2),
             Err(SequenceError::StaleEpoch { current: 1, got: 0 })
         );
         assert_eq!(
-            s.check(7, 1, 0),
+            s.check(7, 1, 0, 0),
             Ok(SequenceCheck::Duplicate { base_offset: 2 })
         );
     }
@@ -267,15 +313,37 @@ mod tests {
     fn rebuilt_from_a_truncated_log_forgets_the_removed_batches() {
         let log: Vec<Record> = (0..4).map(|i| rec(u64::from(i), 7, 0, i)).collect();
         let full = ProducerStates::from_records(&log);
-        assert_eq!(full.check(7, 0, 4), Ok(SequenceCheck::Append));
+        assert_eq!(full.check(7, 0, 4, 4), Ok(SequenceCheck::Append));
         // Truncated to offset 2: sequences 2 and 3 are gone, so a retry of
         // sequence 2 is appended again (it is the next one), not answered as a
         // duplicate of a record no longer there.
         let cut = ProducerStates::from_records(&log[..2]);
-        assert_eq!(cut.check(7, 0, 2), Ok(SequenceCheck::Append));
+        assert_eq!(cut.check(7, 0, 2, 2), Ok(SequenceCheck::Append));
         assert_eq!(
-            cut.check(7, 0, 0),
+            cut.check(7, 0, 0, 0),
             Ok(SequenceCheck::Duplicate { base_offset: 0 })
+        );
+    }
+
+    #[test]
+    fn a_retry_held_only_in_part_is_not_a_duplicate() {
+        // The first 3 records of a batch of 10 (sequences 0..=9) reached this log:
+        // answered as a duplicate, the other 7 would be acknowledged and never
+        // written. Refused instead, as Kafka refuses a batch it holds no match for.
+        let mut s = ProducerStates::default();
+        for i in 0..3u32 {
+            s.observe(&rec(u64::from(i) + 20, 7, 0, i));
+        }
+        assert_eq!(
+            s.check(7, 0, 0, 9),
+            Err(SequenceError::OutOfOrder {
+                expected: 3,
+                got: 0
+            })
+        );
+        assert_eq!(
+            s.check(7, 0, 0, 2),
+            Ok(SequenceCheck::Duplicate { base_offset: 20 })
         );
     }
 }

@@ -1422,11 +1422,63 @@ fn a_failed_follower_append_changes_nothing() {
 // ---- the idempotent producer ----
 
 fn stamp(sequence: u32) -> crate::log::ProducerStamp {
-    crate::log::ProducerStamp {
-        id: 1,
-        epoch: 0,
-        sequence,
-    }
+    crate::log::ProducerStamp::batch(1, 0, sequence, 1).unwrap()
+}
+
+/// Producer 1's batch of `values`, its first sequence `sequence`.
+fn produce_batch(
+    b: &mut Brokers,
+    leader: BrokerId,
+    values: std::ops::Range<i64>,
+    sequence: u32,
+) -> Result<Appended, ReplicaError> {
+    let entries: Vec<_> = values.map(|v| (None, rv!(v))).collect();
+    let stamp = crate::log::ProducerStamp::batch(1, 0, sequence, entries.len()).unwrap();
+    b.get(leader).append_idempotent(entries, stamp, true, 0).0
+}
+
+#[test]
+fn a_batch_is_fetched_whole_past_the_fetch_limit() {
+    let (a, bb) = (1, 2);
+    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
+    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    b.produce(a, 5, 0);
+    produce_batch(&mut b, a, 10..20, 0).unwrap();
+    // A fetch of at most 4 records from offset 0 ends inside the batch: it is
+    // extended to the batch's end, never splitting it.
+    let req = FetchRequest {
+        max_records: 4,
+        ..b.fetch_request(bb)
+    };
+    let resp = b.get(a).fetch_as_leader(&req, 1).0.unwrap();
+    assert_eq!(resp.records.len(), 11);
+    b.get(bb).apply_fetch_response(resp).0.unwrap();
+    // B, elected, holds the batch whole: its retry is a duplicate, nothing lost.
+    b.tell(&[a, bb], state(bb, 2, 2, &[bb], &[a, bb]), 2);
+    let retry = produce_batch(&mut b, bb, 10..20, 0).unwrap();
+    assert_eq!((retry.base_offset, retry.end_offset), (1, 11));
+    assert_eq!(b.get(bb).log_end_offset(), 11);
+}
+
+#[test]
+fn a_batch_torn_by_a_crash_is_cut_when_the_log_opens() {
+    let (a, bb) = (1, 2);
+    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
+    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    b.produce(a, 5, 0);
+    produce_batch(&mut b, a, 10..12, 0).unwrap();
+    produce_batch(&mut b, a, 20..30, 2).unwrap();
+    // Restarted with 6 of the second batch's 10 records: they are cut, and its
+    // retry is the next batch again, written whole.
+    b.restart(a, 9);
+    assert_eq!(b.get(a).log_end_offset(), 3);
+    b.tell(&[a, bb], state(a, 2, 2, &[a, bb], &[a, bb]), 1);
+    let retry = produce_batch(&mut b, a, 20..30, 2).unwrap();
+    assert_eq!((retry.base_offset, retry.end_offset), (3, 13));
+    assert_eq!(b.get(a).log_end_offset(), 13);
+    // A log ending with a whole batch keeps it.
+    b.restart(a, 13);
+    assert_eq!(b.get(a).log_end_offset(), 13);
 }
 
 fn produce_idempotent(

@@ -9,6 +9,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
+use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
@@ -30,7 +31,8 @@ struct ProduceBody {
     entries: Vec<(Option<String>, RecordValue)>,
     /// `Some(x)` when `if_value` is present (x may be null).
     if_value: Option<RecordValue>,
-    /// An idempotent producer's id, epoch and first sequence (`producer`).
+    /// An idempotent producer's id, epoch and sequences (`producer`: the first
+    /// record's; the batch's last follows from its length).
     producer: Option<ProducerStamp>,
 }
 
@@ -58,7 +60,7 @@ fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
         .remove("records")
         .ok_or_else(|| ApiError::invalid("request body has no `records`"))?;
     let if_value = obj.remove("if_value");
-    let producer = obj.remove("producer").map(parse_producer).transpose()?;
+    let producer = obj.remove("producer");
     if let Some(k) = obj.keys().next() {
         return Err(ApiError::invalid(format!(
             "unknown field `{k}` in the request body (expected `records`, `if_value`, `producer`)"
@@ -108,6 +110,9 @@ fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
             "`if_value` needs exactly one record, with a key",
         ));
     }
+    let producer = producer
+        .map(|p| parse_producer(p, entries.len()))
+        .transpose()?;
     if if_value.is_some() && producer.is_some() {
         return Err(ApiError::invalid(
             "`if_value` and `producer` cannot be combined",
@@ -120,11 +125,28 @@ fn parse_produce(bytes: &[u8]) -> Result<ProduceBody, ApiError> {
     })
 }
 
-/// `producer`: `{"id": u64, "epoch": u32, "sequence": u32}` (the first record's).
-fn parse_producer(v: &RawValue) -> Result<ProducerStamp, ApiError> {
-    serde_json::from_str(v.get()).map_err(|e| {
+/// The `producer` field as sent: the first record's sequence.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProducerField {
+    id: u64,
+    epoch: u32,
+    sequence: u32,
+}
+
+/// `producer`: `{"id": u64, "epoch": u32, "sequence": u32}` (the first record's) of a
+/// batch of `records` records, whose last sequence must fit in a u32.
+fn parse_producer(v: &RawValue, records: usize) -> Result<ProducerStamp, ApiError> {
+    let p: ProducerField = serde_json::from_str(v.get()).map_err(|e| {
         ApiError::invalid(format!(
             "`producer` must be {{\"id\": n, \"epoch\": n, \"sequence\": n}}: {e}"
+        ))
+    })?;
+    ProducerStamp::batch(p.id, p.epoch, p.sequence, records).ok_or_else(|| {
+        ApiError::invalid(format!(
+            "`producer.sequence` {} with {records} records runs past the last sequence {}",
+            p.sequence,
+            u32::MAX
         ))
     })
 }
