@@ -172,7 +172,7 @@ mod tests {
                 id: 9,
                 epoch: 2,
                 sequence: 41,
-                last_sequence: 43,
+                records_after: 2,
             }),
             ..record()
         };

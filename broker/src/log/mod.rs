@@ -48,11 +48,17 @@ pub struct ProducerStamp {
     pub epoch: u32,
     /// This record's sequence number in its partition, from 0 per producer epoch.
     pub sequence: u32,
-    /// The sequence of the last record of the batch this one was written in (Kafka's
-    /// batch header: base sequence + last offset delta). A batch is replicated and
-    /// recovered whole or not at all, and a retry is a duplicate only of a batch held
-    /// whole: this is where a replica sees the batch's end.
-    pub last_sequence: u32,
+    /// How many records of the batch this one was written in follow it (0: the
+    /// batch's last; Kafka's batch header holds the same as base sequence + last
+    /// offset delta). A batch is replicated and recovered whole or not at all, and
+    /// a retry is a duplicate only of a batch held whole: this is where a replica
+    /// sees the batch's end. Left out of the JSON when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub records_after: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl ProducerStamp {
@@ -60,13 +66,28 @@ impl ProducerStamp {
     /// `id` in `epoch`, starting at `sequence`; None when the batch is empty or its
     /// last sequence would pass `u32::MAX`.
     pub fn batch(id: u64, epoch: u32, sequence: u32, records: usize) -> Option<ProducerStamp> {
-        let more = u32::try_from(records.checked_sub(1)?).ok()?;
+        let records_after = u32::try_from(records.checked_sub(1)?).ok()?;
+        sequence.checked_add(records_after)?;
         Some(ProducerStamp {
             id,
             epoch,
             sequence,
-            last_sequence: sequence.checked_add(more)?,
+            records_after,
         })
+    }
+
+    /// The sequence of its batch's last record.
+    pub fn last_sequence(&self) -> u32 {
+        self.sequence.saturating_add(self.records_after)
+    }
+
+    /// The stamp of the record `i` places after this one in its batch.
+    pub fn nth(&self, i: u32) -> ProducerStamp {
+        ProducerStamp {
+            sequence: self.sequence + i,
+            records_after: self.records_after - i,
+            ..*self
+        }
     }
 }
 

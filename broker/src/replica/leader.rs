@@ -288,15 +288,15 @@ impl<L: ReplicaLog> Replica<L> {
         let epoch = state.leader_epoch;
         let n = entries.len() as u64;
         debug_assert_eq!(
-            u64::from(producer.last_sequence - producer.sequence) + 1,
+            u64::from(producer.records_after) + 1,
             n,
-            "a batch's sequences count its records"
+            "a batch's stamp counts its records"
         );
         let check = self.producers.check(
             producer.id,
             producer.epoch,
             producer.sequence,
-            producer.last_sequence,
+            producer.last_sequence(),
         );
         match check {
             Err(error) => {
@@ -316,12 +316,7 @@ impl<L: ReplicaLog> Replica<L> {
             }
             Ok(SequenceCheck::Append) => {
                 let leo = self.log.log_end_offset();
-                let stamps: Vec<ProducerStamp> = (0..n as u32)
-                    .map(|i| ProducerStamp {
-                        sequence: producer.sequence + i,
-                        ..producer
-                    })
-                    .collect();
+                let stamps: Vec<ProducerStamp> = (0..n as u32).map(|i| producer.nth(i)).collect();
                 let (result, fx) = self.append_leader(entries, Some(&stamps), acks_all, now_ms);
                 let new_leo = self.log.log_end_offset();
                 for (offset, stamp) in (leo..new_leo).zip(&stamps) {
@@ -443,9 +438,7 @@ impl<L: ReplicaLog> Replica<L> {
         // once elected, could not answer the batch's retry — neither a duplicate nor
         // the next batch.
         if let Some(last) = records.last() {
-            let rest = last
-                .producer
-                .map_or(0, |s| s.last_sequence.saturating_sub(s.sequence));
+            let rest = last.producer.map_or(0, |s| s.records_after);
             if rest > 0 {
                 let next = last.offset + 1;
                 records.extend(self.log.read(next, rest as usize, leo)?);

@@ -159,12 +159,12 @@ pub fn torn_batch_start<L: ReplicaLog>(log: &L) -> io::Result<Option<u64>> {
     let Some(tail) = log.read(leo.saturating_sub(1).max(start), 1, leo)?.pop() else {
         return Ok(None);
     };
-    let Some(stamp) = tail.producer.filter(|s| s.sequence < s.last_sequence) else {
+    let Some(stamp) = tail.producer.filter(|s| s.records_after > 0) else {
         return Ok(None);
     };
     let same_batch = |r: &Record, sequence: u32| {
         r.producer.is_some_and(|s| {
-            (s.id, s.epoch, s.last_sequence) == (stamp.id, stamp.epoch, stamp.last_sequence)
+            (s.id, s.epoch, s.last_sequence()) == (stamp.id, stamp.epoch, stamp.last_sequence())
                 && s.sequence == sequence
         })
     };
@@ -212,7 +212,7 @@ mod tests {
                 id,
                 epoch,
                 sequence,
-                last_sequence: sequence,
+                records_after: 0,
             }),
         }
     }

@@ -92,7 +92,7 @@ async fn bad_requests_get_4xx_json_errors_and_nothing_breaks() {
         ("producer of the wrong shape", "POST", records.into(), br#"{"records":[{"value":1}],"producer":{"id":"x","epoch":0,"sequence":0}}"#.to_vec(), 400, "INVALID_REQUEST"),
         ("producer without sequence", "POST", records.into(), br#"{"records":[{"value":1}],"producer":{"id":1,"epoch":0}}"#.to_vec(), 400, "INVALID_REQUEST"),
         ("producer sequences past the last", "POST", records.into(), br#"{"records":[{"value":1},{"value":2}],"producer":{"id":1,"epoch":0,"sequence":4294967295}}"#.to_vec(), 400, "INVALID_REQUEST"),
-        ("producer with an unknown field", "POST", records.into(), br#"{"records":[{"value":1}],"producer":{"id":1,"epoch":0,"sequence":0,"last_sequence":0}}"#.to_vec(), 400, "INVALID_REQUEST"),
+        ("producer with an unknown field", "POST", records.into(), br#"{"records":[{"value":1}],"producer":{"id":1,"epoch":0,"sequence":0,"records_after":0}}"#.to_vec(), 400, "INVALID_REQUEST"),
         ("producer with if_value", "POST", records.into(), br#"{"records":[{"key":"k","value":1}],"if_value":null,"producer":{"id":1,"epoch":0,"sequence":0}}"#.to_vec(), 400, "INVALID_REQUEST"),
         ("producer out of sequence", "POST", records.into(), br#"{"records":[{"value":1}],"producer":{"id":1,"epoch":0,"sequence":5}}"#.to_vec(), 409, "OUT_OF_ORDER_SEQUENCE_NUMBER"),
         ("bad acks", "POST", format!("{records}?acks=2"), br#"{"records":[{"value":1}]}"#.to_vec(), 400, "INVALID_REQUEST"),
