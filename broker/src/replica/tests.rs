@@ -1481,6 +1481,25 @@ fn a_batch_torn_by_a_crash_is_cut_when_the_log_opens() {
     assert_eq!(b.get(a).log_end_offset(), 13);
 }
 
+#[test]
+fn a_torn_batch_longer_than_a_read_window_is_cut_whole() {
+    let (a, bb) = (1, 2);
+    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
+    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    produce_batch(&mut b, a, 0..9000, 0).unwrap();
+    // 8,500 of its 9,000 records survive: the walk back to its start spans
+    // windows; the log, this batch alone, is left empty.
+    b.restart(a, 8500);
+    assert_eq!(b.get(a).log_end_offset(), 0);
+    // After another producer's record, the same.
+    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
+    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    b.produce(a, 5, 0);
+    produce_batch(&mut b, a, 0..9000, 0).unwrap();
+    b.restart(a, 1 + 4097);
+    assert_eq!(b.get(a).log_end_offset(), 1);
+}
+
 fn produce_idempotent(
     b: &mut Brokers,
     leader: BrokerId,
