@@ -268,8 +268,8 @@ impl<L: ReplicaLog> Replica<L> {
     }
 
     /// Leader append of an idempotent producer's batch (KIP-98): `producer` is its
-    /// id, epoch and the first record's sequence, with the batch's last sequence (as
-    /// many records as `entries`). The next batch of that producer is
+    /// id, epoch and the first record's sequence, with how many records follow it
+    /// (one fewer than `entries`). The next batch of that producer is
     /// appended, each record stamped with its sequence; a batch the producer state
     /// already holds (a retry) is not appended again, its answer the offset it was
     /// first written at; anything else is refused with [`ReplicaError::Sequence`].
