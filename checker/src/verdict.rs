@@ -155,7 +155,7 @@ impl AnomalyKind {
                 "A partition took no write for a stretch in which the faults in force left it a leader and enough in-sync replicas, while clients kept sending to it: the system under test stalled where it should have served."
             }
             AnomalyKind::ContractViolation => {
-                "The broker answered as its API's contract does not allow: a request within the documented limits refused as invalid, one over them answered ok, or a read refused as past the high watermark at an offset the refusal itself puts at or below it."
+                "The broker answered as its API's contract does not allow: a request within the documented limits refused as invalid, one over them (or a compare-and-set the contract refuses) answered ok, or a read refused as past the high watermark at an offset the refusal itself puts at or below it."
             }
             AnomalyKind::ProtocolError => {
                 "A node wrote what Maelstrom's protocol does not allow — a line that is no message, a message from another id, to an unknown destination, or in reply to no request: the system under test broke the protocol."

@@ -53,6 +53,32 @@ const READ_WEIGHT: u32 = 2;
 const WRITE_WEIGHT: u32 = 1;
 const CAS_WEIGHT: u32 = 1;
 
+/// One compare-and-set in this many is a probe of the API's contract ([`Probe`]).
+pub const PROBE_EVERY: u64 = 32;
+
+/// A compare-and-set the API's contract refuses as an invalid request (docs/api.md:
+/// `if_value` needs exactly one record with a key, sent to the key's partition),
+/// sent now and then so that a broker accepting it is seen: its `ok` is a
+/// `contract-violation` (the harness's `contract` verdict). Its invocation carries
+/// `probe`: the kind's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// The record twice: a conditional write of two records.
+    TwoRecords,
+    /// To a partition other than the key's, expecting the key unwritten there (as it
+    /// is, so only the partition check can refuse it).
+    OtherPartition,
+}
+
+impl Probe {
+    pub fn name(self) -> &'static str {
+        match self {
+            Probe::TwoRecords => "two-records",
+            Probe::OtherPartition => "other-partition",
+        }
+    }
+}
+
 /// The partition a key lives in: `crc32c(key) mod partitions` (docs/api.md).
 pub fn partition_for_key(key: &str, partitions: u32) -> u32 {
     crc32c::crc32c(key.as_bytes()) % partitions.max(1)
@@ -113,12 +139,22 @@ pub enum Op {
         expected: Value,
         new: u64,
     },
+    /// A compare-and-set the contract refuses ([`Probe`]).
+    Probe {
+        key: String,
+        expected: Value,
+        new: u64,
+        probe: Probe,
+    },
 }
 
 impl Op {
     pub fn key(&self) -> &str {
         match self {
-            Op::Read { key } | Op::Write { key, .. } | Op::Cas { key, .. } => key,
+            Op::Read { key }
+            | Op::Write { key, .. }
+            | Op::Cas { key, .. }
+            | Op::Probe { key, .. } => key,
         }
     }
 
@@ -130,6 +166,15 @@ impl Op {
             Op::Cas { key, expected, new } => {
                 ("cas", json!({"key": key, "value": [expected, new]}))
             }
+            Op::Probe {
+                key,
+                expected,
+                new,
+                probe,
+            } => (
+                "cas",
+                json!({"key": key, "value": [expected, new], "probe": probe.name()}),
+            ),
         }
     }
 }
@@ -143,15 +188,21 @@ pub struct Generator {
     concurrency: u32,
     /// Writes and cas drawn so far (they pick the window and the unique values).
     writes: u64,
+    /// Compare-and-sets drawn so far (every [`PROBE_EVERY`]-th is a probe).
+    cas: u64,
+    /// Partitions of the topic: a probe to another partition needs two.
+    partitions: u32,
 }
 
 impl Generator {
-    pub fn new(seed: u64, worker: u32, concurrency: u32, rate: f64) -> Self {
+    pub fn new(seed: u64, worker: u32, concurrency: u32, rate: f64, partitions: u32) -> Self {
         Generator {
             draws: Draws::new(seed, worker, concurrency, rate),
             worker,
             concurrency: concurrency.max(1),
             writes: 0,
+            cas: 0,
+            partitions,
         }
     }
 
@@ -174,11 +225,29 @@ impl Generator {
         if draw < READ_WEIGHT + WRITE_WEIGHT {
             Op::Write { key, value }
         } else {
+            // Probes take no draw of their own: the seed's other operations stay.
+            self.cas += 1;
             let expected = known.get(&key).cloned().unwrap_or(Value::Null);
-            Op::Cas {
+            if self.cas % PROBE_EVERY != 0 {
+                return Op::Cas {
+                    key,
+                    expected,
+                    new: value,
+                };
+            }
+            let probe = match self.cas / PROBE_EVERY % 2 {
+                1 if self.partitions > 1 => Probe::OtherPartition,
+                _ => Probe::TwoRecords,
+            };
+            let expected = match probe {
+                Probe::OtherPartition => Value::Null,
+                Probe::TwoRecords => expected,
+            };
+            Op::Probe {
                 key,
                 expected,
                 new: value,
+                probe,
             }
         }
     }
@@ -204,7 +273,13 @@ async fn worker(
     recorder: Arc<dyn Recorder>,
     mut stop: watch::Receiver<bool>,
 ) -> u64 {
-    let mut generator = Generator::new(config.seed, w, config.concurrency, config.rate);
+    let mut generator = Generator::new(
+        config.seed,
+        w,
+        config.concurrency,
+        config.rate,
+        config.partitions,
+    );
     let client_seed = config.seed ^ (u64::from(w) << 32);
     let mut process = u64::from(w);
     let mut clients = match (
@@ -300,6 +375,34 @@ async fn perform(
                 Outcome::Info(e) => Outcome::Info(e),
             }
         }
+        Op::Probe {
+            expected,
+            new,
+            probe,
+            ..
+        } => {
+            let (partition, copies) = match probe {
+                Probe::TwoRecords => (partition, 2),
+                Probe::OtherPartition => ((partition + 1) % config.partitions.max(1), 1),
+            };
+            let outcome = clients
+                .writer
+                .write_key_records(
+                    TOPIC,
+                    partition,
+                    &key,
+                    json!(new),
+                    Some(expected.clone()),
+                    copies,
+                )
+                .await;
+            // Refused as the contract says, the key is as it was; taken, it may
+            // hold `new` (or not): read it before the next cas.
+            if let Outcome::Ok(_) = outcome {
+                known.remove(&key);
+            }
+            outcome.map(|_| invoke.clone())
+        }
     };
     match outcome {
         Outcome::Ok(v) => {
@@ -324,7 +427,7 @@ mod tests {
     use super::*;
 
     fn ops(seed: u64, worker: u32, n: usize) -> Vec<Op> {
-        let mut g = Generator::new(seed, worker, 4, 200.0);
+        let mut g = Generator::new(seed, worker, 4, 200.0, 2);
         let known = HashMap::new();
         (0..n).map(|_| g.next_op(&known)).collect()
     }
@@ -342,7 +445,9 @@ mod tests {
         for w in 0..4 {
             for op in ops(3, w, 500) {
                 match op {
-                    Op::Write { value, .. } | Op::Cas { new: value, .. } => {
+                    Op::Write { value, .. }
+                    | Op::Cas { new: value, .. }
+                    | Op::Probe { new: value, .. } => {
                         assert!(seen.insert(value), "value {value} written twice");
                     }
                     Op::Read { .. } => {}
@@ -372,7 +477,7 @@ mod tests {
 
     #[test]
     fn cas_expects_the_last_value_seen() {
-        let mut g = Generator::new(1, 0, 1, 100.0);
+        let mut g = Generator::new(1, 0, 1, 100.0, 2);
         let known: HashMap<String, Value> = (0..ACTIVE_KEYS)
             .map(|k| (format!("k{k}"), json!(k * 10)))
             .collect();
@@ -384,6 +489,41 @@ mod tests {
             }
         }
         assert!(cas > 0);
+    }
+
+    #[test]
+    fn every_32nd_cas_is_a_probe_of_either_kind() {
+        let known = HashMap::new();
+        let mut probes = Vec::new();
+        let mut g = Generator::new(9, 0, 1, 100.0, 2);
+        let mut cas = 0;
+        for _ in 0..2000 {
+            match g.next_op(&known) {
+                Op::Cas { .. } => cas += 1,
+                Op::Probe {
+                    probe, expected, ..
+                } => {
+                    cas += 1;
+                    assert_eq!(cas % PROBE_EVERY, 0);
+                    if probe == Probe::OtherPartition {
+                        assert_eq!(expected, Value::Null);
+                    }
+                    probes.push(probe);
+                }
+                _ => {}
+            }
+        }
+        assert!(probes.contains(&Probe::TwoRecords), "{probes:?}");
+        assert!(probes.contains(&Probe::OtherPartition), "{probes:?}");
+        // One partition leaves nowhere else to send a cas: two records only.
+        let mut one = Generator::new(9, 0, 1, 100.0, 1);
+        let kinds: Vec<Probe> = (0..2000)
+            .filter_map(|_| match one.next_op(&known) {
+                Op::Probe { probe, .. } => Some(probe),
+                _ => None,
+            })
+            .collect();
+        assert!(!kinds.is_empty() && kinds.iter().all(|&p| p == Probe::TwoRecords));
     }
 
     #[test]

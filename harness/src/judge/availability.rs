@@ -148,6 +148,10 @@ fn writes(events: &[Event]) -> Vec<Write> {
                 let Some(key) = e.value.get("key").and_then(Value::as_str) else {
                     continue;
                 };
+                if super::contract::probe(None, e).is_some() {
+                    // A probe of the contract, refused as it must be: no write.
+                    continue;
+                }
                 (*f, Target::Key(key.to_string()))
             } else {
                 continue;
@@ -250,6 +254,9 @@ fn never_answered(events: &[Event]) -> Vec<Anomaly> {
         let Some(f) = ANSWERED.iter().find(|f| **f == e.f) else {
             continue;
         };
+        if super::contract::probe(None, e).is_some() {
+            continue;
+        }
         let (asked, ok) = counts.entry(f).or_default();
         match e.kind {
             EventType::Invoke => *asked += 1,

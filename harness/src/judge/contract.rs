@@ -11,7 +11,8 @@
 //! - `INVALID_REQUEST` answered to a request within the limits;
 //! - `ok` answered to one over them: a send of a batch of more than 10,000 records
 //!   (its completion's `batch`), a poll asking for more than 10,000 (its
-//!   invocation's `max_records`);
+//!   invocation's `max_records`), a compare-and-set the contract refuses (its
+//!   invocation's `probe`: of two records, or to another partition than its key's);
 //! - `OFFSET_OUT_OF_RANGE` answered to a poll at an offset no higher than the high
 //!   watermark the refusal itself carries (a consume at the high watermark is
 //!   answered with no records, only one above it refused).
@@ -105,14 +106,23 @@ pub fn add_verdict(results: &mut Results, events: &[Event]) {
 
 /// Whether a request asked beyond the API's limits: a send of a batch over the
 /// maximum of records (its completion's `batch`), a poll asking for none or more
-/// than the maximum (its invocation's `max_records`).
+/// than the maximum (its invocation's `max_records`), a compare-and-set probe.
 fn over_the_limits(invoke: Option<&Event>, e: &Event) -> bool {
     let over = |v: &Value, field| {
         v.get(field)
             .and_then(Value::as_u64)
             .is_some_and(|n| n == 0 || n > u64::from(MAX_RECORDS))
     };
-    over(&e.value, "batch") || invoke.is_some_and(|i| over(&i.value, "max_records"))
+    over(&e.value, "batch")
+        || invoke.is_some_and(|i| over(&i.value, "max_records"))
+        || probe(invoke, e).is_some()
+}
+
+/// The kind of contract probe a compare-and-set was (its invocation's `probe`,
+/// which its completion repeats), if it was one.
+pub fn probe<'a>(invoke: Option<&'a Event>, e: &'a Event) -> Option<&'a str> {
+    let of = |v: &'a Value| v.get("probe").and_then(Value::as_str);
+    invoke.and_then(|i| of(&i.value)).or_else(|| of(&e.value))
 }
 
 /// The rule a completion (of the invocation `invoke`) breaks, if any.
@@ -149,6 +159,15 @@ fn asked(x: &Found) -> Value {
     }
 }
 
+/// What a probe of `kind` asked, in words.
+fn probe_text(kind: &str) -> String {
+    match kind {
+        "two-records" => "`if_value` with two records".to_string(),
+        "other-partition" => "`if_value` sent to another partition than its key's".to_string(),
+        other => format!("the probe `{other}`"),
+    }
+}
+
 fn anomaly(f: &str, rule: Rule, x: &Found) -> Anomaly {
     let e = x.completion;
     let error = e.error.as_deref().unwrap_or_default();
@@ -162,11 +181,19 @@ fn anomaly(f: &str, rule: Rule, x: &Found) -> Anomaly {
             "a `{f}` the API's contract allows was refused as an invalid request {at}: \
              {error}{times}"
         ),
-        Rule::OverTheLimits => format!(
-            "a `{f}` over the API's limit of {MAX_RECORDS} records was answered ok {at}, \
-             where the contract refuses it as an invalid request: {}{times}",
-            asked(x)
-        ),
+        Rule::OverTheLimits => match probe(x.invoke, e) {
+            Some(kind) => format!(
+                "a `{f}` the contract refuses ({}) was answered ok {at}, where it must be \
+                 refused as an invalid request: {}{times}",
+                probe_text(kind),
+                asked(x)
+            ),
+            None => format!(
+                "a `{f}` over the API's limit of {MAX_RECORDS} records was answered ok {at}, \
+                 where the contract refuses it as an invalid request: {}{times}",
+                asked(x)
+            ),
+        },
         Rule::NotPastTheEnd => format!(
             "a `{f}` at offset {} was refused as past the high watermark {at}, though \
              the refusal gives the high watermark as {}: an offset up to it is served \
@@ -251,6 +278,41 @@ mod tests {
         assert_eq!((send.ops[0].invoke, send.ops[0].complete), (0, Some(1)));
         assert_eq!(send.partition, Some(1));
         assert!(send.message.contains("2 such answers"), "{}", send.message);
+    }
+
+    #[test]
+    fn a_cas_probe_must_be_refused_as_invalid() {
+        for (kind, words) in [
+            ("two-records", "with two records"),
+            ("other-partition", "another partition"),
+        ] {
+            let probe = json!({"key": "k3", "value": [null, 17], "probe": kind});
+            let refusal = refused(
+                0,
+                3,
+                "cas",
+                probe.clone(),
+                "INVALID_REQUEST: `if_value` needs exactly one record, with a key",
+            );
+            assert!(judge(&refusal).is_none(), "{kind}: rightly refused");
+            // Refused otherwise (the controller out of reach), nothing to judge.
+            let timed_out = refused(0, 3, "cas", probe.clone(), "REQUEST_TIMED_OUT: …");
+            assert!(judge(&timed_out).is_none(), "{kind}");
+            let taken = [
+                event(0, 3, EventType::Invoke, "cas", probe.clone()),
+                event(1, 3, EventType::Ok, "cas", probe.clone()),
+            ];
+            let r = judge(&taken).unwrap();
+            assert_eq!(r.valid, Validity::Invalid);
+            let a = &r.anomalies[0];
+            assert_eq!(a.kind, AnomalyKind::ContractViolation);
+            assert!(a.message.contains(words), "{}", a.message);
+            assert!(a.message.contains("answered ok"), "{}", a.message);
+        }
+        // A cas that is no probe is judged as before: refused as invalid, a violation.
+        let plain = json!({"key": "k3", "value": [null, 17]});
+        let refusal = refused(0, 3, "cas", plain, "INVALID_REQUEST: …");
+        assert!(judge(&refusal).is_some());
     }
 
     #[test]

@@ -219,12 +219,28 @@ impl Client {
         value: Value,
         if_value: Option<Value>,
     ) -> Outcome<Option<u64>> {
+        self.write_key_records(topic, partition, key, value, if_value, 1)
+            .await
+    }
+
+    /// [`Client::write_key`] with the record `copies` times in the one produce (more
+    /// than one with `if_value` is a request the contract refuses: a probe).
+    pub async fn write_key_records(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        key: &str,
+        value: Value,
+        if_value: Option<Value>,
+        copies: usize,
+    ) -> Outcome<Option<u64>> {
         let path = format!("/v1/topics/{topic}/partitions/{partition}/records?acks=all");
-        let mut body = format!(
-            r#"{{"records":[{{"key":{},"value":{}}}]"#,
+        let record = format!(
+            r#"{{"key":{},"value":{}}}"#,
             canonical(&Value::String(key.to_string())),
             canonical(&value)
         );
+        let mut body = format!(r#"{{"records":[{}]"#, vec![record; copies.max(1)].join(","));
         if let Some(expected) = if_value {
             body.push_str(&format!(r#","if_value":{}"#, canonical(&expected)));
         }
