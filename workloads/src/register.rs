@@ -349,45 +349,25 @@ async fn perform(
         }
         Op::Write { value, .. } => clients
             .writer
-            .write_key(TOPIC, partition, &key, json!(value), None)
+            .write_key(TOPIC, partition, &key, json!(value), None, 1)
             .await
             .map(|_| {
                 known.insert(key.clone(), json!(value));
                 invoke.clone()
             }),
-        Op::Cas { expected, new, .. } => {
-            match clients
-                .writer
-                .write_key(TOPIC, partition, &key, json!(new), Some(expected.clone()))
-                .await
-            {
-                Outcome::Ok(_) => {
-                    known.insert(key.clone(), json!(new));
-                    Outcome::Ok(invoke.clone())
-                }
-                Outcome::Fail(e) => {
-                    if e.code.as_deref() == Some("PRECONDITION_FAILED") {
-                        // The value is not what we thought: read it before the next cas.
-                        known.remove(&key);
-                    }
-                    Outcome::Fail(e)
-                }
-                Outcome::Info(e) => Outcome::Info(e),
-            }
-        }
-        Op::Probe {
-            expected,
-            new,
-            probe,
-            ..
-        } => {
+        Op::Cas { expected, new, .. } | Op::Probe { expected, new, .. } => {
+            let probe = match op {
+                Op::Probe { probe, .. } => Some(*probe),
+                _ => None,
+            };
             let (partition, copies) = match probe {
-                Probe::TwoRecords => (partition, 2),
-                Probe::OtherPartition => ((partition + 1) % config.partitions.max(1), 1),
+                None => (partition, 1),
+                Some(Probe::TwoRecords) => (partition, 2),
+                Some(Probe::OtherPartition) => ((partition + 1) % config.partitions.max(1), 1),
             };
             let outcome = clients
                 .writer
-                .write_key_records(
+                .write_key(
                     TOPIC,
                     partition,
                     &key,
@@ -396,10 +376,20 @@ async fn perform(
                     copies,
                 )
                 .await;
-            // Refused as the contract says, the key is as it was; taken, it may
-            // hold `new` (or not): read it before the next cas.
-            if let Outcome::Ok(_) = outcome {
-                known.remove(&key);
+            match (&outcome, probe) {
+                (Outcome::Ok(_), None) => {
+                    known.insert(key.clone(), json!(new));
+                }
+                // The value is not what we thought, or a probe was taken (the key
+                // may hold `new`, or not): read it before the next cas. A probe
+                // refused as the contract says leaves the key as it was.
+                (Outcome::Ok(_), Some(_)) => {
+                    known.remove(&key);
+                }
+                (Outcome::Fail(e), _) if e.code.as_deref() == Some("PRECONDITION_FAILED") => {
+                    known.remove(&key);
+                }
+                _ => {}
             }
             outcome.map(|_| invoke.clone())
         }

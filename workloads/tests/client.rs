@@ -217,7 +217,8 @@ async fn values_of_any_size_travel_exactly() {
         Outcome::Ok(_)
     ));
     assert!(matches!(
-        c.write_key("queue", 0, "k", big.clone(), Some(big)).await,
+        c.write_key("queue", 0, "k", big.clone(), Some(big), 1)
+            .await,
         Outcome::Ok(_)
     ));
     let bodies = bodies.lock().unwrap().clone();

@@ -208,24 +208,12 @@ impl Client {
         .await
     }
 
-    /// Write `value` to `key` (acks=all); with `if_value`, only if the key's current
-    /// value in the leader's log is that (`null`: never written) — a compare-and-set.
-    /// A mismatch is a `Fail` with code `PRECONDITION_FAILED`.
+    /// Write `value` to `key` (acks=all), the record `copies` times in the one produce
+    /// (1 but for a probe: more than one with `if_value` is a request the contract
+    /// refuses); with `if_value`, only if the key's current value in the leader's log
+    /// is that (`null`: never written) — a compare-and-set. A mismatch is a `Fail`
+    /// with code `PRECONDITION_FAILED`.
     pub async fn write_key(
-        &mut self,
-        topic: &str,
-        partition: u32,
-        key: &str,
-        value: Value,
-        if_value: Option<Value>,
-    ) -> Outcome<Option<u64>> {
-        self.write_key_records(topic, partition, key, value, if_value, 1)
-            .await
-    }
-
-    /// [`Client::write_key`] with the record `copies` times in the one produce (more
-    /// than one with `if_value` is a request the contract refuses: a probe).
-    pub async fn write_key_records(
         &mut self,
         topic: &str,
         partition: u32,
