@@ -243,7 +243,8 @@ async fn a_linearizable_read_waits_for_the_controller_to_confirm_leadership() {
     assert_eq!(
         (status, body["error"].as_str()),
         (504, Some("REQUEST_TIMED_OUT")),
-        "{body}"
+        "{body}\n{}",
+        c.logs()
     );
     // Back with the controller, whoever leads answers linearizably again.
     let value = c
