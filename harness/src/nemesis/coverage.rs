@@ -45,6 +45,10 @@ pub enum Transition {
     TruncateRecords,
     /// A request refused for a stale epoch or a lost leadership.
     Fenced,
+    /// A deposed leader's linearizable read refused: it asked the controller to
+    /// confirm a leadership the controller had given another (the controller's
+    /// `fenced` of `confirm_leadership`). Reachable only by linearizable reads.
+    DeposedRead,
     /// An acks=all write refused because the ISR was below min.insync.replicas.
     NotEnoughReplicas,
     /// A controller started a new controller epoch.
@@ -73,7 +77,10 @@ pub const AREAS: [(&str, &[Transition]); 6] = {
         ),
         ("ISR", &[IsrShrinkController, IsrShrinkLag, IsrExpand]),
         ("truncation", &[TruncateEpoch, TruncateHw, TruncateRecords]),
-        ("fencing", &[Fenced, NotEnoughReplicas, ControllerFailover]),
+        (
+            "fencing",
+            &[Fenced, DeposedRead, NotEnoughReplicas, ControllerFailover],
+        ),
         ("storage", &[StorageFailure]),
         (
             "reassigning",
@@ -90,7 +97,9 @@ pub const AREAS: [(&str, &[Transition]); 6] = {
 impl Transition {
     /// The transitions a cluster so configured can reach: a truncation by HW only
     /// under `--truncation hw` (or a broker planted with it), and then none by leader
-    /// epoch; an unclean election only with `--unclean-election`.
+    /// epoch; an unclean election only with `--unclean-election`. Neither the
+    /// reassignments' nor a deposed leader's read: the campaign adds those it makes
+    /// (it reassigns; its reads are linearizable).
     pub fn reachable(hw_truncation: bool, unclean_election: bool) -> BTreeSet<Transition> {
         Transition::value_variants()
             .iter()
@@ -99,6 +108,7 @@ impl Transition {
                 Transition::TruncateHw => hw_truncation,
                 Transition::TruncateEpoch => !hw_truncation,
                 Transition::UncleanElection => unclean_election,
+                Transition::DeposedRead => false,
                 t => !t.reconfiguration(),
             })
             .collect()
@@ -212,6 +222,9 @@ impl Coverage {
             }
             "fenced" => {
                 self.count(Transition::Fenced);
+                if e.api.as_deref() == Some("confirm_leadership") {
+                    self.count(Transition::DeposedRead);
+                }
                 let key = format!(
                     "{}/{}",
                     e.api.as_deref().unwrap_or("?"),
@@ -428,6 +441,7 @@ EVENT {"ts_ms":1006,"node":1,"kind":"truncate","topic":"queue","partition":0,"to
 EVENT {"ts_ms":1007,"node":3,"kind":"truncate","topic":"queue","partition":0,"to":120,"records":0,"rule":"epoch"}
 EVENT {"ts_ms":1008,"node":1,"kind":"fenced","api":"produce","reason":"stale_leader_epoch"}
 EVENT {"ts_ms":1009,"node":1,"kind":"fenced","api":"fetch","reason":"not_leader"}
+EVENT {"ts_ms":1009,"node":-1,"kind":"fenced","api":"confirm_leadership","reason":"not_leader","topic":"register","partition":0}
 EVENT {"ts_ms":1010,"node":2,"kind":"not_enough_replicas","topic":"queue","partition":0,"isr_size":1,"min_insync":2}
 EVENT {"ts_ms":1011,"node":2,"kind":"become_leader","topic":"queue","partition":0,"leader_epoch":2}
 EVENT {"ts_ms":1012,"node":2,"kind":"log_reopened","topic":"queue","partition":0,"leo":5,"hw":4}
@@ -451,12 +465,14 @@ EVENT {"ts_ms":1013,"node":3,"kind":"storage_failure","topic":"queue","partition
         assert_eq!(c.get(IsrExpand), 1);
         assert_eq!((c.get(TruncateEpoch), c.get(TruncateHw)), (2, 0));
         assert_eq!((c.get(TruncateRecords), c.truncated_records), (1, 3));
-        assert_eq!(c.get(Fenced), 2);
+        assert_eq!(c.get(Fenced), 3);
         assert_eq!(c.fenced["produce/stale_leader_epoch"], 1);
+        // The controller refused a deposed leader's confirmation of a read.
+        assert_eq!(c.get(DeposedRead), 1);
         assert_eq!(c.get(NotEnoughReplicas), 1);
         assert_eq!(c.get(ControllerFailover), 1);
         assert_eq!(c.get(StorageFailure), 1);
-        assert_eq!(c.event_lines, 14);
+        assert_eq!(c.event_lines, 15);
         assert!(c.leader_changed());
     }
 
@@ -474,6 +490,8 @@ EVENT {"ts_ms":1013,"node":3,"kind":"storage_failure","topic":"queue","partition
         assert!(!reachable.contains(&Transition::TruncateHw));
         let hw = Transition::reachable(true, false);
         assert!(hw.contains(&Transition::TruncateHw) && !hw.contains(&Transition::TruncateEpoch));
+        // Reads the campaign confirms add it; without them no leader asks.
+        assert!(!reachable.contains(&Transition::DeposedRead));
         assert_eq!(c.warnings.len(), 1);
         assert!(c.summary().contains("warning: no leader election"));
         // Leadership seen moving in the metadata is enough.

@@ -245,6 +245,10 @@ impl Resolved {
                 Transition::ReassignResumed,
             ]);
         }
+        // A deposed leader's read is refused only if it asks the controller.
+        if self.linearizable_reads {
+            reachable.insert(Transition::DeposedRead);
+        }
         reachable
     }
 

@@ -18,7 +18,13 @@ impl Pattern for IsolateLeader {
     }
 
     fn targets(&self) -> &'static [Transition] {
-        &[LeaderElection, Fenced, TruncateEpoch, TruncateRecords]
+        &[
+            LeaderElection,
+            Fenced,
+            DeposedRead,
+            TruncateEpoch,
+            TruncateRecords,
+        ]
     }
 
     fn base_weight(&self) -> f64 {

@@ -16,7 +16,13 @@ impl Pattern for LeaderPause {
     }
 
     fn targets(&self) -> &'static [Transition] {
-        &[LeaderElection, Fenced, TruncateEpoch, TruncateRecords]
+        &[
+            LeaderElection,
+            Fenced,
+            DeposedRead,
+            TruncateEpoch,
+            TruncateRecords,
+        ]
     }
 
     /// A pause mostly freezes a replica rather than leaving one serving or
