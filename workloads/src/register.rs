@@ -56,11 +56,14 @@ const CAS_WEIGHT: u32 = 1;
 /// One compare-and-set in this many is a probe of the API's contract ([`Probe`]).
 pub const PROBE_EVERY: u64 = 32;
 
+/// The field of a probe's invocation (and completion) that names its kind.
+pub const PROBE_FIELD: &str = "probe";
+
 /// A compare-and-set the API's contract refuses as an invalid request (docs/api.md:
 /// `if_value` needs exactly one record with a key, sent to the key's partition),
 /// sent now and then so that a broker accepting it is seen: its `ok` is a
 /// `contract-violation` (the harness's `contract` verdict). Its invocation carries
-/// `probe`: the kind's name.
+/// [`PROBE_FIELD`]: the kind's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Probe {
     /// The record twice: a conditional write of two records.
@@ -71,10 +74,26 @@ pub enum Probe {
 }
 
 impl Probe {
+    const ALL: [Probe; 2] = [Probe::TwoRecords, Probe::OtherPartition];
+
+    /// Its name in the history.
     pub fn name(self) -> &'static str {
         match self {
             Probe::TwoRecords => "two-records",
             Probe::OtherPartition => "other-partition",
+        }
+    }
+
+    /// The kind a history names, if it is one.
+    pub fn named(name: &str) -> Option<Probe> {
+        Probe::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// What it asks that the contract refuses, in words.
+    pub fn asks(self) -> &'static str {
+        match self {
+            Probe::TwoRecords => "`if_value` with two records",
+            Probe::OtherPartition => "`if_value` sent to another partition than its key's",
         }
     }
 }
@@ -134,27 +153,19 @@ pub enum Op {
         key: String,
         value: u64,
     },
+    /// A compare-and-set; with `probe`, one the contract refuses.
     Cas {
         key: String,
         expected: Value,
         new: u64,
-    },
-    /// A compare-and-set the contract refuses ([`Probe`]).
-    Probe {
-        key: String,
-        expected: Value,
-        new: u64,
-        probe: Probe,
+        probe: Option<Probe>,
     },
 }
 
 impl Op {
     pub fn key(&self) -> &str {
         match self {
-            Op::Read { key }
-            | Op::Write { key, .. }
-            | Op::Cas { key, .. }
-            | Op::Probe { key, .. } => key,
+            Op::Read { key } | Op::Write { key, .. } | Op::Cas { key, .. } => key,
         }
     }
 
@@ -163,18 +174,18 @@ impl Op {
         match self {
             Op::Read { key } => ("read", json!({"key": key, "value": null})),
             Op::Write { key, value } => ("write", json!({"key": key, "value": value})),
-            Op::Cas { key, expected, new } => {
-                ("cas", json!({"key": key, "value": [expected, new]}))
-            }
-            Op::Probe {
+            Op::Cas {
                 key,
                 expected,
                 new,
                 probe,
-            } => (
-                "cas",
-                json!({"key": key, "value": [expected, new], "probe": probe.name()}),
-            ),
+            } => {
+                let mut v = json!({"key": key, "value": [expected, new]});
+                if let Some(p) = probe {
+                    v[PROBE_FIELD] = json!(p.name());
+                }
+                ("cas", v)
+            }
         }
     }
 }
@@ -228,22 +239,16 @@ impl Generator {
             // Probes take no draw of their own: the seed's other operations stay.
             self.cas += 1;
             let expected = known.get(&key).cloned().unwrap_or(Value::Null);
-            if self.cas % PROBE_EVERY != 0 {
-                return Op::Cas {
-                    key,
-                    expected,
-                    new: value,
-                };
-            }
-            let probe = match self.cas / PROBE_EVERY % 2 {
-                1 if self.partitions > 1 => Probe::OtherPartition,
-                _ => Probe::TwoRecords,
+            let probe = match (self.cas % PROBE_EVERY, self.cas / PROBE_EVERY % 2) {
+                (0, 1) if self.partitions > 1 => Some(Probe::OtherPartition),
+                (0, _) => Some(Probe::TwoRecords),
+                _ => None,
             };
             let expected = match probe {
-                Probe::OtherPartition => Value::Null,
-                Probe::TwoRecords => expected,
+                Some(Probe::OtherPartition) => Value::Null,
+                _ => expected,
             };
-            Op::Probe {
+            Op::Cas {
                 key,
                 expected,
                 new: value,
@@ -355,11 +360,12 @@ async fn perform(
                 known.insert(key.clone(), json!(value));
                 invoke.clone()
             }),
-        Op::Cas { expected, new, .. } | Op::Probe { expected, new, .. } => {
-            let probe = match op {
-                Op::Probe { probe, .. } => Some(*probe),
-                _ => None,
-            };
+        Op::Cas {
+            expected,
+            new,
+            probe,
+            ..
+        } => {
             let (partition, copies) = match probe {
                 None => (partition, 1),
                 Some(Probe::TwoRecords) => (partition, 2),
@@ -435,9 +441,7 @@ mod tests {
         for w in 0..4 {
             for op in ops(3, w, 500) {
                 match op {
-                    Op::Write { value, .. }
-                    | Op::Cas { new: value, .. }
-                    | Op::Probe { new: value, .. } => {
+                    Op::Write { value, .. } | Op::Cas { new: value, .. } => {
                         assert!(seen.insert(value), "value {value} written twice");
                     }
                     Op::Read { .. } => {}
@@ -473,7 +477,13 @@ mod tests {
             .collect();
         let mut cas = 0;
         for _ in 0..20 {
-            if let Op::Cas { key, expected, .. } = g.next_op(&known) {
+            if let Op::Cas {
+                key,
+                expected,
+                probe: None,
+                ..
+            } = g.next_op(&known)
+            {
                 cas += 1;
                 assert_eq!(Some(&expected), known.get(&key).or(Some(&Value::Null)));
             }
@@ -489,9 +499,11 @@ mod tests {
         let mut cas = 0;
         for _ in 0..2000 {
             match g.next_op(&known) {
-                Op::Cas { .. } => cas += 1,
-                Op::Probe {
-                    probe, expected, ..
+                Op::Cas { probe: None, .. } => cas += 1,
+                Op::Cas {
+                    probe: Some(probe),
+                    expected,
+                    ..
                 } => {
                     cas += 1;
                     assert_eq!(cas % PROBE_EVERY, 0);
@@ -509,7 +521,7 @@ mod tests {
         let mut one = Generator::new(9, 0, 1, 100.0, 1);
         let kinds: Vec<Probe> = (0..2000)
             .filter_map(|_| match one.next_op(&known) {
-                Op::Probe { probe, .. } => Some(probe),
+                Op::Cas { probe, .. } => probe,
                 _ => None,
             })
             .collect();
@@ -527,6 +539,7 @@ mod tests {
             key: "k1".into(),
             expected: Value::Null,
             new: 4,
+            probe: None,
         };
         assert_eq!(
             cas.invocation(),

@@ -565,8 +565,7 @@ fn kip101_agreement_under_epoch_truncation() {
 #[test]
 fn kip279_fast_failover_logs_agree() {
     let (a, bb) = (1, 2);
-    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
-    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    let mut b = led_by(a, bb);
     b.produce(a, 10, 0);
     b.fetch(bb, a, 1);
     b.fetch(bb, a, 2);
@@ -1440,8 +1439,7 @@ fn produce_batch(
 #[test]
 fn a_batch_is_fetched_whole_past_the_fetch_limit() {
     let (a, bb) = (1, 2);
-    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
-    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    let mut b = led_by(a, bb);
     b.produce(a, 5, 0);
     produce_batch(&mut b, a, 10..20, 0).unwrap();
     // A fetch of at most 4 records from offset 0 ends inside the batch: it is
@@ -1463,8 +1461,7 @@ fn a_batch_is_fetched_whole_past_the_fetch_limit() {
 #[test]
 fn a_batch_torn_by_a_crash_is_cut_when_the_log_opens() {
     let (a, bb) = (1, 2);
-    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
-    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    let mut b = led_by(a, bb);
     b.produce(a, 5, 0);
     produce_batch(&mut b, a, 10..12, 0).unwrap();
     produce_batch(&mut b, a, 20..30, 2).unwrap();
@@ -1484,20 +1481,25 @@ fn a_batch_torn_by_a_crash_is_cut_when_the_log_opens() {
 #[test]
 fn a_torn_batch_longer_than_a_read_window_is_cut_whole() {
     let (a, bb) = (1, 2);
-    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
-    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    let mut b = led_by(a, bb);
     produce_batch(&mut b, a, 0..9000, 0).unwrap();
     // 8,500 of its 9,000 records survive: the walk back to its start spans
     // windows; the log, this batch alone, is left empty.
     b.restart(a, 8500);
     assert_eq!(b.get(a).log_end_offset(), 0);
     // After another producer's record, the same.
-    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
-    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    let mut b = led_by(a, bb);
     b.produce(a, 5, 0);
     produce_batch(&mut b, a, 0..9000, 0).unwrap();
     b.restart(a, 1 + 4097);
     assert_eq!(b.get(a).log_end_offset(), 1);
+}
+
+/// Two brokers under epoch truncation, `a` leading epoch 1 with `bb` in its ISR.
+fn led_by(a: BrokerId, bb: BrokerId) -> Brokers {
+    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
+    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    b
 }
 
 fn produce_idempotent(
@@ -1514,8 +1516,7 @@ fn produce_idempotent(
 #[test]
 fn a_retried_batch_is_answered_with_its_offset_not_appended_again() {
     let (a, bb) = (1, 2);
-    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
-    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    let mut b = led_by(a, bb);
     b.produce(a, 5, 0);
     assert_eq!(produce_idempotent(&mut b, a, 10, 0).unwrap().base_offset, 1);
     assert_eq!(produce_idempotent(&mut b, a, 11, 1).unwrap().base_offset, 2);
@@ -1542,8 +1543,7 @@ fn a_retried_batch_is_answered_with_its_offset_not_appended_again() {
 #[test]
 fn a_new_leader_knows_the_batches_replicated_to_it() {
     let (a, bb) = (1, 2);
-    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
-    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    let mut b = led_by(a, bb);
     produce_idempotent(&mut b, a, 10, 0).unwrap();
     b.fetch(bb, a, 1);
     // The answer to the producer is lost; leadership moves to B; the retry goes there.
@@ -1560,8 +1560,7 @@ fn a_new_leader_knows_the_batches_replicated_to_it() {
 #[test]
 fn producer_state_survives_a_restart_and_follows_a_truncation() {
     let (a, bb) = (1, 2);
-    let mut b = Brokers::new(&[a, bb], Truncation::Epoch);
-    b.tell(&[a, bb], state(a, 1, 1, &[a, bb], &[a, bb]), 0);
+    let mut b = led_by(a, bb);
     produce_idempotent(&mut b, a, 10, 0).unwrap();
     produce_idempotent(&mut b, a, 11, 1).unwrap();
     // Restarted with its whole log: the state is read back from the records.

@@ -26,6 +26,7 @@ use checker::history::{Event, EventType, Process};
 use checker::verdict::{Anomaly, AnomalyKind, CheckerResult, OpRef, Results};
 use serde_json::Value;
 use workloads::api::MAX_RECORDS;
+use workloads::register::{PROBE_FIELD, Probe};
 
 /// The name of the verdict in results.json.
 pub const CHECKER: &str = "contract";
@@ -121,7 +122,7 @@ fn over_the_limits(invoke: Option<&Event>, e: &Event) -> bool {
 /// The kind of contract probe a compare-and-set was (its invocation's `probe`,
 /// which its completion repeats), if it was one.
 pub fn probe<'a>(invoke: Option<&'a Event>, e: &'a Event) -> Option<&'a str> {
-    let of = |v: &'a Value| v.get("probe").and_then(Value::as_str);
+    let of = |v: &'a Value| v.get(PROBE_FIELD).and_then(Value::as_str);
     invoke.and_then(|i| of(&i.value)).or_else(|| of(&e.value))
 }
 
@@ -161,11 +162,7 @@ fn asked(x: &Found) -> Value {
 
 /// What a probe of `kind` asked, in words.
 fn probe_text(kind: &str) -> String {
-    match kind {
-        "two-records" => "`if_value` with two records".to_string(),
-        "other-partition" => "`if_value` sent to another partition than its key's".to_string(),
-        other => format!("the probe `{other}`"),
-    }
+    Probe::named(kind).map_or_else(|| format!("the probe `{kind}`"), |p| p.asks().to_string())
 }
 
 fn anomaly(f: &str, rule: Rule, x: &Found) -> Anomaly {
