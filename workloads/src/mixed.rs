@@ -51,6 +51,10 @@ impl Workload for Mixed {
         self.queue.lossless_topics()
     }
 
+    fn linearizable_topics(&self) -> &'static [&'static str] {
+        self.register.linearizable_topics()
+    }
+
     fn run(
         &self,
         recorder: Arc<dyn Recorder>,

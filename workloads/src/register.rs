@@ -126,6 +126,14 @@ impl Workload for RegisterConfig {
         &[TOPIC]
     }
 
+    fn linearizable_topics(&self) -> &'static [&'static str] {
+        if self.linearizable_reads {
+            &[TOPIC]
+        } else {
+            &[]
+        }
+    }
+
     fn run(
         &self,
         recorder: Arc<dyn Recorder>,

@@ -30,6 +30,14 @@ pub trait Workload: Send + Sync {
         &[]
     }
 
+    /// The topics whose reads are linearizable, so that a read a deposed leader
+    /// answers from its stale state is an anomaly its checker finds (the register's,
+    /// read with `?linearizable=true`). Faults that depose a leader while clients
+    /// still reach it aim at these more.
+    fn linearizable_topics(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Run the clients, recording every operation, until `stop` turns true; the
     /// operations in flight then complete (bounded by the client's request timeout),
     /// so no invocation is left open.

@@ -227,6 +227,7 @@ impl Resolved {
             crash_all_safe: !page_cache || self.broker.replica.flush_messages == Some(1),
             dedicated_controller: self.dedicated_controller,
             lossless_topics: Vec::new(),
+            linearizable_topics: Vec::new(),
             reconfigurable: true,
             min_insync: self.min_insync,
         }

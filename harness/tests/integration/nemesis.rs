@@ -510,6 +510,7 @@ async fn package_cluster(
         crash_all_safe: true,
         dedicated_controller: false,
         lossless_topics: vec!["queue".into()],
+        linearizable_topics: vec!["register".into()],
         reconfigurable: true,
         min_insync: 2,
     };

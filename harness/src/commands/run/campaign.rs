@@ -265,6 +265,11 @@ fn schedule(args: &Resolved, cluster: &Cluster, workload: &dyn Workload) -> Box<
             .iter()
             .map(|t| t.to_string())
             .collect();
+        settings.linearizable_topics = workload
+            .linearizable_topics()
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
         let planner = Aimed::new(args.seed, settings, args.reachable_transitions());
         return Box::new(Package::new(planner));
     }

@@ -9,8 +9,9 @@
 //!   campaign, a couple of seconds in, moves one.
 //! - Patterns play in rounds ([`Pattern::per_round`]): every pattern that opens a
 //!   window of its own once or twice, and one plain pattern, so that every
-//!   campaign opens every window, whatever its seed. The pattern that leads a
-//!   round ([`Pattern::leads_round`]) plays as soon as a partition suits it; the
+//!   campaign opens every window, whatever its seed. The patterns that lead a
+//!   round ([`Pattern::leads_round`]: `follower-lag`, then `isolate-leader`'s
+//!   two) play as soon as a partition suits them, once leadership has moved; the
 //!   others are drawn greybox: a pattern's weight ([`Pattern::base_weight`],
 //!   which orders the round) grows with the transitions it aims at that the
 //!   campaign has not reached yet — each the less, the more patterns already
@@ -270,7 +271,7 @@ impl Aimed {
         if self.round.is_empty() || !self.round.iter().any(|p| fitting.contains(p)) {
             self.round = self.next_round();
         }
-        let (pattern, led_round) = self.draw(view, &fitting, &unseen);
+        let (pattern, led_round) = self.draw(view, &fitting, &unseen, move_leader);
         // Drawn without a partition that suits it (the rest of the round drawn
         // already): look again shortly, up to 20 times, rather than play it where
         // its window cannot open — the controller's next preferred leader check
@@ -329,8 +330,9 @@ impl Aimed {
             .fold(0.1, f64::max)
     }
 
-    /// The pattern to play: the one that leads the round when a partition suits it,
-    /// else one of the round's (or any fitting one) drawn greybox — each weighs its
+    /// The pattern to play: the first that leads the round when a partition suits it
+    /// (once leadership has moved: the campaign's first fault is drawn among all
+    /// that move it), else one of the round's (or any fitting one) drawn greybox — each weighs its
     /// base weight, grown by the transitions it aims at that the campaign has not
     /// reached yet (each the less, the more patterns already tried to reach it), times
     /// how well the cluster suits it. Also says whether it led the round.
@@ -339,6 +341,7 @@ impl Aimed {
         view: &ClusterView,
         fitting: &[&'static dyn Pattern],
         unseen: &BTreeSet<Transition>,
+        move_leader: bool,
     ) -> (&'static dyn Pattern, bool) {
         let in_round: Vec<&'static dyn Pattern> = fitting
             .iter()
@@ -353,6 +356,7 @@ impl Aimed {
         if let Some(p) = from
             .iter()
             .copied()
+            .filter(|_| !move_leader)
             .find(|p| p.leads_round() && self.aim_at(*p, view) >= 1.0)
         {
             return (p, true);
@@ -396,7 +400,7 @@ impl Aimed {
         } else if move_leader {
             "leadership has not moved yet: a fault that moves it".to_string()
         } else if led_round {
-            "first in every round: the window only it opens".to_string()
+            "leads every round: a window only it opens".to_string()
         } else if !aims.is_empty() {
             format!("unseen: {}", aims.join(", "))
         } else {

@@ -12,8 +12,9 @@
 //!   campaign, a couple of seconds in, moves one.
 //! - Patterns play in rounds ([`Pattern::per_round`]): every pattern that opens a
 //!   window of its own once or twice, and one plain pattern, so that every
-//!   campaign opens every window, whatever its seed. The pattern that leads a
-//!   round ([`Pattern::leads_round`]) plays as soon as a partition suits it; the
+//!   campaign opens every window, whatever its seed. The patterns that lead a
+//!   round ([`Pattern::leads_round`]: `follower-lag`, then `isolate-leader`'s
+//!   two) play as soon as a partition suits them; the
 //!   others are drawn greybox: a pattern's weight ([`Pattern::base_weight`],
 //!   which orders the round) grows with the transitions it aims at that the
 //!   campaign has not reached yet — each the less, the more patterns already
@@ -372,6 +373,7 @@ mod tests {
             crash_all_safe: true,
             dedicated_controller: false,
             lossless_topics: vec!["queue".into()],
+            linearizable_topics: vec!["register".into()],
             reconfigurable: false,
             min_insync: 2,
         };

@@ -4,7 +4,7 @@
 
 use rand::{Rng, RngCore};
 
-use super::{Aim, PackageSettings, Pattern, Roles, cut, heal, just_past, ms, pair, shorter};
+use super::{Aim, PackageSettings, favour, Pattern, Roles, cut, heal, just_past, ms, pair, shorter};
 use crate::nemesis::action::{Action, Script};
 use crate::nemesis::coverage::Transition::{self, *};
 use crate::nemesis::fault::Degradation;
@@ -57,11 +57,7 @@ impl Pattern for FollowerLag {
     /// acknowledged loses them, which a lossless topic's checker finds whatever
     /// comes after: three to one.
     fn topic_weight(&self, topic: &str, settings: &PackageSettings) -> f64 {
-        if settings.lossless_topics.iter().any(|t| t == topic) {
-            3.0
-        } else {
-            1.0
-        }
+        favour(&settings.lossless_topics, topic, 3.0)
     }
 
     fn script(&self, aim: &Aim<'_>, rng: &mut dyn RngCore) -> (Roles, Script) {

@@ -4,7 +4,7 @@
 
 use rand::{Rng, RngCore};
 
-use super::{Aim, Pattern, Roles, cut, heal, just_past};
+use super::{Aim, PackageSettings, favour, Pattern, Roles, cut, heal, just_past};
 use crate::nemesis::action::Script;
 use crate::nemesis::coverage::Transition::{self, *};
 use crate::net::Grudge;
@@ -34,6 +34,20 @@ impl Pattern for IsolateLeader {
     /// Twice, one variant after the other.
     fn per_round(&self) -> u32 {
         2
+    }
+
+    /// Its windows — a deposed leader still answering reads, and taking writes its
+    /// clients wait on when it learns it was deposed — are opened by no other
+    /// pattern held as long, and drawn late in a round a minute often does not
+    /// reach its second variant: it leads the round after `follower-lag`.
+    fn leads_round(&self) -> bool {
+        true
+    }
+
+    /// A deposed leader's stale read is an anomaly only where reads are
+    /// linearizable: three to one.
+    fn topic_weight(&self, topic: &str, settings: &PackageSettings) -> f64 {
+        favour(&settings.linearizable_topics, topic, 3.0)
     }
 
     fn moves_leader(&self) -> bool {

@@ -205,6 +205,9 @@ pub struct PackageSettings {
     /// after (the queue's: every acknowledged send must be polled), where a
     /// register's hides a lost write overwritten before anyone read it.
     pub lossless_topics: Vec<String>,
+    /// Topics whose reads are linearizable: a deposed leader's read there is an
+    /// anomaly its checker finds (the register's, read linearizably).
+    pub linearizable_topics: Vec<String>,
     /// The system moves replicas on request (reassignment): `reassign` plays.
     pub reconfigurable: bool,
     /// The in-sync replicas an acks=all write needs (min.insync.replicas).
@@ -408,6 +411,16 @@ pub fn longer(rng: &mut dyn RngCore, base: Duration) -> Duration {
 /// Just past `base`: the timeout fires, and the fault ends soon after.
 pub fn just_past(rng: &mut dyn RngCore, base: Duration) -> Duration {
     base.mul_f64(rng.random_range(1.1..1.5))
+}
+
+/// A [`Pattern::topic_weight`] that favours `topics`: `weight` for one of them, 1
+/// for any other.
+pub fn favour(topics: &[String], topic: &str, weight: f64) -> f64 {
+    if topics.iter().any(|t| t == topic) {
+        weight
+    } else {
+        1.0
+    }
 }
 
 /// Shorter or longer than `base`, as a coin says.

@@ -12,7 +12,7 @@
 
 use rand::{Rng, RngCore};
 
-use super::{Aim, PackageSettings, Pattern, Roles, just_past, ms, ms_log};
+use super::{Aim, PackageSettings, favour, Pattern, Roles, just_past, ms, ms_log};
 use crate::nemesis::action::{Action, Script};
 use crate::nemesis::coverage::Transition::{self, *};
 use crate::nemesis::fault::Degradation;
@@ -62,11 +62,7 @@ impl Pattern for Reassign {
     /// topic's checker sees whatever comes after, and a register's may not: the
     /// queue's partitions ten to one.
     fn topic_weight(&self, topic: &str, settings: &PackageSettings) -> f64 {
-        if settings.lossless_topics.iter().any(|t| t == topic) {
-            10.0
-        } else {
-            1.0
-        }
+        favour(&settings.lossless_topics, topic, 10.0)
     }
 
     fn script(&self, aim: &Aim<'_>, rng: &mut dyn RngCore) -> (Roles, Script) {
