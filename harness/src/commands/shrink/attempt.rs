@@ -30,7 +30,8 @@ pub struct Trial<'a> {
 #[derive(Debug, Clone, Serialize)]
 pub struct Attempt {
     pub number: usize,
-    /// What it tried: `original`, `time`, `faults`, `holds`, `shift`, `confirm`.
+    /// What it tried: `original`, `time`, `pattern`, `faults`, `unshift`, `holds`, `shift`,
+    /// `confirm`.
     pub phase: &'static str,
     pub faults: usize,
     pub seconds: f64,

@@ -7,7 +7,8 @@
 //! witnessed, then the aimed pattern under way at the failure alone, then subsets
 //! of the aimed patterns' runs of faults ([`ddmin`]), then the time cut and the
 //! faults moved earlier in a shorter run (each later candidate costs less), then
-//! subsets fault by fault, then shorter holds, then the move earlier and the time
+//! subsets fault by fault, then each fault kept taken out at its time before the
+//! move (the failure may need the load the move cut), then shorter holds, then the move earlier and the time
 //! cut again (after the witness, or after the last fault when only the end of the
 //! run shows the anomaly) — the phases of [`phases`]; the minimal schedule is
 //! played K more times to say how reliably it reproduces, and when it does in
@@ -103,6 +104,10 @@ struct Search<'a> {
     adopted: Vec<(ScheduleFile, f64)>,
     /// Candidates that did not reproduce: not played again, nor shorter.
     passed: Vec<(ScheduleFile, f64)>,
+    /// How many seconds earlier the smallest schedule plays than the one adopted
+    /// before its move earlier (`shift`): where the fault-by-fault pass's faults are
+    /// tried out again.
+    shifted: f64,
     /// On a terminal: the budget spent, the attempt under way, the smallest so far.
     bar: Option<indicatif::ProgressBar>,
 }
@@ -350,6 +355,7 @@ pub fn run(args: ShrinkArgs) -> Exit {
         lost_after: None,
         adopted: vec![(schedule.clone(), seconds)],
         passed: Vec::new(),
+        shifted: 0.0,
         bar: budget_bar(Duration::from_secs_f64(args.budget * 60.0)),
     };
     let first = search.attempt("original", &schedule, seconds, Some(1));
@@ -387,6 +393,7 @@ pub fn run(args: ShrinkArgs) -> Exit {
     search.cut_time();
     search.shift_earlier();
     search.shrink_each();
+    search.shrink_each_unshifted();
     search.shrink_holds();
     search.shift_earlier();
     search.cut_time();
