@@ -259,17 +259,10 @@ fn schedule(args: &Resolved, cluster: &Cluster, workload: &dyn Workload) -> Box<
         return Box::new(script.source(topic, &nodes, args.dedicated_controller));
     }
     if args.replication_package() {
+        let owned = |topics: &[&str]| topics.iter().map(|t| t.to_string()).collect();
         let mut settings = args.package_settings(&nodes);
-        settings.lossless_topics = workload
-            .lossless_topics()
-            .iter()
-            .map(|t| t.to_string())
-            .collect();
-        settings.linearizable_topics = workload
-            .linearizable_topics()
-            .iter()
-            .map(|t| t.to_string())
-            .collect();
+        settings.lossless_topics = owned(workload.lossless_topics());
+        settings.linearizable_topics = owned(workload.linearizable_topics());
         let planner = Aimed::new(args.seed, settings, args.reachable_transitions());
         return Box::new(Package::new(planner));
     }

@@ -52,20 +52,12 @@ impl Search<'_> {
             if shift < MIN_SECONDS {
                 return;
             }
-            let by = Duration::from_secs_f64(shift);
-            let mut s = self.best().clone();
-            for e in &mut s.faults {
-                e.at = e.at.saturating_sub(by);
-            }
+            let s = moved(self.best(), -shift);
             let before = self.detected;
             let seconds = (self.seconds() - shift).max(MIN_SECONDS);
             match self.test("shift", &s, seconds) {
                 Tested::Fails => {
-                    // A reproducer whose tries gave no witness time moves its old
-                    // one with it.
-                    if self.detected == before {
-                        self.detected = before.map(|d| (d - shift).max(0.0));
-                    }
+                    self.witness_moved(before, -shift);
                     self.shifted += shift;
                     return;
                 }
@@ -125,9 +117,7 @@ impl Search<'_> {
             let before = self.detected;
             match self.test("unshift", &s, seconds) {
                 Tested::Fails => {
-                    if self.detected == before {
-                        self.detected = before.map(|d| d + self.shifted);
-                    }
+                    self.witness_moved(before, self.shifted);
                     self.shifted = 0.0;
                     self.shrink_each();
                     return;
@@ -135,6 +125,15 @@ impl Search<'_> {
                 Tested::OutOfBudget => return,
                 Tested::Passes => {}
             }
+        }
+    }
+
+    /// A schedule moved `by` seconds (earlier when negative) was adopted, the witness
+    /// time `before` it: a reproducer whose tries gave no witness time moves its old
+    /// one with it.
+    fn witness_moved(&mut self, before: Option<f64>, by: f64) {
+        if self.detected == before {
+            self.detected = before.map(|d| (d + by).max(0.0));
         }
     }
 
@@ -232,14 +231,25 @@ fn units(s: &ScheduleFile) -> Vec<Vec<usize>> {
     ddmin::patterns(&keys)
 }
 
+/// `s` with every fault `by` seconds later (earlier when negative, none before the
+/// run's start).
+fn moved(s: &ScheduleFile, by: f64) -> ScheduleFile {
+    let d = Duration::from_secs_f64(by.abs());
+    let mut s = s.clone();
+    for e in &mut s.faults {
+        e.at = if by < 0.0 {
+            e.at.saturating_sub(d)
+        } else {
+            e.at + d
+        };
+    }
+    s
+}
+
 /// `s` without its fault `i`, every other fault `by` seconds later.
 fn unshifted_without(s: &ScheduleFile, i: usize, by: f64) -> ScheduleFile {
-    let by = Duration::from_secs_f64(by);
-    let mut s = s.clone();
+    let mut s = moved(s, by);
     s.faults.remove(i);
-    for e in &mut s.faults {
-        e.at += by;
-    }
     s
 }
 

@@ -353,12 +353,12 @@ impl Aimed {
         } else {
             &in_round
         };
-        if let Some(p) = from
+        // The campaign's first fault is drawn among all that move a leader.
+        let lead = from
             .iter()
             .copied()
-            .filter(|_| !move_leader)
-            .find(|p| p.leads_round() && self.aim_at(*p, view) >= 1.0)
-        {
+            .find(|p| !move_leader && p.leads_round() && self.aim_at(*p, view) >= 1.0);
+        if let Some(p) = lead {
             return (p, true);
         }
         let weight = |p: &&'static dyn Pattern| {
