@@ -67,18 +67,33 @@ impl Workload for Mixed {
         })
     }
 
-    /// The queue's final drain (the register needs none).
+    /// The queue's final drain and the register's final reads, at once.
     fn final_step(&self) -> Option<&'static str> {
-        self.queue.final_step()
+        Some("draining the queue, reading the register's keys once more (final reads)")
     }
 
+    /// The register's final reads take process numbers from `first_free_process`,
+    /// one per partition of its topic (a final read never ends in doubt, so they
+    /// need no more); the queue's drain takes those after them.
     fn finish<'a>(
         &'a self,
         recorder: &'a dyn Recorder,
         first_free_process: u64,
         deadline: Instant,
     ) -> BoxFuture<'a, Result<(), String>> {
-        self.queue.finish(recorder, first_free_process, deadline)
+        let drain_from = first_free_process + u64::from(self.register.partitions.max(1));
+        Box::pin(async move {
+            let (reads, drain) = tokio::join!(
+                self.register.finish(recorder, first_free_process, deadline),
+                self.queue.finish(recorder, drain_from, deadline),
+            );
+            let failed: Vec<String> = [drain, reads].into_iter().filter_map(Result::err).collect();
+            if failed.is_empty() {
+                Ok(())
+            } else {
+                Err(failed.join("; "))
+            }
+        })
     }
 
     /// The queue's checker reads the final logs of the queue's topic, the register's

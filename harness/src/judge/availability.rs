@@ -178,11 +178,13 @@ fn writes(events: &[Event]) -> Vec<Write> {
 }
 
 /// The `availability` verdict of a history, or None when it has nothing to say: no
-/// plan declared a stretch it could judge, and every kind of operation the
-/// workloads ask of the system was answered ok at least once.
+/// plan declared a stretch it could judge, every kind of operation the workloads
+/// ask of the system was answered ok at least once, and every partition of the
+/// register answered a final read ([`super::final_reads`]).
 pub fn judge(events: &[Event]) -> Option<CheckerResult> {
     let (judged, mut anomalies) = judge_stretches(events);
     anomalies.extend(never_answered(events));
+    anomalies.extend(super::final_reads::unanswered(events));
     if judged == 0 && anomalies.is_empty() {
         return None;
     }

@@ -3,7 +3,8 @@
 //! `watermark check` judges a run folder the same way, so the two always agree.
 //! Beside the checkers stand the harness's own verdicts, each from marks the
 //! history carries: [`crashes`], [`protocol`] errors, [`availability`] where a
-//! plan promised a partition would take writes, and the broker's refusals its API's
+//! plan promised a partition would take writes or the healed cluster left the
+//! register's [`final_reads`] unanswered, and the broker's refusals its API's
 //! [`contract`] does not allow.
 //!
 //! A single workload's history goes to its checker whole. A mixed campaign's history
@@ -21,6 +22,7 @@
 pub(crate) mod availability;
 pub(crate) mod contract;
 pub(crate) mod crashes;
+pub(crate) mod final_reads;
 pub(crate) mod protocol;
 
 use std::borrow::Cow;

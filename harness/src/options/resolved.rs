@@ -208,6 +208,7 @@ impl Resolved {
             seed: self.seed,
             linearizable_reads: self.linearizable_reads,
             client,
+            written: Default::default(),
         }
     }
 

@@ -3,13 +3,15 @@
 //! (but not from clients) keeps answering reads at its stale high watermark while a
 //! new leader takes writes, and the checker reports the stale reads as
 //! nonlinearizable; with `--linearizable-reads` the old leader cannot confirm its
-//! leadership, so seeded runs under the same faults are valid.
+//! leadership, so seeded runs under the same faults are valid, and every key
+//! written is read once more when the run ends (the final reads).
 //!
 //! Each run is short: 17 s of faults with one isolation of 3.75 to 6.25 s, longer
 //! than the controller's 3 s session timeout, so a new leader is elected meanwhile.
 //! Every wait is bounded, and every child is killed on the way out (watermark is
 //! SIGKILLed past its bound; its brokers die with it by PR_SET_PDEATHSIG).
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
@@ -130,5 +132,25 @@ fn linearizable_reads_under_leader_isolation_are_valid() {
         );
         let run = read_json(&folder.join("run.json"));
         assert_eq!(run["options"]["linearizable_reads"], true, "{run}");
+        // The final reads: every key written (or tried) was read once more, after
+        // the cluster healed, and answered.
+        let events: Vec<Value> = history
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a history line"))
+            .collect();
+        let keys = |keep: &dyn Fn(&Value) -> bool| -> BTreeSet<String> {
+            events
+                .iter()
+                .filter(|e| keep(e))
+                .filter_map(|e| e["value"]["key"].as_str().map(str::to_string))
+                .collect()
+        };
+        let written = keys(&|e| e["type"] == "invoke" && (e["f"] == "write" || e["f"] == "cas"));
+        let read_at_last = keys(&|e| e["type"] == "ok" && e["value"]["final"] == true);
+        assert!(!written.is_empty(), "seed {seed}: nothing written");
+        assert_eq!(
+            written, read_at_last,
+            "seed {seed}: keys written ≠ keys read at last"
+        );
     }
 }

@@ -4,8 +4,8 @@
 //! cluster (from here on, a broker that dies on its own is a `crash` event:
 //! `crate::judge::crashes`) → create the workload's topics → clients and nemesis until the time
 //! limit → end every fault → heal, resume and restart everything → wait (bounded)
-//! until the cluster converged → the workload's final step (the queue's drain; a
-//! register needs none) → dump every replica's log → the checkers and
+//! until the cluster converged → the workload's final step (the queue's drain, the
+//! register's final reads) → dump every replica's log → the checkers and
 //! the crashes, as `watermark
 //! check` judges the run folder → results.json → summary → report.html and
 //! junit.xml → `results/latest` moved to it → exit code. A run that ends without

@@ -19,9 +19,17 @@
 //! Reads have no effect, so a read without an answer is recorded `fail` (as Jepsen's
 //! etcd and lin-kv clients do); a write or cas without one is `info`, and the worker
 //! carries on under a new process number with a fresh writing client.
+//!
+//! Once the cluster has healed, every key written is read once more
+//! ([`final_reads`]): a key's last write, lost, is seen only by a read after it.
+
+mod final_reads;
+
+pub use final_reads::{FINAL_FIELD, Written};
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use checker::history::EventType;
 use rand::Rng;
@@ -119,6 +127,8 @@ pub struct RegisterConfig {
     /// Read with `?linearizable=true`.
     pub linearizable_reads: bool,
     pub client: ClientConfig,
+    /// The keys written so far (the final reads read them again).
+    pub written: Written,
 }
 
 impl Workload for RegisterConfig {
@@ -141,6 +151,25 @@ impl Workload for RegisterConfig {
     ) -> BoxFuture<'static, ()> {
         let config = self.clone();
         Box::pin(async move { run(&config, recorder, stop).await })
+    }
+
+    fn final_step(&self) -> Option<&'static str> {
+        Some("reading every key written once more (final reads)")
+    }
+
+    /// The final reads, by processes `first_free_process` up to one per partition.
+    fn finish<'a>(
+        &'a self,
+        recorder: &'a dyn Recorder,
+        first_free_process: u64,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(final_reads::final_reads(
+            self,
+            recorder,
+            first_free_process,
+            deadline,
+        ))
     }
 
     /// The register topic's final logs are compared for divergence (the harness's
@@ -343,6 +372,9 @@ async fn perform(
     let (f, invoke) = op.invocation();
     let key = op.key().to_string();
     let partition = partition_for_key(&key, config.partitions);
+    if !matches!(op, Op::Read { .. }) {
+        config.written.insert(&key);
+    }
     recorder.record(process, EventType::Invoke, f, invoke.clone(), None);
     let outcome = match op {
         Op::Read { .. } => {
