@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::ddmin::{self, Tested, ddmin};
 use super::{LEAD, MIN_SECONDS, SETTLE, Search, WITNESS_MARGIN};
-use crate::nemesis::schedule_file::ScheduleFile;
+use crate::nemesis::schedule_file::{ScheduleFile, Spec};
 
 impl Search<'_> {
     /// The aimed pattern under way when the failure was first witnessed (the last
@@ -104,15 +104,17 @@ impl Search<'_> {
     /// need the load before the faults that the move cut — a replica moved back into
     /// its partition catches up a log of a minute's records for longer than one of
     /// five seconds', long enough for a controller's failover to meet it without a
-    /// throttle on its link. The first that reproduces is adopted, and the faults
-    /// left are tried one by one again there.
+    /// throttle on its link. So the faults that slow a link or a process go first
+    /// ([`unshift_order`]): they are what stands in for the time the move cut. The
+    /// first that reproduces is adopted, and the faults left are tried one by one
+    /// again there.
     pub(super) fn shrink_each_unshifted(&mut self) {
         if self.shifted <= 0.0 {
             return;
         }
         let base = self.best().clone();
         let seconds = self.seconds() + self.shifted;
-        for i in 0..base.faults.len() {
+        for i in unshift_order(&base) {
             let s = unshifted_without(&base, i, self.shifted);
             let before = self.detected;
             match self.test("unshift", &s, seconds) {
@@ -246,6 +248,16 @@ fn moved(s: &ScheduleFile, by: f64) -> ScheduleFile {
     s
 }
 
+/// The order the `unshift` phase takes faults out in: those that slow something
+/// — a degraded link, a paused process — first (a short run may need them where a
+/// long one does not: a replica catching up a short log slowly stands in for one
+/// catching up a long log), then the rest, each group in the schedule's order.
+fn unshift_order(s: &ScheduleFile) -> Vec<usize> {
+    let slows = |i: &usize| matches!(s.faults[*i].fault, Spec::Degrade { .. } | Spec::Pause(_));
+    let (first, rest): (Vec<usize>, Vec<usize>) = (0..s.faults.len()).partition(slows);
+    first.into_iter().chain(rest).collect()
+}
+
 /// `s` without its fault `i`, every other fault `by` seconds later.
 fn unshifted_without(s: &ScheduleFile, i: usize, by: f64) -> ScheduleFile {
     let mut s = moved(s, by);
@@ -311,6 +323,18 @@ mod tests {
         assert_eq!(at, [31.0, 32.0]);
         assert_eq!(u.faults[1].fault, s.faults[2].fault);
         assert_eq!(s.faults.len(), 3);
+    }
+
+    /// Faults that slow something are taken out first at the times before a move.
+    #[test]
+    fn the_unshift_phase_tries_the_slowing_faults_first() {
+        let text = "{\"schedule\": 1, \"faults\": [\n\
+            {\"at\": 5, \"fault\": \"kill\", \"target\": \"node 1\"},\n\
+            {\"at\": 5.5, \"fault\": \"throttle\", \"targets\": [\"node 1\", \"node 2\"], \"between\": true, \"bytes_per_s\": 1024, \"for\": 3},\n\
+            {\"at\": 6, \"fault\": \"kill\", \"target\": \"node 3\"},\n\
+            {\"at\": 7, \"fault\": \"pause\", \"target\": \"node 2\", \"for\": 1}\n]}";
+        let s = ScheduleFile::parse(text).unwrap();
+        assert_eq!(unshift_order(&s), [1, 3, 0, 2]);
     }
 
     /// A search of `budget` seconds into `root` that has played nothing, its
