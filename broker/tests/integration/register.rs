@@ -234,6 +234,17 @@ async fn a_linearizable_read_waits_for_the_controller_to_confirm_leadership() {
     // Without the controller the leader cannot confirm: a default read is still
     // answered from its HW; a linearizable one is not.
     c.dedicated().signal(libc::SIGSTOP);
+    // The controller is stopped before the reads: it answers nothing now.
+    let asked = c
+        .http
+        .get(format!("http://{}/v1/metadata", c.dedicated().addr))
+        .timeout(Duration::from_secs(1))
+        .send()
+        .await;
+    assert!(
+        asked.is_err(),
+        "the controller answered after SIGSTOP: {asked:?}"
+    );
     let (status, body) = c.get(&c.addr(l), "/v1/topics/reg/keys/x").await;
     assert_eq!((status, &body["value"]), (200, &json!(5)), "{body}");
     let (status, body) = c
