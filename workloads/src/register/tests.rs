@@ -1,4 +1,5 @@
-//! Unit tests of the register workload: its generator's seeds, keys, values and probes, the values its history records, and where keys live.
+//! Unit tests of the register workload: its generator's seeds, keys, values and
+//! probes, the values its history records, and where keys live.
 
 use super::*;
 
