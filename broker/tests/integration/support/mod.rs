@@ -92,10 +92,46 @@ impl Proc {
         self.child.as_ref().expect("running").id() as i32
     }
 
+    /// Send `sig` to the process's group; a SIGSTOP returns once every thread of
+    /// the process has stopped (see [`Proc::await_stopped`]).
     pub fn signal(&self, sig: i32) {
         // SAFETY: kill(2) on our own child's process group.
         unsafe {
             libc::kill(-self.pid(), sig);
+        }
+        if sig == libc::SIGSTOP {
+            self.await_stopped();
+        }
+    }
+
+    /// Wait (bounded) until every thread of the process is stopped. The kernel
+    /// hands a SIGSTOP to one thread, which then stops the others: until it has
+    /// run, they run on — on a loaded machine for milliseconds, long enough to
+    /// answer a request the test sends right after the signal.
+    fn await_stopped(&self) {
+        let tasks = format!("/proc/{}/task", self.pid());
+        let stopped = || {
+            std::fs::read_dir(&tasks).is_ok_and(|threads| {
+                threads.flatten().all(|t| {
+                    let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                    // The state follows the command's closing parenthesis: stopped,
+                    // or dead (a process that died runs no more either).
+                    let state = stat
+                        .rsplit(')')
+                        .next()
+                        .and_then(|r| r.split_whitespace().next());
+                    matches!(state, Some("T" | "Z" | "X"))
+                })
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !stopped() {
+            assert!(
+                Instant::now() < deadline,
+                "process {} not stopped 5 s after SIGSTOP",
+                self.pid()
+            );
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 
