@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use crate::queue::{self, QueueConfig};
 use crate::recorder::Recorder;
 use crate::register::{self, RegisterConfig};
-use crate::workload::{BoxFuture, Workload};
+use crate::workload::{BoxFuture, Workload, all_done};
 
 /// The topics of a mixed campaign: the queue's first (faults aimed at a partition's
 /// leader read the queue's; both topics' partition `p` start with the same leader).
@@ -72,27 +72,23 @@ impl Workload for Mixed {
         Some("draining the queue, reading the register's keys once more (final reads)")
     }
 
-    /// The register's final reads take process numbers from `first_free_process`,
-    /// one per partition of its topic (a final read never ends in doubt, so they
-    /// need no more); the queue's drain takes those after them.
+    /// The register's final reads take process numbers from `first_free_process`
+    /// ([`register::final_reads::processes`]); the queue's drain takes those after
+    /// them.
     fn finish<'a>(
         &'a self,
         recorder: &'a dyn Recorder,
         first_free_process: u64,
         deadline: Instant,
     ) -> BoxFuture<'a, Result<(), String>> {
-        let drain_from = first_free_process + u64::from(self.register.partitions.max(1));
+        let drain_from =
+            first_free_process + register::final_reads::processes(self.register.partitions);
         Box::pin(async move {
             let (reads, drain) = tokio::join!(
                 self.register.finish(recorder, first_free_process, deadline),
                 self.queue.finish(recorder, drain_from, deadline),
             );
-            let failed: Vec<String> = [drain, reads].into_iter().filter_map(Result::err).collect();
-            if failed.is_empty() {
-                Ok(())
-            } else {
-                Err(failed.join("; "))
-            }
+            all_done([drain, reads])
         })
     }
 

@@ -16,6 +16,17 @@ use crate::recorder::Recorder;
 /// A future a workload hands back, boxed so workloads can be chosen at run time.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// The outcome of steps run side by side: Ok when every one was, else every error,
+/// joined.
+pub fn all_done(results: impl IntoIterator<Item = Result<(), String>>) -> Result<(), String> {
+    let failed: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("; "))
+    }
+}
+
 /// What a campaign needs of a workload.
 pub trait Workload: Send + Sync {
     /// The topics its clients use; the harness creates them before the clients

@@ -13,20 +13,22 @@ use checker::history::{Event, EventType, Process};
 use checker::verdict::{Anomaly, AnomalyKind, OpRef};
 use serde_json::Value;
 use workloads::register::FINAL_FIELD;
+use workloads::register::final_reads::PARTITION_STALL;
 
 /// How long a partition's final reads must have been asked, from the first
-/// invocation to the last completion, all unanswered, to count: a partition given
-/// up at once (the final step's deadline) says nothing.
-const ASKED_FOR_NS: u64 = 5_000_000_000;
+/// invocation to the last completion, all unanswered, to count: half the time the
+/// register gives a partition before it gives up (5 s), so a partition given up
+/// at once (the final step's deadline) says nothing.
+const ASKED_FOR_NS: u64 = PARTITION_STALL.as_nanos() as u64 / 2;
 
 /// One partition's final reads: when asked first and ended last, how many answered,
-/// and the unanswered ones (invocation and completion index, process, error).
+/// and the unanswered ones.
 #[derive(Default)]
 struct Partition {
     first: Option<u64>,
     last: u64,
     answered: u64,
-    unanswered: Vec<(u64, u64, u64, String)>,
+    unanswered: Vec<OpRef>,
 }
 
 /// Whether `e` is one of the register's final reads.
@@ -59,7 +61,13 @@ pub(super) fn unanswered(events: &[Event]) -> Vec<Anomaly> {
                     part.answered += 1;
                 } else {
                     let why = e.error.clone().unwrap_or_else(|| kind.to_string());
-                    part.unanswered.push((invoke, e.index, p, why));
+                    part.unanswered.push(OpRef {
+                        invoke,
+                        complete: Some(e.index),
+                        process: p,
+                        f: e.f.clone(),
+                        text: format!("final read → {why}"),
+                    });
                 }
             }
         }
@@ -85,18 +93,7 @@ fn anomaly(partition: i64, part: &Partition) -> Anomaly {
     );
     let mut a = Anomaly::new(AnomalyKind::Unavailable, message);
     a.partition = Some(partition);
-    a.ops = part
-        .unanswered
-        .iter()
-        .take(6)
-        .map(|(invoke, complete, process, why)| OpRef {
-            invoke: *invoke,
-            complete: Some(*complete),
-            process: *process,
-            f: "read".to_string(),
-            text: format!("final read → {why}"),
-        })
-        .collect();
+    a.ops = part.unanswered.iter().take(6).cloned().collect();
     a
 }
 

@@ -20,6 +20,7 @@ use serde_json::json;
 use super::{RegisterConfig, TOPIC, partition_for_key};
 use crate::client::{Client, Outcome};
 use crate::recorder::Recorder;
+use crate::workload::all_done;
 
 /// The field of a read's value that marks it final.
 pub const FINAL_FIELD: &str = "final";
@@ -28,7 +29,14 @@ pub const FINAL_FIELD: &str = "final";
 /// before giving it up: a healed cluster answers at once, so this is many tries
 /// (each bounded by the client's request timeout), and a partition that never
 /// answers must not take the whole deadline from the others.
-const PARTITION_STALL: Duration = Duration::from_secs(10);
+pub const PARTITION_STALL: Duration = Duration::from_secs(10);
+
+/// How many process numbers the final reads of a topic of `partitions` take from
+/// the first they are given: one per partition (a final read never ends in doubt,
+/// so a process needs no successor).
+pub fn processes(partitions: u32) -> u64 {
+    u64::from(partitions.max(1))
+}
 
 /// The pause before a refused final read is tried again.
 const RETRY_PAUSE: Duration = Duration::from_millis(200);
@@ -78,16 +86,7 @@ pub async fn final_reads(
         let process = first_process + u64::from(partition);
         read_partition(config, recorder, process, partition, keys, deadline)
     });
-    let unread: Vec<String> = futures_util::future::join_all(reads)
-        .await
-        .into_iter()
-        .filter_map(Result::err)
-        .collect();
-    if unread.is_empty() {
-        Ok(())
-    } else {
-        Err(unread.join("; "))
-    }
+    all_done(futures_util::future::join_all(reads).await)
 }
 
 /// The final reads of one partition's keys.

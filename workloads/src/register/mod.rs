@@ -23,7 +23,7 @@
 //! Once the cluster has healed, every key written is read once more
 //! ([`final_reads`]): a key's last write, lost, is seen only by a read after it.
 
-mod final_reads;
+pub mod final_reads;
 
 pub use final_reads::{FINAL_FIELD, Written};
 
