@@ -67,21 +67,16 @@ impl Search<'_> {
         }
     }
 
-    /// The run cut after the first anomaly was witnessed (faults starting later
-    /// dropped) — or, when only the end of the run showed it, `SETTLE` after the
-    /// last fault ended — if that is shorter.
+    /// The run cut `WITNESS_MARGIN` after the first anomaly was witnessed, the
+    /// faults starting after the witness dropped (none of them can have caused what
+    /// the tries it counts saw before they began) — or, when only the end of the
+    /// run showed it, `SETTLE` after the last fault ended —, if that is shorter or
+    /// has fewer faults.
     pub(super) fn cut_time(&mut self) {
-        let cut = match self.detected {
-            Some(d) => d + WITNESS_MARGIN,
-            None => self.best().length().as_secs_f64() + SETTLE,
-        };
-        let seconds = cut.ceil().max(MIN_SECONDS);
-        if seconds >= self.seconds() {
-            return;
+        let (s, seconds) = cut_at(self.best(), self.seconds(), self.detected);
+        if seconds < self.seconds() || s.faults.len() < self.best().faults.len() {
+            self.test("time", &s, seconds);
         }
-        let mut s = self.best().clone();
-        s.faults.retain(|e| e.at.as_secs_f64() < seconds);
-        self.test("time", &s, seconds);
     }
 
     /// ddmin over the runs of faults one aimed pattern played (they work together:
@@ -218,6 +213,23 @@ fn culprit<'a>(
     }
 }
 
+/// `base`, of `seconds`, cut after its failure's `witness` (see
+/// [`Search::cut_time`]): the schedule and its time limit.
+fn cut_at(base: &ScheduleFile, seconds: f64, witness: Option<f64>) -> (ScheduleFile, f64) {
+    let (cut, last_start) = match witness {
+        Some(d) => (d + WITNESS_MARGIN, d),
+        None => {
+            let end = base.length().as_secs_f64() + SETTLE;
+            (end, end)
+        }
+    };
+    let cut = cut.ceil().max(MIN_SECONDS).min(seconds);
+    let mut s = base.clone();
+    s.faults
+        .retain(|e| e.at.as_secs_f64() < cut && e.at.as_secs_f64() <= last_start);
+    (s, cut)
+}
+
 /// The runs of faults one aimed pattern played: by the plan each was of (its
 /// decision's number), else by its trigger.
 fn units(s: &ScheduleFile) -> Vec<Vec<usize>> {
@@ -323,6 +335,29 @@ mod tests {
         assert_eq!(at, [31.0, 32.0]);
         assert_eq!(u.faults[1].fault, s.faults[2].fault);
         assert_eq!(s.faults.len(), 3);
+    }
+
+    /// The time cut keeps WITNESS_MARGIN past the witness and drops the faults that
+    /// began after it, even when the run is no shorter; with only the end of the
+    /// run showing the failure, SETTLE past the last fault's end.
+    #[test]
+    fn the_time_cut_drops_the_faults_after_the_witness() {
+        let text = "{\"schedule\": 1, \"faults\": [\n\
+            {\"at\": 5, \"fault\": \"kill\", \"target\": \"node 1\", \"for\": 2},\n\
+            {\"at\": 27, \"fault\": \"kill\", \"target\": \"node 2\"},\n\
+            {\"at\": 28.2, \"fault\": \"pause\", \"target\": \"node 2\", \"for\": 15}\n]}";
+        let s = ScheduleFile::parse(text).unwrap();
+        let (cut, seconds) = cut_at(&s, 31.0, Some(27.6));
+        assert_eq!(seconds, 31.0);
+        assert_eq!(cut.faults, s.faults[..2]);
+        let (cut, seconds) = cut_at(&s, 60.0, Some(27.6));
+        assert_eq!((cut.faults.len(), seconds), (2, 33.0));
+        // Witnessed at 3 s, before any fault: no fault, 5 s past the witness.
+        let (cut, seconds) = cut_at(&s, 60.0, Some(3.0));
+        assert_eq!((cut.faults.len(), seconds), (0, 8.0));
+        // Only the end showed it: 10 s past the pause's end (43.2 s).
+        let (cut, seconds) = cut_at(&s, 60.0, None);
+        assert_eq!((cut.faults.len(), seconds), (3, 54.0));
     }
 
     /// Faults that slow something are taken out first at the times before a move.
