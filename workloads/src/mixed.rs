@@ -72,6 +72,17 @@ impl Workload for Mixed {
         Some("draining the queue, reading the register's keys once more (final reads)")
     }
 
+    /// The register's first look (its final reads); the queue has none.
+    fn first_look<'a>(
+        &'a self,
+        recorder: &'a dyn Recorder,
+        first_free_process: u64,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        self.register
+            .first_look(recorder, first_free_process, deadline)
+    }
+
     /// The register's final reads take process numbers from `first_free_process`
     /// ([`register::final_reads::processes`]); the queue's drain takes those after
     /// them.

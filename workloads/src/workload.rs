@@ -64,6 +64,22 @@ pub trait Workload: Send + Sync {
         None
     }
 
+    /// A first look at the healed, converged cluster before the harness moves any
+    /// partition's leadership for the final step, recording as process numbers from
+    /// `first_free_process` on, until `deadline` (the register: its final reads, as
+    /// the final step does them again after the move — once from leaders the faults
+    /// left, once from leaders of an epoch no client wrote in). Err: what could not
+    /// be done. Nothing by default.
+    fn first_look<'a>(
+        &'a self,
+        recorder: &'a dyn Recorder,
+        first_free_process: u64,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        let _ = (recorder, first_free_process, deadline);
+        Box::pin(async { Ok(()) })
+    }
+
     /// Perform the final step, recording as process numbers from
     /// `first_free_process` on (numbers no client used), until `deadline`. Err says
     /// what could not be done: the end of the run was then incomplete.

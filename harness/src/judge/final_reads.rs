@@ -1,7 +1,9 @@
 //! The register's final reads, judged for availability: once the cluster has
 //! healed and converged, the register reads every key written once more (reads
-//! whose value says `"final": true`, and the key's partition). A partition that
-//! answered none of them while they were asked for [`ASKED_FOR_NS`] or more is
+//! whose value says `"final": true`, and the key's partition), each partition's by
+//! one process — and a campaign does so twice, before and after it moves
+//! leadership, each time by other processes. A partition that answered none of one
+//! process's final reads while they were asked for [`ASKED_FOR_NS`] or more is
 //! `unavailable`: nothing excuses a whole, converged cluster — a broker that makes
 //! every linearizable read wait until it times out loses nothing and misreads
 //! nothing, so no safety check sees it, and a run that also answered a read now and
@@ -38,9 +40,10 @@ fn is_final_read(e: &Event) -> bool {
         && e.value.get(FINAL_FIELD).and_then(Value::as_bool) == Some(true)
 }
 
-/// An `unavailable` anomaly per partition none of whose final reads was answered.
+/// An `unavailable` anomaly per partition none of whose final reads by one process
+/// (one round of them) was answered.
 pub(super) fn unanswered(events: &[Event]) -> Vec<Anomaly> {
-    let mut partitions: BTreeMap<i64, Partition> = BTreeMap::new();
+    let mut partitions: BTreeMap<(i64, u64), Partition> = BTreeMap::new();
     let mut open: BTreeMap<u64, u64> = BTreeMap::new();
     for e in events.iter().filter(|e| is_final_read(e)) {
         let (Process::Client(p), Some(partition)) =
@@ -48,7 +51,7 @@ pub(super) fn unanswered(events: &[Event]) -> Vec<Anomaly> {
         else {
             continue;
         };
-        let part = partitions.entry(partition).or_default();
+        let part = partitions.entry((partition, p)).or_default();
         match e.kind {
             EventType::Invoke => {
                 part.first.get_or_insert(e.time);
@@ -80,7 +83,7 @@ pub(super) fn unanswered(events: &[Event]) -> Vec<Anomaly> {
                     .first
                     .is_some_and(|first| part.last.saturating_sub(first) >= ASKED_FOR_NS)
         })
-        .map(|(partition, part)| anomaly(partition, &part))
+        .map(|((partition, _), part)| anomaly(partition, &part))
         .collect()
 }
 
@@ -147,6 +150,21 @@ mod tests {
         assert_eq!(found[0].ops.len(), 3);
         assert!(found[0].message.contains("none of its 3 final reads"));
         assert!(found[0].ops[0].text.contains("REQUEST_TIMED_OUT"));
+    }
+
+    /// Two rounds of final reads, by two processes: a round answered does not hide
+    /// one that went unanswered.
+    #[test]
+    fn each_round_of_final_reads_is_judged_on_its_own() {
+        let mut events = Vec::new();
+        for (from, to) in [(0, 3000), (3200, 6200)] {
+            events.extend(read(10, 1, from, to, false));
+        }
+        events.extend(read(14, 1, 7000, 7010, true));
+        let found = unanswered(&indexed(events));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].partition, Some(1));
+        assert!(found[0].message.contains("none of its 2 final reads"));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! Every wait is bounded, and every child is killed on the way out (the watermark
 //! process through a guard; its brokers die with it by PR_SET_PDEATHSIG).
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -187,6 +188,34 @@ fn a_default_run_is_valid_and_leaves_a_complete_run_folder() {
             .any(|e| e["f"] == "read" && e["type"] == "ok" && e["value"]["final"] == true),
         "no final read of the register"
     );
+    // Half the partitions of both topics handed to another replica before the
+    // final step (seed 42: the first of each), the others' leaders kept; the final
+    // reads and the drain after.
+    let handovers: Vec<usize> = (0..events.len())
+        .filter(|&i| events[i]["process"] == "nemesis" && events[i]["f"] == "handover")
+        .collect();
+    assert_eq!(handovers.len(), 4, "a decision per partition");
+    for &i in &handovers {
+        let v = &events[i]["value"];
+        assert_eq!(v["partition"] == 0, v["from"] != v["to"], "{v}");
+        assert_eq!(v["replicas"][0], v["to"], "{v}");
+    }
+    // The register's final reads in two rounds, a process per partition each: the
+    // first before every handover, the second (and the drain) after them all.
+    let final_reads: Vec<(usize, u64)> = (0..events.len())
+        .filter(|&i| events[i]["value"]["final"] == true)
+        .map(|i| (i, events[i]["process"].as_u64().unwrap()))
+        .collect();
+    let readers: BTreeSet<u64> = final_reads.iter().map(|&(_, p)| p).collect();
+    assert_eq!(readers.len(), 4, "{readers:?}");
+    let (first_round, second_round): (Vec<_>, Vec<_>) = final_reads
+        .iter()
+        .partition(|&&(_, p)| p < *readers.iter().nth(2).unwrap());
+    let (handed_first, handed_last) = (handovers[0], *handovers.last().unwrap());
+    assert!(first_round.iter().all(|&&(i, _)| i < handed_first));
+    assert!(second_round.iter().all(|&&(i, _)| i > handed_last));
+    let first_poll = events.iter().position(|e| e["f"] == "final-poll").unwrap();
+    assert!(first_poll > handed_last);
     assert!(
         events.iter().any(|e| e["process"] == "nemesis"),
         "no nemesis event in 20 s with the default 5 s interval"

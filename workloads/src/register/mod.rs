@@ -157,6 +157,16 @@ impl Workload for RegisterConfig {
         Some("reading every key written once more (final reads)")
     }
 
+    /// The final reads, before the leaders move (see [`Workload::first_look`]).
+    fn first_look<'a>(
+        &'a self,
+        recorder: &'a dyn Recorder,
+        first_free_process: u64,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        self.finish(recorder, first_free_process, deadline)
+    }
+
     /// The final reads, by processes `first_free_process` up to one per partition.
     fn finish<'a>(
         &'a self,

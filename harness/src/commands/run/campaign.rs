@@ -29,6 +29,8 @@ use crate::store::{self, FinalLogs, History, HistoryFile, RunFolder, RunRecord, 
 use crate::system::System;
 use crate::system::broker::{Cluster, ClusterConfig};
 
+use super::handover::{self, Handover};
+
 /// How long the cluster may take to start and elect leaders.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the healed cluster may take to converge (full ISR, HW = LEO); the
@@ -65,6 +67,7 @@ pub(super) async fn campaign_inner(
     let complete = end_of_run(
         cluster,
         &*workload,
+        Handover::of(args),
         &history,
         folder,
         &mut progress,
@@ -278,13 +281,15 @@ fn schedule(args: &Resolved, cluster: &Cluster, workload: &dyn Workload) -> Box<
     Box::new(FaultList::new(planner, topic).growing(grown))
 }
 
-/// The end of the run: heal everything, wait for the cluster to converge, the
-/// workload's final step, dump every replica's log into the run folder, stop the
-/// cluster. Whether it all went through is returned (see `RunRecord::complete`);
-/// what did not is noted.
+/// The end of the run: heal everything, wait for the cluster to converge, with
+/// `handover` the workload's first look and the partitions' leadership handed over
+/// and wait again, the workload's final step, dump every replica's log into the run folder, stop the cluster.
+/// Whether it all went through is returned (see `RunRecord::complete`); what did
+/// not is noted.
 async fn end_of_run<S: System>(
     mut system: S,
     workload: &dyn Workload,
+    handover: Option<Handover>,
     history: &History,
     folder: &RunFolder,
     progress: &mut Progress,
@@ -294,9 +299,36 @@ async fn end_of_run<S: System>(
     system.heal_all().await?;
     progress.phase("waiting for the cluster to converge");
     let mut complete = true;
-    if let Err(e) = system.wait_converged(CONVERGE_TIMEOUT).await {
-        complete = false;
-        notes.push(format!("the healed cluster did not converge: {e}"));
+    match system.wait_converged(CONVERGE_TIMEOUT).await {
+        Err(e) => {
+            complete = false;
+            notes.push(format!("the healed cluster did not converge: {e}"));
+        }
+        Ok(()) => {
+            if let Some(handover) = handover {
+                progress.phase("a first look before the leaders move");
+                let deadline = Instant::now() + super::FINAL_STEP_TIMEOUT;
+                if let Err(e) = workload
+                    .first_look(history, history.first_free_process(), deadline)
+                    .await
+                {
+                    complete = false;
+                    notes.push(e);
+                }
+                progress.phase("handing the partitions' leadership over");
+                if let Err(e) =
+                    handover::hand_over(&mut system, workload.topics(), handover, history).await
+                {
+                    notes.push(e);
+                }
+                if let Err(e) = system.wait_converged(CONVERGE_TIMEOUT).await {
+                    complete = false;
+                    notes.push(format!(
+                        "the cluster did not converge after the handover: {e}"
+                    ));
+                }
+            }
+        }
     }
     if let Some(step) = workload.final_step() {
         progress.phase(step);

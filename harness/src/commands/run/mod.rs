@@ -22,6 +22,7 @@
 //! and exit 130, leaving the history streamed so far readable by `watermark check`.
 
 mod campaign;
+mod handover;
 mod maelstrom;
 
 /// How long the workload's final step (the queue's drain, the final reads) may take.
