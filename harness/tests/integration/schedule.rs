@@ -100,10 +100,12 @@ fn a_hand_written_schedule_is_played_by_role_and_recorded_so() {
     let nemesis: Vec<Value> = history
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|e| e["process"] == "nemesis" && e["f"] != "plan")
+        .filter(|e| e["process"] == "nemesis" && e["f"] != "plan" && e["f"] != "handover")
         .collect();
     let fs: Vec<&str> = nemesis.iter().map(|e| e["f"].as_str().unwrap()).collect();
     assert_eq!(fs, ["kill", "restart", "pause", "resume"], "{nemesis:?}");
+    // After the schedule, the end of the run's handover of the one partition.
+    assert_eq!(history.matches("\"f\":\"handover\"").count(), 1);
     let secs = |i: usize| nemesis[i]["time"].as_u64().unwrap() as f64 / 1e9;
     // On the history's clock (zero before the cluster starts), in the schedule's order
     // and about its gaps apart.
