@@ -110,7 +110,7 @@ pub async fn hand_over<S: System>(
         .filter(|v| !v.partitions.is_empty())
         .ok_or("handover: the controller showed no partitions")?;
     let mut problems = Vec::new();
-    let mut moving: Vec<(String, u32, i32)> = Vec::new();
+    let mut awaited: Vec<(String, u32, i32)> = Vec::new();
     for p in &view.partitions {
         let name = format!("{}-{}", p.topic, p.partition);
         let Some(leader) = p.leader else {
@@ -147,16 +147,16 @@ pub async fn hand_over<S: System>(
             json!({"topic": p.topic, "partition": p.partition, "from": leader, "to": to,
                    "replicas": replicas}),
         );
-        moving.push((p.topic.clone(), p.partition, to));
+        awaited.push((p.topic.clone(), p.partition, to));
     }
     let deadline = Instant::now() + interval + MARGIN;
-    while !moving.is_empty() && Instant::now() < deadline {
+    while !awaited.is_empty() && Instant::now() < deadline {
         tokio::time::sleep(POLL).await;
         if let Some(v) = system.roles(topics).await {
-            moving.retain(|(t, n, to)| v.partition(t, *n).is_none_or(|p| p.leader != Some(*to)));
+            awaited.retain(|(t, n, to)| v.partition(t, *n).is_none_or(|p| p.leader != Some(*to)));
         }
     }
-    for (t, n, to) in moving {
+    for (t, n, to) in awaited {
         problems.push(format!(
             "{t}-{n}: not led by replica {to} within {:.0} s",
             (interval + MARGIN).as_secs_f64()
