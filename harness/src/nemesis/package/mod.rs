@@ -14,7 +14,7 @@
 //!   window of its own once or twice, and one plain pattern, so that every
 //!   campaign opens every window, whatever its seed. The patterns that lead a
 //!   round ([`Pattern::leads_round`]: `follower-lag`, then `isolate-leader`'s
-//!   two) play as soon as a partition suits them; the
+//!   two, then `crash-all`) play as soon as a partition suits them; the
 //!   others are drawn greybox: a pattern's weight ([`Pattern::base_weight`],
 //!   which orders the round) grows with the transitions it aims at that the
 //!   campaign has not reached yet — each the less, the more patterns already
