@@ -298,48 +298,23 @@ async fn end_of_run<S: System>(
     progress.phase("healing the cluster");
     system.heal_all().await?;
     progress.phase("waiting for the cluster to converge");
-    let mut complete = true;
-    match system.wait_converged(CONVERGE_TIMEOUT).await {
-        Err(e) => {
-            complete = false;
-            notes.push(format!("the healed cluster did not converge: {e}"));
+    let mut complete = converged(&mut system, "the healed cluster did not converge", notes).await;
+    if let (true, Some(handover)) = (complete, handover) {
+        progress.phase("a first look before the leaders move");
+        let look = workload.first_look(history, history.first_free_process(), final_deadline());
+        complete &= done(look, notes).await;
+        progress.phase("handing the partitions' leadership over");
+        if let Err(e) = handover::hand_over(&mut system, workload.topics(), handover, history).await
+        {
+            notes.push(e);
         }
-        Ok(()) => {
-            if let Some(handover) = handover {
-                progress.phase("a first look before the leaders move");
-                let deadline = Instant::now() + super::FINAL_STEP_TIMEOUT;
-                if let Err(e) = workload
-                    .first_look(history, history.first_free_process(), deadline)
-                    .await
-                {
-                    complete = false;
-                    notes.push(e);
-                }
-                progress.phase("handing the partitions' leadership over");
-                if let Err(e) =
-                    handover::hand_over(&mut system, workload.topics(), handover, history).await
-                {
-                    notes.push(e);
-                }
-                if let Err(e) = system.wait_converged(CONVERGE_TIMEOUT).await {
-                    complete = false;
-                    notes.push(format!(
-                        "the cluster did not converge after the handover: {e}"
-                    ));
-                }
-            }
-        }
+        let what = "the cluster did not converge after the handover";
+        complete &= converged(&mut system, what, notes).await;
     }
     if let Some(step) = workload.final_step() {
         progress.phase(step);
-        let deadline = Instant::now() + super::FINAL_STEP_TIMEOUT;
-        if let Err(e) = workload
-            .finish(history, history.first_free_process(), deadline)
-            .await
-        {
-            complete = false;
-            notes.push(e);
-        }
+        let finish = workload.finish(history, history.first_free_process(), final_deadline());
+        complete &= done(finish, notes).await;
     }
     progress.phase("dumping every replica's log");
     if let Err(e) = system
@@ -358,6 +333,38 @@ async fn end_of_run<S: System>(
         notes.push(e);
     }
     Ok(complete)
+}
+
+/// Whether `system` converged within [`CONVERGE_TIMEOUT`]; if not, `what: why` is
+/// noted.
+async fn converged<S: System>(system: &mut S, what: &str, notes: &mut Vec<String>) -> bool {
+    match system.wait_converged(CONVERGE_TIMEOUT).await {
+        Ok(()) => true,
+        Err(e) => {
+            notes.push(format!("{what}: {e}"));
+            false
+        }
+    }
+}
+
+/// The deadline of a step of the workload's at the end of the run.
+fn final_deadline() -> Instant {
+    Instant::now() + super::FINAL_STEP_TIMEOUT
+}
+
+/// Whether a step of the workload's at the end of the run went through; if not,
+/// what did not is noted.
+async fn done(
+    step: impl Future<Output = std::result::Result<(), String>>,
+    notes: &mut Vec<String>,
+) -> bool {
+    match step.await {
+        Ok(()) => true,
+        Err(e) => {
+            notes.push(e);
+            false
+        }
+    }
 }
 
 /// Judge the history as `watermark check` judges the run folder (each workload's

@@ -42,11 +42,11 @@ const MARGIN: Duration = Duration::from_secs(5);
 
 /// The longest imbalance-check interval a campaign waits for: with a longer one (the
 /// broker's default is five minutes) the run does without the handover.
-pub const LONGEST_INTERVAL: Duration = Duration::from_secs(30);
+const LONGEST_INTERVAL: Duration = Duration::from_secs(30);
 
 /// The next in-sync replica after `p`'s leader, in replica order, cyclically (None:
 /// no leader, or no other replica in the ISR).
-pub fn next_in_sync(p: &PartitionView) -> Option<i32> {
+fn next_in_sync(p: &PartitionView) -> Option<i32> {
     let leader = p.leader?;
     let at = p.replicas.iter().position(|&r| r == leader)?;
     let n = p.replicas.len();
@@ -57,7 +57,7 @@ pub fn next_in_sync(p: &PartitionView) -> Option<i32> {
 
 /// `replicas` rotated so that `first` is the preferred replica, their cyclic order
 /// kept.
-pub fn preferring(replicas: &[i32], first: i32) -> Vec<i32> {
+fn preferring(replicas: &[i32], first: i32) -> Vec<i32> {
     let mut r = replicas.to_vec();
     if let Some(at) = r.iter().position(|&x| x == first) {
         r.rotate_left(at);
@@ -69,8 +69,8 @@ pub fn preferring(replicas: &[i32], first: i32) -> Vec<i32> {
 /// the seed that picks the half handed over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Handover {
-    pub interval: Duration,
-    pub seed: u64,
+    interval: Duration,
+    seed: u64,
 }
 
 impl Handover {
@@ -88,7 +88,7 @@ impl Handover {
 
 /// Whether partition `partition` is among the half [`hand_over`] hands over with
 /// `seed`: every other one, from the first or the second.
-pub fn handed_over(partition: u32, seed: u64) -> bool {
+fn handed_over(partition: u32, seed: u64) -> bool {
     u64::from(partition % 2) == seed % 2
 }
 
