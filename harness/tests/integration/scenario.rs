@@ -56,6 +56,12 @@ fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
 
 /// `watermark run` with `extra` options, seed 1; as [`scenario`].
 fn run_with(extra: &[&str]) -> (Option<i32>, Vec<String>, Vec<String>) {
+    let (code, kinds, steps, _) = run_told(extra);
+    (code, kinds, steps)
+}
+
+/// As [`run_with`], and what the run printed.
+fn run_told(extra: &[&str]) -> (Option<i32>, Vec<String>, Vec<String>, String) {
     let results = tempfile::tempdir().unwrap();
     let dir = results.path().to_str().unwrap();
     let mut args = vec!["run", "--seed", "1", "--results", dir];
@@ -76,7 +82,7 @@ fn run_with(extra: &[&str]) -> (Option<i32>, Vec<String>, Vec<String>) {
     kinds.sort();
     kinds.dedup();
     let steps = nemesis_steps(&folder);
-    (out.status.code(), kinds, steps)
+    (out.status.code(), kinds, steps, text(&out))
 }
 
 fn nemesis_steps(folder: &Path) -> Vec<String> {
@@ -113,16 +119,29 @@ fn kip101_data_loss_loses_acknowledged_writes_only_under_hw_truncation() {
 
 /// `name` diverges replicas under hw truncation and finds nothing under epoch, taking
 /// the `expected` steps both times.
+///
+/// The script is timed by the cluster's state, but real processes on a loaded
+/// machine can still close its window before a step lands (a follower's HW catching
+/// up before it is cut off): the hw side is played a second time, alone, when the
+/// first play found nothing, and fails only if neither did. The epoch side must be
+/// valid on its one play.
 fn diverges_only_under_hw(name: &str, expected: &[&str]) {
-    let (hw, epoch) = both(|| scenario(name, "hw"), || scenario(name, "epoch"));
-    let (code, kinds, steps) = hw;
-    assert_eq!(code, Some(1), "{kinds:?}");
+    let hw = || run_told(&["--scenario", name, "--truncation", "hw"]);
+    let (first, epoch) = both(hw, || scenario(name, "epoch"));
+    let (code, kinds, steps, told) = match first {
+        (Some(0), _, _, told) => {
+            eprintln!("{name} under hw truncation found nothing on its first play:\n{told}");
+            hw()
+        }
+        first => first,
+    };
+    assert_eq!(code, Some(1), "{kinds:?}\n{told}");
     assert!(
         kinds.contains(&"replica-divergence".to_string())
             || kinds.contains(&"inconsistent-offsets".to_string()),
-        "{kinds:?}"
+        "{kinds:?}\n{told}"
     );
-    assert_eq!(steps, expected);
+    assert_eq!(steps, expected, "{told}");
     let (code, kinds, steps) = epoch;
     assert_eq!((code, kinds), (Some(0), vec![]));
     assert_eq!(steps, expected);
