@@ -72,6 +72,10 @@ impl Workload for Mixed {
         Some("draining the queue, reading the register's keys once more (final reads)")
     }
 
+    fn first_look_step(&self) -> Option<&'static str> {
+        Some("reading the register's keys before the leaders move (final reads)")
+    }
+
     /// The register's first look (its final reads); the queue has none.
     fn first_look<'a>(
         &'a self,

@@ -64,6 +64,13 @@ pub trait Workload: Send + Sync {
         None
     }
 
+    /// What the first look adds to the history, in words for the progress display;
+    /// `None` if the workload takes none (then [`Workload::first_look`] is not
+    /// called).
+    fn first_look_step(&self) -> Option<&'static str> {
+        None
+    }
+
     /// A first look at the healed, converged cluster before the harness moves any
     /// partition's leadership for the final step, recording as process numbers from
     /// `first_free_process` on, until `deadline` (the register: its final reads, as

@@ -62,6 +62,12 @@ fn default_reads_under_leader_isolation_are_stale() {
             "seed {seed}: neither valid nor invalid\n{}",
             text(&out)
         );
+        // The register's first look: its final reads before the handover.
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("reading every key written before the leaders move"),
+            "{said}"
+        );
         if code == Some(1) {
             let stdout = String::from_utf8_lossy(&out.stdout);
             assert!(stdout.contains("nonlinearizable"), "{}", text(&out));

@@ -95,6 +95,13 @@ fn a_hand_written_schedule_is_played_by_role_and_recorded_so() {
         Duration::from_secs(240),
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // The queue takes no first look before the handover: no such step is shown.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("handing the partitions' leadership over"),
+        "{said}"
+    );
+    assert!(!said.contains("before the leaders move"), "{said}");
     let folder = run_folder(&results);
     let history = std::fs::read_to_string(folder.join("history.jsonl")).unwrap();
     let nemesis: Vec<Value> = history

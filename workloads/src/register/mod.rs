@@ -157,6 +157,10 @@ impl Workload for RegisterConfig {
         Some("reading every key written once more (final reads)")
     }
 
+    fn first_look_step(&self) -> Option<&'static str> {
+        Some("reading every key written before the leaders move (final reads)")
+    }
+
     /// The final reads, before the leaders move (see [`Workload::first_look`]).
     fn first_look<'a>(
         &'a self,

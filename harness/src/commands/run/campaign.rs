@@ -300,9 +300,11 @@ async fn end_of_run<S: System>(
     progress.phase("waiting for the cluster to converge");
     let mut complete = converged(&mut system, "the healed cluster did not converge", notes).await;
     if let (true, Some(handover)) = (complete, handover) {
-        progress.phase("a first look before the leaders move");
-        let look = workload.first_look(history, history.first_free_process(), final_deadline());
-        complete &= done(look, notes).await;
+        if let Some(step) = workload.first_look_step() {
+            progress.phase(step);
+            let from = history.first_free_process();
+            complete &= done(workload.first_look(history, from, final_deadline()), notes).await;
+        }
         progress.phase("handing the partitions' leadership over");
         if let Err(e) = handover::hand_over(&mut system, workload.topics(), handover, history).await
         {
