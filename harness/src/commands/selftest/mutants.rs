@@ -301,47 +301,8 @@ impl Workshop {
     /// Apply (or with `reverse`, take off) a patch to the tree: tried first, so a
     /// patch that does not apply leaves the tree as it was.
     fn patch(&self, diff: &str, reverse: bool) -> Result<(), String> {
-        self.run_patch(diff, reverse, true)?;
-        self.run_patch(diff, reverse, false)
-    }
-
-    fn run_patch(&self, diff: &str, reverse: bool, dry_run: bool) -> Result<(), String> {
-        use std::io::Write;
-        let mut cmd = Command::new("patch");
-        cmd.args([
-            "-p1",
-            "--batch",
-            "--quiet",
-            "--no-backup-if-mismatch",
-            "--reject-file=-",
-        ]);
-        if dry_run {
-            cmd.arg("--dry-run");
-        }
-        if reverse {
-            cmd.arg("--reverse");
-        } else {
-            cmd.arg("--forward");
-        }
-        let mut child = cmd
-            .current_dir(&self.tree)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot run `patch` ({e}): it is needed to apply mutants"))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            let _ = stdin.write_all(diff.as_bytes());
-        }
-        let out = child.wait_with_output().map_err(|e| e.to_string())?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "the patch does not apply: {}",
-                String::from_utf8_lossy(&out.stdout).trim()
-            ))
-        }
+        run_patch(&self.tree, diff, reverse, true)?;
+        run_patch(&self.tree, diff, reverse, false)
     }
 
     /// The clean broker of the tree.
@@ -356,6 +317,47 @@ impl Workshop {
         self.patch(&mutant.diff, true)
             .map_err(|e| format!("cannot take {}'s patch off again: {e}", mutant.id))?;
         built
+    }
+}
+
+/// Run `patch` on `tree` with `diff` (`reverse`: take it off; `dry_run`: only try):
+/// exactly the changes of the diff, never a reversed one taken for it.
+fn run_patch(tree: &Path, diff: &str, reverse: bool, dry_run: bool) -> Result<(), String> {
+    use std::io::Write;
+    let mut cmd = Command::new("patch");
+    cmd.args([
+        "-p1",
+        "--batch",
+        "--quiet",
+        "--no-backup-if-mismatch",
+        "--reject-file=-",
+    ]);
+    if dry_run {
+        cmd.arg("--dry-run");
+    }
+    if reverse {
+        cmd.arg("--reverse");
+    } else {
+        cmd.arg("--forward");
+    }
+    let mut child = cmd
+        .current_dir(tree)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run `patch` ({e}): it is needed to apply mutants"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(diff.as_bytes());
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the patch does not apply: {}",
+            String::from_utf8_lossy(&out.stdout).trim()
+        ))
     }
 }
 
@@ -514,6 +516,25 @@ mod tests {
             Some("broker/src/replica/leader.rs")
         );
         assert!(missed("{}", out.path()).unwrap_err().contains("outcomes"));
+    }
+
+    /// Every shipped mutant applies to the source tree it ships with, as a run
+    /// reads and applies it: the broker's code moves on, and an example that no
+    /// longer applies is left out of a user's run as "the patch does not apply"
+    /// instead of building a broker.
+    #[test]
+    fn every_shipped_mutant_applies_to_the_source_tree() {
+        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+        let mut checked = 0;
+        for dir in ["examples/mutants", "examples/more-mutants"] {
+            for m in from_dir(&root.join(dir)).unwrap() {
+                if let Err(e) = run_patch(root, &m.diff, false, true) {
+                    panic!("{dir}: {}: {e}", m.description);
+                }
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 8, "four mutants in each folder");
     }
 
     #[test]
