@@ -74,7 +74,7 @@ pub struct Journal {
 
 /// Where the journal stood when an fsync began ([`Journal::mark`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Mark(u64);
+pub struct Mark(pub(crate) u64);
 
 fn read_exact_at(file: &File, offset: u64, len: u64) -> io::Result<Vec<u8>> {
     let mut buf = vec![0; len as usize];
@@ -166,6 +166,20 @@ impl Journal {
             .as_ref()
             .is_some_and(|w| w.file == key && w.seq < mark.0)
         {
+            self.last_write = None;
+        }
+    }
+
+    /// The kernel wrote back every change noted before `mark`, in every file: they
+    /// survive a power cut as an fsync's would ([`crate::writeback`]).
+    pub fn written_back(&mut self, mark: Mark) {
+        self.files.retain(|_, log| {
+            // Oldest first: what is due is a prefix.
+            let due = log.undos.partition_point(|(seq, _)| *seq < mark.0);
+            log.undos.drain(..due);
+            !log.undos.is_empty()
+        });
+        if self.last_write.as_ref().is_some_and(|w| w.seq < mark.0) {
             self.last_write = None;
         }
     }
@@ -297,6 +311,37 @@ mod tests {
         assert_eq!(restored[0].len_before, 9);
         assert_eq!(restored[0].len_after, 16);
         assert_eq!(j.unsynced_bytes(), 0);
+    }
+
+    #[test]
+    fn a_power_cut_after_a_writeback_loses_only_what_came_after_it_in_every_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = file(&dir, "a", b"");
+        let b = file(&dir, "b", b"");
+        let mut j = Journal::default();
+        write(&mut j, 1, &a, 0, b"old-a");
+        write(&mut j, 2, &b, 0, b"old-b");
+        let mark = j.mark();
+        write(&mut j, 1, &a, 5, b"+new");
+        j.written_back(mark);
+        assert_eq!(
+            j.unsynced_bytes(),
+            4,
+            "only the write after the mark is dirty"
+        );
+        let files = [a.try_clone().unwrap(), b.try_clone().unwrap()];
+        let restored = j
+            .power_cut(Some(1), |k| {
+                Some(files[k as usize - 1].try_clone().unwrap())
+            })
+            .unwrap();
+        assert_eq!(contents(&a), b"old-a+");
+        assert_eq!(
+            contents(&b),
+            b"old-b",
+            "b was written back whole: untouched"
+        );
+        assert_eq!(restored.len(), 1);
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! - [`Control::power_cut`]: every file goes back to what its last fsync left (call
 //!   it once the processes writing there are dead: it is the power going out);
 //!   torn, the last write of all keeps a prefix;
-//! - [`Control::fail`]: a full disk (`ENOSPC`) or a failing one (`EIO`) for a while.
+//! - [`Control::fail`]: a full disk (`ENOSPC`) or a failing one (`EIO`) for a while;
+//! - [`Control::write_back_after`]: the kernel's writeback — what stayed unsynced
+//!   that long is on disk, as Linux writes back pages dirty for 30 s.
 //!
 //! Metadata (creating, renaming, deleting files and directories) is durable at once:
 //! only file contents are lost. Mounting needs `/dev/fuse` and either root or
@@ -22,6 +24,7 @@ mod inodes;
 mod journal;
 mod serve;
 mod state;
+mod writeback;
 
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -64,6 +67,14 @@ impl Control {
     /// The failure in force, if any.
     pub fn failing(&self) -> Option<Failure> {
         lock(&self.shared).switch.current()
+    }
+
+    /// Write back what has been written and not fsynced for `after` (None: never;
+    /// only an fsync makes a change durable, the default). Linux's defaults are 30 s,
+    /// checked every 5 s; a power cut then loses about the last half minute, not
+    /// everything a process that never fsyncs wrote.
+    pub fn write_back_after(&self, after: Option<Duration>) {
+        lock(&self.shared).writeback = after.map(writeback::Writeback::new);
     }
 
     /// Bytes written and not yet fsynced, over every file.
@@ -151,6 +162,39 @@ pub struct Mount {
     mountpoint: PathBuf,
     /// Unmounts the mount should this process die without dropping it.
     watcher: Option<std::process::Child>,
+    /// The flusher thread ([`flusher`]): it ends when this is dropped.
+    flusher: Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
+}
+
+/// How often the flusher looks while no writeback is asked for.
+const IDLE_FLUSHER: Duration = Duration::from_secs(1);
+
+/// The kernel's flusher: wakes as the writeback in force says, and marks written
+/// back what has been dirty long enough; ends when `stop` is dropped.
+fn flusher(
+    shared: Shared,
+) -> io::Result<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)> {
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("faultfs-flusher".into())
+        .spawn(move || {
+            let mut interval = IDLE_FLUSHER;
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(interval)
+            {
+                let mut guard = lock(&shared);
+                let s = &mut *guard;
+                let Some(w) = s.writeback.as_mut() else {
+                    interval = IDLE_FLUSHER;
+                    continue;
+                };
+                interval = w.interval();
+                if let Some(mark) = w.wake(std::time::Instant::now(), s.journal.mark()) {
+                    s.journal.written_back(mark);
+                }
+            }
+        })?;
+    Ok((stop, thread))
 }
 
 /// A process that unmounts `mountpoint` (lazily) once its stdin closes: when the
@@ -223,6 +267,7 @@ impl Mount {
                     ),
                 )
             })?;
+        let flusher = flusher(shared.clone())?;
         let control = Control {
             notifier: session.notifier(),
             shared,
@@ -233,6 +278,7 @@ impl Mount {
             control,
             watcher: watcher(mountpoint),
             mountpoint: mountpoint.to_path_buf(),
+            flusher: Some(flusher),
         })
     }
 
@@ -256,6 +302,10 @@ impl Mount {
                 .inspect_err(|_| lazy_unmount(&self.mountpoint)),
             None => Ok(()),
         };
+        if let Some((stop, thread)) = self.flusher.take() {
+            drop(stop);
+            let _ = thread.join();
+        }
         if let Some(mut w) = self.watcher.take() {
             drop(w.stdin.take());
             let _ = w.wait();

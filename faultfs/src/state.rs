@@ -1,6 +1,6 @@
 //! What the FUSE operations and the harness's controls share, under one lock: the
-//! inode table, the open files, the journal and the fault switch. It is held only
-//! for what takes microseconds (an fsync, or a read that may wait for the disk,
+//! inode table, the open files, the journal, the fault switch and the writeback. It
+//! is held only for what takes microseconds (an fsync, or a read that may wait for the disk,
 //! runs with it released), so that the server's threads do not queue behind one
 //! another.
 
@@ -15,6 +15,7 @@ use fuser::{Errno, FileHandle, INodeNo};
 use crate::faults::Switch;
 use crate::inodes::Inodes;
 use crate::journal::Journal;
+use crate::writeback::Writeback;
 
 /// Everything the operations and the harness's controls share.
 pub(crate) struct State {
@@ -25,6 +26,9 @@ pub(crate) struct State {
     next_handle: u64,
     pub journal: Journal,
     pub switch: Switch,
+    /// The kernel's writeback, when the harness asked for one: without it nothing
+    /// is on disk but what was fsynced.
+    pub writeback: Option<Writeback>,
 }
 
 impl State {
@@ -35,6 +39,7 @@ impl State {
             next_handle: 1,
             journal: Journal::default(),
             switch: Switch::default(),
+            writeback: None,
         }
     }
 

@@ -261,8 +261,8 @@ impl<'a, S: System> Interpreter<'a, S> {
                 system::wait_isr(&*s, topic, *partition, *within, ISR_LOOK_INTERVAL, joined).await;
                 s.kill(&[Proc::Node(*leader)]).await?
             }
-            Action::LoseUnflushed(id) => s.kill(&[Proc::Node(*id)]).await?,
-            Action::TornWrite { node, seed } => s.kill_torn(*node, *seed).await?,
+            Action::LoseUnflushed(id) => s.cut_power(*id, None).await?,
+            Action::TornWrite { node, seed } => s.cut_power(*node, Some(*seed)).await?,
             Action::Corrupt { node, seed } => s.corrupt(*node, *seed).await?,
             Action::Clock { proc, fault } => s.set_clock(*proc, Some(*fault)).await?,
             Action::ClockReset { proc, .. } => s.set_clock(*proc, None).await?,

@@ -1020,6 +1020,26 @@ mod tests {
         assert_eq!(a.nemesis, [Replication]);
     }
 
+    /// Without a flush policy a kill is a kill (crashing every node at once loses
+    /// nothing acknowledged), but `lose-unflushed` still cuts one node's power: the
+    /// fault filesystem writes back what stayed unsynced for half a minute, so the
+    /// node loses its recent writes, not its whole log. Without the fault
+    /// filesystem it would, and there is no power cut.
+    #[test]
+    fn the_default_package_cuts_one_nodes_power_at_a_time_on_the_fault_filesystem() {
+        let nodes = [1, 2, 3];
+        let plain = parse(&["--seed", "1"]).unwrap().package_settings(&nodes);
+        assert!(plain.power_cuts && plain.crash_all_safe);
+        let plain = parse(&["--seed", "1", "--no-fault-fs"])
+            .unwrap()
+            .package_settings(&nodes);
+        assert!(!plain.power_cuts && plain.crash_all_safe);
+        let flushing = parse(&["--seed", "1", "--flush-messages", "10"])
+            .unwrap()
+            .package_settings(&nodes);
+        assert!(flushing.power_cuts && !flushing.crash_all_safe);
+    }
+
     #[test]
     fn the_replication_package_cuts_power_only_with_a_flush_policy() {
         let plain = parse(&["--seed", "1"]).unwrap();

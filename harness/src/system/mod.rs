@@ -134,11 +134,13 @@ pub trait System {
     /// and take effect), or let them through again.
     fn hold_answers(&mut self, p: Proc, held: bool);
 
-    /// SIGKILL node `node` and cut its power so that the last write it did not fsync
-    /// is torn: a prefix of it, its length drawn from `seed`, survives (a system
-    /// without power cuts: a plain kill).
-    async fn kill_torn(&mut self, node: i32, seed: u64) -> Result<()> {
-        let _ = seed;
+    /// SIGKILL node `node` and cut its power: it loses what it wrote and did not
+    /// fsync (what its storage has not written back), whether or not the
+    /// campaign's other kills cut power; `torn = Some(seed)`: a prefix of its last
+    /// such write, its length drawn from `seed`, survives. A system without power
+    /// cuts: a plain kill.
+    async fn cut_power(&mut self, node: i32, torn: Option<u64>) -> Result<()> {
+        let _ = torn;
         self.kill(&[Proc::Node(node)]).await
     }
 

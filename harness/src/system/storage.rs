@@ -1,5 +1,6 @@
-//! A node's storage seen from outside (docs/faults.md#the-fault-filesystem): the
-//! power cuts worked on its fault filesystem and what each lost, for the history.
+//! A node's storage seen from outside (docs/faults.md#the-fault-filesystem): its
+//! fault filesystem, written back as the kernel would, the power cuts worked on it
+//! and what each lost, for the history.
 //! Shared by every system under test — our brokers and the nodes of a `--bin`
 //! system.
 
@@ -7,6 +8,21 @@ use serde_json::{Value, json};
 
 use crate::error::{HarnessError, Result};
 use crate::proc::Proc;
+
+/// How long a write stays unsynced before the fault filesystem counts it on disk,
+/// as Linux writes back pages dirty for more than `vm.dirty_expire_centisecs` (30 s
+/// by default): a power cut loses what a process wrote and did not fsync in about
+/// the last half minute, not everything it ever wrote.
+pub(crate) const WRITEBACK: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Mount a fault filesystem over `dir/disk` at `dir/data`, written back as the
+/// kernel would ([`WRITEBACK`]).
+pub(crate) fn mount(dir: &std::path::Path) -> Result<faultfs::Mount> {
+    let mount = faultfs::Mount::new(&dir.join("disk"), &dir.join("data"))
+        .map_err(|e| HarnessError::new(e.to_string()))?;
+    mount.control().write_back_after(Some(WRITEBACK));
+    Ok(mount)
+}
 
 /// The power goes out on `p`, which is dead already: the files of `disk` lose what
 /// it did not fsync (`torn`: but a prefix of the last write, drawn from that seed).

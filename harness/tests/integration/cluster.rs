@@ -634,7 +634,7 @@ mod real {
         // A torn write: the last write survives in part; the restarted node's
         // recovery drops the half record and fetches the rest again.
         produce(&cluster, "t", 0, &[6, 7, 8]).await;
-        cluster.kill_torn(3, 42).await.unwrap();
+        cluster.cut_power(3, Some(42)).await.unwrap();
         let cuts = cluster.take_losses();
         let torn: Vec<_> = cuts[0]["lost"]
             .as_array()

@@ -506,7 +506,7 @@ async fn package_cluster(
     let settings = watermark::nemesis::PackageSettings {
         timeouts: watermark::nemesis::Timeouts::of_cluster(&settings),
         nodes: cluster.node_ids(),
-        page_cache: false,
+        power_cuts: false,
         crash_all_safe: true,
         dedicated_controller: false,
         lossless_topics: vec!["queue".into()],

@@ -369,7 +369,7 @@ mod tests {
         let settings = PackageSettings {
             timeouts: Timeouts::of_cluster(&broker_config::Settings::default()),
             nodes: vec![1, 2, 3],
-            page_cache: false,
+            power_cuts: false,
             crash_all_safe: true,
             dedicated_controller: false,
             lossless_topics: vec!["queue".into()],

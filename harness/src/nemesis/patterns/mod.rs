@@ -193,11 +193,12 @@ pub struct PackageSettings {
     pub timeouts: Timeouts,
     /// Every node id.
     pub nodes: Vec<i32>,
-    /// A kill loses what the node did not fsync (a power cut of its fault
-    /// filesystem, or brokers run with `--simulate-page-cache`).
-    pub page_cache: bool,
-    /// Crashing every node at once loses nothing acknowledged (no page cache
-    /// simulated, or every record flushed).
+    /// A node's power can be cut (`lose-unflushed` plays): it loses what it did
+    /// not fsync and its storage did not write back — its fault filesystem's
+    /// power cut, or a kill of brokers run with `--simulate-page-cache`.
+    pub power_cuts: bool,
+    /// Crashing every node at once loses nothing acknowledged (its kills cut no
+    /// power, or every record is flushed).
     pub crash_all_safe: bool,
     /// The controller is a process of its own, not one of the brokers.
     pub dedicated_controller: bool,

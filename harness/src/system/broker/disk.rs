@@ -28,8 +28,7 @@ pub(super) fn mount_all(
     let mut disks = BTreeMap::new();
     for &p in procs {
         let dir = root.join(p.key());
-        let mount = faultfs::Mount::new(&dir.join("disk"), &dir.join("data"))
-            .map_err(|e| HarnessError::new(e.to_string()))?;
+        let mount = crate::system::storage::mount(&dir)?;
         disks.insert(p, mount);
     }
     Ok(disks)
@@ -105,7 +104,7 @@ impl Cluster {
         }
         if let Some(torn) = cut {
             for &p in procs {
-                let lost = self.cut_power(p, torn)?;
+                let lost = self.power_out(p, torn)?;
                 self.losses
                     .push(json!({"process": p.to_json(), "lost": lost}));
             }
@@ -115,7 +114,7 @@ impl Cluster {
 
     /// The power goes out on `p`, which is dead already: its files lose what it did
     /// not fsync (`torn`: but a prefix of the last write, drawn from that seed).
-    fn cut_power(&self, p: Proc, torn: Option<u64>) -> Result<Value> {
+    fn power_out(&self, p: Proc, torn: Option<u64>) -> Result<Value> {
         let disk = self.disks.get(&p).ok_or_else(|| {
             HarnessError::new("a power cut needs the fault filesystem (run without --no-fault-fs)")
         })?;

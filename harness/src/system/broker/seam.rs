@@ -34,8 +34,8 @@ impl System for Cluster {
 
     /// Without the fault filesystem, a kill of a node run with `--simulate-page-cache`
     /// (the broker does not tear writes).
-    async fn kill_torn(&mut self, node: i32, seed: u64) -> Result<()> {
-        let cut = (!self.disks.is_empty()).then_some(Some(seed));
+    async fn cut_power(&mut self, node: i32, torn: Option<u64>) -> Result<()> {
+        let cut = (!self.disks.is_empty()).then_some(torn);
         self.kill_cutting(&[Proc::Node(node)], cut).await
     }
 

@@ -39,8 +39,7 @@ impl Disks {
             })?;
             for id in ids {
                 let dir = root.join(id);
-                let mount = faultfs::Mount::new(&dir.join("disk"), &dir.join("data"))
-                    .map_err(|e| HarnessError::new(e.to_string()))?;
+                let mount = crate::system::storage::mount(&dir)?;
                 mounts.push(mount);
             }
         }

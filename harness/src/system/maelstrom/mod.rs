@@ -414,11 +414,11 @@ impl System for MaelstromCluster {
         Ok(())
     }
 
-    async fn kill_torn(&mut self, node: i32, seed: u64) -> Result<()> {
+    async fn cut_power(&mut self, node: i32, torn: Option<u64>) -> Result<()> {
         let p = Proc::Node(node);
         let i = self.node(p)?;
         self.kill_nodes(&[p]).await?;
-        self.disks.cut_power(i, p, Some(seed))
+        self.disks.cut_power(i, p, torn)
     }
 
     fn take_losses(&mut self) -> Vec<serde_json::Value> {

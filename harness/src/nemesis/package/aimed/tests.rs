@@ -23,7 +23,7 @@ fn settings() -> Settings {
     Settings {
         timeouts: Timeouts::of_cluster(&broker_config::Settings::default()),
         nodes: vec![1, 2, 3],
-        page_cache: false,
+        power_cuts: false,
         crash_all_safe: true,
         dedicated_controller: true,
         lossless_topics: vec!["queue".into()],
@@ -366,6 +366,48 @@ fn patterns_aim_at_the_roles_the_metadata_names() {
     }
 }
 
+/// KIP-903's window: the follower the controller elects next loses its tail, is
+/// back within a session timeout, and the leader is killed as it starts fetching;
+/// the leader comes back only past a session timeout, after the election.
+#[test]
+fn a_power_cut_of_the_next_follower_is_followed_by_the_leaders_death_now_and_then() {
+    let v = view();
+    let part = &v.partitions[0];
+    let (leader, next) = (part.leader.unwrap(), part.followers()[0]);
+    let mut s = settings();
+    s.power_cuts = true;
+    let session = s.timeouts.session;
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut windows = 0;
+    for turn in 0..120 {
+        let (roles, script) = script_of(
+            &pt::LoseUnflushed,
+            &s,
+            Some(part),
+            v.controller,
+            false,
+            turn,
+            &mut rng,
+        );
+        assert!(script.leaves_nothing(), "{script:?}");
+        if roles.to_json()["variant"] != "then-kill-leader" {
+            continue;
+        }
+        windows += 1;
+        let steps = &script.steps;
+        assert!(matches!(
+            steps[0].1,
+            Action::LoseUnflushed(n) | Action::TornWrite { node: n, .. } if n == next
+        ));
+        assert_eq!(steps[1].1, Action::Restart(Proc::Node(next)));
+        assert!(steps[1].0 < session, "back within a session timeout");
+        assert_eq!(steps[2].1, Action::Kill(Proc::Node(leader)));
+        assert_eq!(steps[3].1, Action::Restart(Proc::Node(leader)));
+        assert!(steps[3].0 > session, "back after the election");
+    }
+    assert!(windows > 20 && windows < 60, "{windows} of 120");
+}
+
 #[test]
 fn the_follower_aimed_at_is_mostly_the_controllers_next_choice() {
     let v = view();
@@ -531,7 +573,7 @@ fn unsafe_or_meaningless_patterns_are_left_out() {
         let p = plan(a.decide(&view(), &coverage_without(&[])));
         assert!(!matches!(p.pattern.name(), "crash-all" | "lose-unflushed"));
     }
-    s.page_cache = true;
+    s.power_cuts = true;
     let mut a = Aimed::new(1, s, Transition::reachable(false, false));
     let kinds: BTreeSet<&str> = (0..200)
         .map(|_| {
