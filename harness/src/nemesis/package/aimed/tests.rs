@@ -405,7 +405,7 @@ fn a_power_cut_of_the_next_follower_is_followed_by_the_leaders_death_now_and_the
         assert_eq!(steps[3].1, Action::Restart(Proc::Node(leader)));
         assert!(steps[3].0 > session, "back after the election");
     }
-    assert!(windows > 20 && windows < 60, "{windows} of 120");
+    assert!(windows > 40 && windows < 80, "{windows} of 120");
 }
 
 #[test]
