@@ -420,12 +420,12 @@ impl RunArgs {
             ),
         };
         let mut faults = nemesis.clone();
-        if schedule_file
+        // A schedule's `lose-unflushed` and `torn-write` cut their node's power
+        // themselves; its kills cut power only where the campaign's options say
+        // every kill does (as in the run it was recorded from).
+        let schedule_cuts_power = schedule_file
             .as_ref()
-            .is_some_and(ScheduleFile::loses_unflushed)
-        {
-            faults.push(FaultKind::LoseUnflushed);
-        }
+            .is_some_and(ScheduleFile::loses_unflushed);
         if schedule_file
             .as_ref()
             .is_some_and(ScheduleFile::sets_clocks)
@@ -440,8 +440,12 @@ impl RunArgs {
                 || schedule_file
                     .as_ref()
                     .is_some_and(ScheduleFile::touches_storage));
-        let (broker, power_cut_on_kill) =
-            self.campaign_settings(&faults, script.as_ref().map(|s| &s.options), fault_fs);
+        let (broker, power_cut_on_kill) = self.campaign_settings(
+            &faults,
+            script.as_ref().map(|s| &s.options),
+            fault_fs,
+            schedule_cuts_power,
+        );
         let script_needs = script.as_ref().map(|s| &s.options);
         let acks = self.acks(script_needs);
         let retries = self.retries.or(script_needs.and_then(|s| s.retries));
@@ -699,12 +703,14 @@ impl RunArgs {
     /// the faults need: kills that lose what was not fsynced for `lose-unflushed`
     /// (and for the replication package's, with a flush policy), a scenario's own —
     /// power cuts of the fault filesystem (true beside the settings), or with
-    /// `--no-fault-fs` the page cache the brokers simulate.
+    /// `--no-fault-fs` the page cache the brokers simulate, which a schedule's own
+    /// power cuts (`schedule_cuts_power`) need too.
     fn campaign_settings(
         &self,
         nemesis: &[FaultKind],
         script: Option<&ScenarioOptions>,
         fault_fs: bool,
+        schedule_cuts_power: bool,
     ) -> (Settings, bool) {
         let mut s = self.broker.clone();
         let campaign = script.is_none();
@@ -736,7 +742,9 @@ impl RunArgs {
                 s.replica.flush_ms = script.flush_ms;
             }
         }
-        if lose_unflushed && !fault_fs {
+        // Without the fault filesystem only brokers holding their unflushed bytes
+        // in their process can lose them (and then every kill does).
+        if (lose_unflushed || schedule_cuts_power) && !fault_fs {
             s.replica.simulate_page_cache = true;
         }
         (s, lose_unflushed && fault_fs)
@@ -1038,6 +1046,35 @@ mod tests {
             .unwrap()
             .package_settings(&nodes);
         assert!(flushing.power_cuts && !flushing.crash_all_safe);
+    }
+
+    /// A recorded schedule replays its power cuts as power cuts and its kills as
+    /// kills: with no flush policy the run it came from cut power only in its
+    /// `lose-unflushed` steps (a `crash-all` replayed as a power cut of every node
+    /// would lose what the run acknowledged).
+    #[test]
+    fn a_schedules_power_cuts_do_not_make_its_kills_cut_power() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("schedule.json");
+        std::fs::write(
+            &file,
+            "{\"schedule\": 1, \"faults\": [\n\
+             {\"at\": 2, \"fault\": \"lose-unflushed\", \"target\": \"node 2\", \"for\": 1},\n\
+             {\"at\": 5, \"fault\": \"crash-all\", \"for\": 0.5}\n]}",
+        )
+        .unwrap();
+        let path = file.to_str().unwrap();
+        let a = parse(&["--seed", "1", "--schedule", path]).unwrap();
+        assert!(a.fault_fs && !a.power_cut_on_kill);
+        // Without the fault filesystem the brokers must hold their unflushed bytes.
+        let a = parse(&["--seed", "1", "--schedule", path, "--no-fault-fs"]).unwrap();
+        assert!(
+            a.broker
+                .to_args()
+                .contains(&"--simulate-page-cache".to_string())
+        );
+        let a = parse(&["--seed", "1", "--schedule", path, "--flush-messages", "1"]).unwrap();
+        assert!(a.power_cut_on_kill, "a flush policy: every kill cuts power");
     }
 
     #[test]
