@@ -421,11 +421,17 @@ impl RunArgs {
         };
         let mut faults = nemesis.clone();
         // A schedule's `lose-unflushed` and `torn-write` cut their node's power
-        // themselves; its kills cut power only where the campaign's options say
-        // every kill does (as in the run it was recorded from).
+        // themselves; its kills do too where it says so, as in the run it was
+        // recorded from (or, written by hand, as soon as it cuts a power itself).
         let schedule_cuts_power = schedule_file
             .as_ref()
             .is_some_and(ScheduleFile::loses_unflushed);
+        if schedule_file
+            .as_ref()
+            .is_some_and(|f| f.kills_cut_power.unwrap_or(schedule_cuts_power))
+        {
+            faults.push(FaultKind::LoseUnflushed);
+        }
         if schedule_file
             .as_ref()
             .is_some_and(ScheduleFile::sets_clocks)
@@ -704,7 +710,8 @@ impl RunArgs {
     /// (and for the replication package's, with a flush policy), a scenario's own —
     /// power cuts of the fault filesystem (true beside the settings), or with
     /// `--no-fault-fs` the page cache the brokers simulate, which a schedule's own
-    /// power cuts (`schedule_cuts_power`) need too.
+    /// power cuts (`schedule_cuts_power`) need too (its kills cut power when it says
+    /// so: `nemesis` then holds `lose-unflushed`).
     fn campaign_settings(
         &self,
         nemesis: &[FaultKind],
@@ -1048,22 +1055,32 @@ mod tests {
         assert!(flushing.power_cuts && !flushing.crash_all_safe);
     }
 
-    /// A recorded schedule replays its power cuts as power cuts and its kills as
-    /// kills: with no flush policy the run it came from cut power only in its
-    /// `lose-unflushed` steps (a `crash-all` replayed as a power cut of every node
-    /// would lose what the run acknowledged).
+    /// A recorded schedule replays its kills as the run it came from did: a
+    /// default campaign cut power only in its `lose-unflushed` steps, and a
+    /// `crash-all` replayed as a power cut of every node would lose what that run
+    /// acknowledged. Written by hand without saying, a schedule that cuts a power
+    /// makes every kill cut it too, as a fault list naming `lose-unflushed` does.
     #[test]
-    fn a_schedules_power_cuts_do_not_make_its_kills_cut_power() {
+    fn a_schedule_says_whether_its_kills_cut_power() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("schedule.json");
-        std::fs::write(
-            &file,
-            "{\"schedule\": 1, \"faults\": [\n\
-             {\"at\": 2, \"fault\": \"lose-unflushed\", \"target\": \"node 2\", \"for\": 1},\n\
-             {\"at\": 5, \"fault\": \"crash-all\", \"for\": 0.5}\n]}",
-        )
-        .unwrap();
-        let path = file.to_str().unwrap();
+        let write = |name: &str, header: &str| {
+            let file = dir.path().join(name);
+            std::fs::write(
+                &file,
+                format!(
+                    "{{\"schedule\": 1, {header}\"faults\": [\n\
+                     {{\"at\": 2, \"fault\": \"lose-unflushed\", \"target\": \"node 2\", \"for\": 1}},\n\
+                     {{\"at\": 5, \"fault\": \"crash-all\", \"for\": 0.5}}\n]}}"
+                ),
+            )
+            .unwrap();
+            file.to_str().unwrap().to_string()
+        };
+        let by_hand = write("hand.json", "");
+        let a = parse(&["--seed", "1", "--schedule", &by_hand]).unwrap();
+        assert!(a.fault_fs && a.power_cut_on_kill);
+        let recorded = write("recorded.json", "\"kills_cut_power\": false, ");
+        let path = recorded.as_str();
         let a = parse(&["--seed", "1", "--schedule", path]).unwrap();
         assert!(a.fault_fs && !a.power_cut_on_kill);
         // Without the fault filesystem the brokers must hold their unflushed bytes.

@@ -63,6 +63,10 @@ pub(super) async fn campaign_inner(
         &mut notes,
     )
     .await?;
+    let schedule = ScheduleFile {
+        kills_cut_power: Some(args.power_cut_on_kill || args.broker.replica.simulate_page_cache),
+        ..schedule
+    };
     folder.write_schedule(&schedule.to_text())?;
     let complete = end_of_run(
         cluster,

@@ -32,6 +32,7 @@ impl Search<'_> {
         }
         let s = ScheduleFile {
             faults: unit.iter().map(|&i| base.faults[i].clone()).collect(),
+            kills_cut_power: base.kills_cut_power,
             ..ScheduleFile::default()
         };
         let seconds = self.seconds_for(&s);
@@ -143,6 +144,7 @@ impl Search<'_> {
                     .iter()
                     .flat_map(|&u| units[u].iter().map(|&i| base.faults[i].clone()))
                     .collect(),
+                kills_cut_power: base.kills_cut_power,
                 ..ScheduleFile::default()
             };
             let seconds = self.seconds_for(&s);

@@ -51,6 +51,12 @@ pub struct ScheduleFile {
     pub seed: Option<u64>,
     /// Seconds.
     pub time_limit: Option<f64>,
+    /// Whether every kill also cuts its node's power, as in the run the schedule
+    /// was recorded from (written by watermark). When absent: as soon as the
+    /// schedule cuts a power itself (`lose-unflushed`, `torn-write`), as in a
+    /// campaign whose fault list names them. Options that make every kill cut
+    /// power (a flush policy under the replication package) do so regardless.
+    pub kills_cut_power: Option<bool>,
 }
 
 /// One fault of a schedule.
@@ -468,6 +474,9 @@ impl ScheduleFile {
         }
         if let Some(t) = self.time_limit {
             out.push_str(&format!("\"time_limit\": {}, ", json!(t)));
+        }
+        if let Some(k) = self.kills_cut_power {
+            out.push_str(&format!("\"kills_cut_power\": {k}, "));
         }
         out.push_str("\"faults\": [\n");
         for (i, e) in self.faults.iter().enumerate() {

@@ -71,12 +71,20 @@ pub fn parse(text: &str) -> Result<ScheduleFile, ScheduleError> {
     })?;
     let line = |raw: &RawValue| line_of(text, offset_in(text, raw.get()));
     for (key, raw) in &top {
-        if !["schedule", "faults", "seed", "time_limit"].contains(&key.as_str()) {
+        if ![
+            "schedule",
+            "faults",
+            "seed",
+            "time_limit",
+            "kills_cut_power",
+        ]
+        .contains(&key.as_str())
+        {
             return Err(at_line(
                 line(raw),
                 format!(
                     "unknown field `{key}` (a schedule has `schedule`, `faults`, and optionally \
-                     `seed` and `time_limit`)"
+                     `seed`, `time_limit` and `kills_cut_power`)"
                 ),
             ));
         }
@@ -132,6 +140,18 @@ pub fn parse(text: &str) -> Result<ScheduleFile, ScheduleError> {
             }
         },
     };
+    let kills_cut_power = match top.get("kills_cut_power") {
+        None => None,
+        Some(raw) => Some(raw.get().trim().parse::<bool>().map_err(|_| {
+            at_line(
+                line(raw),
+                format!(
+                    "field `kills_cut_power`: expected true or false, got {}",
+                    raw.get()
+                ),
+            )
+        })?),
+    };
     let mut out = Vec::with_capacity(raws.len());
     for (i, raw) in raws.into_iter().enumerate() {
         let base = line(raw);
@@ -162,6 +182,7 @@ pub fn parse(text: &str) -> Result<ScheduleFile, ScheduleError> {
         faults: out,
         seed,
         time_limit,
+        kills_cut_power,
     })
 }
 

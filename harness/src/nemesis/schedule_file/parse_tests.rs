@@ -106,6 +106,10 @@ fn a_malformed_schedule_is_refused_naming_the_line_and_the_field() {
             "unknown field `x`",
         ),
         (
+            "{\"schedule\": 1,\n\"kills_cut_power\": \"yes\", \"faults\": []}",
+            "line 2: field `kills_cut_power`: expected true or false",
+        ),
+        (
             "{\"schedule\": 1, \"faults\": [\n{\"at\": 1, \"fault\": \"kil\", \"target\": \"node 1\"}\n]}",
             "line 2: fault 1 (`kil`): field `fault`: `kil` is not a fault",
         ),
@@ -165,4 +169,21 @@ fn a_malformed_schedule_is_refused_naming_the_line_and_the_field() {
             "{text}\n  gave: {e}\n  expected: {expected}"
         );
     }
+}
+
+/// Whether a schedule's kills cut power is written down as the run recorded it,
+/// and read back.
+#[test]
+fn whether_kills_cut_power_survives_a_round_trip() {
+    let text = "{\"schedule\": 1, \"kills_cut_power\": false, \"faults\": [\n\
+                {\"at\": 1, \"fault\": \"lose-unflushed\", \"target\": \"node 1\"}\n]}";
+    let s = parse(text).unwrap();
+    assert_eq!(s.kills_cut_power, Some(false));
+    assert_eq!(parse(&s.to_text()).unwrap(), s);
+    assert_eq!(
+        parse(r#"{"schedule": 1, "faults": []}"#)
+            .unwrap()
+            .kills_cut_power,
+        None
+    );
 }

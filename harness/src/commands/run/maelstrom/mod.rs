@@ -96,6 +96,10 @@ pub(super) async fn campaign_inner(
         &mut notes,
     )
     .await?;
+    let schedule = ScheduleFile {
+        kills_cut_power: Some(args.power_cut_on_kill),
+        ..schedule
+    };
     folder.write_schedule(&schedule.to_text())?;
     let complete = end_of_run(
         args,
