@@ -218,9 +218,15 @@ impl Resolved {
         self.script.is_none() && self.nemesis == [FaultKind::Replication]
     }
 
+    /// Does every kill of a node lose what it did not fsync (a power cut of its
+    /// fault filesystem, or brokers holding their unflushed bytes in-process)?
+    pub fn kills_cut_power(&self) -> bool {
+        self.broker.replica.simulate_page_cache || self.power_cut_on_kill
+    }
+
     /// What the replication package may do to a cluster of `nodes` so configured.
     pub fn package_settings(&self, nodes: &[i32]) -> PackageSettings {
-        let kills_cut_power = self.broker.replica.simulate_page_cache || self.power_cut_on_kill;
+        let kills_cut_power = self.kills_cut_power();
         PackageSettings {
             timeouts: Timeouts::of_cluster(&self.broker),
             nodes: nodes.to_vec(),

@@ -64,7 +64,7 @@ pub(super) async fn campaign_inner(
     )
     .await?;
     let schedule = ScheduleFile {
-        kills_cut_power: Some(args.power_cut_on_kill || args.broker.replica.simulate_page_cache),
+        kills_cut_power: Some(args.kills_cut_power()),
         ..schedule
     };
     folder.write_schedule(&schedule.to_text())?;

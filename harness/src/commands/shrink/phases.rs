@@ -30,11 +30,10 @@ impl Search<'_> {
         if first.plan.is_none() && first.trigger.is_none() {
             return;
         }
-        let s = ScheduleFile {
-            faults: unit.iter().map(|&i| base.faults[i].clone()).collect(),
-            kills_cut_power: base.kills_cut_power,
-            ..ScheduleFile::default()
-        };
+        let s = candidate(
+            &base,
+            unit.iter().map(|&i| base.faults[i].clone()).collect(),
+        );
         let seconds = self.seconds_for(&s);
         self.test("pattern", &s, seconds);
     }
@@ -139,14 +138,13 @@ impl Search<'_> {
     fn ddmin_over(&mut self, units: Vec<Vec<usize>>) {
         let base = self.best().clone();
         ddmin((0..units.len()).collect(), |subset| {
-            let s = ScheduleFile {
-                faults: subset
+            let s = candidate(
+                &base,
+                subset
                     .iter()
                     .flat_map(|&u| units[u].iter().map(|&i| base.faults[i].clone()))
                     .collect(),
-                kills_cut_power: base.kills_cut_power,
-                ..ScheduleFile::default()
-            };
+            );
             let seconds = self.seconds_for(&s);
             self.test("faults", &s, seconds)
         });
@@ -245,6 +243,19 @@ fn units(s: &ScheduleFile) -> Vec<Vec<usize>> {
         .collect();
     let keys: Vec<Option<&str>> = keys.iter().map(Option::as_deref).collect();
     ddmin::patterns(&keys)
+}
+
+/// A candidate of `faults` taken from `base`: its kills cut power as `base`'s do
+/// (the run's seed and time limit are the replay's own).
+fn candidate(
+    base: &ScheduleFile,
+    faults: Vec<crate::nemesis::schedule_file::Entry>,
+) -> ScheduleFile {
+    ScheduleFile {
+        faults,
+        kills_cut_power: base.kills_cut_power,
+        ..ScheduleFile::default()
+    }
 }
 
 /// `s` with every fault `by` seconds later (earlier when negative, none before the

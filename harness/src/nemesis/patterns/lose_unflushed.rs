@@ -78,8 +78,8 @@ impl Pattern for LoseUnflushed {
             // and the leader dead before it refetched what it lost: killed while
             // the follower is down, which is restarted within 0.2 s after, to no
             // leader to fetch from. (Killed just after its restart instead, the
-            // follower had refetched what it lost in 71 ms in the campaigns that
-            // drew it; `kip101` runs that race.)
+            // follower had refetched what it lost within 67–71 ms in two of the
+            // three campaigns that drew that order; `kip101` runs that race.)
             let aimed = aim.next;
             roles.target = Some(aimed);
             roles.follower = Some(aimed);

@@ -366,9 +366,9 @@ fn patterns_aim_at_the_roles_the_metadata_names() {
     }
 }
 
-/// KIP-903's window: the follower the controller elects next loses its tail, is
-/// back within a session timeout, and the leader is killed as it starts fetching;
-/// the leader comes back only past a session timeout, after the election.
+/// KIP-903's window: the follower the controller elects next loses its tail, the
+/// leader is killed while it is down, the follower is back within a session
+/// timeout; the leader comes back only past a session timeout, after the election.
 #[test]
 fn a_power_cut_of_the_next_follower_is_followed_by_the_leaders_death_now_and_then() {
     let v = view();
