@@ -62,11 +62,13 @@ pub enum Action {
     /// Let its answers through again.
     ReleaseAnswers(Proc),
     /// Change the system's configuration (new partitions, a reassignment); with a
-    /// `settle`, wait up to that long for a reassignment to complete. Nothing to
-    /// undo: a pattern that moves replicas moves them back itself.
+    /// `settle`, wait up to that long for a reassignment to complete. A pattern that
+    /// moves replicas moves them back itself; what a reconfiguration leaves to undo
+    /// is its `throttle`, lifted by the `Restore` of its degradation.
     Reconfigure {
         change: Reconfiguration,
         settle: Duration,
+        throttle: Option<MoveThrottle>,
     },
     /// Make a node's disk fail in `mode` (the broker ends it by itself after
     /// `for_ms`, should the `DiskOk` not come).
@@ -100,6 +102,35 @@ pub enum Action {
         how: Degradation,
         seed: u64,
     },
+}
+
+/// Kafka's reassignment throttle (`kafka-reassign-partitions --execute --throttle`):
+/// the links between the partition's leader and the replicas a move adds slowed to
+/// `bytes_per_s` from just before the move until it is lifted (as `--verify` lifts
+/// it), so that a replica moved in takes the time to catch up that a partition of
+/// real size would, rather than the milliseconds a test's log takes. One operator
+/// step with the move, and one fault in a schedule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveThrottle {
+    /// The leader and the replicas the move adds.
+    pub procs: Vec<Proc>,
+    pub bytes_per_s: u64,
+    /// The degradation's seed (a throttle draws nothing from it).
+    pub seed: u64,
+}
+
+impl MoveThrottle {
+    /// The degradation it puts on those links.
+    pub fn degrade(&self) -> Action {
+        Action::Degrade {
+            procs: self.procs.clone(),
+            between: true,
+            how: Degradation::Throttle {
+                bytes_per_s: self.bytes_per_s,
+            },
+            seed: self.seed,
+        }
+    }
 }
 
 /// A degradation's event, with the links it is on when only those `between` its
@@ -212,7 +243,15 @@ impl Action {
                 json!({"node": node, "mode": mode.as_str(), "for_ms": for_ms}),
             ),
             Action::HoldAnswers(p) => NemesisEvent::new("partition", held_answers(*p)),
-            Action::Reconfigure { change, .. } => reconfiguration_event(change),
+            Action::Reconfigure {
+                change, throttle, ..
+            } => {
+                let mut e = reconfiguration_event(change);
+                if let Some(t) = throttle {
+                    e.value["throttle_bytes_per_s"] = json!(t.bytes_per_s);
+                }
+                e
+            }
             Action::ReleaseAnswers(p) => NemesisEvent::new("heal", held_answers(*p)),
             Action::DiskOk { node, mode, for_ms } => NemesisEvent::new(
                 "disk-ok",
@@ -272,6 +311,9 @@ impl Action {
                 how: *how,
                 seed: *seed,
             }),
+            Action::Reconfigure {
+                throttle: Some(t), ..
+            } => t.degrade().undo(),
             Action::Restart(_)
             | Action::ClockReset { .. }
             | Action::DiskOk { .. }
@@ -312,14 +354,26 @@ impl Action {
                     ..
                 },
             ) => procs == p && between == b && how.kind() == h.kind(),
+            (
+                Action::Restore { .. },
+                Action::Reconfigure {
+                    throttle: Some(t), ..
+                },
+            ) => self.undoes(&t.degrade()),
             _ => false,
         }
     }
 
     /// For the decision's record: `kill 2`, `partition isolate-leader`, ….
     pub fn describe(&self) -> String {
-        if let Action::Reconfigure { change, .. } = self {
-            return match change {
+        if let Action::Reconfigure {
+            change, throttle, ..
+        } = self
+        {
+            let throttled = throttle.as_ref().map_or_else(String::new, |t| {
+                format!(" throttled to {} B/s", t.bytes_per_s)
+            });
+            let said = match change {
                 Reconfiguration::AddPartitions { topic, count } => {
                     format!("add-partitions {topic} to {count}")
                 }
@@ -333,6 +387,7 @@ impl Action {
                     format!("cancel-reassignment {topic}-{partition}")
                 }
             };
+            return said + &throttled;
         }
         if let Action::KillOnceInIsr {
             leader,

@@ -207,6 +207,7 @@ impl<'a, S: System> Interpreter<'a, S> {
                         from: p.replicas.clone(),
                     },
                     settle: Duration::ZERO,
+                    throttle: None,
                 });
             }
             Role::Topic(topic) => {
@@ -218,6 +219,7 @@ impl<'a, S: System> Interpreter<'a, S> {
                         count: count + 1,
                     },
                     settle: Duration::ZERO,
+                    throttle: None,
                 });
             }
         };
@@ -283,7 +285,23 @@ impl<'a, S: System> Interpreter<'a, S> {
             Action::Heal { grudge, .. } => s.heal(grudge),
             Action::HoldAnswers(p) => s.hold_answers(*p, true),
             Action::ReleaseAnswers(p) => s.hold_answers(*p, false),
-            Action::Reconfigure { change, settle } => {
+            Action::Reconfigure {
+                change,
+                settle,
+                throttle,
+            } => {
+                // The throttle first, so that nothing of the move passes at full
+                // speed; its own event, so the history shows the links it slows.
+                if let Some(t) = throttle {
+                    let degrade = t.degrade();
+                    if let Action::Degrade {
+                        procs, seed, how, ..
+                    } = &degrade
+                    {
+                        s.degrade(procs, true, *seed, &|c| how.apply(c));
+                    }
+                    (self.on_event)(degrade.event());
+                }
                 let refused = reconfigure(&mut *s, change, *settle).await.err();
                 if refused.is_none() && !settle.is_zero() {
                     settled(&*s, change, *settle).await;

@@ -223,6 +223,7 @@ impl Fault {
                     from: Vec::new(),
                 },
                 settle: REASSIGN_BACK,
+                throttle: None,
             },
             // Nothing to end (never kept active).
             Fault::AddPartitions => Action::Reconfigure {
@@ -231,6 +232,7 @@ impl Fault {
                     count: 0,
                 },
                 settle: Duration::ZERO,
+                throttle: None,
             },
             Fault::Clock { proc, fault } => Action::ClockReset {
                 proc: *proc,
@@ -518,10 +520,12 @@ mod tests {
                 from: vec![1, 2, 3],
             },
             settle: Duration::ZERO,
+            throttle: None,
         };
         let Action::Reconfigure {
             change: Reconfiguration::Reassign { replicas, .. },
             settle,
+            ..
         } = fault.resolved(&applied).end(Duration::ZERO, "queue")
         else {
             panic!("ended by a reassignment")

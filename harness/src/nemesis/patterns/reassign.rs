@@ -3,7 +3,7 @@
 //! record deleted before it completed, adding replicas loaded as removing ones after
 //! a failover). The last follower is taken out of the partition (it deletes its
 //! replica) and added back first in replica order, to catch up from nothing on a
-//! throttled link; while it does, in turn the leader dies (only the ISR may elect:
+//! throttled link (Kafka's reassignment throttle); while it does, in turn the leader dies (only the ISR may elect:
 //! the adding replica has none of the log) or the active controller does (the new
 //! one must resume the reassignment from the replicated state, adding replicas as
 //! adding). Half the time the move is then cancelled, as an operator would
@@ -13,9 +13,8 @@
 use rand::{Rng, RngCore};
 
 use super::{Aim, PackageSettings, favour, Pattern, Roles, just_past, ms, ms_log};
-use crate::nemesis::action::{Action, Script};
+use crate::nemesis::action::{Action, MoveThrottle, Script};
 use crate::nemesis::coverage::Transition::{self, *};
-use crate::nemesis::fault::Degradation;
 use crate::proc::Proc;
 use crate::system::Reconfiguration;
 use crate::system::view::PartitionView;
@@ -73,7 +72,7 @@ impl Pattern for Reassign {
         let original = aim.partition.map_or_else(Vec::new, |p| p.replicas.clone());
         let mut roles = aim.roles();
         roles.follower = Some(moved);
-        let reassign = |replicas: Vec<i32>, settle| Action::Reconfigure {
+        let reassign = |replicas: Vec<i32>, settle, throttle| Action::Reconfigure {
             change: Reconfiguration::Reassign {
                 topic: aim.topic(),
                 partition: aim.partition_number(),
@@ -81,16 +80,16 @@ impl Pattern for Reassign {
                 from: Vec::new(),
             },
             settle,
+            throttle,
         };
-        let throttle = Action::Degrade {
+        // The move back in is throttled, as Kafka's operators throttle theirs.
+        let throttle = MoveThrottle {
             procs: vec![Proc::Node(moved), Proc::Node(leader)],
-            between: true,
-            how: Degradation::Throttle {
-                bytes_per_s: rng.random_range(4..=16) * 256,
-            },
+            bytes_per_s: rng.random_range(4..=16) * 256,
             seed: rng.random(),
         };
-        let restore = throttle.undo().expect("a degradation is undone");
+        let grow = reassign(vec![moved, leader, first], zero, Some(throttle));
+        let restore = grow.undo().expect("a throttled move's throttle is lifted");
         // While the moved replica catches up, in turn: the leader dies (the controller
         // must elect from the ISR, which the adding replica is not in until it has
         // caught up), or the active controller does (the new one must resume the
@@ -131,9 +130,8 @@ impl Pattern for Reassign {
             (within, Action::Kill(victim))
         };
         let mut s = Script::default()
-            .then(zero, reassign(vec![leader, first], SHRINK_SETTLES))
-            .then(zero, throttle)
-            .then(zero, reassign(vec![moved, leader, first], zero))
+            .then(zero, reassign(vec![leader, first], SHRINK_SETTLES, None))
+            .then(zero, grow)
             .then(delay, kill)
             .then(back_up, Action::Restart(victim));
         // Half the time, the move is then cancelled (KIP-455), 1–4 s after the
@@ -153,12 +151,13 @@ impl Pattern for Reassign {
                     partition: aim.partition_number(),
                 },
                 settle: zero,
+                throttle: None,
             };
             s = s.then(ms(rng, 1000..4000), cancel);
         }
         let s = s
             .then(ms(rng, 300..1000), restore)
-            .then(ms(rng, 500..1500), reassign(original, BACK_SETTLES));
+            .then(ms(rng, 500..1500), reassign(original, BACK_SETTLES, None));
         (roles, s)
     }
 }

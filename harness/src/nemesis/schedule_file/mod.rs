@@ -144,6 +144,9 @@ pub enum Spec {
         /// they bind the node ids of `replicas` to the processes a replay finds in
         /// those roles.
         from: Vec<Target>,
+        /// Kafka's reassignment throttle, in bytes/s, on the links between the
+        /// leader and the replicas the move adds, until the fault's end.
+        throttle: Option<u64>,
     },
     AddPartitions {
         topic: String,
@@ -388,12 +391,16 @@ impl Spec {
                 replicas,
                 settle,
                 from,
+                throttle,
             } => {
                 let mut v = vec![
                     ("partition", json!(format!("{topic}/{partition}"))),
                     ("replicas", json!(replicas)),
                     ("settle", seconds(*settle)),
                 ];
+                if let Some(b) = throttle {
+                    v.push(("throttle_bytes_per_s", json!(b)));
+                }
                 if !from.is_empty() {
                     v.push(("from", from.iter().map(t).collect()));
                 }

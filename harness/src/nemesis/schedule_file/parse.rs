@@ -469,6 +469,9 @@ fn spec(f: &mut Fields<'_>) -> Result<Spec, ScheduleError> {
             let replicas =
                 f.required("replicas", replicas, "a list of node ids, e.g. [1, 2, 3]")?;
             let settle = f.seconds("settle")?.unwrap_or(REASSIGN_SETTLE);
+            let throttle = f
+                .number("throttle_bytes_per_s", u64::MAX)?
+                .map(|b| b.max(1));
             let from = if f.map.contains_key("from") {
                 f.targets("from")?
             } else {
@@ -481,6 +484,7 @@ fn spec(f: &mut Fields<'_>) -> Result<Spec, ScheduleError> {
                 replicas,
                 settle,
                 from,
+                throttle,
             }
         }
         "cancel-reassignment" => {

@@ -11,7 +11,8 @@ const HAND_WRITTEN: &str = r#"{
      "jitter_ms": 50, "for": 5},
     {"at": 30, "fault": "partition", "shape": "bridge", "cut": [["node 1", "node 2"]], "for": 2},
     {"at": 33, "fault": "disk", "target": "node 2", "mode": "eio", "for": 1.5},
-    {"at": 40, "fault": "reassign", "partition": "queue/1", "replicas": [3, 1]},
+    {"at": 40, "fault": "reassign", "partition": "queue/1", "replicas": [3, 1],
+     "throttle_bytes_per_s": 2048, "for": 3},
     {"at": 40.5, "fault": "cancel-reassignment", "partition": "queue/1"},
     {"at": 41, "fault": "crash-all", "for": 0.5, "restart": ["node 3", ["leader of queue/0", 6.5]]},
     {"at": 50, "fault": "kill", "target": "leader of queue/0", "once_in_isr": "follower 2 of queue/0",
@@ -60,6 +61,11 @@ fn a_hand_written_schedule_reads_and_writes_back_the_same() {
             ],
         }
     );
+    let Spec::Reassign { throttle, .. } = &file.faults[5].fault else {
+        panic!("a reassignment")
+    };
+    assert_eq!(*throttle, Some(2048));
+    assert_eq!(file.faults[5].lasts, Some(Duration::from_secs(3)));
     assert_eq!(file.faults[0].line, 4);
     assert_eq!(file.faults[0].at, Duration::from_secs(5));
     assert_eq!(file.faults[1].lasts, Some(Duration::from_secs(6)));
@@ -148,6 +154,10 @@ fn a_malformed_schedule_is_refused_naming_the_line_and_the_field() {
         (
             "{\"schedule\": 1, \"faults\": [{\"at\": 1, \"fault\": \"reassign\", \"partition\": \"queue\", \"replicas\": [1]}]}",
             "field `partition`: `queue` names no partition",
+        ),
+        (
+            "{\"schedule\": 1, \"faults\": [{\"at\": 1, \"fault\": \"reassign\", \"partition\": \"queue/0\", \"replicas\": [1], \"throttle_bytes_per_s\": \"fast\"}]}",
+            "field `throttle_bytes_per_s`",
         ),
         (
             "{\"schedule\": 1, \"faults\": [{\"at\": 1, \"fault\": \"crash-all\", \"restart\": [[\"node 1\"]]}]}",

@@ -253,7 +253,11 @@ impl Recorder {
                 };
                 (spec, vec![p])
             }
-            Action::Reconfigure { change, settle } => match change {
+            Action::Reconfigure {
+                change,
+                settle,
+                throttle,
+            } => match change {
                 Reconfiguration::Reassign {
                     topic,
                     partition,
@@ -272,6 +276,7 @@ impl Recorder {
                         replicas: replicas.clone(),
                         settle: *settle,
                         from: before.iter().map(|&p| role(p)).collect(),
+                        throttle: throttle.as_ref().map(|t| t.bytes_per_s),
                     };
                     (spec, before)
                 }
@@ -429,6 +434,7 @@ mod tests {
                 from: vec![],
             },
             settle: Duration::from_secs(3),
+            throttle: None,
         };
         r.applied(Duration::from_secs(1), &reassign, Some(&v), &procs);
         let e = &r.schedule().faults[0];
@@ -440,6 +446,38 @@ mod tests {
              \"trigger\": \"reassign\"}"
         );
         assert_eq!(e.processes().map(|p| p.len()), Some(3));
+    }
+
+    /// A throttled move is one fault: its throttle's lifting is its end.
+    #[test]
+    fn a_throttled_reassignment_is_one_fault_that_lasts_until_its_throttle_is_lifted() {
+        let procs = [Proc::Node(1), Proc::Node(2), Proc::Node(3)];
+        let v = view();
+        let mut r = Recorder::default();
+        let grow = Action::Reconfigure {
+            change: Reconfiguration::Reassign {
+                topic: "queue".into(),
+                partition: 0,
+                replicas: vec![1, 2, 3],
+                from: vec![],
+            },
+            settle: Duration::ZERO,
+            throttle: Some(crate::nemesis::action::MoveThrottle {
+                procs: vec![Proc::Node(1), Proc::Node(2)],
+                bytes_per_s: 2048,
+                seed: 5,
+            }),
+        };
+        let lift = grow.undo().expect("its throttle is lifted");
+        assert!(lift.undoes(&grow));
+        assert_eq!(lift.event().f, "stop-throttle");
+        r.applied(Duration::from_secs(1), &grow, Some(&v), &procs);
+        r.applied(Duration::from_millis(3500), &lift, Some(&v), &procs);
+        let f = r.schedule().faults;
+        assert_eq!(f.len(), 1, "{f:?}");
+        let line = f[0].to_line();
+        assert!(line.contains("\"throttle_bytes_per_s\": 2048"), "{line}");
+        assert!(line.contains("\"for\": 2.5"), "{line}");
     }
 
     /// When no look at the cluster answers (or the controller did not say), a

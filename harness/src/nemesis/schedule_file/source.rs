@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{Links, ScheduleFile, Spec, Target};
-use crate::nemesis::action::Action;
+use crate::nemesis::action::{Action, MoveThrottle};
 use crate::nemesis::fault::NemesisEvent;
 use crate::nemesis::schedule::{Next, Now, Source, Step, Taken};
 use crate::net::Grudge;
@@ -212,25 +212,42 @@ impl ScheduleSource {
                 partition,
                 replicas,
                 settle,
+                throttle,
                 ..
-            } => Action::Reconfigure {
-                change: Reconfiguration::Reassign {
-                    topic: topic.clone(),
-                    partition: *partition,
-                    replicas: translated(replicas, &bound),
-                    from: view
-                        .and_then(|v| v.partition(topic, *partition))
-                        .map(|p| p.replicas.clone())
-                        .unwrap_or_default(),
-                },
-                settle: *settle,
-            },
+            } => {
+                let now = view.and_then(|v| v.partition(topic, *partition));
+                let replicas = translated(replicas, &bound);
+                let from = now.map(|p| p.replicas.clone()).unwrap_or_default();
+                // The throttle on the links between the leader of now and the
+                // replicas the move adds.
+                let throttle = throttle.map(|bytes_per_s| {
+                    let leader = now.and_then(|p| p.leader);
+                    let added = replicas.iter().filter(|id| !from.contains(id));
+                    let procs = leader.into_iter().chain(added.copied());
+                    MoveThrottle {
+                        procs: procs.map(Proc::Node).collect(),
+                        bytes_per_s,
+                        seed: 0,
+                    }
+                });
+                Action::Reconfigure {
+                    change: Reconfiguration::Reassign {
+                        topic: topic.clone(),
+                        partition: *partition,
+                        replicas,
+                        from,
+                    },
+                    settle: *settle,
+                    throttle,
+                }
+            }
             Spec::CancelReassignment { topic, partition } => Action::Reconfigure {
                 change: Reconfiguration::CancelReassignment {
                     topic: topic.clone(),
                     partition: *partition,
                 },
                 settle: Duration::ZERO,
+                throttle: None,
             },
             Spec::AddPartitions { topic, count } => Action::Reconfigure {
                 change: Reconfiguration::AddPartitions {
@@ -238,6 +255,7 @@ impl ScheduleSource {
                     count: *count,
                 },
                 settle: Duration::ZERO,
+                throttle: None,
             },
         };
         Ok((action, bound))
@@ -475,6 +493,38 @@ mod tests {
                 (ms(0), 3)
             ])))
         );
+    }
+
+    /// A throttled move slows the links between the leader of then and the replica
+    /// it adds, and its end lifts that throttle.
+    #[test]
+    fn a_throttled_reassignment_throttles_the_added_replicas_link_to_the_leader() {
+        let text = "{\"schedule\": 1, \"faults\": [\n\
+            {\"at\": 1, \"fault\": \"reassign\", \"partition\": \"queue/0\", \"replicas\": [3, 1, 2], \
+             \"settle\": 0, \"throttle_bytes_per_s\": 1024, \"for\": 2}\n]}";
+        let mut s = three_nodes(text);
+        let view = ClusterView::sample(Proc::Node(1), &[("queue", 0, &[1, 2])]);
+        let cov = Coverage::new(0);
+        let at = |ms| Now {
+            view: Some(&view),
+            ..at_ms(&cov, ms)
+        };
+        assert!(matches!(s.next(&at(1000)), Next::Now(Step::Note(_))));
+        let Next::Now(Step::Act(grow)) = s.next(&at(1000)) else {
+            panic!("the move")
+        };
+        let Action::Reconfigure {
+            throttle: Some(t), ..
+        } = &grow
+        else {
+            panic!("a throttled move: {grow:?}")
+        };
+        assert_eq!(t.procs, vec![Proc::Node(1), Proc::Node(3)]);
+        assert_eq!(t.bytes_per_s, 1024);
+        let Next::Now(Step::Act(lift)) = s.next(&at(3000)) else {
+            panic!("its end")
+        };
+        assert!(lift.undoes(&grow), "{lift:?}");
     }
 
     /// The faults of one plan strike the process the original struck: a follower
