@@ -22,6 +22,7 @@
 mod attempt;
 mod ddmin;
 mod display;
+mod failed_on;
 mod phases;
 
 use std::path::{Path, PathBuf};
@@ -98,6 +99,8 @@ struct Search<'a> {
     /// When only the end of the original run showed the failure: the latest moment
     /// it saw an operation of it (a lost write acknowledged), what lost it after.
     lost_after: Option<f64>,
+    /// The partitions the original's anomalies were seen on ([`failed_on`]).
+    failed_on: Vec<(String, u32)>,
     /// Every schedule adopted, with its time limit, the original first, the smallest
     /// last: where the confirmation steps back to when the smallest reproduces too
     /// rarely.
@@ -353,6 +356,7 @@ pub fn run(args: ShrinkArgs) -> Exit {
         budget: Duration::from_secs_f64(args.budget * 60.0),
         detected: None,
         lost_after: None,
+        failed_on: failed_on::read(&run_dir, &kinds, record.options.partitions),
         adopted: vec![(schedule.clone(), seconds)],
         passed: Vec::new(),
         shifted: 0.0,

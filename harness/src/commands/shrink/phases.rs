@@ -22,7 +22,8 @@ impl Search<'_> {
         if patterns.len() < 2 {
             return;
         }
-        let Some(unit) = culprit(&base, &patterns, self.detected, self.lost_after) else {
+        let (witness, after) = (self.detected, self.lost_after);
+        let Some(unit) = culprit(&base, &patterns, witness, after, &self.failed_on) else {
             return;
         };
         // A fault no pattern played (a schedule written by hand) is left to ddmin.
@@ -192,25 +193,44 @@ impl Search<'_> {
 
 /// Which of `patterns` (units of `base`) a failure points at: the last to start
 /// before its `witness`, else the first still under way at or starting after
-/// `after` (the latest acknowledgement of what the end of the run found lost).
+/// `after` (the latest acknowledgement of what the end of the run found lost) —
+/// of those, the first aimed at a partition the failure was seen `on`, if one is.
 fn culprit<'a>(
     base: &ScheduleFile,
     patterns: &'a [Vec<usize>],
     witness: Option<f64>,
     after: Option<f64>,
+    on: &[(String, u32)],
 ) -> Option<&'a Vec<usize>> {
-    match (witness, after) {
+    let candidates: Vec<&Vec<usize>> = match (witness, after) {
         (Some(witness), _) => patterns
             .iter()
             .rev()
-            .find(|u| base.faults[u[0]].at.as_secs_f64() <= witness),
-        (None, Some(after)) => patterns.iter().find(|u| {
-            u.iter()
-                .map(|&i| &base.faults[i])
-                .any(|e| (e.at + e.lasts.unwrap_or_default()).as_secs_f64() >= after)
-        }),
-        (None, None) => None,
-    }
+            .filter(|u| base.faults[u[0]].at.as_secs_f64() <= witness)
+            .collect(),
+        (None, Some(after)) => patterns
+            .iter()
+            .filter(|u| {
+                u.iter()
+                    .map(|&i| &base.faults[i])
+                    .any(|e| (e.at + e.lasts.unwrap_or_default()).as_secs_f64() >= after)
+            })
+            .collect(),
+        (None, None) => return None,
+    };
+    let aimed_on = |u: &&&Vec<usize>| {
+        u.iter().any(|&i| {
+            base.faults[i]
+                .fault
+                .partition()
+                .is_some_and(|(t, p)| on.iter().any(|(topic, q)| topic == t && *q == p))
+        })
+    };
+    candidates
+        .iter()
+        .find(aimed_on)
+        .or(candidates.first())
+        .copied()
 }
 
 /// `base`, of `seconds`, cut after its failure's `witness` (see
@@ -324,15 +344,49 @@ mod tests {
             {\"at\": 20, \"fault\": \"crash-all\", \"plan\": 3}\n]}";
         let s = ScheduleFile::parse(text).unwrap();
         let p = units(&s);
-        assert_eq!(culprit(&s, &p, Some(12.0), None), Some(&vec![1]));
-        assert_eq!(culprit(&s, &p, Some(12.0), Some(2.0)), Some(&vec![1]));
-        assert_eq!(culprit(&s, &p, Some(0.5), None), None);
+        let culprit = |w, a| culprit(&s, &p, w, a, &[]);
+        assert_eq!(culprit(Some(12.0), None), Some(&vec![1]));
+        assert_eq!(culprit(Some(12.0), Some(2.0)), Some(&vec![1]));
+        assert_eq!(culprit(Some(0.5), None), None);
         // Lost after 2.5 s: the kill (1–3 s) was still under way.
-        assert_eq!(culprit(&s, &p, None, Some(2.5)), Some(&vec![0]));
+        assert_eq!(culprit(None, Some(2.5)), Some(&vec![0]));
         // Lost after 15 s: the pause was over; the crash-all came next.
-        assert_eq!(culprit(&s, &p, None, Some(15.0)), Some(&vec![2]));
-        assert_eq!(culprit(&s, &p, None, Some(25.0)), None);
-        assert_eq!(culprit(&s, &p, None, None), None);
+        assert_eq!(culprit(None, Some(15.0)), Some(&vec![2]));
+        assert_eq!(culprit(None, Some(25.0)), None);
+        assert_eq!(culprit(None, None), None);
+    }
+
+    /// A failure witnessed after every fault points at the last pattern aimed at a
+    /// partition it was seen on, not merely the last one.
+    #[test]
+    fn a_failure_points_at_the_last_pattern_on_its_partition() {
+        let text = "{\"schedule\": 1, \"faults\": [\n\
+            {\"at\": 1, \"fault\": \"kill\", \"target\": \"leader of register/1\", \"for\": 2, \"plan\": 1},\n\
+            {\"at\": 10, \"fault\": \"reassign\", \"partition\": \"register/1\", \"replicas\": [2, 3], \"plan\": 2},\n\
+            {\"at\": 11, \"fault\": \"kill\", \"target\": \"active-controller\", \"for\": 2, \"plan\": 2},\n\
+            {\"at\": 20, \"fault\": \"pause\", \"target\": \"leader of queue/0\", \"for\": 4, \"plan\": 3}\n]}";
+        let s = ScheduleFile::parse(text).unwrap();
+        let p = units(&s);
+        let on = |topic: &str, n| vec![(topic.to_string(), n)];
+        assert_eq!(
+            culprit(&s, &p, Some(30.0), None, &on("register", 1)),
+            Some(&vec![1, 2])
+        );
+        assert_eq!(
+            culprit(&s, &p, Some(30.0), None, &on("queue", 0)),
+            Some(&vec![3])
+        );
+        // None aimed there: the last, as without.
+        assert_eq!(
+            culprit(&s, &p, Some(30.0), None, &on("queue", 1)),
+            Some(&vec![3])
+        );
+        // Lost after 2.5 s on register/1: of the patterns under way since, the first
+        // aimed there.
+        assert_eq!(
+            culprit(&s, &p, None, Some(2.5), &on("register", 1)),
+            Some(&vec![0])
+        );
     }
 
     /// A fault taken out at the times before a move earlier: the others move back.
@@ -400,6 +454,7 @@ mod tests {
             budget: Duration::from_secs_f64(budget),
             detected: None,
             lost_after: None,
+            failed_on: Vec::new(),
             adopted: vec![(ScheduleFile::default(), 60.0)],
             passed: Vec::new(),
             shifted: 0.0,
