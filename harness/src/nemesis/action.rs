@@ -120,14 +120,19 @@ pub struct MoveThrottle {
 }
 
 impl MoveThrottle {
-    /// The degradation it puts on those links.
+    /// How it degrades each of those links.
+    pub fn how(&self) -> Degradation {
+        Degradation::Throttle {
+            bytes_per_s: self.bytes_per_s,
+        }
+    }
+
+    /// The step that puts it on the links between its processes.
     pub fn degrade(&self) -> Action {
         Action::Degrade {
             procs: self.procs.clone(),
             between: true,
-            how: Degradation::Throttle {
-                bytes_per_s: self.bytes_per_s,
-            },
+            how: self.how(),
             seed: self.seed,
         }
     }

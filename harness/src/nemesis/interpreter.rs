@@ -293,14 +293,8 @@ impl<'a, S: System> Interpreter<'a, S> {
                 // The throttle first, so that nothing of the move passes at full
                 // speed; its own event, so the history shows the links it slows.
                 if let Some(t) = throttle {
-                    let degrade = t.degrade();
-                    if let Action::Degrade {
-                        procs, seed, how, ..
-                    } = &degrade
-                    {
-                        s.degrade(procs, true, *seed, &|c| how.apply(c));
-                    }
-                    (self.on_event)(degrade.event());
+                    s.degrade(&t.procs, true, t.seed, &|c| t.how().apply(c));
+                    (self.on_event)(t.degrade().event());
                 }
                 let refused = reconfigure(&mut *s, change, *settle).await.err();
                 if refused.is_none() && !settle.is_zero() {

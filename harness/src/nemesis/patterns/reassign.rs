@@ -3,12 +3,13 @@
 //! record deleted before it completed, adding replicas loaded as removing ones after
 //! a failover). The last follower is taken out of the partition (it deletes its
 //! replica) and added back first in replica order, to catch up from nothing on a
-//! throttled link (Kafka's reassignment throttle); while it does, in turn the leader dies (only the ISR may elect:
-//! the adding replica has none of the log) or the active controller does (the new
-//! one must resume the reassignment from the replicated state, adding replicas as
-//! adding). Half the time the move is then cancelled, as an operator would
-//! (KIP-455's cancellation: back to the replicas and ISR of before it). Then the
-//! partition is moved back to its replicas in their first order.
+//! throttled link (Kafka's reassignment throttle); while it does, in turn the
+//! leader dies (only the ISR may elect: the adding replica has none of the log) or
+//! the active controller does (the new one must resume the reassignment from the
+//! replicated state, adding replicas as adding). Half the time the move is then
+//! cancelled, as an operator would (KIP-455's cancellation: back to the replicas and
+//! ISR of before it). Then the partition is moved back to its replicas in their
+//! first order.
 
 use rand::{Rng, RngCore};
 
