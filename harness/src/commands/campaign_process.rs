@@ -81,15 +81,19 @@ pub fn read_outcome(folder: &Path) -> (Vec<String>, Option<Detection>) {
     read_outcome_of(folder, None)
 }
 
+/// The run's verdict, `results.json` in its `folder` (None: absent or unreadable).
+pub fn read_results(folder: &Path) -> Option<Results> {
+    std::fs::read_to_string(folder.join("results.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Results>(&t).ok())
+}
+
 /// [`read_outcome`], the detection counting only anomalies of `kinds` (all: None).
 pub fn read_outcome_of(
     folder: &Path,
     kinds: Option<&[String]>,
 ) -> (Vec<String>, Option<Detection>) {
-    let Some(mut results) = std::fs::read_to_string(folder.join("results.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<Results>(&t).ok())
-    else {
+    let Some(mut results) = read_results(folder) else {
         return (Vec::new(), None);
     };
     let mut all: Vec<String> = results

@@ -10,6 +10,8 @@ use std::path::Path;
 
 use checker::verdict::Results;
 
+use crate::commands::campaign_process::read_results;
+
 /// The (topic, partition)s the anomalies of `kinds` in `results` were seen on, for
 /// topics of `partitions` partitions; none for anomalies that name neither (a
 /// Maelstrom system's).
@@ -36,10 +38,7 @@ pub fn failed_on(results: &Results, kinds: &[String], partitions: u32) -> Vec<(S
 
 /// [`failed_on`] of the run in `run_dir` (none when its results cannot be read).
 pub fn read(run_dir: &Path, kinds: &[String], partitions: u32) -> Vec<(String, u32)> {
-    std::fs::read_to_string(run_dir.join("results.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<Results>(&t).ok())
-        .map_or_else(Vec::new, |r| failed_on(&r, kinds, partitions))
+    read_results(run_dir).map_or_else(Vec::new, |r| failed_on(&r, kinds, partitions))
 }
 
 #[cfg(test)]
