@@ -95,6 +95,14 @@ impl Follower {
         let Some(addr) = self.leader_addr(&name).await else {
             return;
         };
+        let ctx = self.manager.ctx();
+        let mut leader = match rpc::Connection::new(&addr, ctx.auth.as_deref()) {
+            Ok(conn) => conn,
+            Err(e) => {
+                eprintln!("{name}: leader {}: {e}", self.leader);
+                return;
+            }
+        };
         let mut failures = 0u32;
         loop {
             // A replica whose storage fails does not fetch (as Kafka stops fetching
@@ -119,8 +127,12 @@ impl Follower {
             let next = match step {
                 None => Next::Stop,
                 Some(Step::Backoff) => Next::Backoff,
-                Some(Step::Truncate(e)) => self.truncate(&name, &addr, e, &mut failures).await,
-                Some(Step::Fetch(offset)) => self.fetch(&name, &addr, offset, &mut failures).await,
+                Some(Step::Truncate(e)) => {
+                    self.truncate(&name, &mut leader, e, &mut failures).await
+                }
+                Some(Step::Fetch(offset)) => {
+                    self.fetch(&name, &mut leader, offset, &mut failures).await
+                }
             };
             match next {
                 Next::Continue => failures = 0,
@@ -168,7 +180,13 @@ impl Follower {
     }
 
     /// One OffsetsForLeaderEpoch round for our epoch `e`.
-    async fn truncate(&self, name: &str, addr: &str, e: LeaderEpoch, failures: &mut u32) -> Next {
+    async fn truncate(
+        &self,
+        name: &str,
+        leader: &mut rpc::Connection,
+        e: LeaderEpoch,
+        failures: &mut u32,
+    ) -> Next {
         let ctx = self.manager.ctx();
         let req = OffsetsForLeaderEpoch {
             topic: self.part.tp.topic.clone(),
@@ -178,8 +196,7 @@ impl Follower {
             leader_epoch: e,
         };
         let path = "/internal/offsets-for-leader-epoch";
-        let answer: Result<EpochEndOffset, _> =
-            rpc::post(&ctx.client, addr, path, &req, OFFSETS_TIMEOUT).await;
+        let answer: Result<EpochEndOffset, _> = leader.post(path, &req, OFFSETS_TIMEOUT).await;
         let a = match answer {
             Ok(a) => a,
             Err(err) => {
@@ -217,7 +234,13 @@ impl Follower {
     }
 
     /// One FETCH round from `offset`.
-    async fn fetch(&self, name: &str, addr: &str, offset: u64, failures: &mut u32) -> Next {
+    async fn fetch(
+        &self,
+        name: &str,
+        leader: &mut rpc::Connection,
+        offset: u64,
+        failures: &mut u32,
+    ) -> Next {
         let ctx = self.manager.ctx();
         let req = Fetch {
             topic: self.part.tp.topic.clone(),
@@ -230,8 +253,7 @@ impl Follower {
         };
         // The leader may hold an empty FETCH in its purgatory this long.
         let timeout = ctx.config.replica.replica_fetch_wait_max() + Duration::from_secs(3);
-        let answer: Result<FetchResponse, _> =
-            rpc::post(&ctx.client, addr, "/internal/fetch", &req, timeout).await;
+        let answer: Result<FetchResponse, _> = leader.post("/internal/fetch", &req, timeout).await;
         match answer {
             Ok(resp) => {
                 let applied = self.event(|r| {
