@@ -11,9 +11,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method};
-use axum::middleware::Next;
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::{ApiError, Code};
@@ -146,18 +147,24 @@ fn protected(method: &Method, path: &str) -> bool {
     path.starts_with("/internal/") || (method == Method::POST && path.starts_with("/debug/"))
 }
 
-/// The middleware refusing protected requests without the credentials (none
-/// configured: every request passes).
-pub async fn guard(
-    State(auth): State<Option<Arc<ClusterAuth>>>,
-    req: Request,
-    next: Next,
-) -> Response {
-    if let Some(auth) = &auth {
-        if protected(req.method(), req.uri().path()) {
-            if let Err(e) = auth.check(req.headers()) {
-                return e.into_response();
-            }
+/// `routes` refusing protected requests without the credentials ([`guard`]); with
+/// none configured every request passes, and no layer is added (a layer is work on
+/// every request, however small).
+pub fn guarded<S: Clone + Send + Sync + 'static>(
+    routes: Router<S>,
+    auth: Option<Arc<ClusterAuth>>,
+) -> Router<S> {
+    match auth {
+        Some(auth) => routes.layer(middleware::from_fn_with_state(auth, guard)),
+        None => routes,
+    }
+}
+
+/// The middleware refusing protected requests without the credentials.
+async fn guard(State(auth): State<Arc<ClusterAuth>>, req: Request, next: Next) -> Response {
+    if protected(req.method(), req.uri().path()) {
+        if let Err(e) = auth.check(req.headers()) {
+            return e.into_response();
         }
     }
     next.run(req).await

@@ -129,12 +129,9 @@ pub async fn start(s: Settings) -> Result<(Arc<Controller>, axum::Router), Strin
     tokio::spawn(controller.clone().run_ticker());
     // The controller calls and the Raft RPCs alike refuse internal requests without
     // the cluster's credentials.
-    let routes = http::router(controller.clone())
-        .merge(raft::network::routes(Receiver { voter, identity }))
-        .layer(axum::middleware::from_fn_with_state(
-            s.auth.map(Arc::new),
-            auth::guard,
-        ));
+    let routes =
+        http::router(controller.clone()).merge(raft::network::routes(Receiver { voter, identity }));
+    let routes = auth::guarded(routes, s.auth.map(Arc::new));
     Ok((controller, routes))
 }
 

@@ -11,13 +11,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::{get, post};
-use axum::{Router, middleware};
 use serde::de::DeserializeOwned;
 
 use super::partitions::{Partition, ReplicaManager};
@@ -63,7 +63,7 @@ pub fn router(manager: Arc<ReplicaManager>, own_metadata: bool) -> Router {
             .route("/v1/brokers/{id}/decommission", post(not_controller))
             .route("/v1/producers", post(not_controller));
     }
-    router
+    let router = router
         .route(
             "/v1/topics/{topic}/partitions/{partition}/records",
             post(produce::produce).get(read::consume),
@@ -80,9 +80,8 @@ pub fn router(manager: Arc<ReplicaManager>, own_metadata: bool) -> Router {
         )
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(middleware::from_fn_with_state(auth, auth::guard))
-        .with_state(manager)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+    auth::guarded(router, auth).with_state(manager)
 }
 
 /// A broker that is no controller voter sends controller calls to the controller.
