@@ -147,9 +147,9 @@ fn protected(method: &Method, path: &str) -> bool {
     path.starts_with("/internal/") || (method == Method::POST && path.starts_with("/debug/"))
 }
 
-/// `routes` refusing protected requests without the credentials ([`guard`]); with
-/// none configured every request passes, and no layer is added (a layer is work on
-/// every request, however small).
+/// `routes` refusing protected requests without the credentials; with none
+/// configured every request passes, and no layer is added (a layer is work on every
+/// request, however small).
 pub fn guarded<S: Clone + Send + Sync + 'static>(
     routes: Router<S>,
     auth: Option<Arc<ClusterAuth>>,
