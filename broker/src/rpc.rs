@@ -142,7 +142,7 @@ impl Connection {
         answer.map_err(|e| {
             // The connection is in an unknown state: the next call opens another.
             self.sender = None;
-            CallError::Transport(format!("POST http://{}{path}: {e}", self.addr))
+            CallError::Transport(format!("POST {}: {e}", self.url(path)))
         })?
     }
 
@@ -172,8 +172,12 @@ impl Connection {
             .await
             .map_err(|e| format!("reading the answer: {e}"))?
             .to_bytes();
-        let url = format!("http://{}{path}", self.addr);
-        Ok(decode_answer(&url, status, &bytes))
+        Ok(decode_answer(&self.url(path), status, &bytes))
+    }
+
+    /// The URL of a call to `path`, for errors.
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
     }
 
     /// The open connection, ready for a request; opened if there is none (or it

@@ -7,8 +7,9 @@
 //! OffsetsForLeaderEpoch rounds, KIP-101/KIP-279; a pending `--truncation hw` cut),
 //! then FETCHes from its LEO forever, applying each answer to the replica. Its calls
 //! go over one kept connection to the leader ([`rpc::Connection`]), opened again
-//! after a failed call. A round that moved nothing (a failed call, a storage error) pauses before the next; while
-//! the partition's storage fails (`partitions::log_dir`) the task only waits.
+//! after a failed call. A round that moved nothing (a failed call, a storage error)
+//! pauses before the next; while the partition's storage fails
+//! (`partitions::log_dir`) the task only waits.
 
 use std::collections::HashMap;
 use std::io;
